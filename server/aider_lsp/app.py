@@ -1,0 +1,98 @@
+"""Application: builds the services once and dispatches task commands.
+
+The LSP layer calls `handle_task_command(identifier, params)`; identifiers are direct tools
+(`system:read_files`, `aider:automatic`, …) or TaskSystem templates (`user:…`).
+Services never import this module's callers (the LSP layer).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from .executors import system
+from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
+from .models import ErrorReason, TaskResult, failed_result
+from .settings import Settings
+from .shell import CommandExecutor
+from .tools import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[str, int | None], None]
+
+
+def _no_progress(message: str, percentage: int | None) -> None:
+    """Default progress sink: nothing to report to."""
+
+
+@dataclass
+class RequestContext:
+    """What the caller (the editor) knows that services need: progress and unsaved buffers.
+
+    `unsaved_files` are workspace-relative paths open in the editor with unsaved changes;
+    they must never be overwritten. `open_files` are all open workspace-relative paths.
+    """
+
+    report_progress: ProgressCallback = _no_progress
+    unsaved_files: list[str] = field(default_factory=list)
+    open_files: list[str] = field(default_factory=list)
+
+
+class Application:
+    """Everything one workspace needs, wired once."""
+
+    def __init__(self, workspace: str | os.PathLike[str], settings: Settings) -> None:
+        self.settings = settings
+        self.files = FileAccessManager(
+            workspace,
+            max_file_bytes=settings.max_file_bytes,
+            secret_patterns=settings.secret_patterns,
+        )
+        self.workspace = self.files.root
+        self.shell = CommandExecutor(self.workspace, output_cap=settings.output_cap_bytes)
+        self.tools = ToolRegistry()
+        self._register_system_tools()
+
+    def _register_system_tools(self) -> None:
+        async def read_files(params: dict[str, Any]) -> TaskResult:
+            return system.read_files(self.files, params)
+
+        self.tools.register(system.READ_FILES_SPEC, read_files)
+        self.tools.register(
+            system.EXECUTE_SHELL_SPEC,
+            partial(
+                system.execute_shell_command,
+                self.shell,
+                default_timeout=self.settings.timeouts.shell,
+                use_shell=self.settings.test_shell,
+            ),
+        )
+
+    def update_settings(self, settings: Settings) -> None:
+        """Settings changed in the editor: later calls use the new values."""
+        self.settings = settings
+        self.files.secret_patterns = DEFAULT_SECRET_PATTERNS + tuple(settings.secret_patterns)
+        self.shell.output_cap = settings.output_cap_bytes
+
+    async def handle_task_command(
+        self, identifier: str, params: dict[str, Any] | None = None
+    ) -> TaskResult:
+        """Run a direct tool or a template by id; unknown ids → FAILED template_not_found."""
+        params = {} if params is None else params
+        if not isinstance(params, dict):
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "task parameters must be an object"
+            )
+        if identifier in self.tools:
+            return await self.tools.execute(identifier, params)
+        return failed_result(
+            ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}"
+        )
+
+    async def aclose(self) -> None:
+        """Stop child processes and close stores (server shutdown)."""

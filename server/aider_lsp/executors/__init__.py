@@ -1,0 +1,1 @@
+"""Direct tools: executors that the registry runs without an LLM template."""

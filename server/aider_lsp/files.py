@@ -1,0 +1,191 @@
+"""FileAccessManager: every path the server touches is confined to the workspace.
+
+Paths are resolved (realpath, so symlinks count where they point) and must stay under the
+workspace root. Secret files are refused whenever their content could reach a model.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials",
+    "credentials.*",
+    "*credentials*.json",
+    "secrets.*",
+    "*.secret",
+    "service-account*.json",
+    ".htpasswd",
+)
+SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws")
+BINARY_SNIFF_BYTES = 8192
+
+
+class AccessDenied(ValueError):
+    """A path was refused; the message says why."""
+
+
+@dataclass(frozen=True)
+class FileText:
+    path: str
+    text: str
+    size: int
+    truncated: bool
+    encoding_errors: bool
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    size: int
+    mtime: float
+    is_binary: bool
+    is_secret: bool
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes or mostly non-text bytes in the first block mark a binary file."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    text_bytes = bytes(range(32, 127)) + b"\n\r\t\f\b"
+    nontext = sum(1 for byte in head if byte not in text_bytes and byte < 128)
+    return nontext / len(head) > 0.30
+
+
+class FileAccessManager:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_file_bytes: int = 1_000_000,
+        secret_patterns: list[str] | tuple[str, ...] = (),
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"workspace is not a directory: {root}")
+        self.max_file_bytes = max_file_bytes
+        self.secret_patterns = tuple(DEFAULT_SECRET_PATTERNS) + tuple(secret_patterns)
+
+    # -- paths ---------------------------------------------------------------------------
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """Absolute real path inside the workspace, or AccessDenied with the reason."""
+        raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw.strip():
+            raise AccessDenied("empty path")
+        if "\x00" in raw:
+            raise AccessDenied(f"path contains a NUL byte: {raw!r}")
+        if "://" in raw or raw.startswith("file:"):
+            parsed = urlparse(raw)
+            if parsed.scheme != "file":
+                raise AccessDenied(f"only file:// URIs are accepted, not {parsed.scheme}:")
+            if parsed.netloc not in ("", "localhost"):
+                raise AccessDenied(f"remote file URI refused: {raw}")
+            raw = unquote(parsed.path)
+            if "\x00" in raw:
+                raise AccessDenied(f"path contains a NUL byte: {raw!r}")
+        candidate = Path(raw) if os.path.isabs(raw) else self.root / raw
+        real = Path(os.path.realpath(candidate))
+        if real != self.root and self.root not in real.parents:
+            raise AccessDenied(f"path is outside the workspace: {os.fspath(path)}")
+        return real
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """Workspace-relative POSIX path of a confined path."""
+        return self.resolve(path).relative_to(self.root).as_posix()
+
+    def is_secret(self, path: str | os.PathLike[str]) -> bool:
+        """True for files whose content must never reach a model (keys, .env, credentials)."""
+        real = Path(os.path.realpath(self.root / path)) if not os.path.isabs(path) else Path(path)
+        parts = [Path(os.fspath(path)).name, real.name]
+        if any(part in SECRET_DIRECTORIES for part in Path(os.fspath(path)).parts + real.parts):
+            return True
+        return any(
+            fnmatch.fnmatch(name.lower(), pattern.lower())
+            for name in parts
+            for pattern in self.secret_patterns
+        )
+
+    def check_model_safe(self, path: str | os.PathLike[str]) -> Path:
+        """Resolve and refuse secrets: use for anything whose content may reach a model."""
+        real = self.resolve(path)
+        if self.is_secret(path) or self.is_secret(real):
+            raise AccessDenied(f"refusing a secret file: {os.fspath(path)}")
+        return real
+
+    # -- operations ----------------------------------------------------------------------
+    def read_text(self, path: str | os.PathLike[str], *, for_model: bool = True) -> FileText:
+        """Read a text file: size cap, binary refusal, undecodable bytes replaced and noted."""
+        real = self.check_model_safe(path) if for_model else self.resolve(path)
+        if not real.is_file():
+            raise FileNotFoundError(f"no such file: {self.relative(real)}")
+        size = real.stat().st_size
+        with real.open("rb") as handle:
+            data = handle.read(self.max_file_bytes + 1)
+        if looks_binary(data[:BINARY_SNIFF_BYTES]):
+            raise AccessDenied(f"binary file refused: {self.relative(real)}")
+        truncated = len(data) > self.max_file_bytes
+        data = data[: self.max_file_bytes]
+        try:
+            text, errors = data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, errors = data.decode("utf-8", errors="replace"), True
+        return FileText(self.relative(real), text, size, truncated, errors)
+
+    def write_text(self, path: str | os.PathLike[str], text: str) -> str:
+        """Write a confined file (parents created); returns its workspace-relative path."""
+        real = self.resolve(path)
+        if real.is_dir():
+            raise AccessDenied(f"is a directory: {self.relative(real)}")
+        real.parent.mkdir(parents=True, exist_ok=True)
+        real.write_text(text, encoding="utf-8")
+        return self.relative(real)
+
+    def list_files(self, directory: str | os.PathLike[str] = ".") -> list[str]:
+        """Workspace-relative files under a directory (not following links out)."""
+        base = self.resolve(directory)
+        found: list[str] = []
+        for current, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".aider-lsp"))
+            for name in sorted(filenames):
+                try:
+                    found.append(self.relative(Path(current) / name))
+                except AccessDenied:
+                    continue
+        return found
+
+    def info(self, path: str | os.PathLike[str]) -> FileInfo:
+        real = self.resolve(path)
+        stat = real.stat()
+        with real.open("rb") as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+        return FileInfo(
+            path=self.relative(real),
+            size=stat.st_size,
+            mtime=stat.st_mtime,
+            is_binary=looks_binary(head),
+            is_secret=self.is_secret(path) or self.is_secret(real),
+        )

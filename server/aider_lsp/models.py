@@ -1,0 +1,198 @@
+"""Every data model that crosses a module boundary, in one place.
+
+The shapes follow the seed IDL (design.md): TaskResult is how every command, tool and
+template answers; errors are reported in it, never raised to the user.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class TaskStatus(str, Enum):
+    COMPLETE = "COMPLETE"
+    CONTINUATION = "CONTINUATION"
+    FAILED = "FAILED"
+
+
+class ErrorReason(str, Enum):
+    """The seed's failure reasons; `notes.error.reason` holds one of these values."""
+
+    INPUT_VALIDATION_FAILURE = "input_validation_failure"
+    CONFIGURATION_ERROR = "configuration_error"
+    CONNECTION_ERROR = "connection_error"
+    EXECUTION_TIMEOUT = "execution_timeout"
+    TOOL_EXECUTION_ERROR = "tool_execution_error"
+    LLM_ERROR = "llm_error"
+    OUTPUT_FORMAT_FAILURE = "output_format_failure"
+    CONTEXT_RETRIEVAL_FAILURE = "context_retrieval_failure"
+    PROTOCOL_ERROR = "protocol_error"
+    TEMPLATE_NOT_FOUND = "template_not_found"
+    ACCESS_DENIED = "access_denied"
+    CANCELLED = "cancelled"
+    UNEXPECTED_ERROR = "unexpected_error"
+
+
+class TaskError(BaseModel):
+    type: str = "TASK_FAILURE"
+    reason: ErrorReason
+    message: str
+
+
+class TaskResult(BaseModel):
+    """The answer of every command, tool and template."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    status: TaskStatus
+    content: str = ""
+    notes: dict[str, Any] = Field(default_factory=dict)
+    parsed_content: Any | None = Field(default=None, alias="parsedContent")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not TaskStatus.FAILED
+
+    @property
+    def error(self) -> TaskError | None:
+        raw = self.notes.get("error")
+        return TaskError.model_validate(raw) if raw else None
+
+    def to_wire(self) -> dict[str, Any]:
+        """JSON-ready dict with the seed's camelCase `parsedContent`."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def failed_result(
+    reason: ErrorReason | str,
+    message: str,
+    *,
+    content: str | None = None,
+    notes: dict[str, Any] | None = None,
+    error_type: str = "TASK_FAILURE",
+) -> TaskResult:
+    """Build the one FAILED TaskResult shape: `notes.error = {type, reason, message}`."""
+    error = TaskError(type=error_type, reason=ErrorReason(reason), message=message)
+    all_notes = dict(notes or {})
+    all_notes["error"] = error.model_dump(mode="json")
+    return TaskResult(
+        status=TaskStatus.FAILED,
+        content=message if content is None else content,
+        notes=all_notes,
+    )
+
+
+def complete_result(
+    content: str = "", *, notes: dict[str, Any] | None = None, parsed: Any | None = None
+) -> TaskResult:
+    return TaskResult(
+        status=TaskStatus.COMPLETE, content=content, notes=dict(notes or {}), parsedContent=parsed
+    )
+
+
+class DevelopmentPlan(BaseModel):
+    """What the planner hands to Aider: instructions, the files to edit, and how to test."""
+
+    instructions: str = Field(min_length=1)
+    files: list[str] = Field(default_factory=list)
+    test_command: str | None = None
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, files: list[str]) -> list[str]:
+        for path in files:
+            if not path or path.startswith("/") or "\x00" in path:
+                raise ValueError(f"files must be relative paths inside the workspace: {path!r}")
+        return files
+
+
+class Verdict(str, Enum):
+    SUCCESS = "SUCCESS"
+    RETRY = "RETRY"
+    FAILURE = "FAILURE"
+
+
+class CombinedAnalysisResult(BaseModel):
+    """The analysis after a test run. RETRY must say what to try next."""
+
+    verdict: Verdict
+    message: str
+    next_prompt: str | None = None
+    next_files: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _retry_needs_prompt(self) -> CombinedAnalysisResult:
+        if self.verdict is Verdict.RETRY and not (self.next_prompt or "").strip():
+            raise ValueError("a RETRY verdict requires next_prompt")
+        return self
+
+
+class MatchItem(BaseModel):
+    id: str
+    content: str
+    relevance_score: float = Field(ge=0.0, le=1.0)
+    content_type: str = "file_content"
+    source_path: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class AssociativeMatchResult(BaseModel):
+    context_summary: str
+    matches: list[MatchItem] = Field(default_factory=list)
+    error: str | None = None
+
+
+class DataContext(BaseModel):
+    retrieved_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    source_query: str | None = None
+    items: list[MatchItem] = Field(default_factory=list)
+    overall_summary: str | None = None
+
+
+class ContextGenerationInput(BaseModel):
+    """A request for relevant workspace context (seed: ContextGenerationInput)."""
+
+    query: str | None = None
+    template_description: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    history: str | None = None
+    target_files: list[str] = Field(default_factory=list)
+    open_files: list[str] = Field(default_factory=list)
+    max_results: int = Field(default=10, ge=1, le=200)
+
+    @property
+    def effective_query(self) -> str:
+        """The text to search for: the query, else the description, else the inputs."""
+        if self.query and self.query.strip():
+            return self.query.strip()
+        if self.template_description and self.template_description.strip():
+            return self.template_description.strip()
+        return " ".join(str(value) for value in self.inputs.values()).strip()
+
+
+class HistoryConfigSettings(BaseModel):
+    use_session_history: bool = True
+    history_turns_to_include: int | None = Field(default=None, ge=0)
+    record_in_session_history: bool = True
+
+
+class ToolSpec(BaseModel):
+    """A tool as the registry knows it: canonical id (seed spelling) and its JSON schema."""
+
+    name: str = Field(min_length=1)
+    description: str
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    read_only: bool = True
+
+    @property
+    def provider_name(self) -> str:
+        """The spelling LLM providers accept (no ':'): `aider:automatic` → `aider_automatic`."""
+        return provider_safe_name(self.name)
+
+
+def provider_safe_name(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)

@@ -1,0 +1,142 @@
+"""CommandExecutor: runs the user's test command in the workspace, safely.
+
+argv via shlex by default (no shell), or `/bin/sh -c` when the user asked for a shell.
+The child gets its own process group so a timeout or a cancel kills every descendant.
+A non-zero exit is a COMPLETE result carrying the exit code: the analysis needs its output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .models import ErrorReason, TaskResult, complete_result, failed_result
+
+TRUNCATION_MARK = "\n[... {omitted} bytes omitted ...]\n"
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool
+
+
+def cap_output(data: bytes, cap: int) -> str:
+    """Keep the head and the tail of long output: the error is usually at the end."""
+    if len(data) <= cap:
+        return data.decode("utf-8", errors="replace")
+    head = cap // 2
+    tail = cap - head
+    omitted = len(data) - cap
+    return (
+        data[:head].decode("utf-8", errors="replace")
+        + TRUNCATION_MARK.format(omitted=omitted)
+        + data[-tail:].decode("utf-8", errors="replace")
+    )
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class CommandExecutor:
+    def __init__(self, cwd: str | os.PathLike[str], *, output_cap: int = 64_000) -> None:
+        self.cwd = Path(cwd)
+        self.output_cap = output_cap
+
+    def build_argv(self, command: str, *, use_shell: bool = False) -> list[str]:
+        """argv for a command string; ValueError with the reason when it cannot be parsed."""
+        if not command or not command.strip():
+            raise ValueError("the command is empty")
+        if "\x00" in command:
+            raise ValueError("the command contains a NUL byte")
+        if use_shell:
+            return ["/bin/sh", "-c", command]
+        argv = shlex.split(command)
+        if not argv:
+            raise ValueError("the command is empty")
+        return argv
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float = 300.0,
+        use_shell: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> CommandOutput:
+        """Run to completion or timeout; cancellation kills the process group and re-raises."""
+        argv = self.build_argv(command, use_shell=use_shell)
+        started = time.monotonic()
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=self.cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+            _kill_group(process)
+            stdout, stderr = await process.communicate()
+        except asyncio.CancelledError:
+            _kill_group(process)
+            await process.wait()
+            raise
+        finally:
+            if process.returncode is None:
+                _kill_group(process)
+        if not timed_out:
+            _kill_group(process)  # descendants that outlived the leader (daemonised children)
+        return CommandOutput(
+            exit_code=None if timed_out else process.returncode,
+            stdout=cap_output(stdout, self.output_cap),
+            stderr=cap_output(stderr, self.output_cap),
+            duration_s=time.monotonic() - started,
+            timed_out=timed_out,
+        )
+
+    async def execute(
+        self, command: str, *, timeout: float = 300.0, use_shell: bool = False
+    ) -> TaskResult:
+        """The seed's `system:execute_shell_command` result shape."""
+        try:
+            output = await self.run(command, timeout=timeout, use_shell=use_shell)
+        except ValueError as exc:
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
+        except (FileNotFoundError, PermissionError) as exc:
+            return failed_result(
+                ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}"
+            )
+        notes = {
+            "command": command,
+            "exit_code": output.exit_code,
+            "stdout": output.stdout,
+            "stderr": output.stderr,
+            "duration_s": round(output.duration_s, 3),
+            "success": output.exit_code == 0,
+        }
+        if output.timed_out:
+            return failed_result(
+                ErrorReason.EXECUTION_TIMEOUT,
+                f"the command did not finish within {timeout:g} s and was killed",
+                content=output.stdout,
+                notes=notes,
+            )
+        return complete_result(output.stdout, notes=notes)
