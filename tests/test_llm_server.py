@@ -1,0 +1,127 @@
+"""The scripted LLM server itself: real HTTP with the openai client and urllib."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import openai
+import pytest
+
+from llm_server import (
+    ScriptedLLMServer,
+    all_of,
+    fault,
+    has_tool_result,
+    json_output,
+    last_user_contains,
+    malformed,
+    offers_tool,
+    slow,
+    system_prompt_contains,
+    text,
+    tool_call,
+    truncated_stream,
+)
+
+
+def _client(srv: ScriptedLLMServer, **kw: object) -> openai.OpenAI:
+    return openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, **kw)  # type: ignore[arg-type]
+
+
+def test_text_non_streaming_records_request_and_usage(llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(system_prompt_contains("be brief"), text("hello there"))
+    r = _client(llm_server).chat.completions.create(
+        model="m1",
+        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    )
+    assert r.choices[0].message.content == "hello there"
+    assert r.usage is not None and r.usage.total_tokens > 0
+    assert llm_server.requests[-1]["model"] == "m1"
+
+
+def test_streaming_text_tool_call_and_usage(llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(last_user_contains("long"), text("x" * 100))
+    chunks = list(
+        _client(llm_server).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "long"}], stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    got = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert got == "x" * 100
+    assert any(c.usage and c.usage.total_tokens > 0 for c in chunks)
+
+    llm_server.add_rule(offers_tool("read"), tool_call("read", {"path": "a.py"}))
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {}}}}]
+    chunks = list(
+        _client(llm_server).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "go"}], tools=tools, stream=True  # type: ignore[arg-type]
+        )
+    )
+    args = "".join(
+        c.choices[0].delta.tool_calls[0].function.arguments or ""  # type: ignore[index,union-attr]
+        for c in chunks
+        if c.choices and c.choices[0].delta.tool_calls
+    )
+    assert json.loads(args) == {"path": "a.py"}
+
+
+def test_json_output_uses_final_result_tool_or_text(llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(lambda r: True, json_output({"a": 1}))
+    tools = [{"type": "function", "function": {"name": "final_result", "parameters": {"type": "object"}}}]
+    r = _client(llm_server).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], tools=tools  # type: ignore[arg-type]
+    )
+    call = r.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert call.function.name == "final_result" and json.loads(call.function.arguments) == {"a": 1}  # type: ignore[union-attr]
+    r = _client(llm_server).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert json.loads(r.choices[0].message.content or "") == {"a": 1}
+
+
+def test_times_and_faults_then_success(llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(lambda r: True, fault(429, retry_after=0), times=1)
+    llm_server.add_rule(lambda r: True, text("ok"))
+    with pytest.raises(openai.RateLimitError):
+        _client(llm_server).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    r = _client(llm_server).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert r.choices[0].message.content == "ok"
+
+
+def test_unmatched_is_a_loud_500(llm_server: ScriptedLLMServer) -> None:
+    with pytest.raises(openai.InternalServerError) as ei:
+        _client(llm_server).chat.completions.create(model="m", messages=[{"role": "user", "content": "nobody home"}])
+    assert "nobody home" in str(ei.value)
+    assert len(llm_server.unmatched) == 1
+
+
+def test_malformed_truncated_slow_callable_and_models(llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(last_user_contains("bad"), malformed())
+    llm_server.add_rule(last_user_contains("cut"), truncated_stream())
+    llm_server.add_rule(last_user_contains("slow"), slow(2.0, text("late")))
+    llm_server.add_rule(
+        all_of(last_user_contains("echo"), lambda r: not has_tool_result()(r)),
+        lambda req: text("echo:" + req["model"]),
+    )
+    c = _client(llm_server)
+    with pytest.raises(Exception):
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "bad"}])
+    with pytest.raises(Exception):
+        list(c.chat.completions.create(model="m", messages=[{"role": "user", "content": "cut"}], stream=True))
+    with pytest.raises(openai.APITimeoutError):
+        _client(llm_server, timeout=0.3).chat.completions.create(model="m", messages=[{"role": "user", "content": "slow"}])
+    r = c.chat.completions.create(model="mx", messages=[{"role": "user", "content": "echo"}])
+    assert r.choices[0].message.content == "echo:mx"
+    with urllib.request.urlopen(llm_server.base_url + "/models") as resp:
+        assert json.loads(resp.read())["data"][0]["id"] == "scripted-model"
+
+
+def test_context_manager_stops() -> None:
+    with ScriptedLLMServer() as srv:
+        url = srv.base_url
+    t0 = time.monotonic()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url + "/models", timeout=2)
+    assert time.monotonic() - t0 < 2
