@@ -1,0 +1,119 @@
+"""Command line: `aider-lsp serve | doctor | --version` (and the subcommands later issues add)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .settings import Settings, SettingsError, env_var_for, load_settings
+
+PROVIDER_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google-gla": "GEMINI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _setup_logging(level: str) -> None:
+    """Logs go to stderr only: stdout belongs to JSON-RPC."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
+
+
+def check_model(settings: Settings) -> list[Check]:
+    """Is an LLM configured, and is its key (or an endpoint) there?"""
+    if not settings.model:
+        return [Check("model", False, f"not set: set aiderLsp.model or {env_var_for('model')}")]
+    checks = [Check("model", True, settings.model)]
+    provider = settings.model.split(":", 1)[0] if ":" in settings.model else ""
+    if settings.base_url:
+        checks.append(Check("endpoint", True, f"OpenAI-compatible endpoint {settings.base_url}"))
+    elif provider == "ollama":
+        checks.append(Check("endpoint", True, "ollama (OLLAMA_BASE_URL or localhost)"))
+    elif provider in PROVIDER_KEYS:
+        key = PROVIDER_KEYS[provider]
+        present = bool(os.environ.get(key) or settings.api_key)
+        checks.append(Check("api key", present, f"{key} {'is set' if present else 'is not set'}"))
+    return checks
+
+
+def check_workspace(workspace: Path) -> list[Check]:
+    ok = workspace.is_dir()
+    return [Check("workspace", ok, str(workspace) if ok else f"not a directory: {workspace}")]
+
+
+DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
+    lambda settings, workspace: check_model(settings),
+    lambda settings, workspace: check_workspace(workspace),
+]
+
+
+def doctor(workspace: Path) -> int:
+    """Print what is configured and what is missing; exit 1 when something is missing."""
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"settings: FAILED {exc}")
+        return 1
+    checks = [check for run in DOCTOR_CHECKS for check in run(settings, workspace)]
+    print(f"aider-lsp {__version__}")
+    for check in checks:
+        print(f"  [{'ok' if check.ok else 'MISSING'}] {check.name}: {check.detail}")
+    return 0 if all(check.ok for check in checks) else 1
+
+
+def serve(tcp: str | None) -> int:
+    from .lsp.server import serve_stdio, serve_tcp
+
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        serve_tcp(host or "127.0.0.1", int(port))
+    else:
+        serve_stdio()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aider-lsp", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"aider-lsp {__version__}")
+    parser.add_argument("--log-level", default=os.environ.get("AIDER_LSP_LOG_LEVEL", "INFO"))
+    commands = parser.add_subparsers(dest="command")
+    serve_parser = commands.add_parser("serve", help="run the language server on stdio")
+    serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (debugging)")
+    serve_parser.add_argument("--stdio", action="store_true", help="stdio (the default)")
+    doctor_parser = commands.add_parser("doctor", help="check the configuration")
+    doctor_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.log_level)
+    if args.command == "serve":
+        return serve(args.tcp)
+    if args.command == "doctor":
+        return doctor(args.workspace)
+    build_parser().print_help()
+    return 2

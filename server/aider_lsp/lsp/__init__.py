@@ -1,0 +1,1 @@
+"""The LSP layer: translates the protocol into Application calls."""

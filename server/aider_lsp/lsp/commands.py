@@ -1,0 +1,77 @@
+"""The server's workspace/executeCommand surface: command id → argument model → application call.
+
+Each command takes ONE object argument, validated by its pydantic model (a mismatch becomes
+JSON-RPC InvalidParams naming the field) and answers a TaskResult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..app import Application, RequestContext
+from ..models import TaskResult, complete_result
+
+
+class CommandParams(BaseModel):
+    """Base of every command's argument: unknown fields are refused, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoParams(CommandParams):
+    pass
+
+
+class ReadFilesParams(CommandParams):
+    file_paths: list[str] = Field(description="Workspace-relative paths or file:// URIs.")
+
+
+CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    id: str
+    params_model: type[CommandParams]
+    run: CommandRunner
+    title: str
+    long_running: bool = False
+
+
+def task_command(identifier: str) -> CommandRunner:
+    """A command that passes its validated argument straight to a task/tool id."""
+
+    async def run(app: Application, params: CommandParams, ctx: RequestContext) -> TaskResult:
+        return await app.handle_task_command(identifier, params.model_dump(exclude_none=True))
+
+    return run
+
+
+async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    tools = [
+        {
+            "name": spec.name,
+            "alias": spec.provider_name,
+            "description": spec.description,
+            "input_schema": spec.input_schema,
+            "read_only": spec.read_only,
+        }
+        for spec in app.tools.specs()
+    ]
+    names = ", ".join(tool["name"] for tool in tools)
+    return complete_result(names, notes={"tools": tools}, parsed=tools)
+
+
+COMMANDS: list[CommandSpec] = [
+    CommandSpec(
+        "aider-lsp.system.readFiles",
+        ReadFilesParams,
+        task_command("system:read_files"),
+        "Read workspace files",
+    ),
+    CommandSpec("aider-lsp.tools.list", NoParams, _list_tools, "List registered tools"),
+]

@@ -1,0 +1,271 @@
+"""The pygls language server: settings, documents, commands, progress and cancellation.
+
+This layer only translates LSP to Application calls. It owns no business logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pydantic import ValidationError
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..app import Application, RequestContext
+from ..models import ErrorReason, TaskResult, failed_result
+from ..settings import SECTION, Settings, SettingsError, load_settings
+from .commands import COMMANDS, CommandParams, CommandSpec
+
+log = logging.getLogger(__name__)
+
+
+class AiderLanguageServer(LanguageServer):
+    """The one server object; `app` exists once a workspace folder is known."""
+
+    def __init__(self) -> None:
+        super().__init__("aider-lsp", __version__)
+        self.app: Application | None = None
+        self.init_options: dict[str, Any] = {}
+        self.settings: Settings = Settings()
+
+    # -- settings ----------------------------------------------------------------------
+    def apply_settings(self, explicit: dict[str, Any]) -> None:
+        """Validate and apply settings; a bad value is shown to the user, defaults stay."""
+        try:
+            self.settings = load_settings(explicit)
+        except SettingsError as exc:
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Error, f"aider-lsp: {exc}")
+            )
+            return
+        if self.app is not None:
+            self.app.update_settings(self.settings)
+
+    async def pull_configuration(self) -> None:
+        """Read the `aiderLsp` section when the client supports workspace/configuration."""
+        workspace_caps = self.client_capabilities.workspace
+        if not (workspace_caps and workspace_caps.configuration):
+            return
+        try:
+            configs = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            )
+        except Exception as exc:  # a client that fails this request is not fatal
+            log.warning("workspace/configuration failed: %s", exc)
+            return
+        section = configs[0] if configs and isinstance(configs[0], dict) else {}
+        self.apply_settings({**self.init_options, **section})
+
+    # -- documents ---------------------------------------------------------------------
+    def workspace_relative(self, uri: str) -> str | None:
+        """Workspace-relative path of a document URI, or None when it is outside."""
+        if self.app is None:
+            return None
+        path = to_fs_path(uri)
+        if path is None:
+            return None
+        try:
+            return self.app.files.relative(path)
+        except ValueError:
+            return None
+
+    def request_context(self, report: Callable[[str, int | None], None] | None = None) -> RequestContext:
+        """What services need to know of the editor: open and unsaved documents."""
+        open_files: list[str] = []
+        unsaved: list[str] = []
+        for uri, document in self.workspace.text_documents.items():
+            relative = self.workspace_relative(uri)
+            if relative is None:
+                continue
+            open_files.append(relative)
+            if _differs_from_disk(document.source, self.app.workspace / relative):
+                unsaved.append(relative)
+        context = RequestContext(unsaved_files=unsaved, open_files=open_files)
+        if report is not None:
+            context.report_progress = report
+        return context
+
+
+def _differs_from_disk(buffer_text: str, path: Path) -> bool:
+    """An open buffer is unsaved when its text is not what is on disk."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") != buffer_text
+    except OSError:
+        return True  # an unsaved new file
+
+
+def _workspace_root(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return to_fs_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return to_fs_path(params.root_uri)
+    return params.root_path
+
+
+server = AiderLanguageServer()
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    ls.init_options = dict(options) if isinstance(options, dict) else {}
+    ls.apply_settings(ls.init_options)
+    root = _workspace_root(params)
+    if root is None:
+        log.warning("no workspace folder: commands will ask the user to open one")
+        return
+    try:
+        ls.app = Application(root, ls.settings)
+    except (OSError, ValueError) as exc:
+        log.error("cannot open workspace %s: %s", root, exc)
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: AiderLanguageServer, params: types.InitializedParams) -> None:
+    await ls.pull_configuration()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def on_configuration_changed(
+    ls: AiderLanguageServer, params: types.DidChangeConfigurationParams
+) -> None:
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
+        ls.apply_settings({**ls.init_options, **settings[SECTION]})
+    else:
+        await ls.pull_configuration()
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: AiderLanguageServer, params: Any = None) -> None:
+    if ls.app is not None:
+        await ls.app.aclose()
+
+
+# -- commands ----------------------------------------------------------------------------
+def _validate(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
+    """One object argument (or none) validated by the command's model, else InvalidParams."""
+    if len(args) > 1:
+        raise JsonRpcInvalidParams(f"{spec.id} takes one object argument, got {len(args)}")
+    raw = args[0] if args else {}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise JsonRpcInvalidParams(f"{spec.id} takes one object argument, got {type(raw).__name__}")
+    try:
+        return spec.params_model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'argument'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise JsonRpcInvalidParams(f"{spec.id}: invalid argument: {problems}") from None
+
+
+def _link_request_cancellation(ls: AiderLanguageServer, task: asyncio.Task[Any]) -> None:
+    """pygls cancels only the outer executeCommand future; cancel the command's task too."""
+    msg_id = ls.protocol.msg_id
+    outer = ls.protocol._request_futures.get(msg_id) if msg_id is not None else None
+    if outer is None:
+        return
+
+    def on_outer_done(future: Any) -> None:
+        if future.cancelled() and not task.done():
+            task.cancel()
+
+    outer.add_done_callback(on_outer_done)
+
+
+async def _with_progress(
+    ls: AiderLanguageServer, title: str, run: Callable[[RequestContext], Awaitable[TaskResult]]
+) -> TaskResult:
+    """Report $/progress under a fresh token; the client's progress cancel stops the run."""
+    task = asyncio.current_task()
+    token = str(uuid.uuid4())
+    progress = ls.work_done_progress
+    has_progress = bool(
+        ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress
+    )
+    if not has_progress:
+        return await run(ls.request_context())
+    try:
+        await progress.create_async(token)
+    except Exception as exc:
+        log.warning("client refused a progress token: %s", exc)
+        return await run(ls.request_context())
+    cancel_future = progress.tokens.get(token)
+    if cancel_future is not None and task is not None:
+        cancel_future.add_done_callback(lambda f: f.cancelled() and task.cancel())
+
+    def report(message: str, percentage: int | None = None) -> None:
+        progress.report(
+            token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
+        )
+
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
+    outcome = "cancelled"
+    try:
+        result = await run(ls.request_context(report))
+        outcome = result.status.value.lower()
+        return result
+    finally:
+        progress.end(token, types.WorkDoneProgressEnd(message=outcome))
+
+
+def _register_command(spec: CommandSpec) -> None:
+    async def execute(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
+        params = _validate(spec, args)
+        if ls.app is None:
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR,
+                "aider-lsp needs a workspace folder: open a folder in the editor",
+            ).to_wire()
+        task = asyncio.current_task()
+        if task is not None:
+            _link_request_cancellation(ls, task)
+        app = ls.app
+
+        async def run(ctx: RequestContext) -> TaskResult:
+            return await spec.run(app, params, ctx)
+
+        try:
+            if spec.long_running:
+                result = await _with_progress(ls, spec.title, run)
+            else:
+                result = await run(ls.request_context())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # never a traceback to the user, never a dead server
+            log.exception("command %s failed", spec.id)
+            result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")
+        return result.to_wire()
+
+    execute.__name__ = "cmd_" + spec.id.replace(".", "_").replace("-", "_")
+    server.command(spec.id)(execute)
+
+
+for _spec in COMMANDS:
+    _register_command(_spec)
+
+
+def serve_stdio() -> None:
+    """Serve on stdio; fd 1 is handed to the transport and redirected to stderr for all else."""
+    transport = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    import sys
+
+    sys.stdout = sys.stderr
+    server.start_io(sys.stdin.buffer, transport)
+
+
+def serve_tcp(host: str, port: int) -> None:
+    server.start_tcp(host, port)

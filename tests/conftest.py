@@ -1,0 +1,93 @@
+"""Shared fixtures: temp workspaces and a real `aider-lsp serve` subprocess over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A small project: code, a test, a secret and a nested folder."""
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / "README.md").write_text("# demo\n")
+    (root / ".env").write_text("OPENAI_API_KEY=sk-secret-do-not-leak\n")
+    return root
+
+
+def _server_env(extra: dict[str, str] | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
+    env.update(extra or {})
+    return env
+
+
+@asynccontextmanager
+async def lsp_session(
+    root: Path,
+    *,
+    init_options: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    capabilities: str = "visual-studio-code",
+) -> AsyncIterator[LanguageClient]:
+    """Start `aider-lsp serve`, initialize it on `root`, and shut it down afterwards."""
+    config = ClientServerConfig(server_command=SERVER_COMMAND, server_env=_server_env(env))
+    client: LanguageClient = await config.start()  # type: ignore[assignment]
+    if configuration is not None:
+        client.set_configuration(configuration, section="aiderLsp")
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test client")
+
+    try:
+        client.initialize_result = await client.initialize_session(  # type: ignore[attr-defined]
+            types.InitializeParams(
+                capabilities=client_capabilities(capabilities),
+                root_uri=root.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+                initialization_options=init_options,
+            )
+        )
+        yield client
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+LspSessionFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def lsp() -> LspSessionFactory:
+    """`async with lsp(root, init_options=..., env=...) as client:` — a real server subprocess."""
+    return lsp_session
+
+
+async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
+    """workspace/executeCommand with the given arguments; returns the raw result."""
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    )
+
+
+@pytest.fixture
+def llm_server() -> Any:
+    """A started scripted OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py)."""
+    from llm_server import ScriptedLLMServer
+
+    with ScriptedLLMServer() as server:
+        yield server
