@@ -1,0 +1,72 @@
+"""The data models: the validators the seeds imply and the one FAILED shape."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from aider_lsp.models import (
+    CombinedAnalysisResult,
+    ContextGenerationInput,
+    DevelopmentPlan,
+    ErrorReason,
+    MatchItem,
+    TaskResult,
+    TaskStatus,
+    ToolSpec,
+    failed_result,
+)
+
+
+def test_failed_result_has_the_seed_error_shape() -> None:
+    result = failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt")
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["error"] == {
+        "type": "TASK_FAILURE",
+        "reason": "input_validation_failure",
+        "message": "missing prompt",
+    }
+    assert result.error is not None and result.error.reason is ErrorReason.INPUT_VALIDATION_FAILURE
+    assert not result.ok
+
+
+def test_task_result_wire_format_uses_parsed_content() -> None:
+    wire = TaskResult(status=TaskStatus.COMPLETE, content="x", parsedContent={"a": 1}).to_wire()
+    assert wire == {"status": "COMPLETE", "content": "x", "notes": {}, "parsedContent": {"a": 1}}
+
+
+def test_retry_requires_next_prompt() -> None:
+    with pytest.raises(ValidationError, match="next_prompt"):
+        CombinedAnalysisResult(verdict="RETRY", message="tests fail")
+    with pytest.raises(ValidationError, match="next_prompt"):
+        CombinedAnalysisResult(verdict="RETRY", message="tests fail", next_prompt="  ")
+    retry = CombinedAnalysisResult(verdict="RETRY", message="m", next_prompt="fix add()")
+    assert retry.next_files is None  # keeps the current files
+    assert CombinedAnalysisResult(verdict="SUCCESS", message="done").next_prompt is None
+    with pytest.raises(ValidationError):
+        CombinedAnalysisResult(verdict="MAYBE", message="m")
+
+
+def test_relevance_score_is_bounded() -> None:
+    MatchItem(id="a", content="c", relevance_score=1.0)
+    for bad in (-0.1, 1.01):
+        with pytest.raises(ValidationError):
+            MatchItem(id="a", content="c", relevance_score=bad)
+
+
+def test_plan_files_are_relative() -> None:
+    assert DevelopmentPlan(instructions="do", files=["a.py"]).files == ["a.py"]
+    with pytest.raises(ValidationError, match="relative"):
+        DevelopmentPlan(instructions="do", files=["/etc/passwd"])
+    with pytest.raises(ValidationError):
+        DevelopmentPlan(instructions="", files=[])
+
+
+def test_context_input_effective_query_falls_back() -> None:
+    assert ContextGenerationInput(query=" q ").effective_query == "q"
+    assert ContextGenerationInput(template_description="d").effective_query == "d"
+    assert ContextGenerationInput(inputs={"goal": "fix"}).effective_query == "fix"
+
+
+def test_tool_spec_provider_alias() -> None:
+    assert ToolSpec(name="aider:automatic", description="d").provider_name == "aider_automatic"

@@ -1,0 +1,95 @@
+"""CommandExecutor: timeouts kill the whole group, output caps keep head and tail."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.shell import CommandExecutor, cap_output
+
+
+async def test_exit_code_and_both_streams(tmp_path: Path) -> None:
+    script = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+    result = await CommandExecutor(tmp_path).execute(f"{sys.executable} -c \"{script}\"")
+    assert result.status.value == "COMPLETE"  # a failing test run is not a tool failure
+    assert result.notes["exit_code"] == 3 and result.notes["success"] is False
+    assert result.notes["stdout"].strip() == "out" and result.notes["stderr"].strip() == "err"
+
+
+async def test_runs_in_the_workspace_without_a_shell(tmp_path: Path) -> None:
+    (tmp_path / "marker.txt").write_text("here")
+    executor = CommandExecutor(tmp_path)
+    result = await executor.execute("cat marker.txt ; echo injected")
+    assert "injected" not in result.notes["stdout"]  # `;` is an argument, not a shell operator
+    shell = await executor.execute("cat marker.txt && echo chained", use_shell=True)
+    assert shell.notes["stdout"] == "herechained\n"
+
+
+async def test_timeout_kills_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
+    executor = CommandExecutor(tmp_path)
+    result = await executor.execute(f"{sys.executable} -c \"{script}\"", timeout=1.5)
+    assert result.notes["error"]["reason"] == "execution_timeout"
+    assert result.notes["duration_s"] < 10
+    child = int(pid_file.read_text())
+    await asyncio.sleep(0.2)
+    assert not _alive(child)
+
+
+async def test_cancel_kills_the_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    task = asyncio.create_task(CommandExecutor(tmp_path).run(f"{sys.executable} -c \"{script}\""))
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.2)
+    assert not _alive(int(pid_file.read_text()))
+
+
+async def test_output_cap_keeps_head_and_tail(tmp_path: Path) -> None:
+    script = "print('FIRST'); print('x' * 100000); print('LAST-ERROR')"
+    result = await CommandExecutor(tmp_path, output_cap=1000).execute(f"{sys.executable} -c \"{script}\"")
+    out = result.notes["stdout"]
+    assert out.startswith("FIRST") and out.rstrip().endswith("LAST-ERROR")
+    assert "bytes omitted" in out and len(out) < 1200
+
+
+def test_cap_output_is_exact_below_the_cap() -> None:
+    assert cap_output(b"abc", 10) == "abc"
+
+
+@pytest.mark.parametrize("command", ["", "   ", "a\x00b", "'unterminated"])
+async def test_bad_commands_are_input_failures(tmp_path: Path, command: str) -> None:
+    result = await CommandExecutor(tmp_path).execute(command)
+    assert result.notes["error"]["reason"] == "input_validation_failure"
+
+
+async def test_missing_program_is_a_tool_failure(tmp_path: Path) -> None:
+    result = await CommandExecutor(tmp_path).execute("no-such-program-xyz --flag")
+    assert result.notes["error"]["reason"] == "tool_execution_error"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie awaiting its parent is dead for our purpose
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
