@@ -36,6 +36,15 @@ class AiderLanguageServer(LanguageServer):
         self.app: Application | None = None
         self.init_options: dict[str, Any] = {}
         self.settings: Settings = Settings()
+        self.configured = asyncio.Event()  # set once workspace/configuration has been read
+
+    async def wait_configured(self, timeout: float = 5.0) -> None:
+        """Commands wait for the client's settings, but never hang on a silent client."""
+        try:
+            await asyncio.wait_for(self.configured.wait(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("no workspace/configuration answer within %.0f s; using what is known", timeout)
+            self.configured.set()
 
     # -- settings ----------------------------------------------------------------------
     def apply_settings(self, explicit: dict[str, Any]) -> None:
@@ -131,7 +140,10 @@ def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> No
 
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: AiderLanguageServer, params: types.InitializedParams) -> None:
-    await ls.pull_configuration()
+    try:
+        await ls.pull_configuration()
+    finally:
+        ls.configured.set()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -224,6 +236,7 @@ async def _with_progress(
 def _register_command(spec: CommandSpec) -> None:
     async def execute(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
         params = _validate(spec, args)
+        await ls.wait_configured()
         if ls.app is None:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR,

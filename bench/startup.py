@@ -1,0 +1,93 @@
+"""Startup: median time from process start to the `initialize` response, over 10 starts.
+
+Printed beside the floor measured in the same run: the median time of
+`python -c "import pygls.lsp.server"` (a server cannot answer before pygls is imported).
+Target: within 1.5x of the floor.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNS = 10
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _read_message(stream) -> dict:
+    length = 0
+    while True:
+        line = stream.readline()
+        if not line:
+            raise RuntimeError("server closed stdout")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return json.loads(stream.read(length))
+
+
+def time_initialize(workspace: Path) -> float:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aider_lsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin and process.stdout
+    process.stdin.write(
+        _frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
+            }
+        )
+    )
+    process.stdin.flush()
+    while True:
+        message = _read_message(process.stdout)
+        if message.get("id") == 1:
+            break
+    elapsed = time.perf_counter() - started
+    process.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    process.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.flush()
+    process.wait(timeout=10)
+    return elapsed
+
+
+def time_floor() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import pygls.lsp.server"], check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        workspace = Path(directory)
+        time_initialize(workspace)  # warm the OS file cache for both
+        time_floor()
+        server = [time_initialize(workspace) for _ in range(RUNS)]
+        floor = [time_floor() for _ in range(RUNS)]
+    server_ms = statistics.median(server) * 1000
+    floor_ms = statistics.median(floor) * 1000
+    print(f"initialize response, median of {RUNS}: {server_ms:.0f} ms")
+    print(f"floor (import pygls.lsp.server), median of {RUNS}: {floor_ms:.0f} ms")
+    print(f"ratio: {server_ms / floor_ms:.2f}x (target <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Settings: explicit > AIDER_LSP_* environment > defaults; bad values name the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.settings import SettingsError, env_var_for, load_settings
+from conftest import execute
+
+
+def test_defaults() -> None:
+    settings = load_settings({}, {})
+    assert settings.model is None and settings.max_retries == 3 and settings.timeouts.aider > 0
+
+
+def test_environment_then_explicit_wins() -> None:
+    environ = {
+        "AIDER_LSP_MODEL": "openai:gpt-4.1",
+        "AIDER_LSP_BASE_URL": "http://127.0.0.1:1/v1",
+        "AIDER_LSP_MAX_RETRIES": "5",
+        "AIDER_LSP_TIMEOUTS": '{"llm": 7}',
+        "AIDER_LSP_CONTEXT_EXCLUDES": '["build/"]',
+    }
+    from_env = load_settings({}, environ)
+    assert from_env.model == "openai:gpt-4.1" and from_env.max_retries == 5
+    assert from_env.timeouts.llm == 7 and from_env.context_excludes == ["build/"]
+    explicit = load_settings({"model": "anthropic:claude-sonnet-4-5", "timeouts": {"aider": 9}}, environ)
+    assert explicit.model == "anthropic:claude-sonnet-4-5"
+    assert explicit.timeouts.llm == 7 and explicit.timeouts.aider == 9  # merged, not replaced
+    assert explicit.base_url == "http://127.0.0.1:1/v1"
+
+
+def test_camel_case_names_and_variables() -> None:
+    settings = load_settings({"aiderModel": "openai/gpt-4.1", "testCommand": "pytest -q"}, {})
+    assert settings.aider_model == "openai/gpt-4.1" and settings.test_command == "pytest -q"
+    assert env_var_for("base_url") == "AIDER_LSP_BASE_URL"
+    assert env_var_for("aider_model") == "AIDER_LSP_AIDER_MODEL"
+
+
+@pytest.mark.parametrize(
+    ("explicit", "environ", "named"),
+    [
+        ({"maxRetries": "many"}, {}, "maxRetries"),
+        ({"timeouts": {"llm": -1}}, {}, "timeouts.llm"),
+        ({}, {"AIDER_LSP_TIMEOUTS": "{not json"}, "AIDER_LSP_"),
+    ],
+)
+def test_bad_values_name_the_setting(explicit: dict, environ: dict, named: str) -> None:
+    with pytest.raises(SettingsError, match=named.replace(".", r"\.")):
+        load_settings(explicit, environ)
+
+
+async def test_configuration_and_environment_reach_the_server(lsp, workspace: Path) -> None:
+    """workspace/configuration (aiderLsp) and AIDER_LSP_* both change what the server refuses."""
+    (workspace / "vault.yaml").write_text("token: abc")
+    (workspace / "tokens.ini").write_text("token: def")
+    async with lsp(
+        workspace,
+        configuration={"secretPatterns": ["vault.*"]},
+        env={"AIDER_LSP_SECRET_PATTERNS": '["tokens.*"]'},
+    ) as client:
+        result = await execute(
+            client, "aider-lsp.system.readFiles", {"file_paths": ["vault.yaml", "pkg/calc.py"]}
+        )
+        assert result["notes"]["skipped_files"] == ["vault.yaml"]
+    async with lsp(workspace, env={"AIDER_LSP_SECRET_PATTERNS": '["tokens.*"]'}) as client:
+        result = await execute(client, "aider-lsp.system.readFiles", {"file_paths": ["tokens.ini"]})
+        assert result["notes"]["skipped_files"] == ["tokens.ini"]
