@@ -64,9 +64,19 @@ def check_workspace(workspace: Path) -> list[Check]:
     return [Check("workspace", ok, str(workspace) if ok else f"not a directory: {workspace}")]
 
 
+def check_aider_env(settings: Settings) -> list[Check]:
+    """Is the Aider environment there (or is a custom Aider MCP server configured)?"""
+    from . import aider_env
+
+    if settings.aider_server.command:
+        return [Check("aider server", True, f"custom: {settings.aider_server.command}")]
+    return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
     lambda settings, workspace: check_model(settings),
     lambda settings, workspace: check_workspace(workspace),
+    lambda settings, workspace: check_aider_env(settings),
 ]
 
 
@@ -105,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--stdio", action="store_true", help="stdio (the default)")
     doctor_parser = commands.add_parser("doctor", help="check the configuration")
     doctor_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    setup_parser = commands.add_parser(
+        "setup-aider", help="create the Aider environment (aider-chat + mcp 1.x) in the user cache"
+    )
+    setup_parser.add_argument("--force", action="store_true", help="recreate it from scratch")
     return parser
 
 
@@ -115,5 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args.tcp)
     if args.command == "doctor":
         return doctor(args.workspace)
+    if args.command == "setup-aider":
+        from . import aider_env
+
+        return aider_env.main(["--force"] if args.force else [])
     build_parser().print_help()
     return 2

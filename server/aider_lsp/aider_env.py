@@ -1,0 +1,164 @@
+"""The Aider environment: a private venv with aider-chat and an mcp 1.x beside it.
+
+aider-chat pins exact versions that cannot be installed beside mcp 2.x and pydantic-ai 2.x,
+so the bundled Aider MCP server (package `aider_mcp`) runs in its own venv in a per-user
+cache folder. `aider-lsp setup-aider` creates it once (a stamp file makes reruns instant);
+`doctor` and the AiderBridge ask `is_ready()` / `aider_python()` / `server_command()`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from collections.abc import Callable
+from pathlib import Path
+
+AIDER_VERSION = "0.86.2"
+MCP_REQUIREMENT = "mcp>=1.9,<2"
+REQUIREMENTS = (f"aider-chat=={AIDER_VERSION}", MCP_REQUIREMENT)
+STAMP_NAME = "aider-lsp-ready"
+ENV_OVERRIDE = "AIDER_LSP_AIDER_ENV"
+
+
+def cache_root() -> Path:
+    """Per-user cache folder: $XDG_CACHE_HOME/aider-lsp or ~/.cache/aider-lsp."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aider-lsp"
+
+
+def env_dir() -> Path:
+    """Where the Aider venv lives; `AIDER_LSP_AIDER_ENV` overrides (CI caches, tests)."""
+    override = os.environ.get(ENV_OVERRIDE)
+    if override:
+        return Path(override).expanduser()
+    return cache_root() / f"aider-env-{AIDER_VERSION}"
+
+
+def _bin_dir(root: Path) -> Path:
+    return root / ("Scripts" if os.name == "nt" else "bin")
+
+
+def aider_python(root: Path | None = None) -> Path:
+    """The Aider venv's interpreter (may not exist yet: check `is_ready()`)."""
+    root = env_dir() if root is None else root
+    return _bin_dir(root) / ("python.exe" if os.name == "nt" else "python")
+
+
+def aider_executable(root: Path | None = None) -> Path:
+    """The `aider` CLI inside the venv (used by the benchmark's CLI baseline)."""
+    root = env_dir() if root is None else root
+    return _bin_dir(root) / ("aider.exe" if os.name == "nt" else "aider")
+
+
+def _stamp(root: Path) -> Path:
+    return root / STAMP_NAME
+
+
+def _stamp_text() -> str:
+    return "\n".join(REQUIREMENTS) + "\n"
+
+
+def is_ready(root: Path | None = None) -> bool:
+    """True when the venv exists and was completed with the current requirements."""
+    root = env_dir() if root is None else root
+    stamp = _stamp(root)
+    try:
+        return aider_python(root).exists() and stamp.read_text() == _stamp_text()
+    except OSError:
+        return False
+
+
+def package_parent() -> Path:
+    """The directory that contains the `aider_mcp` package (goes on the server's PYTHONPATH)."""
+    import aider_mcp  # shipped in the same distribution; imports nothing heavy
+
+    return Path(aider_mcp.__file__).resolve().parent.parent
+
+
+def server_command(root: Path | None = None) -> tuple[str, list[str], dict[str, str]]:
+    """(command, args-before-options, extra env) that starts the bundled server.
+
+    Callers append `--cwd DIR --model MODEL`.
+    """
+    return (
+        str(aider_python(root)),
+        ["-m", "aider_mcp"],
+        {"PYTHONPATH": str(package_parent())},
+    )
+
+
+def describe() -> str:
+    """One line for `doctor`."""
+    root = env_dir()
+    if is_ready(root):
+        return f"Aider environment ready at {root} (aider-chat {AIDER_VERSION})"
+    return f"Aider environment missing at {root}: run `aider-lsp setup-aider`"
+
+
+def setup(
+    *,
+    force: bool = False,
+    root: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Create (or complete) the Aider venv; instant when the stamp says it is done.
+
+    Raises RuntimeError with pip's tail when the install fails.
+    """
+    root = env_dir() if root is None else root
+    if force and root.exists():
+        shutil.rmtree(root)
+    if is_ready(root):
+        log(f"Aider environment already set up at {root}")
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    if not aider_python(root).exists():
+        log(f"Creating the Aider environment at {root} ...")
+        venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    python = str(aider_python(root))
+    log(f"Installing {' '.join(REQUIREMENTS)} (this takes a few minutes) ...")
+    command = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        *REQUIREMENTS,
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+        raise RuntimeError(f"pip install failed in {root}:\n{tail}")
+    check = subprocess.run(
+        [python, "-c", "import aider, mcp, mcp.server.fastmcp; print(aider.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0:
+        raise RuntimeError(f"the Aider environment does not import: {check.stderr[-2000:]}")
+    _stamp(root).write_text(_stamp_text())
+    log(f"Aider environment ready at {root} (aider {check.stdout.strip()})")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`aider-lsp setup-aider [--force]`: exit 0 when the environment is ready."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="aider-lsp setup-aider")
+    parser.add_argument("--force", action="store_true", help="recreate the environment")
+    args = parser.parse_args(argv)
+    try:
+        setup(force=args.force)
+    except (RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

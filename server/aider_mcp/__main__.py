@@ -1,0 +1,94 @@
+"""`python -m aider_mcp --cwd DIR --model MODEL`: the bundled Aider MCP server over stdio.
+
+Aider and litellm print to stdout, and mcp 1.x's stdio transport does not protect it, so fd 1
+is pointed at stderr before anything is imported and the transport gets a private duplicate of
+the original stdout. stdin likewise: the transport keeps a private copy and fd 0 becomes
+/dev/null, so nothing in Aider can ever read the JSON-RPC stream.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _private_stdio() -> tuple[int, int]:
+    """Return private (stdin, stdout) fds for the transport; fd 0/1 become /dev/null/stderr."""
+    transport_in = os.dup(0)
+    transport_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return transport_in, transport_out
+
+
+def main(argv: list[str] | None = None) -> int:
+    transport_in, transport_out = _private_stdio()
+
+    import argparse
+    import logging
+    import threading
+    from io import TextIOWrapper
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="aider_mcp", description=__doc__)
+    parser.add_argument("--cwd", default=".", help="the project directory Aider edits")
+    parser.add_argument("--model", default=os.environ.get("AIDER_MODEL", "gpt-4.1"))
+    parser.add_argument("--edit-format", default=None, help="whole, diff, udiff, … (default: the model's)")
+    parser.add_argument("--map-tokens", type=int, default=0, help="repo map size (0 = off)")
+    parser.add_argument("--retry-timeout", type=float, default=10.0, help="max LLM retry backoff, seconds")
+    parser.add_argument("--no-warm-up", action="store_true", help="do not preload Aider at start")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    cwd = Path(args.cwd).expanduser().resolve()
+    if not cwd.is_dir():
+        print(f"aider_mcp: --cwd {cwd} is not a directory", file=sys.stderr)
+        return 2
+    os.chdir(cwd)
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from .engine import AiderEngine, EngineConfig
+    from .server import build_server
+
+    engine = AiderEngine(
+        EngineConfig(
+            cwd=cwd,
+            model=args.model,
+            edit_format=args.edit_format,
+            map_tokens=args.map_tokens,
+            retry_timeout=args.retry_timeout,
+        )
+    )
+    if not args.no_warm_up:
+        # import Aider/litellm while the client initialises: the first edit is not cold
+        threading.Thread(target=_warm, args=(engine,), daemon=True).start()
+    app = build_server(engine)
+    stdin = anyio.wrap_file(TextIOWrapper(os.fdopen(transport_in, "rb"), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(transport_out, "wb"), encoding="utf-8"))
+
+    async def serve() -> None:
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            low = app._mcp_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _warm(engine: object) -> None:
+    try:
+        engine.warm_up()  # type: ignore[attr-defined]
+    except Exception as exc:  # reported again, as {"error"}, by the first call
+        print(f"aider_mcp: warm-up failed: {exc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Aider behind a small, thread-safe API: one-shot edits and multi-turn chat sessions.
+
+Everything here runs in worker threads (Aider is synchronous); one edit at a time.
+Aider and litellm are imported lazily (`warm_up()` does it once, in the background) because
+`import litellm` takes seconds. Network: litellm uses its bundled price map and Aider's
+model-info cache is filled from it, so no price list is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .snapshots import Snapshot
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("AIDER_CHECK_UPDATE", "false")
+os.environ.setdefault("AIDER_ANALYTICS", "false")
+
+MAX_REPLY_CHARS = 20_000
+
+
+class EngineError(Exception):
+    """A request the engine cannot serve (bad path, unknown session); becomes {"error"}."""
+
+
+@dataclass
+class EngineConfig:
+    cwd: Path
+    model: str
+    edit_format: str | None = None
+    map_tokens: int = 0
+    retry_timeout: float | None = 10.0
+
+
+@dataclass
+class Session:
+    coder: Any
+    model: str
+    editable: list[str] = field(default_factory=list)
+    readonly: list[str] = field(default_factory=list)
+    turns: int = 0
+
+
+def _make_io_class() -> Any:
+    from aider.io import InputOutput
+
+    class CapturingIO(InputOutput):
+        """Aider's IO that answers yes, never prompts, and keeps the errors it printed."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.errors: list[str] = []
+
+        def tool_error(self, message: str = "", strip: bool = True) -> None:
+            if message:
+                self.errors.append(str(message).strip())
+            super().tool_error(message, strip)
+
+        def get_input(self, *args: Any, **kwargs: Any) -> str:  # stdin is the MCP pipe
+            raise EOFError
+
+    return CapturingIO
+
+
+class AiderEngine:
+    """Owns the Aider models and chat sessions of one server process."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self.root = config.cwd.resolve()
+        self.lock = threading.Lock()
+        self._models: dict[str, Any] = {}
+        self._sessions: dict[str, Session] = {}
+        self._io_class: Any = None
+        self._warm = threading.Lock()
+
+    # -- setup -----------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Import Aider and litellm and build the default model (idempotent)."""
+        with self._warm:
+            if self._io_class is not None:
+                return
+            from aider import models
+            from aider.llm import litellm
+
+            litellm._load_litellm()
+            manager = models.model_info_manager
+            manager._load_cache()
+            if not manager.content:
+                # never let Aider download the price list: serve it litellm's bundled map
+                manager.content = dict(litellm.model_cost) or {"__offline__": {}}
+            if self.config.retry_timeout is not None:
+                import aider.coders.base_coder as base_coder
+
+                base_coder.RETRY_TIMEOUT = self.config.retry_timeout
+                models.RETRY_TIMEOUT = self.config.retry_timeout
+            if self.config.map_tokens > 0:
+                from aider.repomap import RepoMap
+
+                cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                tags = cache / "aider-lsp" / "tags" / uuid.uuid5(uuid.NAMESPACE_URL, str(self.root)).hex
+                RepoMap.TAGS_CACHE_DIR = str(tags)
+            self._io_class = _make_io_class()
+            self._model(self.config.model)
+
+    def _model(self, name: str) -> Any:
+        from aider.models import Model
+
+        if name not in self._models:
+            self._models[name] = Model(name)
+        return self._models[name]
+
+    def _rel_paths(self, paths: list[str] | None, field_name: str) -> list[str]:
+        clean: list[str] = []
+        for path in paths or []:
+            if not isinstance(path, str) or not path.strip():
+                raise EngineError(f"{field_name} must hold non-empty relative paths")
+            full = (self.root / path).resolve()
+            if full != self.root and self.root not in full.parents:
+                raise EngineError(f"{path!r} is outside the working directory")
+            clean.append(os.path.relpath(full, self.root))
+        return clean
+
+    def _new_coder(self, model: str, editable: list[str], readonly: list[str]) -> Any:
+        from aider.coders import Coder
+
+        io = self._io_class(
+            yes=True,
+            pretty=False,
+            fancy_input=False,
+            chat_history_file=None,
+            input_history_file=None,
+            llm_history_file=None,
+            root=str(self.root),
+        )
+        coder = Coder.create(
+            main_model=self._model(model),
+            edit_format=self.config.edit_format,
+            io=io,
+            fnames=[str(self.root / rel) for rel in editable],
+            read_only_fnames=[str(self.root / rel) for rel in readonly],
+            auto_commits=False,
+            dirty_commits=False,
+            suggest_shell_commands=False,
+            detect_urls=False,
+            map_tokens=self.config.map_tokens,
+            use_git=self.config.map_tokens > 0,
+            auto_lint=False,
+            auto_test=False,
+            stream=False,
+            show_diffs=False,
+        )
+        if coder.repo is None:
+            coder.root = str(self.root)  # paths relative to the workspace, not the files' common dir
+        return coder
+
+    # -- edits -----------------------------------------------------------------------------
+    def _run(self, coder: Any, prompt: str, editable: list[str], readonly: list[str]) -> dict[str, Any]:
+        snapshot = Snapshot(self.root, editable, readonly)
+        original = coder.allowed_to_edit
+
+        def allowed_to_edit(path: str) -> Any:
+            snapshot.remember(coder.abs_root_path(path))
+            return original(path)
+
+        coder.allowed_to_edit = allowed_to_edit
+        coder.io.errors = []
+        try:
+            reply = coder.run(with_message=prompt) or ""
+        finally:
+            coder.allowed_to_edit = original
+        snapshot.drop_empty_created()
+        outcome = snapshot.compare()
+        result: dict[str, Any] = {
+            "success": outcome.success,
+            "diff": outcome.diff,
+            "changed_files": outcome.changed_editable,
+            "files_outside_editable": outcome.outside,
+            "reply": reply[:MAX_REPLY_CHARS],
+        }
+        if coder.io.errors:
+            result["errors"] = coder.io.errors[-10:]
+        if not outcome.success:
+            result["message"] = (
+                "Aider made no change to the editable files"
+                + (f": {coder.io.errors[-1]}" if coder.io.errors else "")
+            )
+        return result
+
+    def code(
+        self,
+        prompt: str,
+        editable: list[str],
+        readonly: list[str] | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """One stateless edit (the public `aider_ai_code` contract)."""
+        if not prompt or not prompt.strip():
+            raise EngineError("ai_coding_prompt must not be empty")
+        editable = self._rel_paths(editable, "relative_editable_files")
+        readonly = self._rel_paths(readonly, "relative_readonly_files")
+        if not editable:
+            raise EngineError("relative_editable_files must name at least one file")
+        with self.lock:
+            self.warm_up()
+            coder = self._new_coder(model or self.config.model, editable, readonly)
+            return self._run(coder, prompt, editable, readonly)
+
+    def chat(
+        self,
+        message: str,
+        session_id: str | None = None,
+        editable: list[str] | None = None,
+        readonly: list[str] | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """One turn of a multi-turn session; a missing session_id starts a new session."""
+        if not message or not message.strip():
+            raise EngineError("message must not be empty")
+        editable = self._rel_paths(editable, "relative_editable_files")
+        readonly = self._rel_paths(readonly, "relative_readonly_files")
+        with self.lock:
+            self.warm_up()
+            if session_id:
+                session = self._sessions.get(session_id)
+                if session is None:
+                    raise EngineError(f"unknown session_id {session_id!r} (ended or server restarted)")
+                for rel in editable:
+                    if rel not in session.editable:
+                        session.coder.add_rel_fname(rel)
+                        session.editable.append(rel)
+            else:
+                session_id = uuid.uuid4().hex
+                chosen = model or self.config.model
+                session = Session(self._new_coder(chosen, editable, readonly), chosen, editable, readonly)
+                self._sessions[session_id] = session
+            session.turns += 1
+            in_chat = sorted(
+                {os.path.relpath(p, self.root) for p in session.coder.abs_fnames} | set(session.editable)
+            )
+            result = self._run(session.coder, message, in_chat, session.readonly)
+            result["session_id"] = session_id
+            result["turn"] = session.turns
+            return result
+
+    def end(self, session_id: str) -> dict[str, Any]:
+        """Forget a session and its chat."""
+        with self.lock:
+            existed = self._sessions.pop(session_id, None) is not None
+        return {"ended": existed, "session_id": session_id}
+
+    def list_models(self, substring: str = "") -> list[str]:
+        """Model names Aider knows (litellm's bundled list)."""
+        self.warm_up()
+        from aider.models import fuzzy_match_models
+
+        return fuzzy_match_models(substring or "")

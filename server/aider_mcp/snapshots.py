@@ -1,0 +1,174 @@
+"""Before/after file snapshots: the diff and `success` of an edit come from the files themselves.
+
+Aider's own view (`aider_edited_files`, `git diff`) is not trusted: it lists files whose edit
+failed, and `git diff` is cumulative and blind to new files or non-git directories.
+Pure standard library, so it is testable without Aider installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".aider-lsp",
+    }
+)
+MAX_WALK_FILES = 20_000
+MAX_DIFF_BYTES = 2_000_000
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """File content, or None when it does not exist (or is not a regular file)."""
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def tree_stats(root: Path, limit: int = MAX_WALK_FILES) -> dict[str, tuple[int, int]]:
+    """relative path → (mtime_ns, size) for the tree, heavy folders skipped, capped."""
+    stats: dict[str, tuple[int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".aider")]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            stats[os.path.relpath(full, root)] = (st.st_mtime_ns, st.st_size)
+            if len(stats) >= limit:
+                return stats
+    return stats
+
+
+def unified_diff(rel: str, before: bytes | None, after: bytes | None) -> str:
+    """A git-style unified diff of one file; new and deleted files diff against /dev/null."""
+    if before == after:
+        return ""
+    if (before and len(before) > MAX_DIFF_BYTES) or (after and len(after) > MAX_DIFF_BYTES):
+        return f"diff --aider-mcp a/{rel} b/{rel}\nBinary or large file changed\n"
+    try:
+        old = before.decode("utf-8") if before is not None else ""
+        new = after.decode("utf-8") if after is not None else ""
+    except UnicodeDecodeError:
+        return f"diff --aider-mcp a/{rel} b/{rel}\nBinary files differ\n"
+    from_name = f"a/{rel}" if before is not None else "/dev/null"
+    to_name = f"b/{rel}" if after is not None else "/dev/null"
+    header = f"diff --aider-mcp a/{rel} b/{rel}\n"
+    if before is None:
+        header += "new file\n"
+    elif after is None:
+        header += "deleted file\n"
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), from_name, to_name
+    )
+    body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return header + body
+
+
+@dataclass
+class EditOutcome:
+    """What an edit really did to the files."""
+
+    changed_editable: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def success(self) -> bool:
+        return bool(self.changed_editable)
+
+
+class Snapshot:
+    """Contents of the files an edit may touch, taken before the edit.
+
+    `remember()` adds a file lazily (called when Aider asks to edit a file outside the list),
+    and a cheap stat walk of the tree catches anything else that appeared or changed.
+    """
+
+    def __init__(self, root: Path, editable: list[str], readonly: list[str]) -> None:
+        self.root = root
+        self.editable = list(dict.fromkeys(editable))
+        self.contents: dict[str, bytes | None] = {}
+        for rel in self.editable + list(readonly):
+            self.remember(rel)
+        self.stats = tree_stats(root)
+
+    def _rel(self, path: str | os.PathLike[str]) -> str:
+        full = Path(path)
+        if not full.is_absolute():
+            full = self.root / full
+        try:
+            return os.path.relpath(full.resolve(), self.root.resolve())
+        except ValueError:
+            return str(full)
+
+    def remember(self, path: str | os.PathLike[str]) -> None:
+        """Record a file's current content unless it was recorded already."""
+        rel = self._rel(path)
+        if rel not in self.contents:
+            self.contents[rel] = read_bytes(self.root / rel)
+
+    def compare(self) -> EditOutcome:
+        """Diff every remembered file and every file whose stat changed or that appeared."""
+        outcome = EditOutcome()
+        editable = {self._rel(p) for p in self.editable}
+        after_stats = tree_stats(self.root)
+        candidates = set(self.contents)
+        for rel, stat in after_stats.items():
+            if self.stats.get(rel) != stat:
+                candidates.add(rel)
+        diffs: list[str] = []
+        for rel in sorted(candidates):
+            after = read_bytes(self.root / rel)
+            if rel in self.contents:
+                before = self.contents[rel]
+                if before == after:
+                    continue
+                diffs.append(unified_diff(rel, before, after))
+            elif rel in self.stats:
+                # changed outside anything we snapshotted: no before-content to diff against
+                diffs.append(f"diff --aider-mcp a/{rel} b/{rel}\n(changed; previous content unknown)\n")
+            else:
+                diffs.append(unified_diff(rel, None, after))
+            if rel in editable:
+                outcome.changed_editable.append(rel)
+            else:
+                outcome.outside.append(rel)
+        outcome.diff = "".join(diffs)
+        return outcome
+
+    def drop_empty_created(self) -> list[str]:
+        """Remove editable files that did not exist before and are still empty.
+
+        Aider touches every editable file into existence; an edit that wrote nothing must not
+        leave empty files behind.
+        """
+        removed: list[str] = []
+        for rel in self.editable:
+            key = self._rel(rel)
+            if self.contents.get(key, b"") is None:
+                full = self.root / key
+                try:
+                    if full.is_file() and full.stat().st_size == 0:
+                        full.unlink()
+                        removed.append(key)
+                except OSError:
+                    pass
+        return removed
