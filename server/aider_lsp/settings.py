@@ -65,6 +65,13 @@ class Settings(_Camel):
     max_retries: int = Field(default=3, ge=0, le=20)
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     context_excludes: list[str] = Field(default_factory=list)
+    context_rerank: bool = Field(
+        default=False, description="Let the model re-rank the index's top files (slower)."
+    )
+    context_rerank_top_n: int = Field(default=20, ge=2, le=100)
+    context_index_path: str | None = Field(
+        default=None, description="SQLite index file; default <workspace>/.aider-lsp/index.sqlite3."
+    )
     secret_patterns: list[str] = Field(default_factory=list)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     max_file_bytes: int = Field(default=1_000_000, gt=0)

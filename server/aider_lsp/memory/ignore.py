@@ -1,0 +1,183 @@
+"""Which workspace files the index may hold.
+
+A file is indexed only when git would not ignore it (every `.gitignore` from the root down,
+negations included), it matches none of the user's `contextExcludes` (gitignore syntax), it
+is not a secret (FileAccessManager.is_secret), not binary and not larger than the cap.
+Directories are pruned during the walk so `node_modules/` and friends cost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from ..files import BINARY_SNIFF_BYTES, AccessDenied, FileAccessManager, looks_binary
+
+log = logging.getLogger(__name__)
+
+# Never worth indexing, whatever .gitignore says (tool state, caches, dependencies).
+ALWAYS_EXCLUDED_DIRS: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".aider-lsp",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".hypothesis",
+        ".idea",
+        ".eggs",
+    }
+)
+ALWAYS_EXCLUDED_PREFIXES: tuple[str, ...] = (".aider",)  # .aider.chat.history.md, .aider.tags…
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file the walk found and the rules allow; its stat as seen during the walk."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+class IgnoreRules:
+    """The workspace's ignore rules, loaded once and reloaded when a .gitignore changes."""
+
+    def __init__(
+        self,
+        files: FileAccessManager,
+        *,
+        excludes: list[str] | tuple[str, ...] = (),
+        max_file_bytes: int = 1_000_000,
+    ) -> None:
+        self.files = files
+        self.root = files.root
+        self.max_file_bytes = max_file_bytes
+        self.excludes = pathspec.GitIgnoreSpec.from_lines(list(excludes))
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    # -- loading -------------------------------------------------------------------------
+    def _spec_for(self, directory: str) -> pathspec.GitIgnoreSpec | None:
+        """The rules of `directory/.gitignore` ('' is the root), read once and cached."""
+        if directory not in self._gitignores:
+            path = self.root / directory / ".gitignore"
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._gitignores[directory] = None
+            else:
+                self._gitignores[directory] = pathspec.GitIgnoreSpec.from_lines(lines)
+        return self._gitignores[directory]
+
+    def reload(self) -> None:
+        """A .gitignore changed: forget the cached rules (they are re-read on demand)."""
+        self._gitignores.clear()
+
+    # -- decisions -----------------------------------------------------------------------
+    def _git_ignored(self, rel: str, is_dir: bool) -> bool:
+        """Apply every .gitignore from the root down to the path's parent; deeper ones win."""
+        probe = rel + "/" if is_dir else rel
+        parts = rel.split("/")[:-1]
+        verdict: bool | None = None
+        for depth in range(len(parts) + 1):
+            directory = "/".join(parts[:depth])
+            spec = self._spec_for(directory)
+            if spec is None:
+                continue
+            local = probe[len(directory) + 1 :] if directory else probe
+            result = spec.check_file(local).include
+            if result is not None:
+                verdict = result
+        return bool(verdict)
+
+    def _dir_ignored(self, rel_dir: str) -> bool:
+        name = rel_dir.rsplit("/", 1)[-1]
+        if name in ALWAYS_EXCLUDED_DIRS or name.startswith(ALWAYS_EXCLUDED_PREFIXES):
+            return True
+        if self.excludes.check_file(rel_dir + "/").include:
+            return True
+        return self._git_ignored(rel_dir, is_dir=True)
+
+    def _parents_ignored(self, rel: str) -> bool:
+        parts = rel.split("/")[:-1]
+        return any(self._dir_ignored("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+    def path_allowed(self, rel: str) -> bool:
+        """Name-based rules only (no disk access): gitignore, excludes, secrets."""
+        name = rel.rsplit("/", 1)[-1]
+        if name.startswith(ALWAYS_EXCLUDED_PREFIXES) or self._parents_ignored(rel):
+            return False
+        if self.excludes.check_file(rel).include or self._git_ignored(rel, is_dir=False):
+            return False
+        return not self.files.is_secret(rel)
+
+    def check(self, rel: str) -> Candidate | None:
+        """The file as a Candidate if the index may hold it (rules, size, binary), else None."""
+        try:
+            real = self.files.resolve(rel)
+            rel = self.files.relative(real)
+        except AccessDenied:
+            return None
+        if not self.path_allowed(rel) or self.files.is_secret(real):
+            return None
+        return self._stat_candidate(real, rel)
+
+    def _stat_candidate(self, real: Path, rel: str) -> Candidate | None:
+        try:
+            stat = real.stat()
+            if not real.is_file() or stat.st_size > self.max_file_bytes:
+                return None
+            with real.open("rb") as handle:
+                head = handle.read(BINARY_SNIFF_BYTES)
+        except OSError:
+            return None
+        if looks_binary(head):
+            return None
+        return Candidate(rel, stat.st_size, stat.st_mtime)
+
+    def walk(self, start: str = "") -> Iterator[Candidate]:
+        """Every indexable file of the workspace (or of folder `start`), pruning ignored folders."""
+        if start and (self._parents_ignored(start + "/_") or self._dir_ignored(start)):
+            return
+        for current, dirnames, filenames in os.walk(self.root / start):
+            rel_dir = Path(current).relative_to(self.root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir
+            dirnames[:] = sorted(
+                d for d in dirnames if not self._dir_ignored(_join(rel_dir, d))
+            )
+            for name in sorted(filenames):
+                rel = _join(rel_dir, name)
+                if name.startswith(ALWAYS_EXCLUDED_PREFIXES):
+                    continue
+                if self.excludes.check_file(rel).include or self._git_ignored(rel, False):
+                    continue
+                if self.files.is_secret(rel):
+                    continue
+                full = Path(current) / name
+                if full.is_symlink():
+                    try:
+                        real = self.files.resolve(rel)  # a link out of the workspace: skip
+                    except AccessDenied:
+                        continue
+                    if self.files.is_secret(real):
+                        continue
+                candidate = self._stat_candidate(full, rel)
+                if candidate is not None:
+                    yield candidate
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
