@@ -218,17 +218,26 @@ def offers_tool(name: str) -> Matcher:
 
 
 def has_tool_result(name: Optional[str] = None) -> Matcher:
-    """Matches when the conversation already holds a tool result (of tool ``name`` if given)."""
+    """Matches when the current turn (after the last user message) holds a tool result.
+
+    With ``name``, only a result for a call to that tool counts. Use it to answer the
+    follow-up request that a client sends after running the tool you asked for.
+    """
 
     def match(r: Dict[str, Any]) -> bool:
         msgs = r.get("messages", [])
+        start = 0
+        for i, m in enumerate(msgs):
+            if m.get("role") == "user":
+                start = i + 1
+        turn = msgs[start:]
         ids = set()
-        for m in msgs:
+        for m in turn:
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
                 if name is None or fn.get("name") == name:
                     ids.add(tc.get("id"))
-        return any(m.get("role") == "tool" and (name is None or m.get("tool_call_id") in ids) for m in msgs)
+        return any(m.get("role") == "tool" and (name is None or m.get("tool_call_id") in ids) for m in turn)
 
     return match
 

@@ -15,10 +15,14 @@ from functools import partial
 from typing import Any
 
 from .executors import system
+from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
+from .handler import BaseHandler
+from .memory import MemorySystem, task_reranker
 from .models import ErrorReason, TaskResult, failed_result
 from .settings import Settings
 from .shell import CommandExecutor
+from .tasks import TaskSystem
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -56,13 +60,23 @@ class Application:
         self.workspace = self.files.root
         self.shell = CommandExecutor(self.workspace, output_cap=settings.output_cap_bytes)
         self.tools = ToolRegistry()
+        # Workspace index: cheap to build; the database opens on first use / start_indexing.
+        self.memory = MemorySystem(
+            self.files, settings, reranker=task_reranker(self.handle_task_command)
+        )
         self._register_system_tools()
+        # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
+        self.handler = BaseHandler(
+            settings=lambda: self.settings, tools=self.tools, files=self.files, shell=self.shell
+        )
+        self.tasks = TaskSystem(self.handler)
 
     def _register_system_tools(self) -> None:
         async def read_files(params: dict[str, Any]) -> TaskResult:
             return system.read_files(self.files, params)
 
         self.tools.register(system.READ_FILES_SPEC, read_files)
+        self.tools.register(GET_CONTEXT_SPEC, partial(get_context, self.memory))
         self.tools.register(
             system.EXECUTE_SHELL_SPEC,
             partial(
@@ -78,6 +92,19 @@ class Application:
         self.settings = settings
         self.files.secret_patterns = DEFAULT_SECRET_PATTERNS + tuple(settings.secret_patterns)
         self.shell.output_cap = settings.output_cap_bytes
+        self.memory.update_settings(settings)
+
+    async def run_tests(self, command: str | None = None) -> TaskResult:
+        """Run the user's test command (the argument, else the `testCommand` setting)."""
+        command = command or self.settings.test_command
+        if not command:
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR,
+                "no test command: set aiderLsp.testCommand or AIDER_LSP_TEST_COMMAND",
+            )
+        return await self.shell.execute(
+            command, timeout=self.settings.timeouts.test, use_shell=self.settings.test_shell
+        )
 
     async def handle_task_command(
         self, identifier: str, params: dict[str, Any] | None = None
@@ -90,9 +117,12 @@ class Application:
             )
         if identifier in self.tools:
             return await self.tools.execute(identifier, params)
+        if self.tasks.has_template(identifier):
+            return await self.tasks.execute_template(identifier, params)
         return failed_result(
             ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}"
         )
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""
+        await self.memory.aclose()

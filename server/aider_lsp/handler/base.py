@@ -1,0 +1,349 @@
+"""BaseHandler: the seed's handler — tools, data context, history and prompts around the LLM.
+
+Why: templates, the workflow and the editor commands share one conversation, one data
+context and one tool registry; this class owns them and hands each LLM call exactly the
+system prompt, tools, output type and model it asked for (LLMInteractionManager).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..files import AccessDenied, FileAccessManager
+from ..models import (
+    DataContext,
+    ErrorReason,
+    HistoryConfigSettings,
+    MatchItem,
+    TaskResult,
+    ToolSpec,
+    complete_result,
+    failed_result,
+)
+from ..settings import Settings
+from ..shell import CommandExecutor
+from ..tools import ToolExecutor, ToolRegistry
+from .llm import LLMInteractionManager, resolve_model_config
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_PROMPT = (
+    "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
+    "user's workspace with Aider and checks the result with the user's test command. "
+    "Be precise and concrete. Refer to files by their workspace-relative paths. "
+    "Use the read-only tools to look at files when you need more context."
+)
+# What a model may use unless a template or a caller allows more.
+DEFAULT_MODEL_TOOLS: tuple[str, ...] = ("system:get_context", "system:read_files")
+# Never offered to a model: only the command the user configured runs.
+NEVER_OFFERED: frozenset[str] = frozenset({"system:execute_shell_command"})
+MAX_CONTEXT_FILES = 12
+MAX_CONTEXT_CHARS = 120_000
+
+
+class ToolSelectionError(ValueError):
+    """A tools_override names a tool that is unknown or may not be offered to a model."""
+
+
+class BaseHandler:
+    """Tools + data context + conversation + prompts; LLM calls go through LLMInteractionManager."""
+
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], Settings] | Settings,
+        tools: ToolRegistry,
+        files: FileAccessManager,
+        shell: CommandExecutor,
+        base_system_prompt: str = DEFAULT_BASE_PROMPT,
+        llm: LLMInteractionManager | None = None,
+    ) -> None:
+        self._settings = settings if callable(settings) else (lambda: settings)  # type: ignore[assignment]
+        self.tools = tools
+        self.files = files
+        self.shell = shell
+        self.base_system_prompt = base_system_prompt
+        self.llm = llm or LLMInteractionManager(self._settings)
+        self.data_context: DataContext | None = None
+        self.debug = bool(self.settings.debug)
+        self.llm.debug = self.debug
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings()
+
+    # ------------------------------------------------------------------ tools
+    def register_tool(self, spec: ToolSpec, executor: ToolExecutor) -> bool:
+        """Add a tool to the one registry (usable by models and programmatically)."""
+        ok = self.tools.register(spec, executor)
+        self.log_debug(f"register_tool {spec.name}: {'ok' if ok else 'name taken'}")
+        return ok
+
+    async def _execute_tool(self, name: str, params: dict[str, Any]) -> TaskResult:
+        """Run a registered tool by either spelling (`aider:automatic` / `aider_automatic`)."""
+        self.log_debug(f"tool {name} {params!r}")
+        return await self.tools.execute(name, params)
+
+    def get_tools_for_agent(self, tools_override: Sequence[str] | None = None) -> list[ToolSpec]:
+        """The tools a model is offered: the read-only defaults, or exactly `tools_override`.
+
+        `system:execute_shell_command` is never offered; an unknown name is an error.
+        """
+        if tools_override is None:
+            return [tool.spec for name in DEFAULT_MODEL_TOOLS if (tool := self.tools.get(name))]
+        specs: list[ToolSpec] = []
+        for name in tools_override:
+            tool = self.tools.get(name)
+            if tool is None:
+                raise ToolSelectionError(f"unknown tool {name!r}")
+            if tool.spec.name in NEVER_OFFERED:
+                raise ToolSelectionError(f"{tool.spec.name} is never offered to a model")
+            if tool.spec not in specs:
+                specs.append(tool.spec)
+        return specs
+
+    async def _run_model_tool(self, name: str, params: dict[str, Any]) -> TaskResult:
+        if name in NEVER_OFFERED:
+            return failed_result(ErrorReason.ACCESS_DENIED, f"{name} is not available to the model")
+        return await self._execute_tool(name, params)
+
+    # ------------------------------------------------------------------ data context
+    async def prime_data_context(
+        self, query: str | None = None, initial_files: Sequence[str] | None = None
+    ) -> TaskResult:
+        """Fill the data context from explicit files and/or a context query (system:get_context)."""
+        files = list(initial_files or [])
+        if not isinstance(initial_files, (list, tuple, type(None))) or not all(isinstance(f, str) for f in files):
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "initial_files must be a list of paths")
+        if not (query and query.strip()) and not files:
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "give a query or initial_files")
+        items: list[MatchItem] = []
+        skipped: list[dict[str, str]] = []
+        summary: str | None = None
+        wanted: list[tuple[str, float]] = [(path, 1.0) for path in files]
+        if query and query.strip():
+            if "system:get_context" not in self.tools:
+                if not files:
+                    return failed_result(
+                        ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
+                        "no context retrieval is available (system:get_context is not registered)",
+                    )
+            else:
+                found = await self._execute_tool(
+                    "system:get_context", {"query": query, "target_files": files}
+                )
+                if not found.ok:
+                    error = found.error
+                    return failed_result(
+                        ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
+                        f"context retrieval failed: {error.message if error else found.content}",
+                    )
+                summary = found.notes.get("context_summary")
+                matches = found.notes.get("matches")
+                if isinstance(matches, list) and matches:
+                    for raw in matches:
+                        try:
+                            item = MatchItem.model_validate(raw)
+                        except Exception:
+                            continue
+                        path = item.source_path
+                        if path and any(path == w for w, _ in wanted):
+                            continue
+                        if path:
+                            wanted.append((path, item.relevance_score))
+                        else:
+                            items.append(item)
+                else:
+                    for path in found.notes.get("file_paths") or []:
+                        if isinstance(path, str) and all(path != w for w, _ in wanted):
+                            wanted.append((path, 0.5))
+        for path, score in wanted[: MAX_CONTEXT_FILES + len(files)]:
+            try:
+                text = self.files.read_text(path, for_model=True)
+            except (AccessDenied, OSError) as exc:
+                skipped.append({"path": path, "reason": str(exc)})
+                continue
+            items.append(
+                MatchItem(
+                    id=text.path,
+                    content=text.text,
+                    relevance_score=max(0.0, min(1.0, float(score))),
+                    content_type="file_content",
+                    source_path=text.path,
+                    metadata={"truncated": text.truncated} if text.truncated else None,
+                )
+            )
+        self.data_context = DataContext(source_query=query, items=items, overall_summary=summary)
+        paths = [item.source_path for item in items if item.source_path]
+        return complete_result(
+            json.dumps(paths),
+            notes={
+                "file_paths": paths,
+                "item_count": len(items),
+                "skipped_files": [s["path"] for s in skipped],
+                "skipped_reasons": skipped,
+                "context_summary": summary,
+            },
+        )
+
+    def clear_data_context(self) -> None:
+        self.data_context = None
+
+    def reset_conversation(self) -> None:
+        """Forget the session history (the data context stays; see clear_data_context)."""
+        self.llm.reset_conversation()
+
+    def reset(self) -> TaskResult:
+        """`aider-lsp.handler.reset`: clear history and data context."""
+        turns = self.llm.history_turns
+        self.reset_conversation()
+        self.clear_data_context()
+        return complete_result("conversation and data context cleared", notes={"turns_cleared": turns})
+
+    def _create_data_context_string(self, context: DataContext | None = None) -> str:
+        """The data context as `<file path="…">…</file>` blocks (size-capped)."""
+        context = context if context is not None else self.data_context
+        if context is None or not context.items:
+            return ""
+        blocks: list[str] = []
+        used = 0
+        omitted = 0
+        for item in context.items:
+            if item.source_path:
+                block = f'<file path="{item.source_path}">\n{item.content}\n</file>'
+            else:
+                block = f'<context id="{item.id}" type="{item.content_type}">\n{item.content}\n</context>'
+            if used + len(block) > MAX_CONTEXT_CHARS:
+                omitted += 1
+                continue
+            blocks.append(block)
+            used += len(block)
+        if omitted:
+            blocks.append(f"[{omitted} more context item(s) omitted for size]")
+        header = "Workspace context"
+        if context.source_query:
+            header += f" for: {context.source_query}"
+        if context.overall_summary:
+            header += f"\n{context.overall_summary}"
+        return header + "\n" + "\n".join(blocks)
+
+    def _build_system_prompt(
+        self, template_instructions: str | None = None, *, include_data_context: bool = True
+    ) -> str:
+        """Base prompt + template instructions + data context."""
+        parts = [self.base_system_prompt.strip()]
+        if template_instructions and template_instructions.strip():
+            parts.append(template_instructions.strip())
+        if include_data_context:
+            context = self._create_data_context_string()
+            if context:
+                parts.append(context)
+        return "\n\n".join(parts)
+
+    # ------------------------------------------------------------------ LLM
+    async def _execute_llm_call(
+        self,
+        prompt: str,
+        *,
+        system_prompt_override: str | None = None,
+        tools_override: Sequence[str] | None = None,
+        output_type_override: type[BaseModel] | None = None,
+        model_override: str | None = None,
+        history_config: HistoryConfigSettings | None = None,
+        template_instructions: str | None = None,
+    ) -> TaskResult:
+        """One LLM call; every override really reaches the model."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "the prompt is empty")
+        try:
+            tools = self.get_tools_for_agent(tools_override)
+        except ToolSelectionError as exc:
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        system_prompt = (
+            system_prompt_override
+            if system_prompt_override is not None
+            else self._build_system_prompt(template_instructions)
+        )
+        return await self.llm.execute_call(
+            prompt,
+            system_prompt=system_prompt,
+            tools=tools,
+            run_tool=self._run_model_tool,
+            output_type=output_type_override,
+            model_override=model_override,
+            history_config=history_config,
+        )
+
+    def get_provider_identifier(self, model_override: str | None = None) -> str:
+        return self.llm.provider_identifier(model_override)
+
+    def model_status(self) -> dict[str, Any]:
+        """The model configuration for `aider-lsp doctor` (no secrets)."""
+        return resolve_model_config(self.settings).describe()
+
+    @property
+    def usage_totals(self) -> dict[str, Any]:
+        """Tokens/requests/cost summed over this session."""
+        return self.llm.usage.as_dict()
+
+    # ------------------------------------------------------------------ misc
+    async def execute_file_path_command(self, command: str) -> TaskResult:
+        """Run a command that prints file paths; keep the existing, workspace-confined files."""
+        if not isinstance(command, str) or not command.strip():
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing command")
+        try:
+            output = await self.shell.run(
+                command, timeout=self.settings.timeouts.shell, use_shell=self.settings.test_shell
+            )
+        except ValueError as exc:
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
+        except OSError as exc:
+            return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}")
+        if output.timed_out:
+            return failed_result(ErrorReason.EXECUTION_TIMEOUT, "the command timed out")
+        if output.exit_code != 0:
+            return failed_result(
+                ErrorReason.TOOL_EXECUTION_ERROR,
+                f"the command exited with {output.exit_code}: {output.stderr.strip()[:500]}",
+                notes={"exit_code": output.exit_code, "stderr": output.stderr},
+            )
+        paths: list[str] = []
+        skipped: list[str] = []
+        for line in output.stdout.splitlines():
+            candidate = line.strip()
+            if not candidate:
+                continue
+            try:
+                resolved = self.files.resolve(candidate)
+            except (AccessDenied, OSError, ValueError):
+                skipped.append(candidate)
+                continue
+            if resolved.is_file():
+                rel = self.files.relative(resolved)
+                if rel not in paths:
+                    paths.append(rel)
+            else:
+                skipped.append(candidate)
+        return complete_result(
+            json.dumps(paths),
+            notes={
+                "file_paths": paths,
+                "absolute_paths": [str(self.files.resolve(p)) for p in paths],
+                "skipped": skipped,
+            },
+        )
+
+    def set_debug_mode(self, enabled: bool) -> None:
+        self.debug = bool(enabled)
+        self.llm.debug = self.debug
+
+    def log_debug(self, message: str) -> None:
+        if self.debug:
+            log.info("[handler] %s", message)
+        else:
+            log.debug("[handler] %s", message)

@@ -1,0 +1,454 @@
+"""LLMInteractionManager: one pydantic-ai Agent, any model, per-call prompt/tools/output.
+
+Why a manager: the model, the conversation history and the error mapping live in one
+place, and every call really sends its own system prompt, tools, output type and model
+(the seed silently dropped them). pydantic_ai is imported lazily so the LSP server starts fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..models import (
+    ErrorReason,
+    HistoryConfigSettings,
+    TaskResult,
+    ToolSpec,
+    complete_result,
+    failed_result,
+)
+from ..settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pydantic_ai.models import Model
+
+log = logging.getLogger(__name__)
+
+# Provider prefix → the variable that holds its key (None: no key needed).
+PROVIDER_KEY_VARS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "openai-chat": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google-gla": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "cohere": ("CO_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "grok": ("XAI_API_KEY",),
+}
+DEFAULT_OLLAMA_URL = "http://localhost:11434/v1"
+LOCAL_PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
+DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) with the SDK's capped backoff
+DEFAULT_OUTPUT_RETRIES = 2  # structured output: pydantic-ai asks the model again this many times
+
+ToolRunner = Callable[[str, dict[str, Any]], Awaitable[TaskResult]]
+
+
+class LLMConfigurationError(Exception):
+    """The model cannot be built; the message names the setting or variable to fill."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the settings say about the model, resolved (no network, no imports)."""
+
+    model_id: str | None
+    base_url: str | None
+    provider: str | None
+    model_name: str | None
+    api_key_source: str | None
+    problem: str | None
+
+    def describe(self) -> dict[str, Any]:
+        """For `aider-lsp doctor`: never includes the key itself."""
+        return {
+            "model": self.model_id,
+            "base_url": self.base_url,
+            "provider": self.provider,
+            "model_name": self.model_name,
+            "api_key": self.api_key_source,
+            "transport": "chat-completions" if self.base_url else (self.provider or None),
+            "ok": self.problem is None,
+            "problem": self.problem,
+        }
+
+
+def _split_model_id(model_id: str) -> tuple[str | None, str]:
+    if ":" in model_id:
+        prefix, name = model_id.split(":", 1)
+        return prefix, name
+    return None, model_id
+
+
+def resolve_model_config(
+    settings: Settings, model_override: str | None = None, environ: dict[str, str] | None = None
+) -> ModelConfig:
+    """Check the model settings without building anything; `problem` says what to fill."""
+    env = os.environ if environ is None else environ
+    model_id = (model_override or settings.model or "").strip() or None
+    base_url = (settings.base_url or "").strip() or None
+    if model_id is None:
+        return ModelConfig(
+            None, base_url, None, None, None,
+            "no model configured: set aiderLsp.model or AIDER_LSP_MODEL "
+            "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:qwen2.5-coder)",
+        )
+    prefix, name = _split_model_id(model_id)
+    if model_id == "test":
+        return ModelConfig(model_id, None, "test", "test", None, None)
+    if base_url:
+        if settings.api_key:
+            source = "aiderLsp.apiKey"
+        elif env.get("OPENAI_API_KEY"):
+            source = "OPENAI_API_KEY"
+        else:
+            source = "placeholder (local server)"
+        return ModelConfig(model_id, base_url, prefix or "openai", name, source, None)
+    if prefix is None:
+        return ModelConfig(
+            model_id, None, None, name, None,
+            f"model {model_id!r} has no provider prefix: use provider:name (e.g. openai:{name}) "
+            "in aiderLsp.model / AIDER_LSP_MODEL, or set aiderLsp.baseUrl / AIDER_LSP_BASE_URL "
+            "for an OpenAI-compatible server",
+        )
+    if prefix == "ollama":
+        url = env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_URL
+        return ModelConfig(model_id, url, prefix, name, "placeholder (local server)", None)
+    key_vars = PROVIDER_KEY_VARS.get(prefix)
+    if key_vars is None:
+        # pydantic-ai knows more providers than this table; let it check their keys.
+        return ModelConfig(model_id, None, prefix, name, "provider default", None)
+    if settings.api_key:
+        return ModelConfig(model_id, None, prefix, name, "aiderLsp.apiKey", None)
+    for var in key_vars:
+        if env.get(var):
+            return ModelConfig(model_id, None, prefix, name, var, None)
+    return ModelConfig(
+        model_id, None, prefix, name, None,
+        f"no API key for {prefix}: set {' or '.join(key_vars)} (or aiderLsp.apiKey)",
+    )
+
+
+def build_model(settings: Settings, model_override: str | None = None) -> Model:
+    """A pydantic-ai Model for the settings; LLMConfigurationError names what is missing."""
+    config = resolve_model_config(settings, model_override)
+    if config.problem:
+        raise LLMConfigurationError(config.problem)
+    assert config.model_id is not None
+    from pydantic_ai.exceptions import UserError
+
+    try:
+        if config.model_id == "test":
+            from pydantic_ai.models.test import TestModel
+
+            return TestModel()
+        if config.base_url:
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            api_key = settings.api_key or os.environ.get("OPENAI_API_KEY") or LOCAL_PLACEHOLDER_KEY
+            provider = OpenAIProvider(base_url=config.base_url, api_key=api_key)
+            return OpenAIChatModel(config.model_name or config.model_id, provider=provider)
+        if settings.api_key and config.provider in ("openai", "openai-chat", "openai-responses"):
+            from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            cls = OpenAIChatModel if config.provider == "openai-chat" else OpenAIResponsesModel
+            return cls(config.model_name or "", provider=OpenAIProvider(api_key=settings.api_key))
+        if settings.api_key and config.provider == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(config.model_name or "", provider=AnthropicProvider(api_key=settings.api_key))
+        from pydantic_ai.models import infer_model
+
+        return infer_model(config.model_id)
+    except UserError as exc:
+        raise LLMConfigurationError(f"cannot use model {config.model_id!r}: {exc}") from exc
+    except ImportError as exc:
+        raise LLMConfigurationError(
+            f"model {config.model_id!r} needs an optional package that is not installed: {exc}"
+        ) from exc
+
+
+@dataclass
+class UsageTotals:
+    """Tokens, requests and cost summed over a session."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    tool_calls: int = 0
+    cost: float | None = None
+    calls: int = 0
+
+    def add(self, usage: dict[str, Any]) -> None:
+        self.input_tokens += int(usage.get("input_tokens") or 0)
+        self.output_tokens += int(usage.get("output_tokens") or 0)
+        self.requests += int(usage.get("requests") or 0)
+        self.tool_calls += int(usage.get("tool_calls") or 0)
+        self.calls += 1
+        if usage.get("cost") is not None:
+            self.cost = (self.cost or 0.0) + float(usage["cost"])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "requests": self.requests,
+            "tool_calls": self.tool_calls,
+            "cost": self.cost,
+            "calls": self.calls,
+        }
+
+
+@dataclass
+class _Turn:
+    messages: list[Any] = field(default_factory=list)
+
+
+def _usage_dict(run_usage: Any, messages: Sequence[Any], model_label: str) -> dict[str, Any]:
+    cost: float | None = None
+    for message in messages:
+        if type(message).__name__ != "ModelResponse":
+            continue
+        try:
+            price = message.cost()
+            cost = (cost or 0.0) + float(price.total_price)
+        except Exception:  # unknown model / local server: no price
+            continue
+    input_tokens = int(getattr(run_usage, "input_tokens", 0) or 0)
+    output_tokens = int(getattr(run_usage, "output_tokens", 0) or 0)
+    return {
+        "model": model_label,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+        "requests": int(getattr(run_usage, "requests", 0) or 0),
+        "tool_calls": int(getattr(run_usage, "tool_calls", 0) or 0),
+        "cost": cost,
+    }
+
+
+class LLMInteractionManager:
+    """Runs LLM calls through a lazily created pydantic-ai Agent and keeps the session history."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        request_retries: int = DEFAULT_REQUEST_RETRIES,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        debug: bool = False,
+    ) -> None:
+        self._settings = settings
+        self.request_retries = request_retries
+        self.output_retries = output_retries
+        self.debug = debug
+        self._agent: Any | None = None
+        self._models: dict[tuple[Any, ...], Any] = {}
+        self._turns: list[_Turn] = []
+        self.usage = UsageTotals()
+
+    # -- configuration
+    def model_config(self, model_override: str | None = None) -> ModelConfig:
+        return resolve_model_config(self._settings(), model_override)
+
+    def provider_identifier(self, model_override: str | None = None) -> str:
+        """`provider:name` (or `openai-compatible:name@url`) of the model a call would use."""
+        config = self.model_config(model_override)
+        if config.model_id is None:
+            return "unconfigured"
+        if config.base_url:
+            return f"openai-compatible:{config.model_name}@{config.base_url}"
+        return config.model_id
+
+    def _model(self, model_override: str | None) -> Any:
+        settings = self._settings()
+        key = (model_override or settings.model, settings.base_url, settings.api_key)
+        model = self._models.get(key)
+        if model is None:
+            model = build_model(settings, model_override)
+            self._models[key] = model
+        return model
+
+    def _get_agent(self) -> Any:
+        if self._agent is None:
+            from pydantic_ai import Agent
+
+            self._agent = Agent(
+                output_type=str,
+                retries={"tools": 2, "output": self.output_retries},
+                name="aider-lsp",
+            )
+        return self._agent
+
+    # -- history
+    def reset_conversation(self) -> None:
+        self._turns.clear()
+
+    @property
+    def history_turns(self) -> int:
+        return len(self._turns)
+
+    def _history(self, config: HistoryConfigSettings) -> list[Any]:
+        if not config.use_session_history:
+            return []
+        turns = self._turns
+        if config.history_turns_to_include is not None:
+            n = config.history_turns_to_include
+            turns = turns[-n:] if n > 0 else []
+        return [message for turn in turns for message in turn.messages]
+
+    # -- the call
+    async def execute_call(
+        self,
+        prompt: str,
+        *,
+        system_prompt: str,
+        tools: Sequence[ToolSpec] = (),
+        run_tool: ToolRunner | None = None,
+        output_type: type[BaseModel] | None = None,
+        model_override: str | None = None,
+        history_config: HistoryConfigSettings | None = None,
+    ) -> TaskResult:
+        """One agent run; errors come back as FAILED TaskResults with usage in notes."""
+        history_config = history_config or HistoryConfigSettings()
+        label = self.provider_identifier(model_override)
+        try:
+            model = self._model(model_override)
+        except LLMConfigurationError as exc:
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR, str(exc), notes={"model": label, "usage": _usage_dict(None, [], label)}
+            )
+        from pydantic_ai import FunctionToolset, Tool
+        from pydantic_ai.exceptions import (
+            ContentFilterError,
+            ModelAPIError,
+            UnexpectedModelBehavior,
+            UsageLimitExceeded,
+            UserError,
+        )
+        from pydantic_ai.usage import RunUsage
+
+        toolsets = []
+        if tools:
+            toolsets.append(FunctionToolset([self._make_tool(Tool, spec, run_tool) for spec in tools]))
+        settings = self._settings()
+        model_settings: dict[str, Any] = {
+            "timeout": settings.timeouts.llm,
+            "max_retries": self.request_retries,
+        }
+        run_usage = RunUsage()
+        history = self._history(history_config)
+        self._debug("LLM call model=%s tools=%s output=%s history=%d msgs", label,
+                    [t.provider_name for t in tools], getattr(output_type, "__name__", "str"), len(history))
+        self._debug("system prompt:\n%s", system_prompt)
+        try:
+            result = await self._get_agent().run(
+                prompt,
+                model=model,
+                instructions=system_prompt or None,
+                output_type=output_type or str,
+                message_history=history or None,
+                toolsets=toolsets or None,
+                model_settings=model_settings,
+                usage=run_usage,
+            )
+        except asyncio.CancelledError:
+            raise
+        except ContentFilterError as exc:
+            return self._failed(ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label)
+        except UnexpectedModelBehavior as exc:
+            return self._failed(
+                ErrorReason.OUTPUT_FORMAT_FAILURE,
+                f"the model did not return valid {getattr(output_type, '__name__', 'output')}: {exc}",
+                run_usage, [], label,
+            )
+        except UsageLimitExceeded as exc:
+            return self._failed(ErrorReason.LLM_ERROR, f"usage limit reached: {exc}", run_usage, [], label)
+        except ModelAPIError as exc:
+            status = getattr(exc, "status_code", None)
+            message = _provider_message(exc)
+            prefix = f"the model provider answered {status}: " if status else "the model provider failed: "
+            return self._failed(ErrorReason.LLM_ERROR, prefix + message, run_usage, [], label, status=status)
+        except UserError as exc:
+            return self._failed(ErrorReason.CONFIGURATION_ERROR, str(exc), run_usage, [], label)
+        except Exception as exc:  # openai/httpx errors not wrapped by pydantic-ai
+            log.debug("LLM call failed", exc_info=True)
+            return self._failed(ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}", run_usage, [], label)
+
+        new_messages = result.new_messages()
+        usage = _usage_dict(run_usage, new_messages, label)
+        self.usage.add(usage)
+        if history_config.record_in_session_history:
+            self._turns.append(_Turn(list(new_messages)))
+        output = result.output
+        notes: dict[str, Any] = {"usage": usage, "model": label}
+        if isinstance(output, BaseModel):
+            return complete_result(output.model_dump_json(), notes=notes, parsed=output)
+        return complete_result(str(output), notes=notes)
+
+    def _failed(
+        self,
+        reason: ErrorReason,
+        message: str,
+        run_usage: Any,
+        messages: Sequence[Any],
+        label: str,
+        *,
+        status: int | None = None,
+    ) -> TaskResult:
+        usage = _usage_dict(run_usage, messages, label)
+        self.usage.add(usage)
+        notes: dict[str, Any] = {"usage": usage, "model": label}
+        if status is not None:
+            notes["status_code"] = status
+        self._debug("LLM call failed (%s): %s", reason.value, message)
+        return failed_result(reason, message, notes=notes)
+
+    def _make_tool(self, tool_cls: Any, spec: ToolSpec, run_tool: ToolRunner | None) -> Any:
+        async def call(**kwargs: Any) -> str:
+            if run_tool is None:
+                return f"ERROR: tool {spec.name} is not available"
+            result = await run_tool(spec.name, kwargs)
+            if result.ok:
+                return result.content
+            error = result.error
+            return f"ERROR ({error.reason.value if error else 'failed'}): {error.message if error else result.content}"
+
+        return tool_cls.from_schema(
+            call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
+        )
+
+    def _debug(self, msg: str, *args: Any) -> None:
+        if self.debug:
+            log.info(msg, *args)
+        else:
+            log.debug(msg, *args)
+
+
+def _provider_message(exc: Exception) -> str:
+    """The provider's own error message when the body carries one."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:2000]
+    return str(exc)

@@ -1,0 +1,248 @@
+"""BaseHandler + LLMInteractionManager over real HTTP to the scripted LLM server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import (
+    ScriptedLLMServer,
+    any_request,
+    fault,
+    has_tool_result,
+    last_user_contains,
+    malformed,
+    offers_tool,
+    slow,
+    system_prompt,
+    text,
+    tool_call,
+    tool_names,
+)
+
+from aider_lsp.app import Application
+from aider_lsp.handler.llm import resolve_model_config
+from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
+from aider_lsp.settings import Settings, load_settings
+
+
+def make_app(root: Path, server: ScriptedLLMServer, **settings: Any) -> Application:
+    values: dict[str, Any] = {"model": "openai:scripted-model", "base_url": server.base_url}
+    values.update(settings)
+    app = Application(root, Settings(**values))
+    app.handler.llm.request_retries = 1  # keep fault tests fast; the default is 3
+    return app
+
+
+def reason(result: Any) -> str:
+    assert result.status is TaskStatus.FAILED, result
+    return result.notes["error"]["reason"]
+
+
+async def test_text_call_sends_system_prompt_and_reports_usage(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(last_user_contains("hello"), text("hi back"))
+    result = await app.handler._execute_llm_call("hello", system_prompt_override="YOU ARE A TEST")
+    assert result.status is TaskStatus.COMPLETE and result.content == "hi back"
+    sent = llm_server.requests[-1]
+    assert system_prompt(sent) == "YOU ARE A TEST"
+    assert sent["model"] == "scripted-model"
+    usage = result.notes["usage"]
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0 and usage["requests"] == 1
+    await app.handler._execute_llm_call("hello again", system_prompt_override="x")
+    totals = app.handler.usage_totals
+    assert totals["requests"] == 2 and totals["calls"] == 2
+    assert totals["input_tokens"] > usage["input_tokens"]
+
+
+async def test_data_context_reaches_the_system_prompt(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    primed = await app.handler.prime_data_context(initial_files=["pkg/calc.py", ".env", "missing.py"])
+    assert primed.status is TaskStatus.COMPLETE
+    assert primed.notes["file_paths"] == ["pkg/calc.py"]
+    assert set(primed.notes["skipped_files"]) == {".env", "missing.py"}
+    llm_server.add_rule(any_request, text("ok"))
+    await app.handler._execute_llm_call("what does add do?")
+    prompt = system_prompt(llm_server.requests[-1])
+    assert '<file path="pkg/calc.py">' in prompt and "return a + b" in prompt
+    assert "sk-secret" not in json.dumps(llm_server.requests)
+
+    app.handler.reset()
+    await app.handler._execute_llm_call("and now?")
+    assert "<file" not in system_prompt(llm_server.requests[-1])
+
+
+async def test_prime_with_a_query_uses_system_get_context(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    seen: list[dict[str, Any]] = []
+
+    async def get_context(params: dict[str, Any]) -> Any:
+        seen.append(params)
+        return complete_result('["README.md"]', notes={"file_paths": ["README.md"], "context_summary": "docs"})
+
+    app.handler.register_tool(
+        ToolSpec(name="system:get_context", description="find files", input_schema={"type": "object"}), get_context
+    )
+    primed = await app.handler.prime_data_context(query="readme")
+    assert primed.notes["file_paths"] == ["README.md"] and seen[0]["query"] == "readme"
+    assert "# demo" in app.handler._build_system_prompt()
+
+
+async def test_tools_default_override_and_never_shell(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+
+    async def noop(params: dict[str, Any]) -> Any:
+        return complete_result("x")
+
+    app.handler.register_tool(ToolSpec(name="aider:automatic", description="edit", read_only=False), noop)
+    llm_server.add_rule(any_request, text("ok"))
+
+    await app.handler._execute_llm_call("default tools")
+    offered = tool_names(llm_server.requests[-1])
+    assert "system_read_files" in offered
+    assert "system_execute_shell_command" not in offered and "aider_automatic" not in offered
+
+    await app.handler._execute_llm_call("only aider", tools_override=["aider:automatic"])
+    assert tool_names(llm_server.requests[-1]) == ["aider_automatic"]
+
+    await app.handler._execute_llm_call("no tools", tools_override=[])
+    assert tool_names(llm_server.requests[-1]) == []
+
+    count = len(llm_server.requests)
+    refused = await app.handler._execute_llm_call("shell", tools_override=["system:execute_shell_command"])
+    assert reason(refused) == "input_validation_failure" and "never offered" in refused.content
+    assert len(llm_server.requests) == count
+
+
+async def test_model_tool_call_runs_the_real_tool(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(has_tool_result("system_read_files"), text("the file adds numbers"))
+    llm_server.add_rule(
+        offers_tool("system_read_files"), tool_call("system_read_files", {"file_paths": ["pkg/calc.py", ".env"]})
+    )
+    result = await app.handler._execute_llm_call("read calc")
+    assert result.content == "the file adds numbers"
+    follow_up = llm_server.requests[-1]
+    tool_message = [m for m in follow_up["messages"] if m["role"] == "tool"][-1]
+    assert "return a + b" in tool_message["content"]
+    assert "sk-secret" not in json.dumps(llm_server.requests)
+    assert result.notes["usage"]["requests"] == 2
+
+
+async def test_output_type_and_model_override_reach_the_server(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(
+        offers_tool("final_result"), lambda req: tool_call("final_result", {"instructions": "go", "files": ["a.py"]})
+    )
+    result = await app.handler._execute_llm_call(
+        "plan", output_type_override=DevelopmentPlan, model_override="openai:other-model"
+    )
+    assert isinstance(result.parsed_content, DevelopmentPlan)
+    assert result.parsed_content.files == ["a.py"]
+    sent = llm_server.requests[-1]
+    assert sent["model"] == "other-model"
+    final = next(t for t in sent["tools"] if t["function"]["name"] == "final_result")
+    assert "instructions" in final["function"]["parameters"]["properties"]
+
+
+async def test_history_config_is_honoured(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, text("noted"))
+    h = app.handler
+    await h._execute_llm_call("first message")
+    await h._execute_llm_call("second message")
+    users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["first message", "second message"]
+
+    await h._execute_llm_call("third", history_config=HistoryConfigSettings(history_turns_to_include=1))
+    users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["second message", "third"]
+
+    await h._execute_llm_call(
+        "private", history_config=HistoryConfigSettings(use_session_history=False, record_in_session_history=False)
+    )
+    assert [m["role"] for m in llm_server.requests[-1]["messages"]] == ["system", "user"]
+    await h._execute_llm_call("fourth")
+    assert "private" not in json.dumps(llm_server.requests[-1]["messages"])
+
+    h.reset_conversation()
+    await h._execute_llm_call("fresh")
+    assert [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"] == ["fresh"]
+
+
+async def test_rate_limit_then_success_is_retried(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, fault(429, retry_after=0.01), times=1)
+    llm_server.add_rule(any_request, text("after the rate limit"))
+    result = await app.handler._execute_llm_call("go")
+    assert result.content == "after the rate limit"
+    assert len(llm_server.requests) == 2
+
+
+async def test_server_errors_end_as_llm_error_with_provider_message(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(
+        any_request, fault(503, {"error": {"message": "backend overloaded, try later", "type": "server_error"}},
+                           retry_after=0.01)
+    )
+    result = await app.handler._execute_llm_call("go")
+    assert reason(result) == "llm_error"
+    assert "backend overloaded, try later" in result.content and "503" in result.content
+    assert len(llm_server.requests) == 2  # one attempt + request_retries=1
+    assert "usage" in result.notes
+
+
+async def test_timeout_and_malformed_body_are_llm_errors(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server, timeouts={"llm": 0.3})
+    app.handler.llm.request_retries = 0
+    llm_server.add_rule(last_user_contains("slow"), slow(1.5, text("too late")))
+    llm_server.add_rule(last_user_contains("broken"), malformed())
+    assert reason(await app.handler._execute_llm_call("slow")) == "llm_error"
+    assert reason(await app.handler._execute_llm_call("broken")) == "llm_error"
+
+
+async def test_missing_model_or_key_is_a_configuration_error(
+    workspace: Path, llm_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("AIDER_LSP_MODEL", raising=False)
+    app = Application(workspace, load_settings({}, environ={}))
+    result = await app.handler._execute_llm_call("hi")
+    assert reason(result) == "configuration_error"
+    assert "AIDER_LSP_MODEL" in result.content and "aiderLsp.model" in result.content
+
+    app = Application(workspace, load_settings({"model": "anthropic:claude-sonnet-4-5"}, environ={}))
+    result = await app.tasks.execute_template("user:generate-plan-from-goal", {"goal": "g", "context_string": "c"})
+    assert reason(result) == "configuration_error" and "ANTHROPIC_API_KEY" in result.content
+    assert llm_server.requests == []
+
+    env_settings = load_settings({}, environ={"AIDER_LSP_MODEL": "openai:gpt-4.1"})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert resolve_model_config(env_settings).problem is None
+    assert resolve_model_config(env_settings).api_key_source == "OPENAI_API_KEY"
+
+
+def test_model_config_with_base_url_uses_chat_completions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = resolve_model_config(Settings(model="anthropic:claude-x", base_url="http://127.0.0.1:9/v1"))
+    assert config.problem is None and config.model_name == "claude-x"
+    assert config.describe()["transport"] == "chat-completions"
+    assert config.api_key_source.startswith("placeholder")
+    assert resolve_model_config(Settings(model="ollama:qwen2.5-coder")).base_url.endswith("/v1")
+
+
+async def test_execute_file_path_command_keeps_existing_confined_files(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    result = await app.handler.execute_file_path_command("printf 'pkg/calc.py\\nnope.py\\n/etc/passwd\\nREADME.md\\n'")
+    assert result.notes["file_paths"] == ["pkg/calc.py", "README.md"]
+    assert set(result.notes["skipped"]) == {"nope.py", "/etc/passwd"}
+
+
+async def test_agent_and_pydantic_ai_are_lazy(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    assert app.handler.llm._agent is None
+    llm_server.add_rule(any_request, text("x"))
+    assert (await app.handler._execute_llm_call("x")).content == "x"
+    assert app.handler.llm._agent is not None
