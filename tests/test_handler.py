@@ -23,9 +23,11 @@ from llm_server import (
 )
 
 from aider_lsp.app import Application
+from aider_lsp.handler import BaseHandler
 from aider_lsp.handler.llm import resolve_model_config
 from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
 from aider_lsp.settings import Settings, load_settings
+from aider_lsp.tools import ToolRegistry
 
 
 def make_app(root: Path, server: ScriptedLLMServer, **settings: Any) -> Application:
@@ -82,12 +84,16 @@ async def test_prime_with_a_query_uses_system_get_context(workspace: Path, llm_s
         seen.append(params)
         return complete_result('["README.md"]', notes={"file_paths": ["README.md"], "context_summary": "docs"})
 
-    app.handler.register_tool(
+    # A handler over its own registry, with a stand-in context tool.
+    handler = BaseHandler(settings=app.settings, tools=ToolRegistry(), files=app.files, shell=app.shell)
+    assert (await handler.prime_data_context(query="readme")).notes["error"]["reason"] == "context_retrieval_failure"
+    assert handler.register_tool(
         ToolSpec(name="system:get_context", description="find files", input_schema={"type": "object"}), get_context
     )
-    primed = await app.handler.prime_data_context(query="readme")
+    primed = await handler.prime_data_context(query="readme")
     assert primed.notes["file_paths"] == ["README.md"] and seen[0]["query"] == "readme"
-    assert "# demo" in app.handler._build_system_prompt()
+    prompt = handler._build_system_prompt()
+    assert '<file path="README.md">' in prompt and "# demo" in prompt and "docs" in prompt
 
 
 async def test_tools_default_override_and_never_shell(workspace: Path, llm_server: ScriptedLLMServer) -> None:
