@@ -30,6 +30,10 @@ class ReadFilesParams(CommandParams):
     file_paths: list[str] = Field(description="Workspace-relative paths or file:// URIs.")
 
 
+class RunTestsParams(CommandParams):
+    command: str | None = Field(default=None, description="Overrides the testCommand setting.")
+
+
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
 
 
@@ -66,6 +70,11 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
     return complete_result(names, notes={"tools": tools}, parsed=tools)
 
 
+async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
+    ctx.report_progress(f"running {params.command or app.settings.test_command or 'tests'}", None)
+    return await app.run_tests(params.command)
+
+
 COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "aider-lsp.system.readFiles",
@@ -74,4 +83,7 @@ COMMANDS: list[CommandSpec] = [
         "Read workspace files",
     ),
     CommandSpec("aider-lsp.tools.list", NoParams, _list_tools, "List registered tools"),
+    CommandSpec(
+        "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
+    ),
 ]

@@ -183,6 +183,12 @@ def _validate(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
         raise JsonRpcInvalidParams(f"{spec.id}: invalid argument: {problems}") from None
 
 
+def _request_cancelled(ls: AiderLanguageServer) -> bool:
+    msg_id = ls.protocol.msg_id
+    outer = ls.protocol._request_futures.get(msg_id) if msg_id is not None else None
+    return outer is None or outer.cancelled()
+
+
 def _link_request_cancellation(ls: AiderLanguageServer, task: asyncio.Task[Any]) -> None:
     """pygls cancels only the outer executeCommand future; cancel the command's task too."""
     msg_id = ls.protocol.msg_id
@@ -256,7 +262,10 @@ def _register_command(spec: CommandSpec) -> None:
             else:
                 result = await run(ls.request_context())
         except asyncio.CancelledError:
-            raise
+            if _request_cancelled(ls):
+                raise  # pygls has already answered the request as cancelled
+            # cancelled from the progress UI: answer the request with what happened
+            result = failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
         except Exception as exc:  # never a traceback to the user, never a dead server
             log.exception("command %s failed", spec.id)
             result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")

@@ -1,0 +1,97 @@
+"""Cancelling a long command stops it and its child processes (pygls 2 does not, alone)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from lsprotocol import types
+
+from conftest import execute
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
+def _slow_test_command(pid_file: Path) -> str:
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    return f"{sys.executable} -c \"{script}\""
+
+
+async def _wait_for_pid(pid_file: Path) -> int:
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text():
+            return int(pid_file.read_text())
+        await asyncio.sleep(0.05)
+    raise AssertionError("the test command never started")
+
+
+async def test_run_tests_reports_output_and_progress(lsp, workspace: Path) -> None:
+    command = f"{sys.executable} -c \"print('1 passed'); raise SystemExit(1)\""
+    async with lsp(workspace, init_options={"testCommand": command}) as client:
+        result = await execute(client, "aider-lsp.system.runTests", {})
+        assert result["status"] == "COMPLETE"
+        assert result["notes"]["exit_code"] == 1 and "1 passed" in result["notes"]["stdout"]
+        kinds = [report.kind for reports in client.progress_reports.values() for report in reports]
+        assert kinds[0] == "begin" and kinds[-1] == "end"
+
+
+async def test_no_test_command_names_the_setting(lsp, workspace: Path) -> None:
+    async with lsp(workspace) as client:
+        result = await execute(client, "aider-lsp.system.runTests", {})
+    assert result["notes"]["error"]["reason"] == "configuration_error"
+    assert "AIDER_LSP_TEST_COMMAND" in result["content"]
+
+
+async def test_cancel_request_stops_the_command_and_its_process(lsp, workspace: Path) -> None:
+    pid_file = workspace / "pid"
+    async with lsp(workspace, init_options={"testCommand": _slow_test_command(pid_file)}) as client:
+        msg_id = str(uuid.uuid4())
+        pending = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                types.WORKSPACE_EXECUTE_COMMAND,
+                types.ExecuteCommandParams(command="aider-lsp.system.runTests", arguments=[{}]),
+                msg_id=msg_id,
+            )
+        )
+        pid = await _wait_for_pid(pid_file)
+        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        try:
+            await asyncio.wait_for(pending, 10)
+        except Exception:
+            pass  # answered "cancelled"
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(pid), "the test command survived the cancel"
+        after = await execute(client, "aider-lsp.tools.list", {})
+        assert after["status"] == "COMPLETE"
+
+
+async def test_progress_cancel_stops_the_command(lsp, workspace: Path) -> None:
+    pid_file = workspace / "pid"
+    async with lsp(workspace, init_options={"testCommand": _slow_test_command(pid_file)}) as client:
+        pending = asyncio.ensure_future(execute(client, "aider-lsp.system.runTests", {}))
+        pid = await _wait_for_pid(pid_file)
+        token = next(iter(client.progress_reports))
+        client.protocol.notify(
+            types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+        )
+        result = await asyncio.wait_for(pending, 10)
+        assert result["status"] == "FAILED"
+        assert result["notes"]["error"]["reason"] == "cancelled"
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(pid), "the test command survived the progress cancel"
