@@ -2,7 +2,7 @@
 
 Score = 0.70 × text (bm25 relative to the best hit) + 0.15 × path (query words in the
 file's path, the file name counting double) + 0.15 × identifier (a query word is a name
-the file defines) + 0.25 if the caller named the file (target_files) + 0.10 if it is open
+the file defines) + 1.0 if the caller named the file (target_files: they rank first) + 0.10 if it is open
 in the editor; clamped to 0..1 for `relevance_score`, sorted by the unclamped value.
 """
 
@@ -19,7 +19,7 @@ from .index import SearchRow
 TEXT_WEIGHT = 0.70
 PATH_WEIGHT = 0.15
 IDENTIFIER_WEIGHT = 0.15
-TARGET_BOOST = 0.25
+TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
 MAX_QUERY_TERMS = 48

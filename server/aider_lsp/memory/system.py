@@ -687,21 +687,15 @@ def task_reranker(
 ) -> Reranker:
     """A Reranker that asks the TaskSystem template `internal:associative_matching`.
 
-    The template receives {query, candidates: [{path, summary, score}]} and answers with the
-    candidate paths best first (a JSON list of paths or of {path, relevance_score}).
+    The template receives {query, candidates: [MatchItem fields without metadata],
+    max_results} and answers an AssociativeMatchResult (or a list of paths) best first.
     """
 
     async def rerank(query: str, items: list[MatchItem]) -> Any:
-        candidates = [
-            {
-                "path": item.source_path or item.id,
-                "summary": item.content,
-                "score": item.relevance_score,
-            }
-            for item in items
-        ]
+        candidates = [item.model_dump(mode="json", exclude={"metadata"}) for item in items]
         return await handle_task_command(
-            RERANK_TEMPLATE, {"query": query, "candidates": candidates}
+            RERANK_TEMPLATE,
+            {"query": query, "candidates": candidates, "max_results": len(candidates)},
         )
 
     return rerank

@@ -1,0 +1,470 @@
+"""MemorySystem: the workspace index, its ranking, updates, ignore rules and recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.app import Application
+from aider_lsp.files import FileAccessManager
+from aider_lsp.memory import MemorySystem, apply_rerank, index as index_module
+from aider_lsp.memory import system as system_module
+from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
+from aider_lsp.settings import Settings
+
+
+def _write(root: Path, rel: str, text: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    _write(
+        root,
+        "app/retry.py",
+        '"""Retry a failing test command with exponential backoff."""\n\n'
+        "def run_with_retries(command, attempts=3):\n    return command\n\n"
+        "class BackoffPolicy:\n    pass\n",
+    )
+    _write(
+        root,
+        "app/http_client.py",
+        '"""A small HTTP client with connection pooling and timeouts."""\n\n'
+        "class HttpClient:\n    def get(self, url):\n        return url\n",
+    )
+    _write(
+        root,
+        "web/src/parseConfig.ts",
+        "// Parse the YAML configuration file into typed settings\n"
+        "export function parseConfig(text: string) { return text }\n"
+        "export interface AppSettings { port: number }\n",
+    )
+    _write(root, "docs/guide.md", "# User guide\n\nHow to install and configure the tool.\n")
+    return root
+
+
+def _memory(root: Path, **settings: object) -> MemorySystem:
+    return MemorySystem(FileAccessManager(root), Settings(**settings))
+
+
+def _query(memory: MemorySystem, query: str, **kw: object) -> list[tuple[str, float]]:
+    result = memory.search(ContextGenerationInput(query=query, **kw))
+    return [(m.source_path or m.id, m.relevance_score) for m in result.matches]
+
+
+def _paths(memory: MemorySystem, query: str, **kw: object) -> list[str]:
+    return [path for path, _ in _query(memory, query, **kw)]
+
+
+def test_index_then_query_finds_the_right_file(project: Path) -> None:
+    memory = _memory(project)
+    stats = memory.index_all()
+    assert stats.scanned == 4 and stats.added == 4
+
+    assert _paths(memory, "retry with backoff")[0] == "app/retry.py"
+    assert _paths(memory, "http connection pooling")[0] == "app/http_client.py"
+    assert _paths(memory, "parseConfig")[0] == "web/src/parseConfig.ts"  # camelCase identifier
+    assert _paths(memory, "parse config yaml")[0] == "web/src/parseConfig.ts"
+    assert _paths(memory, "install guide")[0] == "docs/guide.md"
+    scores = [score for _, score in _query(memory, "retry http config guide")]
+    assert scores and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    # The index lives in the workspace's own folder, invisible to git.
+    assert (project / ".aider-lsp" / "index.sqlite3").is_file()
+    assert (project / ".aider-lsp" / ".gitignore").read_text().strip() == "*"
+    memory.close()
+
+
+def test_match_items_carry_summary_language_and_signals(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    result = memory.search(ContextGenerationInput(query="run_with_retries"))
+    top = result.matches[0]
+    assert top.source_path == "app/retry.py" and top.id == "app/retry.py"
+    assert top.content.startswith("Retry a failing test command")
+    assert top.metadata and top.metadata["language"] == "python"
+    assert top.metadata["signals"]["identifier"] > 0
+    assert "ranking: index bm25" in result.context_summary
+    memory.close()
+
+
+def test_target_and_open_files_are_boosted(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    plain = _paths(memory, "settings configuration")
+    assert plain[0] == "web/src/parseConfig.ts"
+    boosted = _paths(memory, "settings configuration", target_files=["docs/guide.md"])
+    assert boosted[0] == "docs/guide.md"
+    # a named file is included even when the text does not match it at all
+    named = _paths(memory, "settings configuration", target_files=["app/http_client.py"])
+    assert named[0] == "app/http_client.py"
+    closed = dict(_query(memory, "configure"))
+    opened = dict(_query(memory, "configure", open_files=[str(project / "docs/guide.md")]))
+    assert opened["docs/guide.md"] == pytest.approx(closed["docs/guide.md"] + 0.10, abs=1e-3)
+    assert opened["web/src/parseConfig.ts"] == closed["web/src/parseConfig.ts"]
+    memory.close()
+
+
+def test_editing_a_file_changes_the_ranking(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    assert _paths(memory, "exponential backoff")[0] == "app/retry.py"
+    _write(
+        project,
+        "app/http_client.py",
+        '"""Exponential backoff for HTTP requests: backoff, backoff, backoff."""\n'
+        "def exponential_backoff(): pass\n",
+    )
+    stats = asyncio.run(memory.update_paths(["app/http_client.py"]))
+    assert stats.updated == 1 and stats.read == 1
+    assert _paths(memory, "exponential backoff")[0] == "app/http_client.py"
+    memory.close()
+
+
+def test_deleted_file_is_gone(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    (project / "app/retry.py").unlink()
+    asyncio.run(memory.remove_paths([str(project / "app/retry.py")]))
+    assert "app/retry.py" not in _paths(memory, "retry backoff")
+    assert "app/retry.py" not in memory.store.known_files()
+    # a whole folder deleted (one watcher event for the folder)
+    for path in (project / "web/src").iterdir():
+        path.unlink()
+    asyncio.run(memory.remove_paths([(project / "web").as_uri()]))
+    assert not [p for p in memory.store.known_files() if p.startswith("web/")]
+    memory.close()
+
+
+def test_file_that_vanished_without_notice_is_skipped_and_reported(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    (project / "app/retry.py").unlink()
+    result = memory.search(ContextGenerationInput(query="retry backoff"))
+    assert "app/retry.py" not in [m.source_path for m in result.matches]
+    assert "no longer exist" in result.context_summary and "app/retry.py" in result.context_summary
+    assert "app/retry.py" not in memory.store.known_files()
+    memory.close()
+
+
+def test_created_and_renamed_files(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    _write(project, "lib/quantum.py", '"""Quantum flux capacitor."""\n')
+    asyncio.run(memory.update_paths([(project / "lib").as_uri()]))  # a new folder
+    assert _paths(memory, "flux capacitor")[0] == "lib/quantum.py"
+    (project / "lib/quantum.py").rename(project / "lib/flux.py")
+    asyncio.run(memory.rename_paths([("lib/quantum.py", "lib/flux.py")]))
+    assert _paths(memory, "flux capacitor") == ["lib/flux.py"]
+    memory.close()
+
+
+def test_ignore_rules_secrets_binary_and_huge_files_are_not_indexed(project: Path) -> None:
+    _write(project, ".gitignore", "build/\n*.log\n!keep.log\n")
+    _write(project, "build/generated.py", "secret_sauce = 1\n")
+    _write(project, "debug.log", "secret_sauce in a log\n")
+    _write(project, "keep.log", "secret_sauce kept on purpose\n")
+    _write(project, "sub/.gitignore", "local_only.py\n")
+    _write(project, "sub/local_only.py", "secret_sauce = 2\n")
+    _write(project, "sub/shared.py", "secret_sauce = 3\n")
+    _write(project, "vendor/lib.py", "secret_sauce = 4\n")  # excluded by setting
+    _write(project, ".env", "OPENAI_API_KEY=sk-secret_sauce\n")
+    _write(project, "config/credentials.json", '{"secret_sauce": 1}')
+    _write(project, "certs/server.pem", "-----BEGIN secret_sauce-----\n")
+    _write(project, ".ssh/config", "Host secret_sauce\n")
+    _write(project, "node_modules/pkg/index.js", "var secret_sauce = 5;\n")
+    _write(project, "image.png", b"\x89PNG\r\n\x1a\n\x00\x00secret_sauce")
+    _write(project, "big.txt", "secret_sauce " * 100_000)
+    memory = _memory(project, context_excludes=["vendor/"], max_file_bytes=200_000)
+    memory.index_all()
+    known = set(memory.store.known_files())
+    assert {"keep.log", "sub/shared.py", ".gitignore", "sub/.gitignore"} <= known
+    for absent in (
+        "build/generated.py",
+        "debug.log",
+        "sub/local_only.py",
+        "vendor/lib.py",
+        ".env",
+        "config/credentials.json",
+        "certs/server.pem",
+        ".ssh/config",
+        "node_modules/pkg/index.js",
+        "image.png",
+        "big.txt",
+    ):
+        assert absent not in known, absent
+    assert sorted(_paths(memory, "secret_sauce")) == ["keep.log", "sub/shared.py"]
+    # saving a secret file never brings it in either
+    asyncio.run(memory.update_paths([".env", "certs/server.pem"]))
+    assert ".env" not in memory.store.known_files()
+    memory.close()
+
+
+def test_gitignore_change_reapplies_the_rules(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    assert "docs/guide.md" in memory.store.known_files()
+    _write(project, ".gitignore", "docs/\n")
+    asyncio.run(memory.update_paths([".gitignore"]))
+    assert "docs/guide.md" not in memory.store.known_files()
+    _write(project, ".gitignore", "")
+    asyncio.run(memory.update_paths([".gitignore"]))
+    assert "docs/guide.md" in memory.store.known_files()
+    memory.close()
+
+
+def test_excludes_setting_change_reindexes(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    memory.update_settings(Settings(context_excludes=["*.md"]))  # no loop: applied next pass
+    memory.index_all()
+    assert "docs/guide.md" not in memory.store.known_files()
+    memory.close()
+
+
+def test_restart_reuses_the_index_without_reading_files(project: Path) -> None:
+    first = _memory(project)
+    assert first.index_all().read == 4
+    first.close()
+
+    second = _memory(project)
+    stats = second.index_all()
+    assert (stats.scanned, stats.unchanged, stats.read, stats.added) == (4, 4, 0, 0)
+    assert _paths(second, "retry backoff")[0] == "app/retry.py"  # answers before any pass
+    second.close()
+
+    # touched but unchanged: read and hashed, not re-indexed; changed: re-indexed
+    path = project / "app/retry.py"
+    later = time.time() + 5
+    import os
+
+    os.utime(path, (later, later))
+    _write(project, "docs/guide.md", "# Guide\n\nNew text about deployment.\n")
+    third = _memory(project)
+    stats = third.index_all()
+    assert (stats.read, stats.touched, stats.updated, stats.added) == (2, 1, 1, 0)
+    assert third.index_all().read == 0
+    third.close()
+
+
+def test_files_deleted_while_the_server_was_down_are_dropped(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    memory.close()
+    (project / "docs/guide.md").unlink()
+    again = _memory(project)
+    assert again.index_all().removed == 1
+    assert "docs/guide.md" not in again.store.known_files()
+    again.close()
+
+
+def test_corrupt_index_is_rebuilt_with_a_log_line(
+    project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    memory.close()
+    db = project / ".aider-lsp" / "index.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    caplog.set_level(logging.WARNING)
+    again = _memory(project)
+    stats = again.index_all()
+    assert stats.added == 4
+    assert _paths(again, "retry backoff")[0] == "app/retry.py"
+    assert any("rebuilding" in record.getMessage() for record in caplog.records)
+    assert again.store.location == str(db)
+    again.close()
+
+
+def test_locked_index_falls_back_to_a_private_index(
+    project: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "BUSY_TIMEOUT_MS", 100)
+    db = project / ".aider-lsp" / "index.sqlite3"
+    db.parent.mkdir()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("CREATE TABLE t(x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    caplog.set_level(logging.WARNING)
+    try:
+        memory = _memory(project)
+        memory.index_all()
+        assert memory.store.location == ":memory:"
+        assert _paths(memory, "retry backoff")[0] == "app/retry.py"
+        assert any("locked" in record.getMessage() for record in caplog.records)
+        memory.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_malformed_database_found_mid_use_is_rebuilt(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    original_search = memory.store.search
+    calls = {"n": 0}
+
+    def broken(query: str, limit: int) -> list:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return original_search(query, limit)
+
+    memory.store.search = broken  # type: ignore[method-assign]
+    result = memory.search(ContextGenerationInput(query="retry"))
+    assert result.error and "rebuilt" in result.context_summary
+    memory.index_all()
+    assert _paths(memory, "retry backoff")[0] == "app/retry.py"
+    memory.close()
+
+
+def test_empty_query_is_an_error(project: Path) -> None:
+    memory = _memory(project)
+    result = asyncio.run(memory.get_relevant_context_for(ContextGenerationInput(query="  ")))
+    assert result.error and not result.matches
+    memory.close()
+
+
+async def test_background_indexing_reports_progress_and_answers_partially(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(system_module, "BATCH_SIZE", 1)
+    memory = _memory(project)
+    gate = threading.Event()
+    original = memory._record_for
+
+    def slow_record(candidate, old_hash, stats):  # type: ignore[no-untyped-def]
+        if candidate.path == "web/src/parseConfig.ts":
+            gate.wait(10)
+        return original(candidate, old_hash, stats)
+
+    memory._record_for = slow_record  # type: ignore[method-assign]
+    messages: list[tuple[str, int | None]] = []
+    task = memory.start_indexing(lambda message, pct: messages.append((message, pct)))
+    for _ in range(200):
+        if "app/retry.py" in memory.store.known_files():
+            break
+        await asyncio.sleep(0.02)
+    result = await memory.get_relevant_context_for(ContextGenerationInput(query="retry backoff"))
+    assert result.matches[0].source_path == "app/retry.py"
+    assert "Indexing in progress" in result.context_summary
+    gate.set()
+    stats = await task
+    assert stats.scanned == 4
+    await asyncio.sleep(0)  # progress callbacks are delivered on the loop
+    assert messages[0][1] == 0 and messages[-1][1] == 100
+    done = await memory.get_relevant_context_for(ContextGenerationInput(query="retry backoff"))
+    assert "Indexing in progress" not in done.context_summary
+    await memory.aclose()
+
+
+async def test_first_query_starts_the_index_itself(project: Path) -> None:
+    memory = _memory(project)
+    result = await memory.get_relevant_context_for(ContextGenerationInput(query="http client"))
+    assert result.matches[0].source_path == "app/http_client.py"
+    await memory.aclose()
+
+
+async def test_llm_rerank_is_used_only_when_enabled(project: Path) -> None:
+    calls: list[list[str]] = []
+
+    async def reverse(query: str, items: list[MatchItem]) -> list[str]:
+        calls.append([item.id for item in items])
+        return [item.id for item in reversed(items)]
+
+    files = FileAccessManager(project)
+    off = MemorySystem(files, Settings(model="test"), reranker=reverse)
+    result = await off.get_relevant_context_for(ContextGenerationInput(query="retry http config"))
+    assert not calls and "index bm25" in result.context_summary
+    await off.aclose()
+
+    on = MemorySystem(files, Settings(model="test", context_rerank=True), reranker=reverse)
+    base = on.search(ContextGenerationInput(query="retry http config"))
+    result = await on.get_relevant_context_for(ContextGenerationInput(query="retry http config"))
+    assert calls and "LLM re-ranking" in result.context_summary
+    assert [m.id for m in result.matches] == [m.id for m in reversed(base.matches)]
+
+    async def broken(query: str, items: list[MatchItem]) -> list[str]:
+        raise RuntimeError("model unreachable")
+
+    on.reranker = broken
+    fallback = await on.get_relevant_context_for(ContextGenerationInput(query="retry http config"))
+    assert "re-ranking failed" in fallback.context_summary
+    assert [m.id for m in fallback.matches] == [m.id for m in base.matches]
+    await on.aclose()
+
+
+def test_apply_rerank_accepts_the_template_answer_shapes() -> None:
+    items = [
+        MatchItem(id=p, content="", relevance_score=0.5, source_path=p) for p in ("a", "b", "c")
+    ]
+    answer = {"context_summary": "x", "matches": [{"source_path": "c", "relevance_score": 0.9},
+                                                  {"id": "zzz", "source_path": "zzz"}]}
+    ranked = apply_rerank(items, answer)
+    assert [m.id for m in ranked] == ["c", "a", "b"] and ranked[0].relevance_score == 0.9
+    assert [m.id for m in apply_rerank(items, json.dumps(["b", "a"]))][:2] == ["b", "a"]
+    with pytest.raises(ValueError):
+        apply_rerank(items, ["nothing-known"])
+
+
+async def test_get_context_tool_contract(project: Path) -> None:
+    _write(project, ".env", "OPENAI_API_KEY=sk-retry-backoff\n")
+    app = Application(project, Settings())
+    try:
+        empty = await app.handle_task_command("system:get_context", {"query": ""})
+        assert empty.status is TaskStatus.FAILED
+        assert empty.error and empty.error.reason.value == "input_validation_failure"
+        bad = await app.handle_task_command("system:get_context", {"query": "x", "target_files": 3})
+        assert bad.error and bad.error.reason.value == "input_validation_failure"
+
+        result = await app.handle_task_command(
+            "system:get_context", {"query": "retry backoff", "history": "we talked about http"}
+        )
+        assert result.status is TaskStatus.COMPLETE
+        paths = json.loads(result.content)
+        assert paths[0] == "app/retry.py" and ".env" not in paths
+        assert result.notes["file_paths"] == paths
+        assert "match" in result.notes["context_summary"]
+        assert result.notes["matches"][0]["source_path"] == "app/retry.py"
+        # the provider-safe alias and a JSON-string target list work too
+        aliased = await app.handle_task_command(
+            "system_get_context", {"query": "settings", "target_files": '["docs/guide.md"]'}
+        )
+        assert json.loads(aliased.content)[0] == "docs/guide.md"
+    finally:
+        await app.aclose()
+
+
+async def test_build_data_context_puts_initial_files_first_and_never_reads_secrets(
+    project: Path,
+) -> None:
+    _write(project, ".env", "OPENAI_API_KEY=sk-do-not-leak\n")
+    memory = _memory(project)
+    context = await memory.build_data_context(
+        "http client timeouts", ["docs/guide.md", ".env", "missing.py"]
+    )
+    paths = [item.source_path for item in context.items]
+    assert paths[0] == "docs/guide.md" and "app/http_client.py" in paths
+    assert ".env" not in paths and paths.count("docs/guide.md") == 1
+    assert all("sk-do-not-leak" not in item.content for item in context.items)
+    assert context.items[1].content.startswith('"""A small HTTP client')
+    assert context.overall_summary and ".env" in context.overall_summary
+    assert "missing.py" in context.overall_summary
+    await memory.aclose()
