@@ -1,0 +1,1 @@
+"""Aider integration: the MCP bridge to the Aider server."""

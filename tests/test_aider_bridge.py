@@ -1,0 +1,201 @@
+"""AiderBridge against a tiny misbehaving MCP server (real subprocess, real stdio JSON-RPC)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aider_lsp.aider.bridge import AiderBridge, aider_model_for, launch_spec, server_environment
+from aider_lsp.files import FileAccessManager
+from aider_lsp.models import TaskStatus
+from aider_lsp.settings import Settings, load_settings
+
+FAKE = str(Path(__file__).with_name("fake_aider_mcp.py"))
+
+
+def fake_settings(mode: str, tmp_path: Path, aider_timeout: float = 30.0) -> Settings:
+    return load_settings(
+        {
+            "aiderServer": {
+                "command": sys.executable,
+                "args": [FAKE, mode],
+                "env": {"FAKE_LOG": str(tmp_path / "calls.log"), "FAKE_STATE": str(tmp_path / "state")},
+            },
+            "timeouts": {"aider": aider_timeout},
+        },
+        environ={},
+    )
+
+
+def make_bridge(workspace: Path, settings: Settings) -> AiderBridge:
+    return AiderBridge(FileAccessManager(workspace), lambda: settings)
+
+
+def edit_params(*files: str) -> dict[str, Any]:
+    return {"ai_coding_prompt": "change it", "relative_editable_files": list(files)}
+
+
+def error_reason(result: Any) -> str:
+    return result.notes["error"]["reason"]
+
+
+async def test_foreign_success_is_checked_against_the_files(workspace: Path, tmp_path: Path) -> None:
+    bridge = make_bridge(workspace, fake_settings("ok", tmp_path))
+    try:
+        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
+        # the bridge computes its own diff: the foreign git diff was cumulative
+        assert "+# edited by fake" in result.notes["diff"]
+        assert result.notes["changed_files"] == ["pkg/calc.py"]
+    finally:
+        await bridge.aclose()
+
+
+async def test_success_claim_without_a_change_is_a_failure(workspace: Path, tmp_path: Path) -> None:
+    bridge = make_bridge(workspace, fake_settings("liar", tmp_path))
+    try:
+        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        assert result.status is TaskStatus.FAILED
+        assert error_reason(result) == "tool_execution_error"
+        assert "no editable file changed" in result.content
+        assert result.notes["success"] is False
+    finally:
+        await bridge.aclose()
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [("nonjson", "output_format_failure"), ("error", "tool_execution_error"), ("iserror", "tool_execution_error")],
+)
+async def test_bad_replies_are_failures(workspace: Path, tmp_path: Path, mode: str, reason: str) -> None:
+    bridge = make_bridge(workspace, fake_settings(mode, tmp_path))
+    try:
+        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        assert result.status is TaskStatus.FAILED
+        assert error_reason(result) == reason
+        if mode == "error":
+            assert "boom" in result.content
+    finally:
+        await bridge.aclose()
+
+
+async def test_hang_times_out_within_the_deadline_and_the_next_call_works(
+    workspace: Path, tmp_path: Path
+) -> None:
+    bridge = make_bridge(workspace, fake_settings("hang-once", tmp_path, aider_timeout=1.5))
+    try:
+        started = time.monotonic()
+        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        elapsed = time.monotonic() - started
+        assert result.status is TaskStatus.FAILED
+        assert error_reason(result) == "execution_timeout"
+        assert elapsed < 1.5 + 5, elapsed  # deadline plus a bounded kill
+        hung_pid = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])["pid"]
+        assert not Path(f"/proc/{hung_pid}").exists() or "zombie" in Path(f"/proc/{hung_pid}/status").read_text()
+
+        again = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        assert again.status is TaskStatus.COMPLETE, again.content
+        assert bridge.starts == 2
+    finally:
+        await bridge.aclose()
+
+
+async def test_server_exit_mid_call_is_a_connection_error_then_restart(
+    workspace: Path, tmp_path: Path
+) -> None:
+    bridge = make_bridge(workspace, fake_settings("exit", tmp_path))
+    try:
+        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+        assert result.status is TaskStatus.FAILED
+        assert error_reason(result) == "connection_error"
+        assert bridge.server_pid is None
+    finally:
+        await bridge.aclose()
+
+
+async def test_one_persistent_session_and_aclose_stops_it(workspace: Path, tmp_path: Path) -> None:
+    bridge = make_bridge(workspace, fake_settings("ok", tmp_path))
+    for _ in range(3):
+        result = await bridge.call_aider_tool("list_models", {"substring": "fake"})
+        assert result.parsed_content == ["openai/fake-1", "openai/fake-2"]
+    pid = bridge.server_pid
+    assert bridge.starts == 1 and pid is not None
+    pids = {json.loads(line)["pid"] for line in (tmp_path / "calls.log").read_text().splitlines()}
+    assert pids == {pid}
+    await bridge.aclose()
+    assert bridge.server_pid is None
+    assert not Path(f"/proc/{pid}").exists()
+
+
+async def test_missing_command_is_a_configuration_error(workspace: Path) -> None:
+    settings = load_settings({"aiderServer": {"command": "/nonexistent/aider-mcp"}}, environ={})
+    bridge = make_bridge(workspace, settings)
+    result = await bridge.call_aider_tool("list_models", {})
+    assert result.status is TaskStatus.FAILED
+    assert error_reason(result) == "configuration_error"
+    assert "aiderServer" in result.content
+
+
+async def test_server_that_dies_at_start_reports_its_stderr(workspace: Path) -> None:
+    settings = load_settings(
+        {"aiderServer": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no luck here')"]}},
+        environ={},
+    )
+    bridge = make_bridge(workspace, settings)
+    result = await bridge.call_aider_tool("list_models", {})
+    assert result.status is TaskStatus.FAILED
+    assert error_reason(result) == "connection_error"
+    assert "no luck here" in result.notes.get("server_stderr", "")
+
+
+async def test_no_model_is_a_configuration_error_naming_the_setting(workspace: Path) -> None:
+    bridge = make_bridge(workspace, load_settings({}, environ={}))
+    result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
+    assert result.status is TaskStatus.FAILED
+    assert error_reason(result) == "configuration_error"
+    assert "aiderLsp.aiderModel" in result.content
+
+
+def test_file_context_keeps_existing_confined_non_secret_files(workspace: Path) -> None:
+    bridge = make_bridge(workspace, load_settings({}, environ={}))
+    report = bridge.set_file_context(["pkg/calc.py", "missing.py", "../outside.py", ".env", "pkg/calc.py"])
+    assert bridge.get_file_context() == ["pkg/calc.py"]
+    assert {item["path"] for item in report["skipped"]} == {"missing.py", "../outside.py", ".env"}
+
+
+async def test_context_for_query_without_memory_says_so(workspace: Path) -> None:
+    bridge = make_bridge(workspace, load_settings({}, environ={}))
+    result = await bridge.get_context_for_query("calc")
+    assert result.error
+
+
+def test_model_and_environment_mapping() -> None:
+    assert aider_model_for(Settings(model="openai:gpt-4.1")) == "openai/gpt-4.1"
+    assert aider_model_for(Settings(model="anthropic:claude-sonnet-4-5")) == "anthropic/claude-sonnet-4-5"
+    assert aider_model_for(Settings(model="ollama:qwen2.5-coder")) == "ollama_chat/qwen2.5-coder"
+    assert aider_model_for(Settings(model="openai:local", base_url="http://h/v1")) == "openai/local"
+    assert aider_model_for(Settings(model="x:y", aider_model="openai/z")) == "openai/z"
+    env = server_environment(
+        Settings(base_url="http://127.0.0.1:9/v1"), environ={"ANTHROPIC_API_KEY": "k", "SECRET": "s"}
+    )
+    assert env["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1"
+    assert env["ANTHROPIC_API_KEY"] == "k" and "SECRET" not in env
+    assert "OPENAI_API_KEY" in env
+
+
+def test_custom_server_args_expand_workspace_and_model(tmp_path: Path) -> None:
+    settings = Settings.model_validate(
+        {
+            "aiderModel": "openai/m",
+            "aiderServer": {"command": "aider-mcp-server", "args": ["--current-working-dir", "${workspace}", "--editor-model", "${model}"]},
+        }
+    )
+    spec = launch_spec(settings, tmp_path)
+    assert spec.args == ("--current-working-dir", str(tmp_path), "--editor-model", "openai/m")
+    assert not spec.bundled
