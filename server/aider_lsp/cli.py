@@ -13,18 +13,6 @@ from pathlib import Path
 from . import __version__
 from .settings import Settings, SettingsError, env_var_for, load_settings
 
-PROVIDER_KEYS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google-gla": "GEMINI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-}
-
-
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -43,19 +31,27 @@ def _setup_logging(level: str) -> None:
 
 
 def check_model(settings: Settings) -> list[Check]:
-    """Is an LLM configured, and is its key (or an endpoint) there?"""
-    if not settings.model:
-        return [Check("model", False, f"not set: set aiderLsp.model or {env_var_for('model')}")]
-    checks = [Check("model", True, settings.model)]
-    provider = settings.model.split(":", 1)[0] if ":" in settings.model else ""
-    if settings.base_url:
-        checks.append(Check("endpoint", True, f"OpenAI-compatible endpoint {settings.base_url}"))
-    elif provider == "ollama":
-        checks.append(Check("endpoint", True, "ollama (OLLAMA_BASE_URL or localhost)"))
-    elif provider in PROVIDER_KEYS:
-        key = PROVIDER_KEYS[provider]
-        present = bool(os.environ.get(key) or settings.api_key)
-        checks.append(Check("api key", present, f"{key} {'is set' if present else 'is not set'}"))
+    """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
+    from .handler.llm import probe_endpoint, resolve_model_config
+
+    config = resolve_model_config(settings)
+    if config.model_id is None:
+        return [Check("model", False, config.problem or f"not set: set {env_var_for('model')}")]
+    if config.base_url is None and config.problem:
+        if config.provider is None:
+            return [Check("model", False, config.problem)]
+        return [
+            Check("model", True, config.model_id),
+            Check("api key", False, config.problem),
+        ]
+    checks = [Check("model", True, f"{config.model_id} (served as {config.model_name!r})")]
+    if config.base_url:
+        reachable, detail = probe_endpoint(config.base_url)
+        checks.append(
+            Check("endpoint", reachable, f"OpenAI-compatible (chat completions) {config.base_url}: {detail}")
+        )
+    if config.api_key_source:
+        checks.append(Check("api key", True, f"from {config.api_key_source}"))
     return checks
 
 

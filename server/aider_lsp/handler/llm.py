@@ -136,8 +136,28 @@ def resolve_model_config(
             return ModelConfig(model_id, None, prefix, name, var, None)
     return ModelConfig(
         model_id, None, prefix, name, None,
-        f"no API key for {prefix}: set {' or '.join(key_vars)} (or aiderLsp.apiKey)",
+        f"{' or '.join(key_vars)} is not set: set {key_vars[0]} (or aiderLsp.apiKey) to use {prefix} models",
     )
+
+
+def probe_endpoint(base_url: str, timeout: float = 3.0) -> tuple[bool, str]:
+    """GET {base_url}/models: is the OpenAI-compatible server reachable? (for `doctor`)."""
+    import json as _json
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - user's endpoint
+            data = _json.loads(response.read().decode("utf-8", errors="replace") or "{}")
+    except urllib.error.HTTPError as exc:
+        # Reachable; some servers need a key for /models or do not implement it.
+        return True, f"reachable ({url} answered {exc.code})"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return False, f"cannot reach {url}: {getattr(exc, 'reason', exc)}"
+    models = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
+    listed = f"; models: {', '.join(str(m) for m in models[:8])}" if models else ""
+    return True, f"reachable{listed}"
 
 
 def build_model(settings: Settings, model_override: str | None = None) -> Model:
