@@ -40,6 +40,9 @@ __all__ = [
     "slow",
     "malformed",
     "truncated_stream",
+    "aider_whole",
+    "aider_diff",
+    "is_aider_diff_format",
     "any_request",
     "system_prompt_contains",
     "last_user_contains",
@@ -137,6 +140,30 @@ def malformed() -> Reply:
 def truncated_stream(content: str = "partial answer") -> Reply:
     """The connection drops in the middle of the answer (streamed or not)."""
     return Reply(kind="truncated", content=content)
+
+
+def aider_whole(files: Dict[str, str], *, preface: str = "Here are the updated files.") -> Reply:
+    """An answer in Aider's `whole` edit format: each file's full new content after its path."""
+    blocks = [preface] if preface else []
+    for path, content in files.items():
+        body = content if content.endswith("\n") else content + "\n"
+        blocks.append("%s\n```\n%s```" % (path, body))
+    return text("\n\n".join(blocks) + "\n")
+
+
+def aider_diff(edits: List[Any], *, preface: str = "Here are the changes.") -> Reply:
+    """An answer in Aider's `diff` edit format: (path, search, replace) SEARCH/REPLACE blocks.
+
+    An empty ``search`` creates a new file.
+    """
+    blocks = [preface] if preface else []
+    for path, search, replace in edits:
+        search_part = search if (not search or search.endswith("\n")) else search + "\n"
+        replace_part = replace if (not replace or replace.endswith("\n")) else replace + "\n"
+        blocks.append(
+            "%s\n```\n<<<<<<< SEARCH\n%s=======\n%s>>>>>>> REPLACE\n```" % (path, search_part, replace_part)
+        )
+    return text("\n\n".join(blocks) + "\n")
 
 
 # --------------------------------------------------------------------------- request helpers
@@ -240,6 +267,11 @@ def has_tool_result(name: Optional[str] = None) -> Matcher:
         return any(m.get("role") == "tool" and (name is None or m.get("tool_call_id") in ids) for m in turn)
 
     return match
+
+
+def is_aider_diff_format(request: Dict[str, Any]) -> bool:
+    """Matches Aider requests that expect SEARCH/REPLACE blocks (the `diff` edit formats)."""
+    return "SEARCH/REPLACE" in system_prompt(request)
 
 
 def model_is(name: str) -> Matcher:

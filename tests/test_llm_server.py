@@ -125,3 +125,18 @@ def test_context_manager_stops() -> None:
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url + "/models", timeout=2)
     assert time.monotonic() - t0 < 2
+
+
+def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:
+    from llm_server import aider_diff, aider_whole, is_aider_diff_format
+
+    llm_server.add_rule(is_aider_diff_format, aider_diff([("a.py", "x = 1", "x = 2"), ("new.py", "", "y = 3")]))
+    llm_server.add_rule(lambda r: True, aider_whole({"a.py": "x = 2"}))
+    c = _client(llm_server)
+    diff = c.chat.completions.create(
+        model="m", messages=[{"role": "system", "content": "Use SEARCH/REPLACE blocks"}, {"role": "user", "content": "x"}]
+    ).choices[0].message.content or ""
+    assert "a.py\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```" in diff
+    assert "new.py\n```\n<<<<<<< SEARCH\n=======\ny = 3\n>>>>>>> REPLACE" in diff
+    whole = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]).choices[0].message.content
+    assert "a.py\n```\nx = 2\n```" in (whole or "")
