@@ -252,3 +252,27 @@ async def test_agent_and_pydantic_ai_are_lazy(workspace: Path, llm_server: Scrip
     llm_server.add_rule(any_request, text("x"))
     assert (await app.handler._execute_llm_call("x")).content == "x"
     assert app.handler.llm._agent is not None
+
+
+async def test_ollama_models_and_api_key_reach_an_openai_compatible_server(
+    workspace: Path, llm_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm_server.add_rule(any_request, text("ok"))
+    monkeypatch.setenv("OLLAMA_BASE_URL", llm_server.base_url)
+    app = Application(workspace, Settings(model="ollama:qwen2.5-coder"))
+    assert (await app.handler._execute_llm_call("hi")).content == "ok"
+    assert llm_server.requests[-1]["model"] == "qwen2.5-coder"
+
+    app = Application(workspace, Settings(model="openai:m", base_url=llm_server.base_url, api_key="sk-from-settings"))
+    await app.handler._execute_llm_call("hi")
+    assert llm_server.request_headers[-1]["authorization"] == "Bearer sk-from-settings"
+    assert app.handler.get_provider_identifier() == f"openai-compatible:m@{llm_server.base_url}"
+
+
+async def test_settings_change_switches_the_model(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, text("ok"))
+    await app.handler._execute_llm_call("one")
+    app.update_settings(Settings(model="openai:second", base_url=llm_server.base_url))
+    await app.handler._execute_llm_call("two")
+    assert [r["model"] for r in llm_server.requests] == ["scripted-model", "second"]
