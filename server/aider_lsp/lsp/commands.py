@@ -34,6 +34,18 @@ class RunTestsParams(CommandParams):
     command: str | None = Field(default=None, description="Overrides the testCommand setting.")
 
 
+class GetContextParams(CommandParams):
+    query: str = Field(description="What the files should be about (empty = input error).")
+    history: str | None = Field(default=None, description="Recent conversation, a weaker hint.")
+    target_files: list[str] = Field(default_factory=list, description="Files that rank first.")
+    max_results: int | None = Field(default=None, ge=1, le=200)
+
+
+class PrimeContextParams(CommandParams):
+    query: str | None = None
+    initial_files: list[str] | None = None
+
+
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
 
 
@@ -75,6 +87,19 @@ async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestConte
     return await app.run_tests(params.command)
 
 
+async def _get_context(app: Application, params: GetContextParams, ctx: RequestContext) -> TaskResult:
+    """system:get_context, with the editor's open files as a ranking hint."""
+    args = params.model_dump(exclude_none=True)
+    args["open_files"] = ctx.open_files
+    return await app.handle_task_command("system:get_context", args)
+
+
+async def _prime_context(
+    app: Application, params: PrimeContextParams, ctx: RequestContext
+) -> TaskResult:
+    return await app.handler.prime_data_context(params.query, params.initial_files)
+
+
 COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "aider-lsp.system.readFiles",
@@ -83,6 +108,12 @@ COMMANDS: list[CommandSpec] = [
         "Read workspace files",
     ),
     CommandSpec("aider-lsp.tools.list", NoParams, _list_tools, "List registered tools"),
+    CommandSpec(
+        "aider-lsp.system.getContext", GetContextParams, _get_context, "Find relevant files"
+    ),
+    CommandSpec(
+        "aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"
+    ),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
     ),

@@ -23,6 +23,7 @@ from .. import __version__
 from ..app import Application, RequestContext
 from ..models import ErrorReason, TaskResult, failed_result
 from ..settings import SECTION, Settings, SettingsError, load_settings
+from . import indexing
 from .commands import COMMANDS, CommandParams, CommandSpec
 
 log = logging.getLogger(__name__)
@@ -144,6 +145,19 @@ async def on_initialized(ls: AiderLanguageServer, params: types.InitializedParam
         await ls.pull_configuration()
     finally:
         ls.configured.set()
+    indexing.start_workspace_index(ls)  # background, with $/progress
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def on_did_save(ls: AiderLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    await indexing.on_saved(ls, params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def on_watched_files(
+    ls: AiderLanguageServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    await indexing.on_watched_files(ls, params.changes)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

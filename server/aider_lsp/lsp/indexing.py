@@ -1,0 +1,113 @@
+"""Keeps the workspace index in step with the editor.
+
+After `initialized`: ask the client to watch every file (dynamic registration of
+workspace/didChangeWatchedFiles) and run the first full index in the background under a
+$/progress token. Then didSave and watched-file events (create / change / delete; a
+rename arrives as delete + create) update the index incrementally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from .server import AiderLanguageServer
+
+log = logging.getLogger(__name__)
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _keep(task: asyncio.Task[Any]) -> None:
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def register_file_watchers(ls: AiderLanguageServer) -> None:
+    """Ask the client to report file changes made outside the editor (git, Aider, tools)."""
+    caps = ls.client_capabilities.workspace
+    watched = caps.did_change_watched_files if caps else None
+    if not (watched and watched.dynamic_registration):
+        return
+    registration = types.Registration(
+        id=str(uuid.uuid4()),
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        ),
+    )
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(registrations=[registration])
+        )
+    except Exception as exc:  # the index still follows didSave
+        log.warning("client refused file watching: %s", exc)
+
+
+async def _index_with_progress(ls: AiderLanguageServer) -> None:
+    app = ls.app
+    if app is None:
+        return
+    window = ls.client_capabilities.window
+    token = str(uuid.uuid4())
+    progress = ls.work_done_progress
+    has_progress = bool(window and window.work_done_progress)
+    if has_progress:
+        try:
+            await progress.create_async(token)
+        except Exception as exc:
+            log.warning("client refused a progress token: %s", exc)
+            has_progress = False
+    if not has_progress:
+        await app.memory.start_indexing()
+        return
+
+    def report(message: str, percentage: int | None) -> None:
+        progress.report(
+            token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+        )
+
+    progress.begin(token, types.WorkDoneProgressBegin(title="Indexing workspace", percentage=0))
+    message = "failed"
+    try:
+        stats = await app.memory.start_indexing(report)
+        message = f"{stats.scanned} files indexed, {stats.read} read"
+    finally:
+        progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+
+def start_workspace_index(ls: AiderLanguageServer) -> None:
+    """Start the first index in the background; `initialized` returns at once."""
+    if ls.app is None:
+        return
+    _keep(asyncio.ensure_future(register_file_watchers(ls)))
+    _keep(asyncio.ensure_future(_index_with_progress(ls)))
+
+
+async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
+    if ls.app is None:
+        return
+    relative = ls.workspace_relative(uri)
+    if relative is not None:
+        await ls.app.memory.update_paths([relative])
+
+
+async def on_watched_files(ls: AiderLanguageServer, changes: list[types.FileEvent]) -> None:
+    if ls.app is None:
+        return
+    updated: list[str] = []
+    deleted: list[str] = []
+    for change in changes:
+        relative = ls.workspace_relative(change.uri)
+        if relative is None:
+            continue
+        (deleted if change.type == types.FileChangeType.Deleted else updated).append(relative)
+    if deleted:
+        await ls.app.memory.remove_paths(deleted)
+    if updated:
+        await ls.app.memory.update_paths(updated)
