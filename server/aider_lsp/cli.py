@@ -115,6 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
         "setup-aider", help="create the Aider environment (aider-chat + mcp 1.x) in the user cache"
     )
     setup_parser.add_argument("--force", action="store_true", help="recreate it from scratch")
+    context_parser = commands.add_parser(
+        "context", help="list the workspace files relevant to a query (with scores)"
+    )
+    context_parser.add_argument("query", help="what the files should be about")
+    context_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    context_parser.add_argument("--json", action="store_true", help="print JSON")
+    context_parser.add_argument("--limit", type=int, default=10, help="at most N files")
+    context_parser.add_argument(
+        "--index", metavar="FILE", help="index file (default <workspace>/.aider-lsp/index.sqlite3)"
+    )
     return parser
 
 
@@ -129,5 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         from . import aider_env
 
         return aider_env.main(["--force"] if args.force else [])
+    if args.command == "context":
+        from .memory.cli import run_context
+
+        return run_context(
+            args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=args.index
+        )
     build_parser().print_help()
     return 2
