@@ -201,9 +201,13 @@ class BaseHandler:
     def reset(self) -> TaskResult:
         """`aider-lsp.handler.reset`: clear history and data context."""
         turns = self.llm.history_turns
+        had_context = self.data_context is not None
         self.reset_conversation()
         self.clear_data_context()
-        return complete_result("conversation and data context cleared", notes={"turns_cleared": turns})
+        return complete_result(
+            "conversation and data context cleared",
+            notes={"turns_cleared": turns, "data_context_cleared": had_context},
+        )
 
     def _create_data_context_string(self, context: DataContext | None = None) -> str:
         """The data context as `<file path="…">…</file>` blocks (size-capped)."""
