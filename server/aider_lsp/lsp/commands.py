@@ -100,6 +100,11 @@ async def _prime_context(
     return await app.handler.prime_data_context(params.query, params.initial_files)
 
 
+async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    """Forget the conversation history and the data context."""
+    return app.handler.reset()
+
+
 COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "aider-lsp.system.readFiles",
@@ -114,6 +119,7 @@ COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"
     ),
+    CommandSpec("aider-lsp.handler.reset", NoParams, _handler_reset, "Reset the conversation"),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
     ),
