@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from .aider.bridge import AiderBridge
+from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
@@ -24,6 +26,7 @@ from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
 from .tools import ToolRegistry
+from .workflow.checkpoints import CheckpointStore
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,12 @@ class Application:
             settings=lambda: self.settings, tools=self.tools, files=self.files, shell=self.shell
         )
         self.tasks = TaskSystem(self.handler)
+        # Aider: one persistent MCP session (started on first use), checkpoints for undo.
+        self.checkpoints = CheckpointStore(self.files)
+        self.aider = AiderBridge(self.files, lambda: self.settings, memory=self.memory)
+        self.aider_tools = aider_executors.AiderExecutors(self.aider, self.files, self.checkpoints)
+        self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
+        self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
 
     def _register_system_tools(self) -> None:
         async def read_files(params: dict[str, Any]) -> TaskResult:
@@ -125,4 +134,5 @@ class Application:
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""
+        await self.aider.aclose()
         await self.memory.aclose()

@@ -160,8 +160,8 @@ class AiderEngine:
         return coder
 
     # -- edits -----------------------------------------------------------------------------
-    def _run(self, coder: Any, prompt: str, editable: list[str], readonly: list[str]) -> dict[str, Any]:
-        snapshot = Snapshot(self.root, editable, readonly)
+    def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
+        """Run one message; the snapshot was taken before the Coder touched any file."""
         original = coder.allowed_to_edit
 
         def allowed_to_edit(path: str) -> Any:
@@ -181,6 +181,7 @@ class AiderEngine:
             "diff": outcome.diff,
             "changed_files": outcome.changed_editable,
             "files_outside_editable": outcome.outside,
+            "created_files": outcome.created,
             "reply": reply[:MAX_REPLY_CHARS],
         }
         if coder.io.errors:
@@ -208,8 +209,9 @@ class AiderEngine:
             raise EngineError("relative_editable_files must name at least one file")
         with self.lock:
             self.warm_up()
+            snapshot = Snapshot(self.root, editable, readonly)
             coder = self._new_coder(model or self.config.model, editable, readonly)
-            return self._run(coder, prompt, editable, readonly)
+            return self._run(coder, prompt, snapshot)
 
     def chat(
         self,
@@ -226,6 +228,9 @@ class AiderEngine:
         readonly = self._rel_paths(readonly, "relative_readonly_files")
         with self.lock:
             self.warm_up()
+            session = self._sessions.get(session_id) if session_id else None
+            known = set(session.editable) if session else set()
+            snapshot = Snapshot(self.root, sorted(known | set(editable)), readonly)
             if session_id:
                 session = self._sessions.get(session_id)
                 if session is None:
@@ -240,10 +245,9 @@ class AiderEngine:
                 session = Session(self._new_coder(chosen, editable, readonly), chosen, editable, readonly)
                 self._sessions[session_id] = session
             session.turns += 1
-            in_chat = sorted(
-                {os.path.relpath(p, self.root) for p in session.coder.abs_fnames} | set(session.editable)
-            )
-            result = self._run(session.coder, message, in_chat, session.readonly)
+            for path in session.coder.abs_fnames:  # files Aider added in earlier turns
+                snapshot.add_editable(os.path.relpath(path, self.root))
+            result = self._run(session.coder, message, snapshot)
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result

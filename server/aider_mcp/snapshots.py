@@ -88,6 +88,7 @@ class EditOutcome:
 
     changed_editable: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
     diff: str = ""
 
     @property
@@ -109,6 +110,12 @@ class Snapshot:
         for rel in self.editable + list(readonly):
             self.remember(rel)
         self.stats = tree_stats(root)
+
+    def add_editable(self, rel: str) -> None:
+        """Count a file as editable (its change is a success); snapshot it if new to us."""
+        if rel not in self.editable:
+            self.editable.append(rel)
+        self.remember(rel)
 
     def _rel(self, path: str | os.PathLike[str]) -> str:
         full = Path(path)
@@ -137,6 +144,10 @@ class Snapshot:
         diffs: list[str] = []
         for rel in sorted(candidates):
             after = read_bytes(self.root / rel)
+            if after is not None and self.contents.get(rel, b"") is None or (
+                rel not in self.contents and rel not in self.stats and after is not None
+            ):
+                outcome.created.append(rel)
             if rel in self.contents:
                 before = self.contents[rel]
                 if before == after:

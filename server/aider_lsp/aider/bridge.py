@@ -62,7 +62,7 @@ PASS_ENV_NAMES = (
     "AIDER_LSP_AIDER_ENV",
 )
 STDERR_TAIL_BYTES = 4000
-START_GRACE_SECONDS = 1.0
+PING_SECONDS = 5.0
 
 
 class ServerStartError(ConnectionError):
@@ -396,9 +396,21 @@ class AiderBridge:
         with contextlib.suppress(OSError):
             conn.stderr_path.unlink()
 
+    async def _responsive(self, conn: _Connection) -> bool:
+        """A ping before each call: a server killed since the last call is caught here,
+        before a request is sent to it (its exit may not have been noticed yet)."""
+        try:
+            with anyio.fail_after(PING_SECONDS):
+                await conn.session.send_ping()
+            return conn.alive
+        except Exception:
+            return False
+
     async def _ensure(self, spec: LaunchSpec) -> _Connection:
         conn = self._conn
-        if conn is not None and (not conn.alive or conn.spec != spec):
+        if conn is not None and (
+            not conn.alive or conn.spec != spec or not await self._responsive(conn)
+        ):
             await self._stop_connection()
             conn = None
         if conn is None:
@@ -577,6 +589,7 @@ class AiderBridge:
             "diff": diff or "",
             "changed_files": changed,
             "files_outside_editable": payload.get("files_outside_editable", []),
+            "created_files": payload.get("created_files", []),
             "reply": payload.get("reply", ""),
         }
         for key in ("session_id", "turn", "errors"):

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..app import Application, RequestContext
-from ..models import TaskResult, complete_result
+from ..models import ErrorReason, TaskResult, complete_result, failed_result
 
 
 class CommandParams(BaseModel):
@@ -44,6 +44,30 @@ class GetContextParams(CommandParams):
 class PrimeContextParams(CommandParams):
     query: str | None = None
     initial_files: list[str] | None = None
+
+
+class SelectionParam(BaseModel):
+    uri: str
+    range: dict[str, Any] | None = None
+    text: str | None = None
+
+
+class AiderAutomaticParams(CommandParams):
+    prompt: str = Field(description="What Aider should change.")
+    file_context: list[str] | str | None = Field(default=None, description="Files Aider may edit.")
+    selection: SelectionParam | None = None
+
+
+class AiderInteractiveParams(CommandParams):
+    prompt: str | None = None
+    query: str | None = None
+    file_context: list[str] | str | None = None
+    session_id: str | None = Field(default=None, description="Continue this Aider chat.")
+    end_session: bool = False
+
+
+class ListModelsParams(CommandParams):
+    substring: str | None = None
 
 
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
@@ -105,6 +129,45 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
     return app.handler.reset()
 
 
+async def _aider_automatic(
+    app: Application, params: AiderAutomaticParams, ctx: RequestContext
+) -> TaskResult:
+    from ..executors.aider import apply_selection, unsaved_files_context
+
+    args = params.model_dump(exclude_none=True, exclude={"selection"})
+    if params.selection is not None:
+        try:
+            args["prompt"], args["file_context"] = apply_selection(
+                app.files, params.prompt, params.file_context, params.selection.model_dump()
+            )
+        except ValueError as exc:
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+    ctx.report_progress("Aider is editing…", None)
+    with unsaved_files_context(ctx.unsaved_files):
+        return await app.aider_tools.automatic(args, unsaved_files=ctx.unsaved_files)
+
+
+async def _aider_interactive(
+    app: Application, params: AiderInteractiveParams, ctx: RequestContext
+) -> TaskResult:
+    from ..executors.aider import unsaved_files_context
+
+    with unsaved_files_context(ctx.unsaved_files):
+        return await app.aider_tools.interactive(
+            params.model_dump(exclude_none=True), unsaved_files=ctx.unsaved_files
+        )
+
+
+async def _aider_list_models(
+    app: Application, params: ListModelsParams, ctx: RequestContext
+) -> TaskResult:
+    return await app.aider_tools.list_models(params.substring or "")
+
+
+async def _workflow_undo(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    return app.aider_tools.undo(unsaved_files=ctx.unsaved_files)
+
+
 COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "aider-lsp.system.readFiles",
@@ -120,6 +183,22 @@ COMMANDS: list[CommandSpec] = [
         "aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"
     ),
     CommandSpec("aider-lsp.handler.reset", NoParams, _handler_reset, "Reset the conversation"),
+    CommandSpec(
+        "aider-lsp.aider.automatic",
+        AiderAutomaticParams,
+        _aider_automatic,
+        "Aider is editing",
+        long_running=True,
+    ),
+    CommandSpec(
+        "aider-lsp.aider.interactive",
+        AiderInteractiveParams,
+        _aider_interactive,
+        "Aider chat",
+        long_running=True,
+    ),
+    CommandSpec("aider-lsp.aider.listModels", ListModelsParams, _aider_list_models, "List Aider models"),
+    CommandSpec("aider-lsp.workflow.undo", NoParams, _workflow_undo, "Undo the last edit"),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
     ),

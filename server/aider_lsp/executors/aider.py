@@ -1,0 +1,256 @@
+"""`aider:automatic` and `aider:interactive`: Aider edits through the AiderBridge.
+
+Before an edit: files open in the editor with unsaved changes are refused (Aider writes the
+disk, the editor's buffer would silently diverge), secret files are refused (they must never
+reach a model), and the files are checkpointed so `aider-lsp.workflow.undo` restores them.
+The unsaved files come from the caller: an explicit argument, or the `UNSAVED_FILES` context
+variable that the LSP layer sets around any command that may reach these tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from ..aider.bridge import AiderBridge
+from ..files import AccessDenied, FileAccessManager
+from ..models import ErrorReason, TaskResult, ToolSpec, complete_result, failed_result
+from ..workflow.checkpoints import CheckpointStore
+from .system import parse_path_list
+
+UNSAVED_FILES: ContextVar[tuple[str, ...]] = ContextVar("aider_lsp_unsaved_files", default=())
+MEMORY_FILE_LIMIT = 5
+
+_FILE_CONTEXT_SCHEMA = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Workspace-relative files Aider may edit (a list or a JSON-array string).",
+}
+
+AIDER_AUTOMATIC_SPEC = ToolSpec(
+    name="aider:automatic",
+    description=(
+        "Ask Aider to edit code: one self-contained instruction applied to the given files."
+        " Returns the unified diff of the change."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "What to change, precisely."},
+            "file_context": _FILE_CONTEXT_SCHEMA,
+        },
+        "required": ["prompt"],
+    },
+    read_only=False,
+)
+
+AIDER_INTERACTIVE_SPEC = ToolSpec(
+    name="aider:interactive",
+    description=(
+        "A multi-turn Aider conversation that keeps its chat: pass session_id from the previous"
+        " answer to continue; Aider may answer or edit the files."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The message to Aider."},
+            "prompt": {"type": "string", "description": "Same as query."},
+            "file_context": _FILE_CONTEXT_SCHEMA,
+            "session_id": {"type": "string", "description": "Continue this session."},
+            "end_session": {"type": "boolean", "description": "End the session instead."},
+        },
+    },
+    read_only=False,
+)
+
+
+@contextlib.contextmanager
+def unsaved_files_context(paths: Collection[str]) -> Iterator[None]:
+    """Make the editor's unsaved files known to any Aider edit made inside the block."""
+    token = UNSAVED_FILES.set(tuple(paths))
+    try:
+        yield
+    finally:
+        UNSAVED_FILES.reset(token)
+
+
+class AiderExecutors:
+    """The two Aider tools plus listModels and undo, sharing one bridge and checkpoint store."""
+
+    def __init__(self, bridge: AiderBridge, files: FileAccessManager, checkpoints: CheckpointStore) -> None:
+        self.bridge = bridge
+        self.files = files
+        self.checkpoints = checkpoints
+
+    # -- shared checks -----------------------------------------------------------------------
+    async def _resolve_files(self, params: dict[str, Any], prompt: str) -> tuple[list[str], TaskResult | None]:
+        """Editable files: file_context, else the bridge's file context, else the memory's best."""
+        raw = params.get("file_context")
+        if raw is not None and raw != "":
+            try:
+                paths = parse_path_list(raw, "file_context")
+            except ValueError as exc:
+                return [], failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        else:
+            paths = self.bridge.get_file_context()
+            if not paths and self.bridge.memory is not None:
+                found = await self.bridge.get_context_for_query(prompt)
+                paths = [m.source_path for m in found.matches if m.source_path][:MEMORY_FILE_LIMIT]
+        clean: list[str] = []
+        refused: list[str] = []
+        for path in paths:
+            try:
+                real = self.files.check_model_safe(path)
+            except AccessDenied as exc:
+                refused.append(str(exc))
+                continue
+            if real.is_dir():
+                refused.append(f"is a directory: {path}")
+                continue
+            rel = self.files.relative(real)
+            if rel not in clean:
+                clean.append(rel)
+        if refused:
+            return [], failed_result(
+                ErrorReason.ACCESS_DENIED,
+                "refused to give Aider these files: " + "; ".join(refused),
+                notes={"refused": refused},
+            )
+        if not clean:
+            return [], failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                "no files to edit: pass file_context (workspace-relative paths)",
+            )
+        return clean, None
+
+    def _unsaved_conflicts(self, paths: list[str], unsaved: Collection[str] | None) -> TaskResult | None:
+        unsaved = UNSAVED_FILES.get() if unsaved is None else unsaved
+        dirty: set[str] = set()
+        for path in unsaved:
+            with contextlib.suppress(AccessDenied):
+                dirty.add(self.files.relative(path))
+        blocked = [path for path in paths if path in dirty]
+        if not blocked:
+            return None
+        return failed_result(
+            ErrorReason.INPUT_VALIDATION_FAILURE,
+            f"{', '.join(blocked)} {'has' if len(blocked) == 1 else 'have'} unsaved changes in the"
+            " editor: save or revert first (Aider edits the files on disk and would not see them)",
+            notes={"unsaved_files": blocked},
+        )
+
+    def _settle_checkpoint(self, checkpoint: Any, result: TaskResult) -> None:
+        """Keep the checkpoint only when files changed; include files Aider created outside."""
+        changed = result.notes.get("changed_files") or []
+        outside = result.notes.get("files_outside_editable") or []
+        created = [p for p in outside if p in (result.notes.get("created_files") or [])]
+        if created:
+            with contextlib.suppress(OSError, AccessDenied):
+                self.checkpoints.add(checkpoint, created, absent=True)
+        uncovered = [p for p in outside if p not in created]
+        if uncovered:
+            result.notes["not_covered_by_undo"] = uncovered
+        if changed or created:
+            result.notes["checkpoint_id"] = checkpoint.id
+        else:
+            self.checkpoints.discard(checkpoint)
+
+    # -- tools -------------------------------------------------------------------------------
+    async def automatic(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
+        """One Aider edit: {prompt, file_context?}."""
+        prompt = params.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change")
+        paths, problem = await self._resolve_files(params, prompt)
+        if problem:
+            return problem
+        blocked = self._unsaved_conflicts(paths, unsaved_files)
+        if blocked:
+            return blocked
+        checkpoint = self.checkpoints.create(paths, label=prompt)
+        call: dict[str, Any] = {"ai_coding_prompt": prompt, "relative_editable_files": paths}
+        readonly = params.get("readonly_files")
+        if readonly:
+            call["relative_readonly_files"] = [self.files.relative(p) for p in parse_path_list(readonly, "readonly_files")]
+        result = await self.bridge.call_aider_tool("aider_ai_code", call)
+        self._settle_checkpoint(checkpoint, result)
+        result.notes.setdefault("files", paths)
+        return result
+
+    async def interactive(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
+        """One turn of a kept Aider chat: {query|prompt, file_context?, session_id?, end_session?}."""
+        session_id = params.get("session_id")
+        if session_id is not None and not isinstance(session_id, str):
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "session_id must be a string")
+        if params.get("end_session"):
+            if not session_id:
+                return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "end_session needs a session_id")
+            return await self.bridge.call_aider_tool("aider_chat_end", {"session_id": session_id})
+        message = params.get("query") or params.get("prompt")
+        if not isinstance(message, str) or not message.strip():
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing query (or prompt): the message to Aider")
+        paths, problem = await self._resolve_files(params, message)
+        if problem:
+            return problem
+        blocked = self._unsaved_conflicts(paths, unsaved_files)
+        if blocked:
+            return blocked
+        checkpoint = self.checkpoints.create(paths, label=message)
+        call: dict[str, Any] = {"message": message, "relative_editable_files": paths}
+        if session_id:
+            call["session_id"] = session_id
+        result = await self.bridge.call_aider_tool("aider_chat", call)
+        self._settle_checkpoint(checkpoint, result)
+        result.notes.setdefault("files", paths)
+        return result
+
+    async def list_models(self, substring: str = "") -> TaskResult:
+        """Models the Aider server knows (optionally filtered)."""
+        return await self.bridge.call_aider_tool("list_models", {"substring": substring} if substring else {})
+
+    def undo(self, *, unsaved_files: Collection[str] | None = None) -> TaskResult:
+        """Restore the files of the latest checkpoint (the last Aider edit or workflow run)."""
+        unsaved = UNSAVED_FILES.get() if unsaved_files is None else unsaved_files
+        report = self.checkpoints.restore(skip=unsaved)
+        if report["checkpoint"] is None:
+            return complete_result("Nothing to undo.", notes=report)
+        touched = report["restored"] + report["deleted"]
+        message = f"Restored {len(touched)} file(s) from before “{report['label']}”"
+        if touched:
+            message += ": " + ", ".join(touched)
+        if report["skipped"]:
+            skipped = ", ".join(item["path"] for item in report["skipped"])
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                message + f". Not restored (unsaved in the editor or unwritable): {skipped};"
+                " save or revert them and undo again",
+                notes=report,
+            )
+        return complete_result(message, notes=report)
+
+
+def apply_selection(
+    files: FileAccessManager, prompt: str, file_context: Any, selection: dict[str, Any] | None
+) -> tuple[str, Any]:
+    """Fold an editor selection {uri, range, text} into the prompt and the file context."""
+    if not selection:
+        return prompt, file_context
+    uri = selection.get("uri")
+    rel = files.relative(uri) if isinstance(uri, str) and uri else None
+    paths = parse_path_list(file_context, "file_context") if file_context not in (None, "") else []
+    if rel and rel not in paths:
+        paths = [rel, *paths]
+    where = rel or "the current file"
+    rng = selection.get("range") or {}
+    start = (rng.get("start") or {}).get("line")
+    end = (rng.get("end") or {}).get("line")
+    if isinstance(start, int) and isinstance(end, int):
+        where += f" (lines {start + 1}-{end + 1})"
+    text = selection.get("text") or ""
+    if text:
+        prompt = f"{prompt}\n\nThis is about the selected code in {where}:\n```\n{text}\n```"
+    else:
+        prompt = f"{prompt}\n\nThis is about {where}."
+    return prompt, paths

@@ -1,0 +1,1 @@
+"""Workflow: the plan → edit → test → analyse loop and its checkpoints (undo)."""

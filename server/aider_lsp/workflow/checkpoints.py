@@ -1,0 +1,176 @@
+"""Checkpoints: the files as they were before an edit, so `aider-lsp.workflow.undo` can restore them.
+
+A checkpoint records each file's bytes, or that it did not exist (undo then deletes it).
+They live in `<workspace>/.aider-lsp/checkpoints/<id>/` (a folder that ignores itself in git),
+newest last; undo restores the newest one and removes it, so repeated undos walk back.
+Works without git and never touches the user's index or history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..files import AccessDenied, FileAccessManager
+
+STATE_DIR = ".aider-lsp"
+MAX_CHECKPOINTS = 20
+
+
+@dataclass
+class Checkpoint:
+    id: str
+    label: str
+    created: float
+    files: dict[str, str | None] = field(default_factory=dict)  # rel path → blob name | None
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.files)
+
+
+class CheckpointStore:
+    """Snapshots of workspace files under `.aider-lsp/checkpoints/`."""
+
+    def __init__(self, files: FileAccessManager, max_kept: int = MAX_CHECKPOINTS) -> None:
+        self.files = files
+        self.max_kept = max_kept
+        self.root = files.root / STATE_DIR / "checkpoints"
+
+    # -- storage -----------------------------------------------------------------------------
+    def _ensure_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        ignore = self.root.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# aider-lsp state (checkpoints, index): not part of the project\n*\n")
+
+    def _dir(self, checkpoint_id: str) -> Path:
+        return self.root / checkpoint_id
+
+    def _save(self, checkpoint: Checkpoint) -> None:
+        manifest = {
+            "id": checkpoint.id,
+            "label": checkpoint.label,
+            "created": checkpoint.created,
+            "files": checkpoint.files,
+        }
+        path = self._dir(checkpoint.id) / "manifest.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1))
+        os.replace(tmp, path)
+
+    def _load(self, directory: Path) -> Checkpoint | None:
+        try:
+            data = json.loads((directory / "manifest.json").read_text())
+            return Checkpoint(data["id"], data.get("label", ""), float(data["created"]), dict(data["files"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def list(self) -> list[Checkpoint]:
+        """All checkpoints, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = [cp for d in self.root.iterdir() if d.is_dir() and (cp := self._load(d)) is not None]
+        return sorted(found, key=lambda cp: (cp.created, cp.id))
+
+    def latest(self) -> Checkpoint | None:
+        items = self.list()
+        return items[-1] if items else None
+
+    # -- recording ---------------------------------------------------------------------------
+    def create(self, paths: Iterable[str], label: str = "") -> Checkpoint:
+        """Snapshot the files now (before an edit); missing files are recorded as absent."""
+        self._ensure_root()
+        checkpoint = Checkpoint(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", label[:200], time.time())
+        self._dir(checkpoint.id).mkdir(parents=True)
+        self._record(checkpoint, paths)
+        self._prune()
+        return checkpoint
+
+    def add(self, checkpoint: Checkpoint, paths: Iterable[str], *, absent: bool = False) -> None:
+        """Add files not yet in the checkpoint: their current content, or absent=True for
+        files an edit created (undo deletes them)."""
+        self._record(checkpoint, paths, absent=absent)
+
+    def _record(self, checkpoint: Checkpoint, paths: Iterable[str], *, absent: bool = False) -> None:
+        directory = self._dir(checkpoint.id)
+        for path in paths:
+            rel = self.files.relative(path)
+            if rel in checkpoint.files or rel.startswith(STATE_DIR + "/"):
+                continue
+            real = self.files.resolve(rel)
+            if absent or not real.is_file():
+                checkpoint.files[rel] = None
+                continue
+            blob = f"{len(checkpoint.files):05d}.blob"
+            shutil.copyfile(real, directory / blob)
+            checkpoint.files[rel] = blob
+        self._save(checkpoint)
+
+    def discard(self, checkpoint: Checkpoint) -> None:
+        """Forget a checkpoint (the edit changed nothing)."""
+        shutil.rmtree(self._dir(checkpoint.id), ignore_errors=True)
+
+    def _prune(self) -> None:
+        items = self.list()
+        for old in items[: max(0, len(items) - self.max_kept)]:
+            self.discard(old)
+
+    # -- undo --------------------------------------------------------------------------------
+    def restore(
+        self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """Put the files back as recorded (latest checkpoint by default) and drop the checkpoint.
+
+        Files in `skip` (open with unsaved changes) are left alone and reported; the checkpoint
+        is kept when anything was skipped so the undo can be repeated after saving.
+        """
+        checkpoint = checkpoint or self.latest()
+        if checkpoint is None:
+            return {"checkpoint": None, "restored": [], "deleted": [], "skipped": []}
+        skip_rel = set()
+        for path in skip:
+            try:
+                skip_rel.add(self.files.relative(path))
+            except AccessDenied:
+                continue
+        restored: list[str] = []
+        deleted: list[str] = []
+        skipped: list[dict[str, str]] = []
+        directory = self._dir(checkpoint.id)
+        for rel, blob in sorted(checkpoint.files.items()):
+            if rel in skip_rel:
+                skipped.append({"path": rel, "reason": "open in the editor with unsaved changes"})
+                continue
+            try:
+                real = self.files.resolve(rel)
+                if blob is None:
+                    if real.is_file():
+                        real.unlink()
+                        deleted.append(rel)
+                    continue
+                real.parent.mkdir(parents=True, exist_ok=True)
+                data = (directory / blob).read_bytes()
+                if not real.is_file() or real.read_bytes() != data:
+                    tmp = real.with_name(f".{real.name}.aider-lsp-restore")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, real)
+                    restored.append(rel)
+            except (OSError, AccessDenied) as exc:
+                skipped.append({"path": rel, "reason": str(exc)})
+        if not skipped:
+            self.discard(checkpoint)
+        return {
+            "checkpoint": checkpoint.id,
+            "label": checkpoint.label,
+            "restored": restored,
+            "deleted": deleted,
+            "skipped": skipped,
+        }

@@ -1,0 +1,206 @@
+"""REAL Aider edits through the bundled MCP server, the scripted LLM answering in Aider's formats.
+
+Needs the Aider environment (`aider-lsp setup-aider`; CI runs it first).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import aider_diff, aider_whole, any_request, is_aider_diff_format, text
+
+from aider_lsp import aider_env
+from aider_lsp.app import Application
+from aider_lsp.models import TaskStatus
+from aider_lsp.settings import load_settings
+
+pytestmark = pytest.mark.skipif(
+    not aider_env.is_ready(),
+    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
+)
+
+ORIGINAL = "def add(a, b):\n    return a + b\n"
+EDITED = "def add(a, b):\n    return a + b + 0  # edited\n"
+
+
+def make_app(workspace: Path, base_url: str, edit_format: str = "whole") -> Application:
+    settings = load_settings(
+        {
+            "baseUrl": base_url,
+            "aiderModel": "openai/scripted-coder",
+            "aiderServer": {"args": ["--edit-format", edit_format]},
+            "timeouts": {"aider": 90},
+        },
+        environ={},
+    )
+    return Application(workspace, settings)
+
+
+@pytest.fixture
+async def app(workspace: Path, llm_server: Any) -> AsyncIterator[Application]:
+    application = make_app(workspace, llm_server.base_url)
+    try:
+        yield application
+    finally:
+        await application.aclose()
+
+
+def reason(result: Any) -> str:
+    return result.notes["error"]["reason"]
+
+
+async def test_whole_format_edit_changes_the_file_and_reports_the_diff(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "mark add as edited", "file_context": '["pkg/calc.py"]'}
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+    assert result.notes["success"] is True
+    assert "-    return a + b\n+    return a + b + 0  # edited" in result.content
+    assert result.notes["changed_files"] == ["pkg/calc.py"]
+    # Aider really got the file and the prompt over HTTP
+    request = llm_server.chat_requests()[-1]
+    blob = str(request["messages"])
+    assert "mark add as edited" in blob and "return a + b" in blob
+    # nothing of Aider's lands in the user's tree (no chat history, no tags cache)
+    leftovers = {p.name for p in workspace.iterdir()}
+    assert not any(name.startswith(".aider.") for name in leftovers), leftovers
+
+
+async def test_diff_format_edit_applies_search_replace(workspace: Path, llm_server: Any) -> None:
+    llm_server.add_rule(
+        is_aider_diff_format,
+        aider_diff([("pkg/calc.py", "    return a + b\n", "    return b + a\n")]),
+    )
+    app = make_app(workspace, llm_server.base_url, edit_format="diff")
+    try:
+        result = await app.handle_task_command(
+            "aider:automatic", {"prompt": "swap the operands", "file_context": ["pkg/calc.py"]}
+        )
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (workspace / "pkg" / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
+    assert "+    return b + a" in result.notes["diff"]
+
+
+async def test_prose_only_answer_is_not_a_success(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, text("You could consider adding type hints. Good luck!"))
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "improve it", "file_context": ["pkg/calc.py"]}
+    )
+    assert result.status is TaskStatus.FAILED
+    assert reason(result) == "tool_execution_error"
+    assert result.notes["success"] is False
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    assert app.checkpoints.latest() is None  # nothing changed: nothing to undo
+
+
+async def test_new_file_shows_in_the_diff_and_undo_removes_it(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(
+        any_request,
+        aider_whole({"pkg/calc.py": EDITED, "pkg/util.py": "def twice(x):\n    return 2 * x\n"}),
+    )
+    result = await app.handle_task_command(
+        "aider:automatic",
+        {"prompt": "add a helper module", "file_context": ["pkg/calc.py", "pkg/util.py"]},
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (workspace / "pkg" / "util.py").read_text() == "def twice(x):\n    return 2 * x\n"
+    assert "+++ b/pkg/util.py" in result.notes["diff"] and "new file" in result.notes["diff"]
+
+    undo = app.aider_tools.undo()
+    assert undo.status is TaskStatus.COMPLETE, undo.content
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    assert not (workspace / "pkg" / "util.py").exists()
+    assert app.aider_tools.undo().content == "Nothing to undo."
+
+
+async def test_killed_server_is_restarted_by_the_next_call(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}), times=1)
+    first = await app.handle_task_command(
+        "aider:automatic", {"prompt": "edit once", "file_context": ["pkg/calc.py"]}
+    )
+    assert first.status is TaskStatus.COMPLETE, first.content
+    pid = app.aider.server_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": ORIGINAL}))
+    second = await app.handle_task_command(
+        "aider:automatic", {"prompt": "put it back", "file_context": ["pkg/calc.py"]}
+    )
+    assert second.status is TaskStatus.COMPLETE, second.content
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    assert app.aider.starts == 2 and app.aider.server_pid not in (None, pid)
+
+
+async def test_unsaved_and_secret_files_are_refused_before_aider_runs(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    unsaved = await app.aider_tools.automatic(
+        {"prompt": "edit", "file_context": ["pkg/calc.py"]}, unsaved_files=["pkg/calc.py"]
+    )
+    assert unsaved.status is TaskStatus.FAILED
+    assert reason(unsaved) == "input_validation_failure"
+    assert "unsaved changes" in unsaved.content and "pkg/calc.py" in unsaved.content
+    secret = await app.handle_task_command("aider:automatic", {"prompt": "edit", "file_context": [".env"]})
+    assert secret.status is TaskStatus.FAILED
+    assert reason(secret) == "access_denied"
+    missing = await app.handle_task_command("aider:automatic", {"file_context": ["pkg/calc.py"]})
+    assert reason(missing) == "input_validation_failure"
+    assert llm_server.chat_requests() == []  # Aider was never asked
+    assert app.aider.server_pid is None
+
+
+async def test_interactive_session_keeps_its_chat(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, text("add() returns the sum of its two arguments."), times=1)
+    first = await app.handle_task_command(
+        "aider:interactive", {"query": "what does add do?", "file_context": ["pkg/calc.py"]}
+    )
+    assert first.status is TaskStatus.COMPLETE, first.content
+    assert "sum of its two arguments" in first.content
+    assert first.notes["success"] is False  # a reply, not an edit
+    session_id = first.notes["session_id"]
+
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    second = await app.handle_task_command(
+        "aider:interactive",
+        {"prompt": "now mark it edited", "file_context": ["pkg/calc.py"], "session_id": session_id},
+    )
+    assert second.status is TaskStatus.COMPLETE, second.content
+    assert second.notes["session_id"] == session_id and second.notes["success"] is True
+    assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+    # the second request carried the first turn: the chat was kept
+    assert "what does add do?" in str(llm_server.chat_requests()[-1]["messages"])
+
+    ended = await app.handle_task_command(
+        "aider:interactive", {"session_id": session_id, "end_session": True}
+    )
+    assert ended.status is TaskStatus.COMPLETE
+    gone = await app.handle_task_command(
+        "aider:interactive", {"query": "hello?", "file_context": ["pkg/calc.py"], "session_id": session_id}
+    )
+    assert gone.status is TaskStatus.FAILED and "unknown session_id" in gone.content
+
+
+async def test_list_models_comes_from_aider(app: Application) -> None:
+    result = await app.aider_tools.list_models("gpt-4.1-mini")
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert "openai/gpt-4.1-mini" in result.parsed_content
