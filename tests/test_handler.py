@@ -276,3 +276,19 @@ async def test_settings_change_switches_the_model(workspace: Path, llm_server: S
     app.update_settings(Settings(model="openai:second", base_url=llm_server.base_url))
     await app.handler._execute_llm_call("two")
     assert [r["model"] for r in llm_server.requests] == ["scripted-model", "second"]
+
+
+async def test_budget_caps_the_calls_of_a_run(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, text("a fairly long answer " * 10))
+    app.handler.set_budget(max_tokens=100)
+    first = await app.handler._execute_llm_call("one", system_prompt_override="s")
+    assert first.ok and 50 < first.notes["usage"]["total_tokens"] < 100
+    second = await app.handler._execute_llm_call("two", system_prompt_override="s")  # overshoots
+    assert reason(second) == "llm_error" and "aiderLsp.budget" in second.content
+    count = len(llm_server.requests)
+    third = await app.handler._execute_llm_call("three", system_prompt_override="s")
+    assert reason(third) == "llm_error" and "aiderLsp.budget.maxTokens" in third.content
+    assert len(llm_server.requests) == count  # refused before calling the model
+    app.handler.clear_budget()
+    assert (await app.handler._execute_llm_call("four", system_prompt_override="s")).ok

@@ -290,6 +290,13 @@ class BaseHandler:
         """The model configuration for `aider-lsp doctor` (no secrets)."""
         return resolve_model_config(self.settings).describe()
 
+    def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
+        """Cap the LLM calls that follow (one workflow run): over budget → FAILED llm_error."""
+        self.llm.set_budget(max_tokens, max_cost)
+
+    def clear_budget(self) -> None:
+        self.llm.clear_budget()
+
     @property
     def usage_totals(self) -> dict[str, Any]:
         """Tokens/requests/cost summed over this session."""

@@ -235,6 +235,37 @@ class UsageTotals:
 
 
 @dataclass
+class Budget:
+    """A cap on tokens and/or cost for one workflow run (settings.budget)."""
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    used_tokens: int = 0
+    used_cost: float = 0.0
+
+    def add(self, usage: dict[str, Any]) -> None:
+        self.used_tokens += int(usage.get("total_tokens") or 0)
+        self.used_cost += float(usage.get("cost") or 0.0)
+
+    def exhausted(self) -> str | None:
+        """Why no further call may run, or None."""
+        if self.max_tokens is not None and self.used_tokens >= self.max_tokens:
+            return (
+                f"the token budget of {self.max_tokens} is used up ({self.used_tokens} used): "
+                "raise aiderLsp.budget.maxTokens"
+            )
+        if self.max_cost is not None and self.used_cost >= self.max_cost:
+            return (
+                f"the cost budget of {self.max_cost:g} is used up ({self.used_cost:.4f} used): "
+                "raise aiderLsp.budget.maxCost"
+            )
+        return None
+
+    def remaining_tokens(self) -> int | None:
+        return None if self.max_tokens is None else max(1, self.max_tokens - self.used_tokens)
+
+
+@dataclass
 class _Turn:
     messages: list[Any] = field(default_factory=list)
 
@@ -281,6 +312,15 @@ class LLMInteractionManager:
         self._models: dict[tuple[Any, ...], Any] = {}
         self._turns: list[_Turn] = []
         self.usage = UsageTotals()
+        self.budget: Budget | None = None
+
+    # -- budget
+    def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
+        """Start counting a budget (e.g. one workflow run); None, None = no cap."""
+        self.budget = Budget(max_tokens, max_cost) if (max_tokens or max_cost) else None
+
+    def clear_budget(self) -> None:
+        self.budget = None
 
     # -- configuration
     def model_config(self, model_override: str | None = None) -> ModelConfig:
@@ -361,7 +401,10 @@ class LLMInteractionManager:
             UsageLimitExceeded,
             UserError,
         )
-        from pydantic_ai.usage import RunUsage
+        from pydantic_ai.usage import RunUsage, UsageLimits
+
+        if self.budget is not None and (why := self.budget.exhausted()):
+            return failed_result(ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True})
 
         toolsets = []
         if tools:
@@ -386,6 +429,9 @@ class LLMInteractionManager:
                 toolsets=toolsets or None,
                 model_settings=model_settings,
                 usage=run_usage,
+                usage_limits=UsageLimits(
+                    total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
+                ),
             )
         except asyncio.CancelledError:
             raise
@@ -398,7 +444,11 @@ class LLMInteractionManager:
                 run_usage, [], label,
             )
         except UsageLimitExceeded as exc:
-            return self._failed(ErrorReason.LLM_ERROR, f"usage limit reached: {exc}", run_usage, [], label)
+            return self._failed(
+                ErrorReason.LLM_ERROR,
+                f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
+                run_usage, [], label,
+            )
         except ModelAPIError as exc:
             status = getattr(exc, "status_code", None)
             message = _provider_message(exc)
@@ -413,6 +463,8 @@ class LLMInteractionManager:
         new_messages = result.new_messages()
         usage = _usage_dict(run_usage, new_messages, label)
         self.usage.add(usage)
+        if self.budget is not None:
+            self.budget.add(usage)
         if history_config.record_in_session_history:
             self._turns.append(_Turn(list(new_messages)))
         output = result.output
@@ -433,6 +485,8 @@ class LLMInteractionManager:
     ) -> TaskResult:
         usage = _usage_dict(run_usage, messages, label)
         self.usage.add(usage)
+        if self.budget is not None:
+            self.budget.add(usage)
         notes: dict[str, Any] = {"usage": usage, "model": label}
         if status is not None:
             notes["status_code"] = status
