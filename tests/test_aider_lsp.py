@@ -1,0 +1,73 @@
+"""End-to-end: `aider-lsp serve` → AiderBridge → bundled Aider MCP server → REAL Aider → scripted LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import aider_whole, any_request
+from lsprotocol import types
+
+from aider_lsp import aider_env
+from conftest import execute
+
+pytestmark = pytest.mark.skipif(
+    not aider_env.is_ready(),
+    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
+)
+
+ORIGINAL = "def add(a, b):\n    return a + b\n"
+EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
+
+
+def options(llm_server: Any) -> dict[str, Any]:
+    return {
+        "baseUrl": llm_server.base_url,
+        "aiderModel": "openai/scripted-coder",
+        "aiderServer": {"args": ["--edit-format", "whole"]},
+    }
+
+
+async def test_edit_selection_refuse_unsaved_and_undo_over_lsp(
+    lsp: Any, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    calc = workspace / "pkg" / "calc.py"
+    uri = calc.as_uri()
+    selection = {
+        "uri": uri,
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 16}},
+        "text": "def add(a, b):\n    return a + b",
+    }
+    async with lsp(workspace, init_options=options(llm_server)) as client:
+        commands = set(client.initialize_result.capabilities.execute_command_provider.commands)
+        assert {"aider-lsp.aider.automatic", "aider-lsp.aider.interactive",
+                "aider-lsp.aider.listModels", "aider-lsp.workflow.undo"} <= commands
+
+        # an open buffer with unsaved changes is never overwritten
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="python", version=1, text=ORIGINAL + "# typing\n")
+            )
+        )
+        refused = await execute(client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection})
+        assert refused["status"] == "FAILED"
+        assert "unsaved changes" in refused["content"]
+        assert calc.read_text() == ORIGINAL
+        assert llm_server.chat_requests() == []
+
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection})
+        assert edited["status"] == "COMPLETE", edited["content"]
+        assert calc.read_text() == EDITED
+        assert "+def add(a: int, b: int) -> int:" in edited["content"]
+        # the selection reached Aider's prompt
+        assert "selected code in pkg/calc.py (lines 1-2)" in str(llm_server.chat_requests()[-1]["messages"])
+
+        undone = await execute(client, "aider-lsp.workflow.undo", {})
+        assert undone["status"] == "COMPLETE", undone["content"]
+        assert calc.read_text() == ORIGINAL
+
+        models = await execute(client, "aider-lsp.aider.listModels", {"substring": "gpt-4.1-mini"})
+        assert "openai/gpt-4.1-mini" in models["parsedContent"]
