@@ -292,3 +292,19 @@ async def test_budget_caps_the_calls_of_a_run(workspace: Path, llm_server: Scrip
     assert len(llm_server.requests) == count  # refused before calling the model
     app.handler.clear_budget()
     assert (await app.handler._execute_llm_call("four", system_prompt_override="s")).ok
+
+
+async def test_cancelling_a_call_stops_it_promptly(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    import asyncio
+    import time
+
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, slow(5.0, text("too late")))
+    task = asyncio.create_task(app.handler._execute_llm_call("slow one"))
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 5.0)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 1.0
+    assert app.handler.llm.history_turns == 0
