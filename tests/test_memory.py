@@ -214,6 +214,16 @@ def test_ignore_rules_secrets_binary_and_huge_files_are_not_indexed(project: Pat
     memory.close()
 
 
+def test_virtualenvs_are_skipped_by_marker_not_by_name(project: Path) -> None:
+    _write(project, "env3/pyvenv.cfg", "home = /usr/bin\n")
+    _write(project, "env3/lib/site.py", "secret_sauce = 1\n")
+    _write(project, "tools/venv/__init__.py", '"""A package named venv."""\nsecret_sauce = 2\n')
+    memory = _memory(project)
+    memory.index_all()
+    assert _paths(memory, "secret_sauce") == ["tools/venv/__init__.py"]
+    memory.close()
+
+
 def test_gitignore_change_reapplies_the_rules(project: Path) -> None:
     memory = _memory(project)
     memory.index_all()

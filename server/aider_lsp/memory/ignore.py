@@ -21,6 +21,7 @@ from ..files import BINARY_SNIFF_BYTES, AccessDenied, FileAccessManager, looks_b
 log = logging.getLogger(__name__)
 
 # Never worth indexing, whatever .gitignore says (tool state, caches, dependencies).
+# Virtualenvs are recognised by their pyvenv.cfg, not by name (`venv/` may be a package).
 ALWAYS_EXCLUDED_DIRS: frozenset[str] = frozenset(
     {
         ".git",
@@ -28,7 +29,6 @@ ALWAYS_EXCLUDED_DIRS: frozenset[str] = frozenset(
         ".svn",
         ".aider-lsp",
         ".venv",
-        "venv",
         "node_modules",
         "__pycache__",
         ".mypy_cache",
@@ -106,6 +106,8 @@ class IgnoreRules:
     def _dir_ignored(self, rel_dir: str) -> bool:
         name = rel_dir.rsplit("/", 1)[-1]
         if name in ALWAYS_EXCLUDED_DIRS or name.startswith(ALWAYS_EXCLUDED_PREFIXES):
+            return True
+        if (self.root / rel_dir / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
             return True
         if self.excludes.check_file(rel_dir + "/").include:
             return True

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: path, identifiers, summary, body.
-BM25_WEIGHTS = (2.0, 3.0, 4.0, 1.0)
+BM25_WEIGHTS = (1.0, 2.0, 6.0, 1.0)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
