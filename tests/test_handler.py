@@ -308,3 +308,16 @@ async def test_cancelling_a_call_stops_it_promptly(workspace: Path, llm_server: 
         await task
     assert time.monotonic() - started < 1.0
     assert app.handler.llm.history_turns == 0
+
+
+async def test_large_tool_answers_are_capped(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    from aider_lsp.handler.llm import MAX_TOOL_RESULT_CHARS
+
+    (workspace / "big.txt").write_text("HEAD" + "x" * (MAX_TOOL_RESULT_CHARS * 2) + "TAIL")
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(has_tool_result(), text("read it"))
+    llm_server.add_rule(any_request, tool_call("system_read_files", {"file_paths": ["big.txt"]}))
+    assert (await app.handler._execute_llm_call("read big")).content == "read it"
+    sent = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert len(sent) < MAX_TOOL_RESULT_CHARS + 200
+    assert "HEAD" in sent and "TAIL" in sent and "characters omitted" in sent

@@ -51,6 +51,7 @@ DEFAULT_OLLAMA_URL = "http://localhost:11434/v1"
 LOCAL_PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
 DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) with the SDK's capped backoff
 DEFAULT_OUTPUT_RETRIES = 2  # structured output: pydantic-ai asks the model again this many times
+MAX_TOOL_RESULT_CHARS = 100_000  # a tool answer larger than this is cut (head and tail kept)
 
 ToolRunner = Callable[[str, dict[str, Any]], Awaitable[TaskResult]]
 
@@ -499,7 +500,7 @@ class LLMInteractionManager:
                 return f"ERROR: tool {spec.name} is not available"
             result = await run_tool(spec.name, kwargs)
             if result.ok:
-                return result.content
+                return _cap(result.content)
             error = result.error
             return f"ERROR ({error.reason.value if error else 'failed'}): {error.message if error else result.content}"
 
@@ -512,6 +513,14 @@ class LLMInteractionManager:
             log.info(msg, *args)
         else:
             log.debug(msg, *args)
+
+
+def _cap(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:
+    """Keep a tool answer within the context budget: head and tail, with a marker."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
 
 
 def _provider_message(exc: Exception) -> str:
