@@ -1,0 +1,151 @@
+"""Aider edit latency: warm persistent bridge vs cold session vs the `aider` CLI, same run.
+
+The same one-line edit (whole format, answered by the scripted LLM server on 127.0.0.1) is made
+  - warm: through one AiderBridge whose server is already running (the normal case),
+  - cold: through a new AiderBridge each time (server start + Aider import + edit),
+  - CLI:  `aider --message ... --yes-always` as a fresh process (the aider env's binary).
+Prints the medians and the warm/CLI ratio. Target: warm at most 1/5 of the CLI.
+Needs the Aider environment (`aider-lsp setup-aider`).
+
+    .venv/bin/python bench/aider_edit.py [--warm 9] [--cold 3] [--cli 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from llm_server import ScriptedLLMServer, aider_whole, last_user_contains  # noqa: E402
+
+from aider_lsp import aider_env  # noqa: E402
+from aider_lsp.aider.bridge import AiderBridge  # noqa: E402
+from aider_lsp.files import FileAccessManager  # noqa: E402
+from aider_lsp.settings import load_settings  # noqa: E402
+
+MODEL = "openai/bench-coder"
+VERSIONS = {
+    "v1": "def add(a, b):\n    return a + b  # v1\n",
+    "v2": "def add(a, b):\n    return a + b  # v2\n",
+}
+
+
+def setup_workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="aider-bench-"))
+    (root / "calc.py").write_text(VERSIONS["v2"])
+    return root
+
+
+def scripted_server() -> ScriptedLLMServer:
+    server = ScriptedLLMServer().start()
+    for tag, content in VERSIONS.items():
+        server.add_rule(last_user_contains(f"to {tag}"), aider_whole({"calc.py": content}))
+    return server
+
+
+def next_prompt(workspace: Path) -> str:
+    """Ask for the version the file does not have, so every edit really changes it."""
+    return "Change the comment to v2" if "# v1" in (workspace / "calc.py").read_text() else "Change the comment to v1"
+
+
+async def edit(bridge: AiderBridge, prompt: str) -> float:
+    started = time.perf_counter()
+    result = await bridge.call_aider_tool(
+        "aider_ai_code", {"ai_coding_prompt": prompt, "relative_editable_files": ["calc.py"]}
+    )
+    elapsed = time.perf_counter() - started
+    if not result.notes.get("success"):
+        raise SystemExit(f"edit failed: {result.content}")
+    return elapsed
+
+
+async def bench_bridge(workspace: Path, base_url: str, warm_runs: int, cold_runs: int) -> tuple[list[float], list[float]]:
+    settings = load_settings(
+        {"baseUrl": base_url, "aiderModel": MODEL, "aiderServer": {"args": ["--edit-format", "whole"]}},
+        environ={},
+    )
+    files = FileAccessManager(workspace)
+    cold: list[float] = []
+    for _ in range(cold_runs):
+        bridge = AiderBridge(files, lambda: settings)
+        try:
+            cold.append(await edit(bridge, next_prompt(workspace)))
+        finally:
+            await bridge.aclose()
+    bridge = AiderBridge(files, lambda: settings)
+    try:
+        await edit(bridge, next_prompt(workspace))  # start the server
+        warm = [await edit(bridge, next_prompt(workspace)) for _ in range(warm_runs)]
+    finally:
+        await bridge.aclose()
+    return warm, cold
+
+
+def bench_cli(workspace: Path, base_url: str, runs: int) -> list[float]:
+    aider = str(aider_env.aider_executable())
+    env = dict(os.environ)
+    env.update(
+        {
+            "OPENAI_API_BASE": base_url,
+            "OPENAI_API_KEY": "sk-bench",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+    )
+    history = Path(tempfile.mkdtemp(prefix="aider-bench-history-"))
+    times: list[float] = []
+    for _ in range(runs):
+        command = [
+            aider, "--message", next_prompt(workspace), "--yes-always", "--model", MODEL,
+            "--edit-format", "whole", "--no-git", "--no-auto-commits", "--no-check-update",
+            "--no-analytics", "--no-show-model-warnings", "--no-pretty", "--no-stream",
+            "--map-tokens", "0", "--no-auto-lint", "--no-show-release-notes",
+            "--chat-history-file", str(history / "chat.md"),
+            "--input-history-file", str(history / "input"),
+            "calc.py",
+        ]
+        before = (workspace / "calc.py").read_text()
+        started = time.perf_counter()
+        subprocess.run(command, cwd=workspace, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - started)
+        if (workspace / "calc.py").read_text() == before:
+            raise SystemExit("the CLI run did not edit calc.py")
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--warm", type=int, default=9)
+    parser.add_argument("--cold", type=int, default=3)
+    parser.add_argument("--cli", type=int, default=3)
+    args = parser.parse_args()
+    if not aider_env.is_ready():
+        print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
+        return 1
+    workspace = setup_workspace()
+    server = scripted_server()
+    try:
+        warm, cold = asyncio.run(bench_bridge(workspace, server.base_url, args.warm, args.cold))
+        cli = bench_cli(workspace, server.base_url, args.cli)
+    finally:
+        server.stop()
+    warm_ms, cold_ms, cli_ms = (statistics.median(x) * 1000 for x in (warm, cold, cli))
+    print("Aider one-line edit (scripted LLM on 127.0.0.1), median latency:")
+    print(f"  warm bridge (persistent session) : {warm_ms:8.1f} ms  (n={len(warm)})")
+    print(f"  cold bridge (new server+session) : {cold_ms:8.1f} ms  (n={len(cold)})")
+    print(f"  aider CLI --message --yes-always : {cli_ms:8.1f} ms  (n={len(cli)})")
+    ratio = warm_ms / cli_ms
+    print(f"  warm / CLI = {ratio:.3f}  (1/{cli_ms / warm_ms:.0f}; target <= 0.2): {'OK' if ratio <= 0.2 else 'MISSED'}")
+    print(f"  cold / CLI = {cold_ms / cli_ms:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
