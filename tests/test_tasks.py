@@ -192,3 +192,20 @@ def test_templates_reject_undeclared_placeholders(workspace: Path, llm_server: S
                                                  inputs=()))
     names = {t["name"] for t in app.tasks.list_templates()}
     assert {PLAN, ANALYSIS, "user:analyze-aider-result", "internal:associative_matching"} <= names
+
+
+@pytest.mark.parametrize("mode", ["native", "prompted"])
+async def test_output_modes_for_servers_without_tool_calls(
+    workspace: Path, llm_server: ScriptedLLMServer, mode: str
+) -> None:
+    app = Application(workspace, Settings(model="openai:local", base_url=llm_server.base_url, output_mode=mode))
+    llm_server.add_rule(any_request, json_output({"instructions": "edit it", "files": ["pkg/calc.py"]}))
+    result = await app.tasks.execute_template(PLAN, {"goal": "g", "context_string": "c"})
+    assert isinstance(result.parsed_content, DevelopmentPlan), result
+    sent = llm_server.requests[-1]
+    assert "final_result" not in tool_names(sent)
+    if mode == "native":
+        assert sent["response_format"]["type"] == "json_schema"
+    else:
+        assert '"title": "DevelopmentPlan"' in system_prompt(sent)  # the schema is in the prompt
+        assert tool_names(sent) == []  # no tools for models without tool calling

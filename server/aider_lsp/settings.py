@@ -10,7 +10,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,6 +55,11 @@ class Settings(_Camel):
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
+    output_mode: Literal["tool", "native", "prompted"] = Field(
+        default="tool",
+        description="How structured output is asked of the model: a tool call (default), the "
+        "server's JSON-schema response format, or JSON in the answer text (local models without tools).",
+    )
     aider_model: str | None = None
     aider_server: AiderServerSettings = Field(default_factory=AiderServerSettings)
     test_command: str | None = None

@@ -92,9 +92,13 @@ class BaseHandler:
     def get_tools_for_agent(self, tools_override: Sequence[str] | None = None) -> list[ToolSpec]:
         """The tools a model is offered: the read-only defaults, or exactly `tools_override`.
 
+        With outputMode "prompted" (models without tool calling) the default is no tools.
+
         `system:execute_shell_command` is never offered; an unknown name is an error.
         """
         if tools_override is None:
+            if self.settings.output_mode == "prompted":
+                return []  # prompted output is for models without tool calling
             return [tool.spec for name in DEFAULT_MODEL_TOOLS if (tool := self.tools.get(name))]
         specs: list[ToolSpec] = []
         for name in tools_override:

@@ -425,7 +425,7 @@ class LLMInteractionManager:
                 prompt,
                 model=model,
                 instructions=system_prompt or None,
-                output_type=output_type or str,
+                output_type=self._output_spec(output_type, settings.output_mode),
                 message_history=history or None,
                 toolsets=toolsets or None,
                 model_settings=model_settings,
@@ -473,6 +473,21 @@ class LLMInteractionManager:
         if isinstance(output, BaseModel):
             return complete_result(output.model_dump_json(), notes=notes, parsed=output)
         return complete_result(str(output), notes=notes)
+
+    @staticmethod
+    def _output_spec(output_type: type[BaseModel] | None, mode: str) -> Any:
+        """The output as pydantic-ai should ask for it (settings.outputMode)."""
+        if output_type is None:
+            return str
+        if mode == "native":
+            from pydantic_ai import NativeOutput
+
+            return NativeOutput(output_type)
+        if mode == "prompted":
+            from pydantic_ai import PromptedOutput
+
+            return PromptedOutput(output_type)
+        return output_type
 
     def _failed(
         self,
