@@ -78,6 +78,32 @@ def package_parent() -> Path:
     return Path(aider_mcp.__file__).resolve().parent.parent
 
 
+def sync_server_package(root: Path | None = None) -> Path:
+    """Copy `aider_mcp` (a few small files) into the Aider env; returns the PYTHONPATH entry.
+
+    Why a copy: putting this distribution's own site-packages on the Aider env's PYTHONPATH
+    would shadow its mcp 1.x / pydantic with ours. Re-copied whenever the sources change.
+    """
+    root = env_dir() if root is None else root
+    source = package_parent() / "aider_mcp"
+    target_parent = root / "aider-lsp-server"
+    target = target_parent / "aider_mcp"
+    wanted = {p.name: p.read_bytes() for p in sorted(source.glob("*.py"))}
+    current = {p.name: p.read_bytes() for p in sorted(target.glob("*.py"))} if target.is_dir() else {}
+    if wanted != current:
+        staging = target_parent / f".aider_mcp.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name, data in wanted.items():
+            (staging / name).write_bytes(data)
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.replace(staging, target)
+        except OSError:  # another process synced it at the same moment: same content
+            shutil.rmtree(staging, ignore_errors=True)
+    return target_parent
+
+
 def server_command(root: Path | None = None) -> tuple[str, list[str], dict[str, str]]:
     """(command, args-before-options, extra env) that starts the bundled server.
 
@@ -86,7 +112,7 @@ def server_command(root: Path | None = None) -> tuple[str, list[str], dict[str, 
     return (
         str(aider_python(root)),
         ["-m", "aider_mcp"],
-        {"PYTHONPATH": str(package_parent())},
+        {"PYTHONPATH": str(sync_server_package(root))},
     )
 
 
@@ -140,6 +166,7 @@ def setup(
     )
     if check.returncode != 0:
         raise RuntimeError(f"the Aider environment does not import: {check.stderr[-2000:]}")
+    sync_server_package(root)
     _stamp(root).write_text(_stamp_text())
     log(f"Aider environment ready at {root} (aider {check.stdout.strip()})")
     return root

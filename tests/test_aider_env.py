@@ -1,0 +1,64 @@
+"""The Aider environment helpers: paths, readiness, and the server package copy."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from aider_lsp import aider_env
+from aider_lsp.cli import main as cli_main
+
+
+def test_env_dir_follows_override_and_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(aider_env.ENV_OVERRIDE, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert aider_env.env_dir() == tmp_path / "cache" / "aider-lsp" / f"aider-env-{aider_env.AIDER_VERSION}"
+    monkeypatch.setenv(aider_env.ENV_OVERRIDE, str(tmp_path / "mine"))
+    assert aider_env.env_dir() == tmp_path / "mine"
+    assert not aider_env.is_ready()
+    assert "aider-lsp setup-aider" in aider_env.describe()
+
+
+def test_ready_needs_the_stamp_of_the_current_requirements(tmp_path: Path) -> None:
+    python = aider_env.aider_python(tmp_path)
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    assert not aider_env.is_ready(tmp_path)
+    (tmp_path / aider_env.STAMP_NAME).write_text("aider-chat==0.0.1\n")
+    assert not aider_env.is_ready(tmp_path)
+    (tmp_path / aider_env.STAMP_NAME).write_text(aider_env._stamp_text())
+    assert aider_env.is_ready(tmp_path)
+    # a ready env is not reinstalled: setup returns at once
+    lines: list[str] = []
+    assert aider_env.setup(root=tmp_path, log=lines.append) == tmp_path
+    assert "already set up" in lines[0]
+
+
+def test_server_package_is_copied_without_our_site_packages(tmp_path: Path) -> None:
+    command, args, env = aider_env.server_command(tmp_path)
+    copied = Path(env["PYTHONPATH"])
+    assert copied.is_relative_to(tmp_path)
+    assert {p.name for p in (copied / "aider_mcp").glob("*.py")} >= {"__main__.py", "engine.py", "server.py"}
+    assert not (copied / "aider_lsp").exists()
+    assert args == ["-m", "aider_mcp"] and command == str(aider_env.aider_python(tmp_path))
+
+
+def test_aider_mcp_imports_nothing_from_aider_lsp() -> None:
+    source = Path(aider_env.package_parent()) / "aider_mcp"
+    for path in source.glob("*.py"):
+        for line in path.read_text().splitlines():
+            if line.lstrip().startswith(("import ", "from ")):
+                assert "aider_lsp" not in line, (path, line)
+
+
+def test_setup_aider_subcommand_is_instant_when_ready(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "env"
+    python = aider_env.aider_python(root)
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    (root / aider_env.STAMP_NAME).write_text(aider_env._stamp_text())
+    monkeypatch.setenv(aider_env.ENV_OVERRIDE, str(root))
+    assert cli_main(["setup-aider"]) == 0
+    assert "already set up" in capsys.readouterr().out
