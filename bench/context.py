@@ -103,7 +103,6 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=21)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
 
     work = Path(tempfile.mkdtemp(prefix="aider-lsp-bench-"))
     try:
@@ -124,6 +123,7 @@ def main() -> None:
         # -- baseline: bm25s over whole files ----------------------------------------------
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         started = time.perf_counter()
         corpus = [(root / rel).read_text(encoding="utf-8", errors="replace") for rel in indexed]
         tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False)

@@ -138,11 +138,12 @@ def identifier_text(identifiers: list[str]) -> str:
     return " ".join(words)
 
 
+_NESTED_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _python_identifiers(tree: ast.Module) -> list[str]:
+    """Classes and functions at any depth, module-level names; walks statements only."""
     names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
     for node in tree.body:  # module-level constants and aliases
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -152,6 +153,15 @@ def _python_identifiers(tree: ast.Module) -> list[str]:
         for target in targets:
             if isinstance(target, ast.Name):
                 names.append(target.id)
+    stack: list[ast.AST] = list(reversed(tree.body))
+    while stack:  # statements only: expressions cannot define classes or functions
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        for attribute in _NESTED_BODIES:
+            children = getattr(node, attribute, None)
+            if isinstance(children, list):
+                stack.extend(reversed(children))
     return names
 
 
