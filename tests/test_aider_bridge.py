@@ -199,3 +199,51 @@ def test_custom_server_args_expand_workspace_and_model(tmp_path: Path) -> None:
     spec = launch_spec(settings, tmp_path)
     assert spec.args == ("--current-working-dir", str(tmp_path), "--editor-model", "openai/m")
     assert not spec.bundled
+
+
+async def test_cancelled_call_stops_the_server(workspace: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    bridge = make_bridge(workspace, fake_settings("hang", tmp_path))
+    task = asyncio.create_task(bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py")))
+    log = tmp_path / "calls.log"
+    for _ in range(100):
+        if log.exists() and log.read_text():
+            break
+        await asyncio.sleep(0.05)
+    pid = json.loads(log.read_text().splitlines()[0])["pid"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert bridge.server_pid is None
+    assert not Path(f"/proc/{pid}").exists()
+    await bridge.aclose()
+
+
+async def test_concurrent_calls_run_one_at_a_time_on_one_server(workspace: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    bridge = make_bridge(workspace, fake_settings("ok", tmp_path))
+    try:
+        results = await asyncio.gather(
+            *(bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py")) for _ in range(3))
+        )
+        assert all(r.status is TaskStatus.COMPLETE for r in results), [r.content for r in results]
+        assert (workspace / "pkg" / "calc.py").read_text().count("# edited by fake") == 3
+        assert bridge.starts == 1
+    finally:
+        await bridge.aclose()
+
+
+async def test_changed_server_settings_restart_the_session(workspace: Path, tmp_path: Path) -> None:
+    current = {"settings": fake_settings("ok", tmp_path)}
+    bridge = AiderBridge(FileAccessManager(workspace), lambda: current["settings"])
+    try:
+        await bridge.call_aider_tool("list_models", {})
+        first = bridge.server_pid
+        current["settings"] = fake_settings("error", tmp_path)
+        result = await bridge.call_aider_tool("list_models", {})
+        assert result.status is TaskStatus.FAILED and "boom" in result.content
+        assert bridge.starts == 2 and bridge.server_pid != first
+    finally:
+        await bridge.aclose()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_diff, aider_whole, any_request, is_aider_diff_format, text
+from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, text
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
@@ -204,3 +204,22 @@ async def test_list_models_comes_from_aider(app: Application) -> None:
     result = await app.aider_tools.list_models("gpt-4.1-mini")
     assert result.status is TaskStatus.COMPLETE, result.content
     assert "openai/gpt-4.1-mini" in result.parsed_content
+
+
+async def test_llm_errors_and_bad_paths_are_reported_not_raised(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, fault(401, {"error": {"message": "invalid api key"}}))
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "edit", "file_context": ["pkg/calc.py"]}
+    )
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["success"] is False and result.notes.get("errors")
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    # the bundled server refuses paths outside its directory with {"error"}
+    outside = await app.aider.call_aider_tool(
+        "aider_ai_code", {"ai_coding_prompt": "x", "relative_editable_files": ["../escape.py"]}
+    )
+    assert outside.status is TaskStatus.FAILED
+    assert reason(outside) == "tool_execution_error" and "outside" in outside.content
+    assert not (workspace.parent / "escape.py").exists()
