@@ -209,3 +209,21 @@ async def test_output_modes_for_servers_without_tool_calls(
     else:
         assert '"title": "DevelopmentPlan"' in system_prompt(sent)  # the schema is in the prompt
         assert tool_names(sent) == []  # no tools for models without tool calling
+
+
+async def test_plan_paths_outside_the_workspace_are_sent_back_to_the_model(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(any_request, json_output({"instructions": "x", "files": ["../../etc/passwd", ".env"]}), times=1)
+    llm_server.add_rule(any_request, json_output({"instructions": "x", "files": ["pkg/calc.py", "pkg/new.py"]}))
+    result = await app.tasks.execute_template(PLAN, {"goal": "g", "context_string": "c"})
+    assert result.parsed_content.files == ["pkg/calc.py", "pkg/new.py"]
+    feedback = json.dumps(llm_server.requests[1]["messages"][-1])
+    assert "../../etc/passwd" in feedback and ".env" in feedback and "outside the workspace" in feedback
+
+    llm_server.clear_rules()
+    llm_server.add_rule(any_request, json_output({"verdict": "RETRY", "message": "m", "next_prompt": "p",
+                                                 "next_files": ["/etc/hosts"]}))
+    result = await app.tasks.execute_template(ANALYSIS, analysis_params())
+    assert result.notes["error"]["reason"] == "output_format_failure"

@@ -264,6 +264,7 @@ class BaseHandler:
         model_override: str | None = None,
         history_config: HistoryConfigSettings | None = None,
         template_instructions: str | None = None,
+        output_check: Callable[[Any], str | None] | None = None,
     ) -> TaskResult:
         """One LLM call; every override really reaches the model."""
         if not isinstance(prompt, str) or not prompt.strip():
@@ -285,7 +286,23 @@ class BaseHandler:
             output_type=output_type_override,
             model_override=model_override,
             history_config=history_config,
+            output_check=output_check,
         )
+
+    def check_workspace_paths(self, paths: Sequence[str] | None, field: str) -> str | None:
+        """Why some of `paths` cannot be edited (outside the workspace, secret), or None."""
+        bad: list[str] = []
+        for path in paths or []:
+            try:
+                self.files.check_model_safe(path)
+            except (AccessDenied, OSError, ValueError) as exc:
+                bad.append(f"{path} ({exc})")
+        if bad:
+            return (
+                f"`{field}` must hold workspace-relative paths of files inside the workspace that are "
+                f"not secrets; fix these: {'; '.join(bad)}"
+            )
+        return None
 
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)

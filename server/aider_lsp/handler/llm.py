@@ -54,6 +54,13 @@ DEFAULT_OUTPUT_RETRIES = 2  # structured output: pydantic-ai asks the model agai
 MAX_TOOL_RESULT_CHARS = 100_000  # a tool answer larger than this is cut (head and tail kept)
 
 ToolRunner = Callable[[str, dict[str, Any]], Awaitable[TaskResult]]
+# Checks a validated output beyond its schema; returns what is wrong (sent back to the model) or None.
+OutputCheck = Callable[[Any], str | None]
+
+
+@dataclass
+class _RunDeps:
+    output_check: OutputCheck | None = None
 
 
 class LLMConfigurationError(Exception):
@@ -309,7 +316,8 @@ class LLMInteractionManager:
         self.request_retries = request_retries
         self.output_retries = output_retries
         self.debug = debug
-        self._agent: Any | None = None
+        self._agent: Any | None = None  # the last agent created (tests check laziness)
+        self._agents: dict[tuple[Any, str], Any] = {}
         self._models: dict[tuple[Any, ...], Any] = {}
         self._turns: list[_Turn] = []
         self.usage = UsageTotals()
@@ -345,16 +353,30 @@ class LLMInteractionManager:
             self._models[key] = model
         return model
 
-    def _get_agent(self) -> Any:
-        if self._agent is None:
-            from pydantic_ai import Agent
+    def _get_agent(self, output_type: type[BaseModel] | None = None, mode: str = "tool") -> Any:
+        """One Agent per output spec (pydantic-ai refuses a per-run output type beside validators)."""
+        key = (output_type, mode if output_type is not None else "text")
+        agent = self._agents.get(key)
+        if agent is None:
+            from pydantic_ai import Agent, ModelRetry, RunContext
 
-            self._agent = Agent(
-                output_type=str,
+            agent = Agent(
+                output_type=self._output_spec(output_type, mode),
+                deps_type=_RunDeps,
                 retries={"tools": 2, "output": self.output_retries},
                 name="aider-lsp",
             )
-        return self._agent
+
+            @agent.output_validator
+            def _check(ctx: RunContext[_RunDeps], output: Any) -> Any:
+                problem = ctx.deps.output_check(output) if ctx.deps and ctx.deps.output_check else None
+                if problem:
+                    raise ModelRetry(problem)
+                return output
+
+            self._agents[key] = agent
+            self._agent = agent
+        return agent
 
     # -- history
     def reset_conversation(self) -> None:
@@ -384,8 +406,13 @@ class LLMInteractionManager:
         output_type: type[BaseModel] | None = None,
         model_override: str | None = None,
         history_config: HistoryConfigSettings | None = None,
+        output_check: OutputCheck | None = None,
     ) -> TaskResult:
-        """One agent run; errors come back as FAILED TaskResults with usage in notes."""
+        """One agent run; errors come back as FAILED TaskResults with usage in notes.
+
+        `output_check` rejects a schema-valid output (e.g. a path outside the workspace); the
+        model is asked again with its message, within the output retries.
+        """
         history_config = history_config or HistoryConfigSettings()
         label = self.provider_identifier(model_override)
         try:
@@ -421,15 +448,15 @@ class LLMInteractionManager:
                     [t.provider_name for t in tools], getattr(output_type, "__name__", "str"), len(history))
         self._debug("system prompt:\n%s", system_prompt)
         try:
-            result = await self._get_agent().run(
+            result = await self._get_agent(output_type, settings.output_mode).run(
                 prompt,
                 model=model,
                 instructions=system_prompt or None,
-                output_type=self._output_spec(output_type, settings.output_mode),
                 message_history=history or None,
                 toolsets=toolsets or None,
                 model_settings=model_settings,
                 usage=run_usage,
+                deps=_RunDeps(output_check),
                 usage_limits=UsageLimits(
                     total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
                 ),

@@ -47,6 +47,20 @@ class TaskSystem:
             for t in self._templates.values()
         ]
 
+    def _path_check(self, template: TaskTemplate) -> Any:
+        """An output check for the template's path fields (the model fixes bad paths)."""
+        if not template.path_fields:
+            return None
+
+        def check(output: Any) -> str | None:
+            for name in template.path_fields:
+                problem = self.handler.check_workspace_paths(getattr(output, name, None), name)
+                if problem:
+                    return problem
+            return None
+
+        return check
+
     async def execute_template(
         self,
         name: str,
@@ -89,6 +103,7 @@ class TaskSystem:
             output_type_override=template.output_model,
             model_override=model,
             history_config=template.history,
+            output_check=self._path_check(template),
         )
         result.notes.setdefault("template", name)
         return result

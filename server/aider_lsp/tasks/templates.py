@@ -36,6 +36,7 @@ class TaskTemplate:
     allowed_tools: tuple[str, ...] | None = None  # None: the handler's read-only defaults
     history: HistoryConfigSettings = field(default_factory=lambda: ONE_SHOT)
     include_data_context: bool = True
+    path_fields: tuple[str, ...] = ()  # output fields that must name editable workspace files
 
     def placeholders(self) -> set[str]:
         return set(PLACEHOLDER.findall(self.instructions)) | set(PLACEHOLDER.findall(self.prompt))
@@ -85,6 +86,7 @@ PLAN = TaskTemplate(
     inputs=("goal", "context_string"),
     optional_inputs=("file_context",),
     output_model=DevelopmentPlan,
+    path_fields=("files",),
 )
 
 ANALYSIS = TaskTemplate(
@@ -128,6 +130,7 @@ ANALYSIS = TaskTemplate(
         "max_retries",
     ),
     output_model=CombinedAnalysisResult,
+    path_fields=("next_files",),
 )
 
 ANALYZE_AIDER = TaskTemplate(
@@ -151,6 +154,7 @@ ANALYZE_AIDER = TaskTemplate(
     inputs=("original_goal", "aider_instructions", "aider_status", "aider_diff"),
     optional_inputs=("previous_files",),
     output_model=CombinedAnalysisResult,
+    path_fields=("next_files",),
 )
 
 ASSOCIATIVE_MATCHING = TaskTemplate(
