@@ -246,6 +246,20 @@ def test_excludes_setting_change_reindexes(project: Path) -> None:
     memory.close()
 
 
+async def test_editor_settings_change_reapplies_the_rules_in_the_background(project: Path) -> None:
+    app = Application(project, Settings())
+    try:
+        await app.memory.start_indexing()
+        assert {"docs/guide.md", "web/src/parseConfig.ts"} <= set(app.memory.store.known_files())
+        app.update_settings(Settings(secret_patterns=["guide.md"], context_excludes=["web/"]))
+        assert await app.memory.wait_until_indexed(10)
+        known = set(app.memory.store.known_files())
+        assert "docs/guide.md" not in known and "web/src/parseConfig.ts" not in known
+        assert "app/retry.py" in known
+    finally:
+        await app.aclose()
+
+
 def test_restart_reuses_the_index_without_reading_files(project: Path) -> None:
     first = _memory(project)
     assert first.index_all().read == 4

@@ -72,15 +72,19 @@ class IgnoreRules:
     # -- loading -------------------------------------------------------------------------
     def _spec_for(self, directory: str) -> pathspec.GitIgnoreSpec | None:
         """The rules of `directory/.gitignore` ('' is the root), read once and cached."""
-        if directory not in self._gitignores:
-            path = self.root / directory / ".gitignore"
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                self._gitignores[directory] = None
-            else:
-                self._gitignores[directory] = pathspec.GitIgnoreSpec.from_lines(lines)
-        return self._gitignores[directory]
+        if directory in self._gitignores:
+            return self._gitignores.get(directory)
+        spec: pathspec.GitIgnoreSpec | None = None
+        try:
+            text = (self.root / directory / ".gitignore").read_text(
+                encoding="utf-8", errors="replace"
+            )
+        except OSError:
+            pass
+        else:
+            spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+        self._gitignores[directory] = spec  # (a concurrent reload() may clear it: harmless)
+        return spec
 
     def reload(self) -> None:
         """A .gitignore changed: forget the cached rules (they are re-read on demand)."""

@@ -112,6 +112,7 @@ class MemorySystem:
         self._stop = threading.Event()
         self._progress = _Progress()
         self._task: asyncio.Task[IndexStats] | None = None
+        self._rescan = False
         self.last_stats: IndexStats | None = None
         self.first_query_wait = FIRST_QUERY_WAIT_S
 
@@ -150,19 +151,24 @@ class MemorySystem:
         return self._progress.running
 
     def update_settings(self, settings: Settings) -> None:
-        """New excludes or size cap: rebuild the rules; the next pass applies them."""
+        """New excludes, secret patterns or size cap: new rules, and a pass to apply them."""
         changed = (
             settings.context_excludes != self.settings.context_excludes
+            or settings.secret_patterns != self.settings.secret_patterns
             or settings.max_file_bytes != self.settings.max_file_bytes
         )
         self.settings = settings
-        if changed:
-            with self._init_lock:
-                self._rules = None
-            try:
-                self.start_indexing()
-            except RuntimeError:  # no running loop: the next query or index_all applies them
-                pass
+        if not changed:
+            return
+        with self._init_lock:
+            self._rules = None
+        self._rescan = True  # a pass running now re-runs with the new rules
+        if self._task is None:
+            return  # never indexed yet: the first pass uses the new rules anyway
+        try:
+            self.start_indexing()
+        except RuntimeError:  # no running loop: the next index_all applies them
+            pass
 
     # -- reading one file into a record ---------------------------------------------------
     def _record_for(
@@ -274,10 +280,13 @@ class MemorySystem:
         self.last_stats = stats
         report(f"Indexed {stats.scanned} files ({stats.read} read)", 100)
         log.info(
-            "workspace index: %d files, %d read, %d added, %d updated, %d removed in %.2fs (%s)",
+            "workspace index: %d files, %d read, %d added, %d updated, %d removed, %d skipped"
+            " in %.2fs (%s)",
             stats.scanned, stats.read, stats.added, stats.updated, stats.removed,
-            stats.seconds, store.location,
+            len(stats.skipped), stats.seconds, store.location,
         )
+        if stats.skipped:
+            log.info("skipped while indexing: %s", "; ".join(stats.skipped[:20]))
         return stats
 
     def start_indexing(self, progress: ProgressCallback | None = None) -> asyncio.Task[IndexStats]:
@@ -297,7 +306,11 @@ class MemorySystem:
 
     async def _run_index(self, progress: ProgressCallback) -> IndexStats:
         try:
-            return await asyncio.to_thread(self.index_all, progress)
+            while True:
+                self._rescan = False
+                stats = await asyncio.to_thread(self.index_all, progress)
+                if not self._rescan or self._stop.is_set():
+                    return stats
         except Exception as exc:  # never let the background task die silently
             log.exception("workspace indexing failed: %s", exc)
             self._progress.running = False
@@ -448,6 +461,8 @@ class MemorySystem:
             if len(matches) >= request.max_results:
                 break
             if item.total <= 0:
+                continue
+            if self.files.is_secret(item.row.path):  # e.g. a secret pattern added since
                 continue
             if not (self.files.root / item.row.path).is_file():
                 vanished.append(item.row.path)
