@@ -65,6 +65,8 @@ def handle_call(req_id: object, params: dict) -> None:
         return text_result(req_id, json.dumps({"error": "boom"}))
     if mode == "iserror":
         return text_result(req_id, "tool exploded", is_error=True)
+    if params.get("name") == "aider_chat":
+        return text_result(req_id, "Unknown tool: aider_chat", is_error=True)
     if params.get("name") == "list_models":
         return text_result(req_id, json.dumps({"models": ["openai/fake-1", "openai/fake-2"]}))
     files = arguments.get("relative_editable_files") or []

@@ -247,3 +247,38 @@ async def test_changed_server_settings_restart_the_session(workspace: Path, tmp_
         assert bridge.starts == 2 and bridge.server_pid != first
     finally:
         await bridge.aclose()
+
+
+async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.workflow.checkpoints import CheckpointStore
+
+    files = FileAccessManager(workspace)
+    settings = fake_settings("ok", tmp_path)
+    bridge = AiderBridge(files, lambda: settings)
+    executors = AiderExecutors(bridge, files, CheckpointStore(files))
+    try:
+        result = await executors.interactive({"query": "edit it", "file_context": ["pkg/calc.py"]})
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert result.notes["session_id"] is None and "fallback" in result.notes
+        assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
+        undo = executors.undo(unsaved_files=[])
+        assert undo.status is TaskStatus.COMPLETE
+        assert "# edited by fake" not in (workspace / "pkg" / "calc.py").read_text()
+    finally:
+        await bridge.aclose()
+
+
+async def test_warm_up_starts_the_server_once(workspace: Path, tmp_path: Path) -> None:
+    bridge = make_bridge(workspace, fake_settings("ok", tmp_path))
+    try:
+        assert await bridge.warm_up() is True
+        pid = bridge.server_pid
+        assert pid is not None
+        result = await bridge.call_aider_tool("list_models", {})
+        assert result.ok and bridge.server_pid == pid and bridge.starts == 1
+    finally:
+        await bridge.aclose()
+    assert await make_bridge(workspace, load_settings({}, environ={})).warm_up() is False

@@ -418,6 +418,24 @@ class AiderBridge:
             self._conn = conn
         return conn
 
+    async def warm_up(self) -> bool:
+        """Start the server ahead of the first edit (e.g. after `initialized`); the bundled
+        server then imports Aider in the background. False when not configured or it failed."""
+        settings = self._get_settings()
+        try:
+            spec = launch_spec(settings, self.workspace)
+        except ConfigurationProblem:
+            return False
+        async with self._lock:
+            try:
+                async with asyncio.timeout(settings.timeouts.aider):
+                    await self._ensure(spec)
+                return True
+            except Exception as exc:
+                log.warning("could not pre-start the Aider MCP server: %s", _describe(exc))
+                await self._stop_connection()
+                return False
+
     async def restart(self) -> None:
         """Stop the server; the next call starts a fresh one (new session, empty chats)."""
         async with self._lock:

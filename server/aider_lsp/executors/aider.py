@@ -202,6 +202,13 @@ class AiderExecutors:
         if session_id:
             call["session_id"] = session_id
         result = await self.bridge.call_aider_tool("aider_chat", call)
+        if not result.ok and _unknown_tool(result.content, "aider_chat"):
+            # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
+            result = await self.bridge.call_aider_tool(
+                "aider_ai_code", {"ai_coding_prompt": message, "relative_editable_files": paths}
+            )
+            result.notes["session_id"] = None
+            result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
         self._settle_checkpoint(checkpoint, result)
         result.notes.setdefault("files", paths)
         return result
@@ -229,6 +236,11 @@ class AiderExecutors:
                 notes=report,
             )
         return complete_result(message, notes=report)
+
+
+def _unknown_tool(message: str, tool: str) -> bool:
+    lowered = message.lower()
+    return tool in lowered and any(word in lowered for word in ("unknown tool", "not found", "no such tool"))
 
 
 def apply_selection(
