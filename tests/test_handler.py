@@ -321,3 +321,16 @@ async def test_large_tool_answers_are_capped(workspace: Path, llm_server: Script
     sent = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert len(sent) < MAX_TOOL_RESULT_CHARS + 200
     assert "HEAD" in sent and "TAIL" in sent and "characters omitted" in sent
+
+
+async def test_cost_is_reported_when_known_and_capped_by_budget(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+    app = make_app(workspace, llm_server, model="openai:gpt-4o")  # a priced model name, served locally
+    llm_server.add_rule(any_request, text("ok"))
+    first = await app.handler._execute_llm_call("one")
+    cost = first.notes["usage"]["cost"]
+    assert cost is not None and cost > 0
+    assert app.handler.usage_totals["cost"] == pytest.approx(cost)
+    app.handler.set_budget(max_cost=cost / 2)
+    assert (await app.handler._execute_llm_call("two")).ok  # the budget starts now
+    refused = await app.handler._execute_llm_call("three")
+    assert reason(refused) == "llm_error" and "aiderLsp.budget.maxCost" in refused.content
