@@ -492,3 +492,28 @@ async def test_build_data_context_puts_initial_files_first_and_never_reads_secre
     assert context.overall_summary and ".env" in context.overall_summary
     assert "missing.py" in context.overall_summary
     await memory.aclose()
+
+
+def test_busy_database_is_not_mistaken_for_a_corrupt_one(project: Path) -> None:
+    memory = _memory(project)
+    memory.index_all()
+
+    def busy(query: str, limit: int) -> list:
+        raise sqlite3.OperationalError("database is locked")
+
+    memory.store.search = busy  # type: ignore[method-assign]
+    result = memory.search(ContextGenerationInput(query="retry"))
+    assert result.error and "busy" in result.context_summary
+    assert memory.store.rebuilt_reason is None and memory.store.count() == 4
+    memory.close()
+
+
+def test_non_ascii_queries_and_files(project: Path) -> None:
+    _write(project, "docs/größe.md", "# Größenberechnung\n\nÜber die Größe von Dateien.\n")
+    memory = _memory(project)
+    memory.index_all()
+    assert _paths(memory, "Größe der Dateien")[0] == "docs/größe.md"
+    # FTS5 syntax in a query is just text (every term is quoted): no error, no match
+    result = memory.search(ContextGenerationInput(query='"x" NEAR(a b) * ( ) : ^ {col}:y'))
+    assert result.error is None and result.matches == []
+    memory.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -44,6 +45,9 @@ def run_context(
         stats = memory.index_all()
         request = ContextGenerationInput(query=query, max_results=max(1, min(limit, 200)))
         result = asyncio.run(memory.get_relevant_context_for(request))
+    except (sqlite3.Error, OSError) as exc:
+        print(f"aider-lsp context: the index is unavailable: {exc}", file=sys.stderr)
+        return 2
     finally:
         memory.close()
     if as_json:

@@ -123,6 +123,9 @@ def split_identifier(name: str) -> list[str]:
     """`getHTTPResponse_code` → ['get', 'http', 'response', 'code'] (lowercase parts)."""
     parts: list[str] = []
     for chunk in re.split(r"[_\-$.]+", name):
+        if not chunk.isascii():  # camelCase rules are for ASCII names; keep others whole
+            parts.append(chunk.lower())
+            continue
         parts.extend(piece.lower() for piece in _CAMEL_PARTS.findall(chunk))
     return [part for part in parts if part]
 

@@ -90,6 +90,16 @@ def _is_locked(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """A damaged file (rebuild it), as opposed to a busy or locked one (leave it alone)."""
+    text = str(exc).lower()
+    if _is_locked(exc):
+        return False
+    return type(exc) is sqlite3.DatabaseError or any(
+        word in text for word in ("malformed", "not a database", "corrupt", "no such table")
+    )
+
+
 class IndexStore:
     """The SQLite file; every method is safe to call from any thread."""
 

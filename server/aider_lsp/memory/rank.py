@@ -36,7 +36,7 @@ STOPWORDS: frozenset[str] = frozenset(
     would you your yours please file files code find show me want need make use using used
     where's what's let lets""".split()
 )
-_WORD = re.compile(r"[A-Za-z_$][\w$]*|\d+")
+_WORD = re.compile(r"(?:[^\W\d]|\$)[\w$]*|\d+")
 
 
 @dataclass(frozen=True)

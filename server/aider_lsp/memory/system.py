@@ -32,7 +32,7 @@ from ..settings import Settings
 from . import rank
 from .extract import extract, identifier_text
 from .ignore import Candidate, IgnoreRules
-from .index import FileRecord, IndexStore, content_hash
+from .index import FileRecord, IndexStore, content_hash, is_corruption
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,8 @@ class MemorySystem:
             try:
                 return self._index_all(progress)
             except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
                 self.store.rebuild(str(exc))
                 return self._index_all(progress)
             finally:
@@ -362,6 +364,10 @@ class MemorySystem:
             if gone:
                 stats.removed = len(self.store.remove_many(gone))
         except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                log.warning("index update failed (%s); the next pass catches up", exc)
+                stats.skipped.append(f"index busy: {exc}")
+                return stats
             self.store.rebuild(str(exc))
             gitignore_changed = True
         stats.scanned = len(pending)
@@ -381,6 +387,9 @@ class MemorySystem:
         try:
             return IndexStats(removed=len(self.store.remove_many(rels)))
         except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                log.warning("index update failed (%s); the next pass catches up", exc)
+                return IndexStats(skipped=[f"index busy: {exc}"])
             self.store.rebuild(str(exc))
             return self.index_all()
 
@@ -434,6 +443,11 @@ class MemorySystem:
         try:
             return self._search(request, query)
         except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                return AssociativeMatchResult(
+                    context_summary="The workspace index is busy; ask again in a moment.",
+                    error=f"index unavailable: {exc}",
+                )
             self.store.rebuild(str(exc))
             return AssociativeMatchResult(
                 context_summary="The workspace index was corrupt and has been reset; "
