@@ -223,3 +223,29 @@ async def test_llm_errors_and_bad_paths_are_reported_not_raised(
     assert outside.status is TaskStatus.FAILED
     assert reason(outside) == "tool_execution_error" and "outside" in outside.content
     assert not (workspace.parent / "escape.py").exists()
+
+
+async def test_aider_stays_within_the_given_files(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    # the reply edits a file outside the list, creates a new one, and mentions the secret
+    llm_server.add_rule(
+        any_request,
+        aider_whole(
+            {"pkg/calc.py": EDITED, "README.md": "# rewritten\n", "pkg/extra.py": "X = 1\n"},
+            preface="I also looked at .env for you.",
+        ),
+    )
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "edit calc", "file_context": ["pkg/calc.py"]}
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+    assert (workspace / "README.md").read_text() == "# demo\n"  # not in the list: not edited
+    assert "README.md" in result.notes["declined_files"]
+    assert (workspace / "pkg" / "extra.py").read_text() == "X = 1\n"  # new files are allowed
+    assert result.notes["files_outside_editable"] == ["pkg/extra.py"]
+    assert "sk-secret-do-not-leak" not in str(llm_server.requests)  # .env never sent
+    undo = app.aider_tools.undo()
+    assert undo.ok and not (workspace / "pkg" / "extra.py").exists()
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL

@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit-format", default=None, help="whole, diff, udiff, … (default: the model's)")
     parser.add_argument("--map-tokens", type=int, default=0, help="repo map size (0 = off)")
     parser.add_argument("--retry-timeout", type=float, default=10.0, help="max LLM retry backoff, seconds")
+    parser.add_argument(
+        "--allow-outside-edits",
+        action="store_true",
+        help="let Aider edit existing files that are not in the editable list (new files are always allowed)",
+    )
     parser.add_argument("--no-warm-up", action="store_true", help="do not preload Aider at start")
     args = parser.parse_args(argv)
 
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             edit_format=args.edit_format,
             map_tokens=args.map_tokens,
             retry_timeout=args.retry_timeout,
+            allow_outside_edits=args.allow_outside_edits,
         )
     )
     if not args.no_warm_up:

@@ -35,6 +35,7 @@ class EngineConfig:
     edit_format: str | None = None
     map_tokens: int = 0
     retry_timeout: float | None = 10.0
+    allow_outside_edits: bool = False
 
 
 @dataclass
@@ -55,6 +56,22 @@ def _make_io_class() -> Any:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.errors: list[str] = []
+            self.declined: list[str] = []
+            self.allow_outside_edits = False
+
+        def confirm_ask(self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any) -> bool:
+            """Yes to everything except widening the file set: mentioned files and URLs are not
+            added to the chat (their content would reach the LLM: secrets, other projects), and
+            existing files outside the editable list are not edited unless allowed."""
+            lowered = question.lower()
+            if lowered.startswith(("add file to the chat", "add url to the chat")) or (
+                lowered.startswith("allow edits to file that has not been added")
+                and not self.allow_outside_edits
+            ):
+                if subject:
+                    self.declined.append(str(subject))
+                return False
+            return super().confirm_ask(question, default, subject, *args, **kwargs)
 
         def tool_error(self, message: str = "", strip: bool = True) -> None:
             if message:
@@ -138,6 +155,7 @@ class AiderEngine:
             llm_history_file=None,
             root=str(self.root),
         )
+        io.allow_outside_edits = self.config.allow_outside_edits
         coder = Coder.create(
             main_model=self._model(model),
             edit_format=self.config.edit_format,
@@ -170,6 +188,7 @@ class AiderEngine:
 
         coder.allowed_to_edit = allowed_to_edit
         coder.io.errors = []
+        coder.io.declined = []
         try:
             reply = coder.run(with_message=prompt) or ""
         finally:
@@ -186,6 +205,8 @@ class AiderEngine:
         }
         if coder.io.errors:
             result["errors"] = coder.io.errors[-10:]
+        if coder.io.declined:
+            result["declined_files"] = sorted(set(coder.io.declined))
         if not outcome.success:
             result["message"] = (
                 "Aider made no change to the editable files"
