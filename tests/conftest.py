@@ -53,6 +53,13 @@ async def lsp_session(
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test client")
 
+    client.registrations = []  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params: types.RegistrationParams) -> None:
+        """Accept dynamic registrations (the server asks to watch files) and keep them."""
+        client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
     try:
         client.initialize_result = await client.initialize_session(  # type: ignore[attr-defined]
             types.InitializeParams(

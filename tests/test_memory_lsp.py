@@ -101,6 +101,25 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
             await asyncio.sleep(0.05)
         assert "app/retry.py" not in await _top(client, "retry backoff")
 
+        # the server asked the client to watch every file; a file created outside the editor
+        watched = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
+        assert watched and watched[0].register_options["watchers"][0]["globPattern"] == "**/*"
+        (root / "app" / "jitter.py").write_text('"""Random jitter for retry delays."""\n')
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(
+                        uri=(root / "app" / "jitter.py").as_uri(), type=types.FileChangeType.Created
+                    )
+                ]
+            )
+        )
+        for _ in range(100):
+            if (await _top(client, "random jitter"))[:1] == ["app/jitter.py"]:
+                break
+            await asyncio.sleep(0.05)
+        assert (await _top(client, "random jitter"))[0] == "app/jitter.py"
+
         empty = await execute(client, "aider-lsp.system.getContext", {"query": ""})
         assert empty["status"] == "FAILED"
         assert empty["notes"]["error"]["reason"] == "input_validation_failure"
@@ -116,5 +135,5 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
 
     # restart: the index on disk is reused, no file is read again
     async with lsp(root) as client:
-        assert await _wait_for_index(client) == "2 files indexed, 0 read"
+        assert await _wait_for_index(client) == "3 files indexed, 0 read"
         assert (await _top(client, "exponential backoff"))[0] == "app/http_client.py"
