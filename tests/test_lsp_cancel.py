@@ -83,7 +83,11 @@ async def test_progress_cancel_stops_the_command(lsp, workspace: Path) -> None:
     async with lsp(workspace, init_options={"testCommand": _slow_test_command(pid_file)}) as client:
         pending = asyncio.ensure_future(execute(client, "aider-lsp.system.runTests", {}))
         pid = await _wait_for_pid(pid_file)
-        token = next(iter(client.progress_reports))
+        token = next(  # the command's token (the workspace index reports under its own)
+            token
+            for token, reports in client.progress_reports.items()
+            if reports and getattr(reports[0], "title", None) == "Running tests"
+        )
         client.protocol.notify(
             types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
         )
