@@ -253,7 +253,10 @@ class MemorySystem:
         known = store.known_files()
         candidates = list(rules.walk())
         seen = {candidate.path for candidate in candidates}
-        pending = [c for c in candidates if known.get(c.path, (None, None, None))[:2] != (c.size, c.mtime)]
+        # the restart shortcut: same size and mtime = not even read
+        pending = [
+            c for c in candidates if known.get(c.path, (None, None, None))[:2] != (c.size, c.mtime)
+        ]
         stats.scanned = len(candidates)
         stats.unchanged = len(candidates) - len(pending)
         self._progress.total = len(candidates)
