@@ -517,3 +517,32 @@ def test_non_ascii_queries_and_files(project: Path) -> None:
     result = memory.search(ContextGenerationInput(query='"x" NEAR(a b) * ( ) : ^ {col}:y'))
     assert result.error is None and result.matches == []
     memory.close()
+
+
+def test_any_query_text_answers_without_error(tmp_path: Path) -> None:
+    """Property: whatever the text (FTS5 syntax, unicode, control characters), a query
+    answers with scores in 0..1, best first, and never a secret."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    root = tmp_path / "p"
+    _write(root, "a.py", '"""Parse AND tokenize NEAR the input."""\ndef tokenize(): pass\n')
+    _write(root, "b.md", "# Notes\n\nSome * notes: (with) ^syntax \"quotes\".\n")
+    _write(root, ".env", "TOKEN=tokenize-notes-parse\n")
+    memory = _memory(root)
+    memory.index_all()
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.text(max_size=80))
+    def check(text: str) -> None:
+        result = memory.search(ContextGenerationInput(query=text))
+        if not text.strip():
+            assert result.error
+            return
+        assert result.error is None
+        scores = [m.relevance_score for m in result.matches]
+        assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+        assert ".env" not in [m.source_path for m in result.matches]
+
+    check()
+    memory.close()
