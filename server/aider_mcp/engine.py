@@ -22,6 +22,7 @@ os.environ.setdefault("AIDER_CHECK_UPDATE", "false")
 os.environ.setdefault("AIDER_ANALYTICS", "false")
 
 MAX_REPLY_CHARS = 20_000
+MAX_SESSIONS = 16
 
 
 class EngineError(Exception):
@@ -265,6 +266,8 @@ class AiderEngine:
                 chosen = model or self.config.model
                 session = Session(self._new_coder(chosen, editable, readonly), chosen, editable, readonly)
                 self._sessions[session_id] = session
+                while len(self._sessions) > MAX_SESSIONS:  # forget the oldest chats
+                    self._sessions.pop(next(iter(self._sessions)))
             session.turns += 1
             for path in session.coder.abs_fnames:  # files Aider added in earlier turns
                 snapshot.add_editable(os.path.relpath(path, self.root))
