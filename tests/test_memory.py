@@ -119,6 +119,21 @@ def test_target_and_open_files_are_boosted(project: Path) -> None:
     memory.close()
 
 
+def test_tests_yield_to_code_unless_the_query_is_about_tests(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    _write(root, "src/parser.py", '"""Parse the config file."""\ndef parse_config(): pass\n')
+    _write(
+        root,
+        "tests/test_parser.py",
+        '"""Tests: parse the config file."""\ndef test_parse_config(): parse_config()\n',
+    )
+    memory = _memory(root)
+    memory.index_all()
+    assert _paths(memory, "parse the config file")[0] == "src/parser.py"
+    assert _paths(memory, "tests that parse the config file")[0] == "tests/test_parser.py"
+    memory.close()
+
+
 def test_editing_a_file_changes_the_ranking(project: Path) -> None:
     memory = _memory(project)
     memory.index_all()

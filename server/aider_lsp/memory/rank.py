@@ -3,8 +3,8 @@
 Score = 0.80 × text (bm25 relative to the best hit) + 0.10 × path (query words in the
 file's path, the file name counting double) + 0.10 × identifier (a query word is a name
 the file defines) + 1.0 if the caller named the file (target_files rank first) + 0.10 if
-it is open in the editor; clamped to 0..1 for `relevance_score`, sorted by the unclamped
-value.
+it is open in the editor − 0.05 for a test file when the query is not about tests;
+clamped to 0..1 for `relevance_score`, sorted by the unclamped value.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ IDENTIFIER_WEIGHT = 0.10
 TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
+TEST_PENALTY = 0.05  # tests mention everything they test; prefer the code unless asked
+TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "pytest", "unittest"})
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+_TEST_NAME = re.compile(r"^test_|_test\.|\.test\.|\.spec\.|^conftest\.py$|Test\.\w+$")
 MAX_QUERY_TERMS = 48
 
 STOPWORDS: frozenset[str] = frozenset(
@@ -122,6 +126,7 @@ class Scored:
     history: float = 0.0
     target: bool = False
     open: bool = False
+    demoted: bool = False  # a test file, and the query is not about tests
 
     @property
     def total(self) -> float:
@@ -132,11 +137,21 @@ class Scored:
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
+            - (TEST_PENALTY if self.demoted else 0.0)
         )
 
     @property
     def relevance(self) -> float:
         return round(min(1.0, max(0.0, self.total)), 4)
+
+
+@lru_cache(maxsize=65536)
+def is_test_path(path: str) -> bool:
+    """tests/…, test/…, test_x.py, x_test.go, x.test.ts, x.spec.js, FooTest.java."""
+    pure = PurePosixPath(path)
+    return bool(_TEST_NAME.search(pure.name)) or any(
+        part.lower() in _TEST_DIRS for part in pure.parts[:-1]
+    )
 
 
 def path_score(terms: QueryTerms, path: str) -> float:
@@ -182,6 +197,7 @@ def score(
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
     opened = set(open_files)
+    about_tests = any(part in TEST_WORDS for part in terms.parts)
     by_path: dict[str, Scored] = {}
     for row in [*rows, *(history_rows or []), *targets.values()]:
         if row.path in by_path:
@@ -194,5 +210,6 @@ def score(
             history=history.get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
+            demoted=not about_tests and is_test_path(row.path),
         )
     return sorted(by_path.values(), key=lambda s: (-s.total, s.row.path))
