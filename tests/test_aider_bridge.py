@@ -282,3 +282,32 @@ async def test_warm_up_starts_the_server_once(workspace: Path, tmp_path: Path) -
     finally:
         await bridge.aclose()
     assert await make_bridge(workspace, load_settings({}, environ={})).warm_up() is False
+
+
+async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.workflow.checkpoints import CheckpointStore, run_checkpoint
+
+    files = FileAccessManager(workspace)
+    settings = fake_settings("ok", tmp_path)
+    bridge = AiderBridge(files, lambda: settings)
+    store = CheckpointStore(files)
+    executors = AiderExecutors(bridge, files, store)
+    original = (workspace / "pkg" / "calc.py").read_text()
+    try:
+        with run_checkpoint(store, "goal: edit twice"):
+            for _ in range(2):
+                result = await executors.automatic({"prompt": "edit", "file_context": ["pkg/calc.py"]})
+                assert result.ok, result.content
+        assert (workspace / "pkg" / "calc.py").read_text().count("# edited by fake") == 2
+        assert [cp.label for cp in store.list()] == ["goal: edit twice"]
+        undo = executors.undo(unsaved_files=[])
+        assert undo.ok and (workspace / "pkg" / "calc.py").read_text() == original
+        assert store.list() == []
+        with run_checkpoint(store, "nothing happens"):
+            pass
+        assert store.list() == []
+    finally:
+        await bridge.aclose()

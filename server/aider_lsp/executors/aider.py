@@ -17,7 +17,7 @@ from typing import Any
 from ..aider.bridge import AiderBridge
 from ..files import AccessDenied, FileAccessManager
 from ..models import ErrorReason, TaskResult, ToolSpec, complete_result, failed_result
-from ..workflow.checkpoints import CheckpointStore
+from ..workflow.checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
 from .system import parse_path_list
 
 UNSAVED_FILES: ContextVar[tuple[str, ...]] = ContextVar("aider_lsp_unsaved_files", default=())
@@ -141,7 +141,16 @@ class AiderExecutors:
             notes={"unsaved_files": blocked},
         )
 
-    def _settle_checkpoint(self, checkpoint: Any, result: TaskResult) -> None:
+    def _checkpoint(self, paths: list[str], label: str) -> tuple[Checkpoint, bool]:
+        """The run's checkpoint when inside `run_checkpoint` (files added, content before the
+        run kept), else a new one for this edit. Returns (checkpoint, owned)."""
+        active = ACTIVE_CHECKPOINT.get()
+        if active is not None:
+            self.checkpoints.add(active, paths)
+            return active, False
+        return self.checkpoints.create(paths, label=label), True
+
+    def _settle_checkpoint(self, checkpoint: Any, result: TaskResult, owned: bool = True) -> None:
         """Keep the checkpoint only when files changed; include files Aider created outside."""
         changed = result.notes.get("changed_files") or []
         outside = result.notes.get("files_outside_editable") or []
@@ -152,7 +161,7 @@ class AiderExecutors:
         uncovered = [p for p in outside if p not in created]
         if uncovered:
             result.notes["not_covered_by_undo"] = uncovered
-        if changed or created:
+        if changed or created or not owned:
             result.notes["checkpoint_id"] = checkpoint.id
         else:
             self.checkpoints.discard(checkpoint)
@@ -169,13 +178,13 @@ class AiderExecutors:
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
-        checkpoint = self.checkpoints.create(paths, label=prompt)
+        checkpoint, owned = self._checkpoint(paths, prompt)
         call: dict[str, Any] = {"ai_coding_prompt": prompt, "relative_editable_files": paths}
         readonly = params.get("readonly_files")
         if readonly:
             call["relative_readonly_files"] = [self.files.relative(p) for p in parse_path_list(readonly, "readonly_files")]
         result = await self.bridge.call_aider_tool("aider_ai_code", call)
-        self._settle_checkpoint(checkpoint, result)
+        self._settle_checkpoint(checkpoint, result, owned)
         result.notes.setdefault("files", paths)
         return result
 
@@ -197,7 +206,7 @@ class AiderExecutors:
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
-        checkpoint = self.checkpoints.create(paths, label=message)
+        checkpoint, owned = self._checkpoint(paths, message)
         call: dict[str, Any] = {"message": message, "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
@@ -209,7 +218,7 @@ class AiderExecutors:
             )
             result.notes["session_id"] = None
             result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
-        self._settle_checkpoint(checkpoint, result)
+        self._settle_checkpoint(checkpoint, result, owned)
         result.notes.setdefault("files", paths)
         return result
 

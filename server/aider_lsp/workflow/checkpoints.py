@@ -8,12 +8,14 @@ Works without git and never touches the user's index or history.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,3 +176,21 @@ class CheckpointStore:
             "deleted": deleted,
             "skipped": skipped,
         }
+
+
+ACTIVE_CHECKPOINT: ContextVar[Checkpoint | None] = ContextVar("aider_lsp_active_checkpoint", default=None)
+
+
+@contextlib.contextmanager
+def run_checkpoint(store: CheckpointStore, label: str) -> Iterator[Checkpoint]:
+    """One checkpoint for a whole workflow run: every Aider edit inside the block adds its files
+    to it (their content before the run), so one undo restores the state before the run.
+    An empty checkpoint (nothing edited) is dropped at the end."""
+    checkpoint = store.create([], label=label)
+    token = ACTIVE_CHECKPOINT.set(checkpoint)
+    try:
+        yield checkpoint
+    finally:
+        ACTIVE_CHECKPOINT.reset(token)
+        if not checkpoint.files:
+            store.discard(checkpoint)
