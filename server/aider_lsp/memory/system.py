@@ -119,11 +119,11 @@ class MemorySystem:
     # -- lazily built parts ----------------------------------------------------------------
     @property
     def db_path(self) -> Path:
-        configured = getattr(self.settings, "context_index_path", None)
+        """The explicit path, else `contextIndexPath` (relative = to the workspace), else default."""
         if self._explicit_db_path is not None:
             return self._explicit_db_path
-        if configured:
-            return Path(configured).expanduser()
+        if self.settings.context_index_path:
+            return self.files.root / Path(self.settings.context_index_path).expanduser()
         return default_index_path(self.files.root)
 
     @property
@@ -520,11 +520,7 @@ class MemorySystem:
 
     @property
     def rerank_enabled(self) -> bool:
-        return bool(
-            self.reranker is not None
-            and getattr(self.settings, "context_rerank", False)
-            and self.settings.model
-        )
+        return bool(self.reranker is not None and self.settings.context_rerank and self.settings.model)
 
     async def _maybe_rerank(
         self, query: str, result: AssociativeMatchResult
@@ -532,7 +528,7 @@ class MemorySystem:
         if not self.rerank_enabled:
             return result
         assert self.reranker is not None
-        top_n = int(getattr(self.settings, "context_rerank_top_n", 20) or 20)
+        top_n = self.settings.context_rerank_top_n
         head, tail = result.matches[:top_n], result.matches[top_n:]
         try:
             answer = await self.reranker(query, head)
