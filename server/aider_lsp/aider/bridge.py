@@ -20,13 +20,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import mcp.types as mcp_types
-from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 from aider_mcp.snapshots import unified_diff  # stdlib-only helper shipped alongside
 
@@ -41,6 +36,24 @@ from ..models import (
     failed_result,
 )
 from ..settings import Settings, env_var_for
+
+if TYPE_CHECKING:
+    import anyio
+    import mcp.types as mcp_types
+    from mcp.client.session import ClientSession
+    from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import SessionMessage
+
+
+def _import_mcp() -> None:
+    """mcp and anyio take ~0.7 s to import: load them on first use, not at server start."""
+    global anyio, mcp_types, ClientSession, MCPError, SessionMessage
+    import anyio
+    import mcp.types as mcp_types
+    from mcp.client.session import ClientSession
+    from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import SessionMessage
+
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +281,7 @@ class AiderBridge:
 
     async def _start(self, spec: LaunchSpec) -> _Connection:
         """Spawn the server in its own process group and initialise an MCP session."""
+        _import_mcp()
         fd, stderr_name = tempfile.mkstemp(prefix="aider-mcp-", suffix=".log")
         stderr_file = os.fdopen(fd, "wb")
         loop = asyncio.get_running_loop()
@@ -309,6 +323,7 @@ class AiderBridge:
         stop: asyncio.Event,
     ) -> None:
         """Owner task: pumps the pipes, holds the session open until told to stop."""
+        _import_mcp()
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         conn: _Connection | None = None
@@ -373,6 +388,7 @@ class AiderBridge:
     @staticmethod
     async def _terminate(process: Any) -> None:
         """Close stdin, then SIGTERM / SIGKILL the server's whole process group."""
+        _import_mcp()
         with anyio.CancelScope(shield=True):
             with contextlib.suppress(Exception):
                 await process.stdin.aclose()
@@ -387,6 +403,7 @@ class AiderBridge:
             _kill_group(process.pid, signal.SIGKILL)  # strays left in the group
 
     async def _stop_connection(self) -> None:
+        _import_mcp()
         conn, self._conn = self._conn, None
         if conn is None:
             return
@@ -399,6 +416,7 @@ class AiderBridge:
     async def _responsive(self, conn: _Connection) -> bool:
         """A ping before each call: a server killed since the last call is caught here,
         before a request is sent to it (its exit may not have been noticed yet)."""
+        _import_mcp()
         try:
             with anyio.fail_after(PING_SECONDS):
                 await conn.session.send_ping()
@@ -460,6 +478,7 @@ class AiderBridge:
         self, tool_name: str, params: dict[str, Any], *, timeout: float | None = None
     ) -> TaskResult:
         """Call one tool on the server; every failure is a FAILED TaskResult with a seed reason."""
+        _import_mcp()
         settings = self._get_settings()
         deadline = timeout if timeout is not None else settings.timeouts.aider
         try:
@@ -538,6 +557,7 @@ class AiderBridge:
     def _interpret(
         self, tool_name: str, result: Any, changed: list[str], own_diff: str, *, bundled: bool
     ) -> TaskResult:
+        _import_mcp()
         texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
         raw = "\n".join(texts)
         if result.is_error:
