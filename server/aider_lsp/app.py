@@ -86,20 +86,22 @@ class Application:
 
         self.tools.register(system.READ_FILES_SPEC, read_files)
         self.tools.register(GET_CONTEXT_SPEC, partial(get_context, self.memory))
-        self.tools.register(
-            system.EXECUTE_SHELL_SPEC,
-            partial(
-                system.execute_shell_command,
+
+        async def execute_shell_command(params: dict[str, Any]) -> TaskResult:
+            return await system.execute_shell_command(
                 self.shell,
+                params,
                 default_timeout=self.settings.timeouts.shell,
                 use_shell=self.settings.test_shell,
-            ),
-        )
+            )
+
+        self.tools.register(system.EXECUTE_SHELL_SPEC, execute_shell_command)
 
     def update_settings(self, settings: Settings) -> None:
         """Settings changed in the editor: later calls use the new values."""
         self.settings = settings
         self.files.secret_patterns = DEFAULT_SECRET_PATTERNS + tuple(settings.secret_patterns)
+        self.files.max_file_bytes = settings.max_file_bytes
         self.shell.output_cap = settings.output_cap_bytes
         self.memory.update_settings(settings)
 

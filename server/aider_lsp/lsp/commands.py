@@ -132,7 +132,7 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
 async def _aider_automatic(
     app: Application, params: AiderAutomaticParams, ctx: RequestContext
 ) -> TaskResult:
-    from ..executors.aider import apply_selection, unsaved_files_context
+    from ..executors.aider import apply_selection
 
     args = params.model_dump(exclude_none=True, exclude={"selection"})
     if params.selection is not None:
@@ -143,19 +143,15 @@ async def _aider_automatic(
         except ValueError as exc:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
     ctx.report_progress("Aider is editing…", None)
-    with unsaved_files_context(ctx.unsaved_files):
-        return await app.aider_tools.automatic(args, unsaved_files=ctx.unsaved_files)
+    return await app.aider_tools.automatic(args, unsaved_files=ctx.unsaved_files)
 
 
 async def _aider_interactive(
     app: Application, params: AiderInteractiveParams, ctx: RequestContext
 ) -> TaskResult:
-    from ..executors.aider import unsaved_files_context
-
-    with unsaved_files_context(ctx.unsaved_files):
-        return await app.aider_tools.interactive(
-            params.model_dump(exclude_none=True), unsaved_files=ctx.unsaved_files
-        )
+    return await app.aider_tools.interactive(
+        params.model_dump(exclude_none=True), unsaved_files=ctx.unsaved_files
+    )
 
 
 async def _aider_list_models(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -19,14 +19,6 @@ if TYPE_CHECKING:
     from .server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
-
-_background: set[asyncio.Task[Any]] = set()
-
-
-def _keep(task: asyncio.Task[Any]) -> None:
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-
 
 async def register_file_watchers(ls: AiderLanguageServer) -> None:
     """Ask the client to report file changes made outside the editor (git, Aider, tools)."""
@@ -85,8 +77,8 @@ def start_workspace_index(ls: AiderLanguageServer) -> None:
     """Start the first index in the background; `initialized` returns at once."""
     if ls.app is None:
         return
-    _keep(asyncio.ensure_future(register_file_watchers(ls)))
-    _keep(asyncio.ensure_future(_index_with_progress(ls)))
+    ls.keep_task(asyncio.ensure_future(register_file_watchers(ls)))
+    ls.keep_task(asyncio.ensure_future(_index_with_progress(ls)))
 
 
 async def on_saved(ls: AiderLanguageServer, uri: str) -> None:

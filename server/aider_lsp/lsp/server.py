@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..app import Application, RequestContext
+from ..executors.aider import unsaved_files_context
 from ..models import ErrorReason, TaskResult, failed_result
 from ..settings import SECTION, Settings, SettingsError, load_settings
 from . import indexing
@@ -38,6 +39,12 @@ class AiderLanguageServer(LanguageServer):
         self.init_options: dict[str, Any] = {}
         self.settings: Settings = Settings()
         self.configured = asyncio.Event()  # set once workspace/configuration has been read
+        self.background_tasks: set[asyncio.Task[Any]] = set()
+
+    def keep_task(self, task: asyncio.Task[Any]) -> None:
+        """Hold a reference to a background task until it ends (asyncio keeps only weak ones)."""
+        self.background_tasks.add(task)
+        task.add_done_callback(self.background_tasks.discard)
 
     async def wait_configured(self, timeout: float = 5.0) -> None:
         """Commands wait for the client's settings, but never hang on a silent client."""
@@ -268,7 +275,10 @@ def _register_command(spec: CommandSpec) -> None:
         app = ls.app
 
         async def run(ctx: RequestContext) -> TaskResult:
-            return await spec.run(app, params, ctx)
+            # any Aider edit reached from this command (directly, via a template or the
+            # workflow) sees the editor's unsaved buffers and refuses to overwrite them
+            with unsaved_files_context(ctx.unsaved_files):
+                return await spec.run(app, params, ctx)
 
         try:
             if spec.long_running:
