@@ -491,24 +491,6 @@ async def test_get_context_tool_contract(project: Path) -> None:
         await app.aclose()
 
 
-async def test_build_data_context_puts_initial_files_first_and_never_reads_secrets(
-    project: Path,
-) -> None:
-    _write(project, ".env", "OPENAI_API_KEY=sk-do-not-leak\n")
-    memory = _memory(project)
-    context = await memory.build_data_context(
-        "http client timeouts", ["docs/guide.md", ".env", "missing.py"]
-    )
-    paths = [item.source_path for item in context.items]
-    assert paths[0] == "docs/guide.md" and "app/http_client.py" in paths
-    assert ".env" not in paths and paths.count("docs/guide.md") == 1
-    assert all("sk-do-not-leak" not in item.content for item in context.items)
-    assert context.items[1].content.startswith('"""A small HTTP client')
-    assert context.overall_summary and ".env" in context.overall_summary
-    assert "missing.py" in context.overall_summary
-    await memory.aclose()
-
-
 def test_busy_database_is_not_mistaken_for_a_corrupt_one(project: Path) -> None:
     memory = _memory(project)
     memory.index_all()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import AccessDenied, FileAccessManager
-from ..models import AssociativeMatchResult, ContextGenerationInput, DataContext, MatchItem, TaskResult
+from ..models import AssociativeMatchResult, ContextGenerationInput, MatchItem, TaskResult
 from ..settings import Settings
 from . import rank
 from .extract import extract, identifier_text
@@ -40,7 +40,6 @@ INDEX_DIR = ".aider-lsp"
 INDEX_FILE = "index.sqlite3"
 BATCH_SIZE = 64
 FIRST_QUERY_WAIT_S = 10.0
-DATA_CONTEXT_BUDGET_BYTES = 256_000
 RERANK_TEMPLATE = "internal:associative_matching"
 
 ProgressCallback = Callable[[str, int | None], None]
@@ -544,65 +543,6 @@ class MemorySystem:
         return AssociativeMatchResult(context_summary=summary, matches=reordered + tail)
 
     # -- the handler's data context ------------------------------------------------------
-    async def build_data_context(
-        self,
-        query: str | None = None,
-        initial_files: list[str] | None = None,
-        *,
-        max_items: int = 10,
-        budget_bytes: int = DATA_CONTEXT_BUDGET_BYTES,
-    ) -> DataContext:
-        """Initial files first, then the query's matches, with contents; secrets never read."""
-        items: list[MatchItem] = []
-        skipped: list[str] = []
-        used = 0
-        included: set[str] = set()
-        for raw in initial_files or []:
-            try:
-                text = await asyncio.to_thread(self.files.read_text, raw, for_model=True)
-            except (AccessDenied, OSError) as exc:
-                skipped.append(f"{raw} ({exc})")
-                continue
-            if text.path in included:
-                continue
-            included.add(text.path)
-            used += len(text.text)
-            items.append(_content_item(text.path, text.text, 1.0, "initial_files", text.truncated))
-        summary_bits = [f"{len(items)} initial file(s)"] if initial_files else []
-        if query and query.strip():
-            result = await self.get_relevant_context_for(
-                ContextGenerationInput(query=query, target_files=sorted(included), max_results=max_items)
-            )
-            added = 0
-            for match in result.matches:
-                path = match.source_path or match.id
-                if path in included:
-                    continue
-                if used >= budget_bytes:
-                    skipped.append(f"{path} (context budget of {budget_bytes} bytes reached)")
-                    continue
-                try:
-                    text = await asyncio.to_thread(self.files.read_text, path, for_model=True)
-                except (AccessDenied, OSError) as exc:
-                    skipped.append(f"{path} ({exc})")
-                    if isinstance(exc, FileNotFoundError):
-                        await self.remove_paths([path])
-                    continue
-                included.add(text.path)
-                used += len(text.text)
-                items.append(
-                    _content_item(text.path, text.text, match.relevance_score, "query", text.truncated)
-                )
-                added += 1
-            summary_bits.append(f"{added} file(s) for query {query[:80]!r}: {result.context_summary}")
-        if skipped:
-            summary_bits.append("skipped: " + "; ".join(skipped))
-        return DataContext(
-            source_query=query or None,
-            items=items,
-            overall_summary=". ".join(summary_bits) if summary_bits else "empty data context",
-        )
-
     # -- lifecycle -------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Stop the background pass (between batches) and close the database."""
@@ -646,17 +586,6 @@ def _match_item(item: rank.Scored) -> MatchItem:
                 "open": item.open,
             },
         },
-    )
-
-
-def _content_item(path: str, text: str, score: float, source: str, truncated: bool) -> MatchItem:
-    return MatchItem(
-        id=path,
-        content=text,
-        relevance_score=max(0.0, min(1.0, score)),
-        content_type="file_content",
-        source_path=path,
-        metadata={"source": source, "truncated": truncated},
     )
 
 
