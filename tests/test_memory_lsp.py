@@ -137,3 +137,24 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
     async with lsp(root) as client:
         assert await _wait_for_index(client) == "3 files indexed, 0 read"
         assert (await _top(client, "exponential backoff"))[0] == "app/http_client.py"
+
+
+async def test_rename_in_the_editor_moves_the_file_in_the_index(lsp, tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    async with lsp(root) as client:
+        await _wait_for_index(client)
+        capabilities = client.initialize_result.capabilities
+        assert capabilities.workspace.file_operations.did_rename is not None
+        old, new = root / "app" / "retry.py", root / "app" / "backoff.py"
+        old.rename(new)
+        client.workspace_did_rename_files(
+            types.RenameFilesParams(
+                files=[types.FileRename(old_uri=old.as_uri(), new_uri=new.as_uri())]
+            )
+        )
+        for _ in range(100):
+            if (await _top(client, "exponential backoff"))[:1] == ["app/backoff.py"]:
+                break
+            await asyncio.sleep(0.05)
+        paths = await _top(client, "exponential backoff")
+        assert paths[0] == "app/backoff.py" and "app/retry.py" not in paths

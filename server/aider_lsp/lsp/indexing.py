@@ -103,3 +103,17 @@ async def on_watched_files(ls: AiderLanguageServer, changes: list[types.FileEven
         await ls.app.memory.remove_paths(deleted)
     if updated:
         await ls.app.memory.update_paths(updated)
+
+
+async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) -> None:
+    """workspace/didRenameFiles (renames made in the editor): old names leave, new ones come."""
+    if ls.app is None:
+        return
+    pairs = [
+        (old, new)
+        for old_uri, new_uri in uri_pairs
+        if (old := ls.workspace_relative(old_uri)) is not None
+        and (new := ls.workspace_relative(new_uri)) is not None
+    ]
+    if pairs:
+        await ls.app.memory.rename_paths(pairs)

@@ -167,6 +167,16 @@ async def on_watched_files(
     await indexing.on_watched_files(ls, params.changes)
 
 
+@server.feature(
+    types.WORKSPACE_DID_RENAME_FILES,
+    types.FileOperationRegistrationOptions(
+        filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+    ),
+)
+async def on_did_rename_files(ls: AiderLanguageServer, params: types.RenameFilesParams) -> None:
+    await indexing.on_renamed(ls, [(item.old_uri, item.new_uri) for item in params.files])
+
+
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def on_configuration_changed(
     ls: AiderLanguageServer, params: types.DidChangeConfigurationParams
