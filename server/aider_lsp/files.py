@@ -39,8 +39,31 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "service-account*.json",
     ".htpasswd",
 )
-SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws")
+# .git: its config may hold credentials (remote URLs with tokens), and its hooks run code.
+SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".git")
 BINARY_SNIFF_BYTES = 8192
+
+
+def _path_pattern_matches(rel: str, pattern: str) -> bool:
+    """gitignore-like match of one user secret pattern against a workspace-relative path:
+    the path itself or any folder above it; `**/` and a pattern without a slash match at
+    any depth. Case-insensitive (refusing too much is the safe side)."""
+    pat = pattern.strip().replace("\\", "/").lower()
+    if not pat or pat.startswith("#"):
+        return False
+    pat = pat.rstrip("/")
+    anchored = pat.startswith("/") or "/" in pat
+    pat = pat.lstrip("/")
+    while pat.startswith("**/"):
+        pat, anchored = pat[3:], False
+    if not pat:
+        return False
+    components = rel.lower().split("/")
+    prefixes = ["/".join(components[: i + 1]) for i in range(len(components))]
+    if anchored:
+        return any(fnmatch.fnmatch(prefix, pat) for prefix in prefixes)
+    suffixes = ["/".join(components[i:j]) for i in range(len(components)) for j in range(i + 1, len(components) + 1)]
+    return any(fnmatch.fnmatch(part, pat) for part in suffixes)
 
 
 class AccessDenied(ValueError):
@@ -118,16 +141,35 @@ class FileAccessManager:
         return self.resolve(path).relative_to(self.root).as_posix()
 
     def is_secret(self, path: str | os.PathLike[str]) -> bool:
-        """True for files whose content must never reach a model (keys, .env, credentials)."""
+        """True for files whose content must never reach a model (keys, .env, credentials).
+
+        Built-in patterns match file names. A `secretPatterns` entry is read like a gitignore
+        line: with a slash (`config/prod.yaml`, `/deploy/*.yml`, `private/`) it matches the
+        workspace-relative path or a folder above the file; without one, any path component.
+        """
         real = Path(os.path.realpath(self.root / path)) if not os.path.isabs(path) else Path(path)
         parts = [Path(os.fspath(path)).name, real.name]
         if any(part in SECRET_DIRECTORIES for part in Path(os.fspath(path)).parts + real.parts):
             return True
-        return any(
+        if any(
             fnmatch.fnmatch(name.lower(), pattern.lower())
             for name in parts
             for pattern in self.secret_patterns
-        )
+        ):
+            return True
+        user_patterns = self.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
+        if not user_patterns:
+            return False
+        rels = {rel for rel in (self._workspace_relative(Path(os.fspath(path))), self._workspace_relative(real)) if rel}
+        return any(_path_pattern_matches(rel, pattern) for rel in rels for pattern in user_patterns)
+
+    def _workspace_relative(self, path: Path) -> str | None:
+        """POSIX path relative to the root (lexically, then resolved), or None when outside."""
+        candidate = path if path.is_absolute() else self.root / path
+        for form in (Path(os.path.normpath(candidate)), Path(os.path.realpath(candidate))):
+            if form != self.root and self.root in form.parents:
+                return form.relative_to(self.root).as_posix()
+        return None
 
     def check_model_safe(self, path: str | os.PathLike[str]) -> Path:
         """Resolve and refuse secrets: use for anything whose content may reach a model."""
