@@ -23,6 +23,9 @@ os.environ.setdefault("AIDER_ANALYTICS", "false")
 
 MAX_REPLY_CHARS = 20_000
 MAX_SESSIONS = 16
+# Never written by an edit, whatever the LLM names: version-control internals (hooks run code)
+# and aider-lsp's own state (checkpoints, index).
+PROTECTED_DIRS = frozenset({".git", ".hg", ".svn", ".aider-lsp"})
 
 
 class EngineError(Exception):
@@ -133,6 +136,18 @@ class AiderEngine:
             self._models[name] = Model(name)
         return self._models[name]
 
+    def refusal(self, path: str | os.PathLike[str]) -> str | None:
+        """Why an edit may not write `path` (outside the working directory, after symlinks;
+        inside .git or aider-lsp's state), or None."""
+        full = Path(os.path.realpath(self.root / path))
+        if full == self.root or self.root not in full.parents:
+            return "outside the working directory"
+        parts = full.relative_to(self.root).parts
+        protected = next((part for part in parts if part in PROTECTED_DIRS), None)
+        if protected:
+            return f"inside {protected}/ (protected)"
+        return None
+
     def _rel_paths(self, paths: list[str] | None, field_name: str) -> list[str]:
         clean: list[str] = []
         for path in paths or []:
@@ -141,6 +156,9 @@ class AiderEngine:
             full = (self.root / path).resolve()
             if full != self.root and self.root not in full.parents:
                 raise EngineError(f"{path!r} is outside the working directory")
+            problem = self.refusal(path)
+            if problem and field_name == "relative_editable_files":
+                raise EngineError(f"{path!r} may not be edited: {problem}")
             clean.append(os.path.relpath(full, self.root))
         return clean
 
@@ -182,8 +200,16 @@ class AiderEngine:
     def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
         """Run one message; the snapshot was taken before the Coder touched any file."""
         original = coder.allowed_to_edit
+        refused: dict[str, str] = {}
 
         def allowed_to_edit(path: str) -> Any:
+            # an LLM reply may name any path: nothing outside the working directory (../x,
+            # /abs, through a symlinked folder) or inside .git / .aider-lsp is ever written
+            problem = self.refusal(coder.abs_root_path(path))
+            if problem:
+                refused[str(path)] = problem
+                coder.io.tool_error(f"Refused to write {path}: {problem}")
+                return None
             snapshot.remember(coder.abs_root_path(path))
             return original(path)
 
@@ -208,6 +234,8 @@ class AiderEngine:
             result["errors"] = coder.io.errors[-10:]
         if coder.io.declined:
             result["declined_files"] = sorted(set(coder.io.declined))
+        if refused:
+            result["refused_files"] = [{"path": path, "reason": why} for path, why in sorted(refused.items())]
         if not outcome.success:
             result["message"] = (
                 "Aider made no change to the editable files"

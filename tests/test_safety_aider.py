@@ -1,0 +1,136 @@
+"""Adversarial, with REAL Aider through the bundled MCP server: secrets and confinement.
+
+The scripted LLM plays a hostile or confused model: it names files outside the workspace
+(../, absolute, through a symlinked folder), git hooks and aider-lsp's own state, and mentions
+the secret files so Aider would offer to add them to the chat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import ScriptedLLMServer, aider_whole, any_request
+
+from aider_lsp import aider_env
+from aider_lsp.app import Application
+from aider_lsp.models import TaskStatus
+from aider_lsp.settings import load_settings
+
+pytestmark = pytest.mark.skipif(
+    not aider_env.is_ready(),
+    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
+)
+
+SECRET = "ENVSECRET111"
+EDITED = "def add(a, b):\n    return b + a\n"
+
+
+def make_app(root: Path, base_url: str) -> Application:
+    settings = load_settings(
+        {
+            "baseUrl": base_url,
+            "aiderModel": "openai/scripted-coder",
+            "aiderServer": {"args": ["--edit-format", "whole"]},
+            "timeouts": {"aider": 90},
+        },
+        environ={},
+    )
+    return Application(root, settings)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / ".env").write_text(f"OPENAI_API_KEY={SECRET}\n")
+    (root / "README.md").write_text("# demo\n")
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", root / "linkdir")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+@pytest.fixture
+async def app(tree: Path, llm_server: ScriptedLLMServer) -> AsyncIterator[Application]:
+    application = make_app(tree, llm_server.base_url)
+    try:
+        yield application
+    finally:
+        await application.aclose()
+
+
+async def test_secret_readonly_files_are_refused_before_aider_runs(
+    app: Application, llm_server: ScriptedLLMServer
+) -> None:
+    for readonly in ([".env"], '[".env"]', ["pkg/../.env"], ["../ws/.env"]):
+        result = await app.handle_task_command(
+            "aider:automatic", {"prompt": "edit", "file_context": ["pkg/calc.py"], "readonly_files": readonly}
+        )
+        assert result.status is TaskStatus.FAILED, readonly
+        assert result.notes["error"]["reason"] == "access_denied", result.content
+    assert llm_server.chat_requests() == []
+    assert app.aider.server_pid is None
+    assert app.checkpoints.latest() is None  # nothing to undo for a refused edit
+
+
+async def test_an_llm_reply_cannot_write_outside_the_workspace_or_into_git(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    outside = tree.parent
+    absolute = outside / "abs_escape.py"
+    llm_server.add_rule(
+        any_request,
+        aider_whole(
+            {
+                "pkg/calc.py": EDITED,
+                "../escape.py": "ESC = 1\n",
+                str(absolute): "ABS = 1\n",
+                "linkdir/evil.py": "EVIL = 1\n",
+                ".git/hooks/pre-commit": "#!/bin/sh\necho pwned\n",
+                ".aider-lsp/checkpoints/x.py": "X = 1\n",
+            },
+            preface="I also need .env and README.md for this.",
+        ),
+    )
+    result = await app.handle_task_command("aider:automatic", {"prompt": "swap", "file_context": ["pkg/calc.py"]})
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (tree / "pkg" / "calc.py").read_text() == EDITED
+    for path in (
+        outside / "escape.py",
+        absolute,
+        outside / "outside" / "evil.py",
+        tree / ".git" / "hooks" / "pre-commit",
+        tree / ".aider-lsp" / "checkpoints" / "x.py",
+    ):
+        assert not path.exists(), path
+    refused = {item["path"] for item in result.notes["refused_files"]}
+    assert refused == {
+        "../escape.py",
+        str(absolute),
+        "linkdir/evil.py",
+        ".git/hooks/pre-commit",
+        ".aider-lsp/checkpoints/x.py",
+    }
+    assert result.notes["files_outside_editable"] == []
+    # the mentioned secret was never added to the chat
+    assert SECRET not in json.dumps(llm_server.requests)
+
+
+async def test_git_internals_are_never_editable(app: Application, llm_server: ScriptedLLMServer) -> None:
+    through_tool = await app.handle_task_command(
+        "aider:automatic", {"prompt": "add a hook", "file_context": [".git/hooks/pre-commit"]}
+    )
+    assert through_tool.status is TaskStatus.FAILED
+    direct = await app.aider.call_aider_tool(
+        "aider_ai_code",
+        {"ai_coding_prompt": "add a hook", "relative_editable_files": [".git/hooks/pre-commit"]},
+    )
+    assert direct.status is TaskStatus.FAILED and "protected" in direct.content
+    assert llm_server.chat_requests() == []
