@@ -125,6 +125,33 @@ class AiderExecutors:
             )
         return clean, None
 
+    def _resolve_readonly(self, params: dict[str, Any]) -> tuple[list[str], TaskResult | None]:
+        """Read-only files reach the model too: same confinement and secret refusal."""
+        raw = params.get("readonly_files")
+        if raw is None or raw == "" or raw == []:
+            return [], None
+        try:
+            wanted = parse_path_list(raw, "readonly_files")
+        except ValueError as exc:
+            return [], failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        clean: list[str] = []
+        refused: list[str] = []
+        for path in wanted:
+            try:
+                rel = self.files.relative(self.files.check_model_safe(path))
+            except AccessDenied as exc:
+                refused.append(str(exc))
+                continue
+            if rel not in clean:
+                clean.append(rel)
+        if refused:
+            return [], failed_result(
+                ErrorReason.ACCESS_DENIED,
+                "refused to give Aider these files: " + "; ".join(refused),
+                notes={"refused": refused},
+            )
+        return clean, None
+
     def _unsaved_conflicts(self, paths: list[str], unsaved: Collection[str] | None) -> TaskResult | None:
         unsaved = UNSAVED_FILES.get() if unsaved is None else unsaved
         dirty: set[str] = set()
@@ -178,11 +205,13 @@ class AiderExecutors:
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
+        readonly, problem = self._resolve_readonly(params)
+        if problem:
+            return problem
         checkpoint, owned = self._checkpoint(paths, prompt)
         call: dict[str, Any] = {"ai_coding_prompt": prompt, "relative_editable_files": paths}
-        readonly = params.get("readonly_files")
         if readonly:
-            call["relative_readonly_files"] = [self.files.relative(p) for p in parse_path_list(readonly, "readonly_files")]
+            call["relative_readonly_files"] = readonly
         result = await self.bridge.call_aider_tool("aider_ai_code", call)
         self._settle_checkpoint(checkpoint, result, owned)
         result.notes.setdefault("files", paths)
