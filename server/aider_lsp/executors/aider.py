@@ -83,6 +83,9 @@ class AiderExecutors:
         self.bridge = bridge
         self.files = files
         self.checkpoints = checkpoints
+        # files each Aider chat session holds: a later turn may edit any of them, so each turn
+        # checks them for unsaved buffers and checkpoints them, not only the turn's own files
+        self._session_files: dict[str, list[str]] = {}
 
     # -- shared checks -----------------------------------------------------------------------
     async def _resolve_files(self, params: dict[str, Any], prompt: str) -> tuple[list[str], TaskResult | None]:
@@ -225,6 +228,7 @@ class AiderExecutors:
         if params.get("end_session"):
             if not session_id:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "end_session needs a session_id")
+            self._session_files.pop(session_id, None)
             return await self.bridge.call_aider_tool("aider_chat_end", {"session_id": session_id})
         message = params.get("query") or params.get("prompt")
         if not isinstance(message, str) or not message.strip():
@@ -232,6 +236,9 @@ class AiderExecutors:
         paths, problem = await self._resolve_files(params, message)
         if problem:
             return problem
+        if session_id:
+            earlier = self._session_files.get(session_id, [])
+            paths = [*earlier, *(path for path in paths if path not in earlier)]
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
@@ -248,6 +255,12 @@ class AiderExecutors:
             result.notes["session_id"] = None
             result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
         self._settle_checkpoint(checkpoint, result, owned)
+        kept = result.notes.get("session_id")
+        if isinstance(kept, str) and kept:
+            held = self._session_files.setdefault(kept, [])
+            for path in [*paths, *(result.notes.get("created_files") or [])]:
+                if isinstance(path, str) and path not in held:
+                    held.append(path)
         result.notes.setdefault("files", paths)
         return result
 
