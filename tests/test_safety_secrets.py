@@ -127,3 +127,59 @@ async def test_secrets_stay_out_through_the_language_server(tmp_path: Path, lsp:
     assert primed["status"] == "COMPLETE", primed
     assert leaked([read, primed, context]) == []
     assert leaked(llm_server.requests) == []
+
+
+async def test_provider_keys_printed_by_tests_or_in_files_never_reach_the_model(
+    tmp_path: Path, llm_server: ScriptedLLMServer, monkeypatch: Any, caplog: Any
+) -> None:
+    import logging
+    import sys
+
+    key, settings_key = "sk-ant-PROVIDERKEY123456", "sk-SETTINGSKEY987654"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "show_env.py").write_text("import os\nprint(dict(os.environ))\nraise SystemExit(1)\n")
+    (root / "conf.py").write_text(f"FALLBACK_KEY = {key!r}\nOTHER = {settings_key!r}\n")  # hardcoded by the user
+    settings = Settings(
+        model="openai:scripted",
+        base_url=llm_server.base_url,
+        api_key=settings_key,
+        test_command=f"{sys.executable} show_env.py",
+        debug=True,
+    )
+    app = Application(root, settings)
+    app.handler.llm.request_retries = 1
+    try:
+        tests = await app.run_tests()
+        output = tests.notes.get("stdout") or tests.content
+        assert key in output  # the user's test really printed it
+        llm_server.add_rule(not_(has_tool_result()), tool_call("system_read_files", {"file_paths": ["conf.py"]}))
+        llm_server.add_rule(any_request, tool_call("final_result", {"verdict": "FAILURE", "message": "env dump"}))
+        with caplog.at_level(logging.DEBUG):
+            analysis = await app.handle_task_command(
+                "user:evaluate-and-retry-analysis",
+                {
+                    "original_goal": "g",
+                    "initial_task_context": "",
+                    "aider_instructions": "i",
+                    "aider_status": "COMPLETE",
+                    "aider_diff": "",
+                    "test_command": settings.test_command,
+                    "test_stdout": output,
+                    "test_stderr": tests.notes.get("stderr", ""),
+                    "test_exit_code": "1",
+                    "previous_files": "show_env.py",
+                    "iteration": "1",
+                    "max_retries": "3",
+                },
+            )
+        assert analysis.status is TaskStatus.COMPLETE, analysis.content
+    finally:
+        await app.aclose()
+    sent = json.dumps(llm_server.requests)
+    assert "show_env.py" in sent and "FALLBACK_KEY" in sent  # the output and the file were sent
+    assert key not in sent and settings_key not in sent
+    assert "[REDACTED:ANTHROPIC_API_KEY]" in sent
+    logged = "\n".join(record.getMessage() for record in caplog.records if record.levelno >= logging.INFO)
+    assert key not in logged and settings_key not in logged

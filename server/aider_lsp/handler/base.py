@@ -25,6 +25,7 @@ from ..models import (
     complete_result,
     failed_result,
 )
+from ..redact import redact, secret_values
 from ..settings import Settings
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
@@ -278,11 +279,22 @@ class BaseHandler:
             if system_prompt_override is not None
             else self._build_system_prompt(template_instructions)
         )
+        # credential values (provider keys in the environment, e.g. printed by a test) never
+        # reach the model: not in the prompt, the system prompt or a tool's answer
+        secrets = secret_values(extra=[self.settings.api_key])
+
+        async def run_tool(name: str, params: dict[str, Any]) -> TaskResult:
+            result = await self._run_model_tool(name, params)
+            notes = dict(result.notes)
+            if isinstance(notes.get("error"), dict):
+                notes["error"] = {**notes["error"], "message": redact(str(notes["error"].get("message", "")), secrets)}
+            return result.model_copy(update={"content": redact(result.content, secrets), "notes": notes})
+
         return await self.llm.execute_call(
-            prompt,
-            system_prompt=system_prompt,
+            redact(prompt, secrets),
+            system_prompt=redact(system_prompt, secrets),
             tools=tools,
-            run_tool=self._run_model_tool,
+            run_tool=run_tool,
             output_type=output_type_override,
             model_override=model_override,
             history_config=history_config,
