@@ -237,5 +237,6 @@ async def test_cancelled_edit_leaves_files_untouched_and_no_aider_process(
         assert _aider_servers_for(tree) == [], "the Aider server survived the cancel"
         await asyncio.sleep(3.5)  # past the slow reply: nothing lands late
         assert a.read_text() == A0
-        after = await execute(client, "aider-lsp.tools.list", {})
-        assert after["status"] == "COMPLETE"
+        # nothing changed, so nothing to undo (no empty checkpoint hiding the previous edit)
+        undo = await execute(client, "aider-lsp.workflow.undo", {})
+        assert undo["content"] == "Nothing to undo.", undo

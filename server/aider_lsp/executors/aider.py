@@ -9,6 +9,7 @@ variable that the LSP layer sets around any command that may reach these tools.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Collection, Iterator
 from contextvars import ContextVar
@@ -196,6 +197,18 @@ class AiderExecutors:
         else:
             self.checkpoints.discard(checkpoint)
 
+    async def _call(self, checkpoint: Checkpoint, owned: bool, tool: str, call: dict[str, Any]) -> TaskResult:
+        """The bridge call; when cancelled (the bridge stops the server), a checkpoint of files
+        that did not change is dropped so the next undo reaches the previous edit."""
+        try:
+            return await self.bridge.call_aider_tool(tool, call)
+        except asyncio.CancelledError:
+            if owned:
+                with contextlib.suppress(OSError, AccessDenied):
+                    if self.checkpoints.unchanged(checkpoint):
+                        self.checkpoints.discard(checkpoint)
+            raise
+
     # -- tools -------------------------------------------------------------------------------
     async def automatic(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
         """One Aider edit: {prompt, file_context?}."""
@@ -215,7 +228,7 @@ class AiderExecutors:
         call: dict[str, Any] = {"ai_coding_prompt": prompt, "relative_editable_files": paths}
         if readonly:
             call["relative_readonly_files"] = readonly
-        result = await self.bridge.call_aider_tool("aider_ai_code", call)
+        result = await self._call(checkpoint, owned, "aider_ai_code", call)
         self._settle_checkpoint(checkpoint, result, owned)
         result.notes.setdefault("files", paths)
         return result
@@ -246,7 +259,7 @@ class AiderExecutors:
         call: dict[str, Any] = {"message": message, "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
-        result = await self.bridge.call_aider_tool("aider_chat", call)
+        result = await self._call(checkpoint, owned, "aider_chat", call)
         if not result.ok and _unknown_tool(result.content, "aider_chat"):
             # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
             result = await self.bridge.call_aider_tool(

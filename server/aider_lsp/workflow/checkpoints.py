@@ -116,6 +116,18 @@ class CheckpointStore:
             checkpoint.files[rel] = blob
         self._save(checkpoint)
 
+    def unchanged(self, checkpoint: Checkpoint) -> bool:
+        """True when every recorded file is still as recorded (undo would do nothing)."""
+        directory = self._dir(checkpoint.id)
+        for rel, blob in checkpoint.files.items():
+            real = self.files.resolve(rel)
+            if blob is None:
+                if real.exists():
+                    return False
+            elif not real.is_file() or real.read_bytes() != (directory / blob).read_bytes():
+                return False
+        return True
+
     def discard(self, checkpoint: Checkpoint) -> None:
         """Forget a checkpoint (the edit changed nothing)."""
         shutil.rmtree(self._dir(checkpoint.id), ignore_errors=True)
