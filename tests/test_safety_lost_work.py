@@ -240,3 +240,23 @@ async def test_cancelled_edit_leaves_files_untouched_and_no_aider_process(
         # nothing changed, so nothing to undo (no empty checkpoint hiding the previous edit)
         undo = await execute(client, "aider-lsp.workflow.undo", {})
         assert undo["content"] == "Nothing to undo.", undo
+
+
+async def test_undo_never_discards_changes_saved_after_the_edit(
+    lsp: Any, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    a = tree / "pkg" / "a.py"
+    later_work = A1 + "# an hour of my own work, saved\n"
+    llm_server.add_rule(any_request, aider_whole({"pkg/a.py": A1}))
+    async with lsp(tree, init_options=options(llm_server)) as client:
+        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
+        assert edited["status"] == "COMPLETE" and a.read_text() == A1, edited
+        a.write_text(later_work)  # the user kept working and saved
+        client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=a.as_uri())))
+        undo = await execute(client, "aider-lsp.workflow.undo", {})
+        assert undo["status"] == "FAILED" and "changed since the edit" in undo["content"], undo
+        assert a.read_text() == later_work
+        forced = await execute(client, "aider-lsp.workflow.undo", {"force": True})
+        assert forced["status"] == "COMPLETE", forced
+        assert a.read_text() == A0
+        assert (await execute(client, "aider-lsp.workflow.undo", {}))["content"] == "Nothing to undo."

@@ -194,6 +194,8 @@ class AiderExecutors:
             result.notes["not_covered_by_undo"] = uncovered
         if changed or created or not owned:
             result.notes["checkpoint_id"] = checkpoint.id
+            with contextlib.suppress(OSError, AccessDenied):
+                self.checkpoints.record_after(checkpoint)
         else:
             self.checkpoints.discard(checkpoint)
 
@@ -281,10 +283,12 @@ class AiderExecutors:
         """Models the Aider server knows (optionally filtered)."""
         return await self.bridge.call_aider_tool("list_models", {"substring": substring} if substring else {})
 
-    def undo(self, *, unsaved_files: Collection[str] | None = None) -> TaskResult:
-        """Restore the files of the latest checkpoint (the last Aider edit or workflow run)."""
+    def undo(self, *, unsaved_files: Collection[str] | None = None, force: bool = False) -> TaskResult:
+        """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
+
+        Files changed since the edit are left alone unless `force` (they hold later work)."""
         unsaved = UNSAVED_FILES.get() if unsaved_files is None else unsaved_files
-        report = self.checkpoints.restore(skip=unsaved)
+        report = self.checkpoints.restore(skip=unsaved, force=force)
         if report["checkpoint"] is None:
             return complete_result("Nothing to undo.", notes=report)
         touched = report["restored"] + report["deleted"]
@@ -295,8 +299,9 @@ class AiderExecutors:
             skipped = ", ".join(item["path"] for item in report["skipped"])
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
-                message + f". Not restored (unsaved in the editor or unwritable): {skipped};"
-                " save or revert them and undo again",
+                message + f". Not restored (unsaved in the editor, changed since the edit, or"
+                f" unwritable): {skipped}; save or revert them and undo again (or undo with"
+                " force to discard the later changes)",
                 notes=report,
             )
         return complete_result(message, notes=report)

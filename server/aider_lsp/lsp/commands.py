@@ -46,6 +46,12 @@ class PrimeContextParams(CommandParams):
     initial_files: list[str] | None = None
 
 
+class UndoParams(CommandParams):
+    force: bool = Field(
+        default=False, description="Also restore files changed since the edit (discards those changes)."
+    )
+
+
 class SelectionParam(BaseModel):
     uri: str
     range: dict[str, Any] | None = None
@@ -160,8 +166,8 @@ async def _aider_list_models(
     return await app.aider_tools.list_models(params.substring or "")
 
 
-async def _workflow_undo(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
-    return app.aider_tools.undo(unsaved_files=ctx.unsaved_files)
+async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
+    return app.aider_tools.undo(unsaved_files=ctx.unsaved_files, force=params.force)
 
 
 COMMANDS: list[CommandSpec] = [
@@ -194,7 +200,7 @@ COMMANDS: list[CommandSpec] = [
         long_running=True,
     ),
     CommandSpec("aider-lsp.aider.listModels", ListModelsParams, _aider_list_models, "List Aider models"),
-    CommandSpec("aider-lsp.workflow.undo", NoParams, _workflow_undo, "Undo the last edit"),
+    CommandSpec("aider-lsp.workflow.undo", UndoParams, _workflow_undo, "Undo the last edit"),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
     ),

@@ -9,6 +9,7 @@ Works without git and never touches the user's index or history.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -32,6 +33,9 @@ class Checkpoint:
     label: str
     created: float
     files: dict[str, str | None] = field(default_factory=dict)  # rel path → blob name | None
+    # rel path → sha256 of the file right after the edit (None: absent). A file that differs
+    # from it at undo time was changed by the user since: undo leaves it alone unless forced.
+    after: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def paths(self) -> list[str]:
@@ -62,6 +66,7 @@ class CheckpointStore:
             "label": checkpoint.label,
             "created": checkpoint.created,
             "files": checkpoint.files,
+            "after": checkpoint.after,
         }
         path = self._dir(checkpoint.id) / "manifest.json"
         tmp = path.with_suffix(".tmp")
@@ -71,7 +76,13 @@ class CheckpointStore:
     def _load(self, directory: Path) -> Checkpoint | None:
         try:
             data = json.loads((directory / "manifest.json").read_text())
-            return Checkpoint(data["id"], data.get("label", ""), float(data["created"]), dict(data["files"]))
+            return Checkpoint(
+                data["id"],
+                data.get("label", ""),
+                float(data["created"]),
+                dict(data["files"]),
+                dict(data.get("after") or {}),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -116,6 +127,13 @@ class CheckpointStore:
             checkpoint.files[rel] = blob
         self._save(checkpoint)
 
+    def record_after(self, checkpoint: Checkpoint) -> None:
+        """Fingerprint the checkpoint's files as the edit left them (call after each edit)."""
+        for rel in checkpoint.files:
+            with contextlib.suppress(OSError, AccessDenied):
+                checkpoint.after[rel] = _fingerprint(self.files.resolve(rel))
+        self._save(checkpoint)
+
     def unchanged(self, checkpoint: Checkpoint) -> bool:
         """True when every recorded file is still as recorded (undo would do nothing)."""
         directory = self._dir(checkpoint.id)
@@ -139,12 +157,13 @@ class CheckpointStore:
 
     # -- undo --------------------------------------------------------------------------------
     def restore(
-        self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = ()
+        self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = (), force: bool = False
     ) -> dict[str, Any]:
         """Put the files back as recorded (latest checkpoint by default) and drop the checkpoint.
 
-        Files in `skip` (open with unsaved changes) are left alone and reported; the checkpoint
-        is kept when anything was skipped so the undo can be repeated after saving.
+        Files in `skip` (open with unsaved changes) are left alone and reported, and so are
+        files changed since the edit (the user's later work) unless `force`; the checkpoint
+        is kept when anything was skipped so the undo can be repeated.
         """
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
@@ -165,6 +184,14 @@ class CheckpointStore:
                 continue
             try:
                 real = self.files.resolve(rel)
+                if not force and rel in checkpoint.after:
+                    now = _fingerprint(real)
+                    original = None if blob is None else _fingerprint(directory / blob)
+                    if now not in (checkpoint.after[rel], original):
+                        skipped.append(
+                            {"path": rel, "reason": "changed since the edit (undo would discard those changes)"}
+                        )
+                        continue
                 if blob is None:
                     if real.is_file():
                         real.unlink()
@@ -188,6 +215,13 @@ class CheckpointStore:
             "deleted": deleted,
             "skipped": skipped,
         }
+
+
+def _fingerprint(path: Path) -> str | None:
+    """sha256 of a file's bytes, None when it is not a file."""
+    if not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 ACTIVE_CHECKPOINT: ContextVar[Checkpoint | None] = ContextVar("aider_lsp_active_checkpoint", default=None)
