@@ -194,6 +194,10 @@ class AiderEngine:
         )
         if coder.repo is None:
             coder.root = str(self.root)  # paths relative to the workspace, not the files' common dir
+        # a prompt is data, never an Aider chat command: "/run …" or "!…" would run a shell
+        # command, "/add" / "/read-only" would put any file (secrets, outside the workspace) in
+        # the chat, "/web" would fetch a URL; prompts may come from a model (plans, analyses)
+        coder.commands.is_command = lambda inp: False
         return coder
 
     # -- edits -----------------------------------------------------------------------------
