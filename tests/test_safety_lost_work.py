@@ -260,3 +260,28 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
         assert forced["status"] == "COMPLETE", forced
         assert a.read_text() == A0
         assert (await execute(client, "aider-lsp.workflow.undo", {}))["content"] == "Nothing to undo."
+
+
+def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
+    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.files import FileAccessManager
+    from aider_lsp.models import complete_result
+    from aider_lsp.workflow.checkpoints import CheckpointStore
+
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    files = FileAccessManager(root)
+    store = CheckpointStore(files)
+    executors = AiderExecutors(bridge=None, files=files, checkpoints=store)  # type: ignore[arg-type]
+    checkpoint = store.create(["pkg/a.py"], label="edit")
+    (root / "pkg" / "a.py").write_text(A1)
+    (root / "pkg" / "new.py").write_text("N = 1\n")
+    created = ["../escape.py", "pkg/new.py"]  # what a server without confinement may report
+    result = complete_result(
+        "diff",
+        notes={"changed_files": ["pkg/a.py"], "files_outside_editable": created, "created_files": created},
+    )
+    executors._settle_checkpoint(checkpoint, result)
+    assert result.notes["not_covered_by_undo"] == ["../escape.py"]
+    assert executors.undo(unsaved_files=[]).ok
+    assert not (root / "pkg" / "new.py").exists() and not (root / "pkg" / "a.py").exists()

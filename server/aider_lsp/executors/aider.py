@@ -185,10 +185,15 @@ class AiderExecutors:
         """Keep the checkpoint only when files changed; include files Aider created outside."""
         changed = result.notes.get("changed_files") or []
         outside = result.notes.get("files_outside_editable") or []
-        created = [p for p in outside if p in (result.notes.get("created_files") or [])]
-        if created:
-            with contextlib.suppress(OSError, AccessDenied):
-                self.checkpoints.add(checkpoint, created, absent=True)
+        created: list[str] = []
+        for path in outside:
+            if path not in (result.notes.get("created_files") or []):
+                continue
+            try:  # one by one: a path outside the workspace must not drop the others
+                self.checkpoints.add(checkpoint, [path], absent=True)
+                created.append(path)
+            except (OSError, AccessDenied):
+                continue
         uncovered = [p for p in outside if p not in created]
         if uncovered:
             result.notes["not_covered_by_undo"] = uncovered
