@@ -166,3 +166,24 @@ async def test_prompts_are_never_aider_chat_commands(
     sent = json.dumps(llm_server.requests)
     assert "OUTSIDE-KEY-777" not in sent and SECRET not in sent
     assert "/run echo pwned" in sent  # the prompt reached the model as plain text
+
+
+async def test_a_tracked_secret_mentioned_by_prompt_or_reply_never_joins_the_chat(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    (tree / "config.yaml").write_text("db: prod\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-f", ".env", "config.yaml", "pkg/calc.py", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tracked secrets happen"], check=True)
+    llm_server.add_rule(
+        any_request,
+        aider_whole({"pkg/calc.py": EDITED}, preface="To do this I need .env and config.yaml; please add them."),
+    )
+    result = await app.handle_task_command(
+        "aider:automatic",
+        {"prompt": "read the key from .env and the db from config.yaml", "file_context": ["pkg/calc.py"]},
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert SECRET not in json.dumps(llm_server.requests)
+    assert "db: prod" not in json.dumps(llm_server.requests)
+    assert len(llm_server.chat_requests()) == 1  # no second round with the files added
