@@ -187,3 +187,39 @@ async def test_a_tracked_secret_mentioned_by_prompt_or_reply_never_joins_the_cha
     assert SECRET not in json.dumps(llm_server.requests)
     assert "db: prod" not in json.dumps(llm_server.requests)
     assert len(llm_server.chat_requests()) == 1  # no second round with the files added
+
+
+async def test_the_repo_map_never_shows_secret_files(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "config").mkdir()
+    (root / "pkg" / "a.py").write_text("from pkg.secrets import login\nA = 1\n")
+    (root / "pkg" / "secrets.py").write_text('def login(user, password="PW-SECRET-4242"):\n    return user\n')
+    (root / "config" / "prod.py").write_text('def connect(token="TOKEN-SECRET-5353"):\n    return token\n')
+    (root / "pkg" / "util.py").write_text("def helper_visible_in_map(x):\n    return x\n")
+    (root / ".env").write_text(f"K={SECRET}\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A", "-f"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    settings = load_settings(
+        {
+            "baseUrl": llm_server.base_url,
+            "aiderModel": "openai/scripted-coder",
+            "secretPatterns": ["config/prod.py"],
+            "aiderServer": {"args": ["--edit-format", "whole", "--map-tokens", "2048"]},
+            "timeouts": {"aider": 90},
+        },
+        environ={},
+    )
+    app = Application(root, settings)
+    llm_server.add_rule(any_request, aider_whole({"pkg/a.py": "from pkg.secrets import login\nA = 2\n"}))
+    try:
+        result = await app.handle_task_command("aider:automatic", {"prompt": "bump A", "file_context": ["pkg/a.py"]})
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.COMPLETE, result.content
+    sent = json.dumps(llm_server.requests)
+    assert "helper_visible_in_map" in sent  # the repo map was sent
+    for value in ("PW-SECRET-4242", "TOKEN-SECRET-5353", SECRET):
+        assert value not in sent, value

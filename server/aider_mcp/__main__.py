@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from .engine import AiderEngine, EngineConfig
+    from .engine import AiderEngine, EngineConfig, secret_patterns_from_env
     from .server import build_server
 
     engine = AiderEngine(
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             map_tokens=args.map_tokens,
             retry_timeout=args.retry_timeout,
             allow_outside_edits=args.allow_outside_edits,
+            secret_patterns=secret_patterns_from_env(),
         )
     )
     if not args.no_warm_up:

@@ -8,6 +8,8 @@ model-info cache is filled from it, so no price list is ever downloaded.
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import os
 import threading
 import uuid
@@ -28,6 +30,38 @@ MAX_SESSIONS = 16
 PROTECTED_DIRS = frozenset({".git", ".hg", ".svn", ".aider-lsp"})
 
 
+def secret_patterns_from_env(environ: Any = None) -> list[str]:
+    """`AIDER_MCP_SECRET_PATTERNS` (a JSON list, set by aider-lsp's bridge) → patterns."""
+    raw = (os.environ if environ is None else environ).get("AIDER_MCP_SECRET_PATTERNS", "")
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [str(item) for item in value if isinstance(item, str) and item.strip()] if isinstance(value, list) else []
+
+
+def matches_secret(rel: str, patterns: list[str]) -> bool:
+    """gitignore-like: a pattern without a slash matches any path component (or a run of
+    them), one with a slash the path from the root or a folder above it. Over-matching only
+    hides a file from the repo map, so it errs that way."""
+    components = rel.replace(os.sep, "/").lower().split("/")
+    for raw in patterns:
+        pat = raw.strip().lower().rstrip("/")
+        anchored = "/" in pat
+        pat = pat.lstrip("/")
+        while pat.startswith("**/"):
+            pat, anchored = pat[3:], False
+        if not pat:
+            continue
+        if anchored:
+            spans = ["/".join(components[: i + 1]) for i in range(len(components))]
+        else:
+            spans = ["/".join(components[i:j]) for i in range(len(components)) for j in range(i + 1, len(components) + 1)]
+        if any(fnmatch.fnmatch(span, pat) for span in spans):
+            return True
+    return False
+
+
 class EngineError(Exception):
     """A request the engine cannot serve (bad path, unknown session); becomes {"error"}."""
 
@@ -40,6 +74,9 @@ class EngineConfig:
     map_tokens: int = 0
     retry_timeout: float | None = 10.0
     allow_outside_edits: bool = False
+    # gitignore-like patterns of secret files (the client's secretPatterns, its defaults and
+    # secret folders as "name/"): they never appear in the repo map nor as addable mentions
+    secret_patterns: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -194,6 +231,12 @@ class AiderEngine:
         )
         if coder.repo is None:
             coder.root = str(self.root)  # paths relative to the workspace, not the files' common dir
+        if self.config.secret_patterns:
+            # the repo map (map_tokens > 0) shows lines of every tracked file, and mentions of
+            # tracked files are offered for the chat: secret files are in neither
+            all_files = coder.get_all_relative_files
+            patterns = self.config.secret_patterns
+            coder.get_all_relative_files = lambda: [f for f in all_files() if not matches_secret(f, patterns)]
         # a prompt is data, never an Aider chat command: "/run …" or "!…" would run a shell
         # command, "/add" / "/read-only" would put any file (secrets, outside the workspace) in
         # the chat, "/web" would fetch a URL; prompts may come from a model (plans, analyses)

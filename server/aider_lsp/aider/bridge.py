@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aider_mcp.snapshots import unified_diff  # stdlib-only helper shipped alongside
 
 from .. import aider_env
-from ..files import AccessDenied, FileAccessManager
+from ..files import DEFAULT_SECRET_PATTERNS, SECRET_DIRECTORIES, AccessDenied, FileAccessManager
 from ..models import (
     AssociativeMatchResult,
     ContextGenerationInput,
@@ -146,6 +146,10 @@ def server_environment(settings: Settings, environ: dict[str, str] | None = None
         env[f"{provider.upper()}_API_KEY"] = settings.api_key
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env["PYTHONUNBUFFERED"] = "1"
+    # the bundled server keeps secret files out of Aider's repo map and mention offers
+    env["AIDER_MCP_SECRET_PATTERNS"] = json.dumps(
+        [*DEFAULT_SECRET_PATTERNS, *settings.secret_patterns, *(f"{name}/" for name in SECRET_DIRECTORIES)]
+    )
     return env
 
 
