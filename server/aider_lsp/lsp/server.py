@@ -113,11 +113,16 @@ class AiderLanguageServer(LanguageServer):
 
 
 def _differs_from_disk(buffer_text: str, path: Path) -> bool:
-    """An open buffer is unsaved when its text is not what is on disk."""
+    """An open buffer is unsaved when its text is not what is on disk.
+
+    The disk bytes are decoded as they are (no newline translation: a CRLF file's buffer holds
+    CRLF) and a UTF-8 BOM, which editors do not show in the buffer, is ignored; otherwise every
+    open CRLF or BOM file would count as unsaved and Aider would refuse it."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace") != buffer_text
+        disk = path.read_bytes().decode("utf-8", errors="replace")
     except OSError:
         return True  # an unsaved new file
+    return disk.removeprefix("\ufeff") != buffer_text.removeprefix("\ufeff")
 
 
 def _workspace_root(params: types.InitializeParams) -> str | None:
