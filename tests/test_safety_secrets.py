@@ -69,6 +69,8 @@ def test_user_secret_patterns_with_folders_are_honoured(tmp_path: Path) -> None:
     for rel in ("config/dev.yaml", "src/deploy/app.yml", "pkg/calc.py"):
         assert not files.is_secret(rel), rel
     assert files.is_secret(".git/config")  # may hold a token in a remote URL
+    for rel in (".pgpass", "infra/terraform.tfstate", "infra/terraform.tfstate.backup", "keys/deploy.ppk", "vault.kdbx"):
+        assert files.is_secret(rel), rel
 
 
 async def test_no_secret_reaches_the_model_through_any_read_path(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:

@@ -38,6 +38,14 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*.secret",
     "service-account*.json",
     ".htpasswd",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    "*.ppk",
+    "*.kdbx",
+    "*.tfstate",
+    "*.tfstate.backup",
 )
 # .git: its config may hold credentials (remote URLs with tokens), and its hooks run code.
 SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".git")
