@@ -223,3 +223,16 @@ async def test_the_repo_map_never_shows_secret_files(tmp_path: Path, llm_server:
     assert "helper_visible_in_map" in sent  # the repo map was sent
     for value in ("PW-SECRET-4242", "TOKEN-SECRET-5353", SECRET):
         assert value not in sent, value
+
+
+async def test_provider_keys_pasted_into_an_aider_prompt_are_redacted(
+    app: Application, llm_server: ScriptedLLMServer, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "mistral-KEY-0123456789")
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    pasted = "fix the failing test; its output was: env={'MISTRAL_API_KEY': 'mistral-KEY-0123456789'}"
+    for tool, field in (("aider:automatic", "prompt"), ("aider:interactive", "query")):
+        result = await app.handle_task_command(tool, {field: pasted, "file_context": ["pkg/calc.py"]})
+        assert result.ok, result.content
+    sent = json.dumps(llm_server.requests)
+    assert "mistral-KEY-0123456789" not in sent and "[REDACTED:MISTRAL_API_KEY]" in sent

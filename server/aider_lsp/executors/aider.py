@@ -18,6 +18,7 @@ from typing import Any
 from ..aider.bridge import AiderBridge
 from ..files import AccessDenied, FileAccessManager
 from ..models import ErrorReason, TaskResult, ToolSpec, complete_result, failed_result
+from ..redact import redact, secret_values
 from ..workflow.checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
 from .system import parse_path_list
 
@@ -129,6 +130,12 @@ class AiderExecutors:
             )
         return clean, None
 
+    def _for_model(self, text: str) -> str:
+        """Aider sends the prompt to its LLM: credential values (e.g. in pasted test output) are
+        redacted as in every other model-bound text."""
+        settings = self.bridge._get_settings()
+        return redact(text, secret_values(extra=[getattr(settings, "api_key", None)]))
+
     def _resolve_readonly(self, params: dict[str, Any]) -> tuple[list[str], TaskResult | None]:
         """Read-only files reach the model too: same confinement and secret refusal."""
         raw = params.get("readonly_files")
@@ -232,7 +239,7 @@ class AiderExecutors:
         if problem:
             return problem
         checkpoint, owned = self._checkpoint(paths, prompt)
-        call: dict[str, Any] = {"ai_coding_prompt": prompt, "relative_editable_files": paths}
+        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
         if readonly:
             call["relative_readonly_files"] = readonly
         result = await self._call(checkpoint, owned, "aider_ai_code", call)
@@ -263,14 +270,14 @@ class AiderExecutors:
         if blocked:
             return blocked
         checkpoint, owned = self._checkpoint(paths, message)
-        call: dict[str, Any] = {"message": message, "relative_editable_files": paths}
+        call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
         result = await self._call(checkpoint, owned, "aider_chat", call)
         if not result.ok and _unknown_tool(result.content, "aider_chat"):
             # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
             result = await self.bridge.call_aider_tool(
-                "aider_ai_code", {"ai_coding_prompt": message, "relative_editable_files": paths}
+                "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
             )
             result.notes["session_id"] = None
             result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
