@@ -123,7 +123,7 @@ class CheckpointStore:
                 checkpoint.files[rel] = None
                 continue
             blob = f"{len(checkpoint.files):05d}.blob"
-            shutil.copyfile(real, directory / blob)
+            shutil.copy(real, directory / blob)  # content and permission bits (scripts stay executable)
             checkpoint.files[rel] = blob
         self._save(checkpoint)
 
@@ -202,6 +202,7 @@ class CheckpointStore:
                 if not real.is_file() or real.read_bytes() != data:
                     tmp = real.with_name(f".{real.name}.aider-lsp-restore")
                     tmp.write_bytes(data)
+                    shutil.copymode(directory / blob, tmp)  # the file's mode when recorded
                     os.replace(tmp, real)
                     restored.append(rel)
             except (OSError, AccessDenied) as exc:

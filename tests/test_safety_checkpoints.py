@@ -1,0 +1,26 @@
+"""Checkpoints restore files exactly: content and permission bits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aider_lsp.files import FileAccessManager
+from aider_lsp.workflow.checkpoints import CheckpointStore
+
+
+def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> None:
+    script, frozen = tmp_path / "run.sh", tmp_path / "frozen.txt"
+    script.write_text("#!/bin/sh\necho 1\n")
+    script.chmod(0o755)
+    frozen.write_text("keep\n")
+    frozen.chmod(0o444)
+    store = CheckpointStore(FileAccessManager(tmp_path))
+    store.create(["run.sh", "frozen.txt"], label="edit")
+    script.unlink()  # an editor or tool that rewrites by replacing the file
+    script.write_text("#!/bin/sh\necho 2\n")
+    frozen.chmod(0o644)
+    frozen.write_text("changed\n")
+    report = store.restore()
+    assert sorted(report["restored"]) == ["frozen.txt", "run.sh"]
+    assert script.read_text() == "#!/bin/sh\necho 1\n" and script.stat().st_mode & 0o777 == 0o755
+    assert frozen.read_text() == "keep\n" and frozen.stat().st_mode & 0o777 == 0o444
