@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import ScriptedLLMServer, aider_whole, any_request
+from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
@@ -236,3 +236,29 @@ async def test_provider_keys_pasted_into_an_aider_prompt_are_redacted(
         assert result.ok, result.content
     sent = json.dumps(llm_server.requests)
     assert "mistral-KEY-0123456789" not in sent and "[REDACTED:MISTRAL_API_KEY]" in sent
+
+
+async def test_an_edit_keeps_crlf_line_endings_and_a_bom(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "win.py").write_bytes(b"A = 1\r\nB = 2\r\nC = 3\r\n")
+    (root / "bom.py").write_bytes(b"\xef\xbb\xbfX = 1\nY = 2\n")
+    settings = load_settings(
+        {
+            "baseUrl": llm_server.base_url,
+            "aiderModel": "openai/scripted-coder",
+            "aiderServer": {"args": ["--edit-format", "diff"]},
+            "timeouts": {"aider": 90},
+        },
+        environ={},
+    )
+    app = Application(root, settings)
+    llm_server.add_rule(any_request, aider_diff([("win.py", "B = 2\n", "B = 22\n"), ("bom.py", "Y = 2\n", "Y = 22\n")]))
+    try:
+        result = await app.handle_task_command("aider:automatic", {"prompt": "b", "file_context": ["win.py", "bom.py"]})
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (root / "win.py").read_bytes() == b"A = 1\r\nB = 22\r\nC = 3\r\n"
+    assert (root / "bom.py").read_bytes() == b"\xef\xbb\xbfX = 1\nY = 22\n"
+    assert "-A = 1" not in result.notes["diff"]  # only the changed line, not the whole file

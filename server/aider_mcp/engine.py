@@ -122,6 +122,22 @@ def _make_io_class() -> Any:
         def get_input(self, *args: Any, **kwargs: Any) -> str:  # stdin is the MCP pipe
             raise EOFError
 
+        def write_text(self, filename: Any, content: str, *args: Any, **kwargs: Any) -> None:
+            """Keep a CRLF file CRLF: Aider reads with newline translation and writes "\n",
+            which rewrote every line of a Windows-style file."""
+            newline = self.newline
+            try:
+                with open(str(filename), "rb") as handle:
+                    crlf = b"\r\n" in handle.read(65536)
+            except OSError:
+                crlf = False
+            if crlf and "\r\n" not in content:
+                self.newline = "\r\n"
+            try:
+                super().write_text(filename, content, *args, **kwargs)
+            finally:
+                self.newline = newline
+
     return CapturingIO
 
 
