@@ -285,3 +285,37 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
     assert result.notes["not_covered_by_undo"] == ["../escape.py"]
     assert executors.undo(unsaved_files=[]).ok
     assert not (root / "pkg" / "new.py").exists() and not (root / "pkg" / "a.py").exists()
+
+
+async def test_concurrent_edits_are_undone_one_at_a_time(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    from llm_server import last_user_contains
+
+    a = tree / "pkg" / "a.py"
+    llm_server.add_rule(last_user_contains("first"), aider_whole({"pkg/a.py": A1}))
+    llm_server.add_rule(last_user_contains("second"), aider_whole({"pkg/a.py": "A = 3\n"}))
+    first, second = await asyncio.gather(
+        app.handle_task_command("aider:automatic", {"prompt": "first", "file_context": ["pkg/a.py"]}),
+        app.handle_task_command("aider:automatic", {"prompt": "second", "file_context": ["pkg/a.py"]}),
+    )
+    assert first.ok and second.ok, (first.content, second.content)
+    assert a.read_text() == "A = 3\n"
+    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert a.read_text() == A1  # back to the first edit's result, not past it
+    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert a.read_text() == A0
+
+
+async def test_undo_waits_for_a_running_edit(app: Application, tree: Path, llm_server: ScriptedLLMServer) -> None:
+    llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1})))
+    running = asyncio.ensure_future(
+        app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
+    )
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
+    early = app.aider_tools.undo(unsaved_files=[])
+    assert early.status is TaskStatus.FAILED and "running" in early.content
+    assert (await running).ok
+    assert (tree / "pkg" / "a.py").read_text() == A1
+    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert (tree / "pkg" / "a.py").read_text() == A0

@@ -88,6 +88,7 @@ class AiderExecutors:
         # files each Aider chat session holds: a later turn may edit any of them, so each turn
         # checks them for unsaved buffers and checkpoints them, not only the turn's own files
         self._session_files: dict[str, list[str]] = {}
+        self._edit_lock = asyncio.Lock()
 
     # -- shared checks -----------------------------------------------------------------------
     async def _resolve_files(self, params: dict[str, Any], prompt: str) -> tuple[list[str], TaskResult | None]:
@@ -238,12 +239,14 @@ class AiderExecutors:
         readonly, problem = self._resolve_readonly(params)
         if problem:
             return problem
-        checkpoint, owned = self._checkpoint(paths, prompt)
-        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
-        if readonly:
-            call["relative_readonly_files"] = readonly
-        result = await self._call(checkpoint, owned, "aider_ai_code", call)
-        self._settle_checkpoint(checkpoint, result, owned)
+        async with self._edit_lock:  # checkpoint, edit and settle as one: concurrent edits
+            # would snapshot the same 'before' and undo would skip the first edit
+            checkpoint, owned = self._checkpoint(paths, prompt)
+            call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
+            if readonly:
+                call["relative_readonly_files"] = readonly
+            result = await self._call(checkpoint, owned, "aider_ai_code", call)
+            self._settle_checkpoint(checkpoint, result, owned)
         result.notes.setdefault("files", paths)
         return result
 
@@ -269,25 +272,27 @@ class AiderExecutors:
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
-        checkpoint, owned = self._checkpoint(paths, message)
-        call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
-        if session_id:
-            call["session_id"] = session_id
-        result = await self._call(checkpoint, owned, "aider_chat", call)
-        if not result.ok and _unknown_tool(result.content, "aider_chat"):
-            # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
-            result = await self.bridge.call_aider_tool(
-                "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
-            )
-            result.notes["session_id"] = None
-            result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
-        self._settle_checkpoint(checkpoint, result, owned)
-        kept = result.notes.get("session_id")
-        if isinstance(kept, str) and kept:
-            held = self._session_files.setdefault(kept, [])
-            for path in [*paths, *(result.notes.get("created_files") or [])]:
-                if isinstance(path, str) and path not in held:
-                    held.append(path)
+        async with self._edit_lock:  # checkpoint, edit and settle as one: concurrent edits
+            # would snapshot the same 'before' and undo would skip the first edit
+            checkpoint, owned = self._checkpoint(paths, message)
+            call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
+            if session_id:
+                call["session_id"] = session_id
+            result = await self._call(checkpoint, owned, "aider_chat", call)
+            if not result.ok and _unknown_tool(result.content, "aider_chat"):
+                # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
+                result = await self.bridge.call_aider_tool(
+                    "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
+                )
+                result.notes["session_id"] = None
+                result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
+            self._settle_checkpoint(checkpoint, result, owned)
+            kept = result.notes.get("session_id")
+            if isinstance(kept, str) and kept:
+                held = self._session_files.setdefault(kept, [])
+                for path in [*paths, *(result.notes.get("created_files") or [])]:
+                    if isinstance(path, str) and path not in held:
+                        held.append(path)
         result.notes.setdefault("files", paths)
         return result
 
@@ -299,6 +304,11 @@ class AiderExecutors:
         """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
 
         Files changed since the edit are left alone unless `force` (they hold later work)."""
+        if self._edit_lock.locked():
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                "an Aider edit is running: undo when it has finished (or cancel it first)",
+            )
         unsaved = UNSAVED_FILES.get() if unsaved_files is None else unsaved_files
         report = self.checkpoints.restore(skip=unsaved, force=force)
         if report["checkpoint"] is None:
