@@ -319,3 +319,19 @@ async def test_undo_waits_for_a_running_edit(app: Application, tree: Path, llm_s
     assert (tree / "pkg" / "a.py").read_text() == A1
     assert app.aider_tools.undo(unsaved_files=[]).ok
     assert (tree / "pkg" / "a.py").read_text() == A0
+
+
+async def test_a_whole_file_reply_that_elides_code_does_not_delete_it(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    big = tree / "pkg" / "big.py"
+    original = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(8))
+    big.write_text(original)
+    lazy = "def f0(x):\n    return x * 100\n\n# ... rest of the functions unchanged ...\n"
+    llm_server.add_rule(any_request, aider_whole({"pkg/big.py": lazy}))
+    result = await app.handle_task_command("aider:automatic", {"prompt": "make f0 multiply", "file_context": ["pkg/big.py"]})
+    assert big.read_text() == original  # the seven other functions are still there
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["reverted_files"][0]["path"] == "pkg/big.py"
+    assert any("rest of the functions unchanged" in error for error in result.notes["errors"])
+    assert app.checkpoints.latest() is None

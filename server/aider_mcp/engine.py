@@ -284,6 +284,7 @@ class AiderEngine:
         finally:
             coder.allowed_to_edit = original
         snapshot.drop_empty_created()
+        reverted = snapshot.revert_elisions()
         outcome = snapshot.compare()
         result: dict[str, Any] = {
             "success": outcome.success,
@@ -299,6 +300,10 @@ class AiderEngine:
             result["declined_files"] = sorted(set(coder.io.declined))
         if refused:
             result["refused_files"] = [{"path": path, "reason": why} for path, why in sorted(refused.items())]
+        if reverted:
+            # a whole-file reply that elided code would have deleted it: the file is kept
+            result["reverted_files"] = reverted
+            result["errors"] = [*result.get("errors", []), *(f"{r['path']}: not written, {r['reason']}" for r in reverted)]
         if not outcome.success:
             result["message"] = (
                 "Aider made no change to the editable files"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +81,35 @@ def unified_diff(rel: str, before: bytes | None, after: bytes | None) -> str:
     )
     body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
     return header + body
+
+
+# A comment that stands for code the model did not write out: "# ... existing code ...",
+# "// rest of the file unchanged", "/* ... */". With the whole-file format Aider writes the
+# reply as the file's new content, so such a line means the elided code is gone.
+_ELISION = re.compile(
+    r"^\s*(?:#|//|/\*|<!--|--|;+|\*)\s*"
+    r"(?:(?:\.\.\.|…)|(?:\[?\s*)?(?:rest|remainder|remaining|existing|other|previous|unchanged)\b)"
+    r"(?:.*\b(?:code|unchanged|same|here|file|methods?|functions?|lines?|implementation|before|omitted)\b|\s*(?:\*/|-->)?\s*$)",
+    re.IGNORECASE,
+)
+MIN_LINES_LOST = 3
+
+
+def elision_marker(before: bytes | None, after: bytes | None) -> str | None:
+    """The new "... existing code ..." line when an edit shrank a file with one, else None."""
+    if not before or after is None:
+        return None
+    try:
+        old, new = before.decode("utf-8"), after.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(new.splitlines()) > len(old.splitlines()) - MIN_LINES_LOST:
+        return None
+    existing = {line.strip() for line in old.splitlines()}
+    for line in new.splitlines():
+        if line.strip() not in existing and _ELISION.match(line):
+            return line.strip()
+    return None
 
 
 @dataclass
@@ -164,6 +194,22 @@ class Snapshot:
                 outcome.outside.append(rel)
         outcome.diff = "".join(diffs)
         return outcome
+
+    def revert_elisions(self) -> list[dict[str, str]]:
+        """Put back editable files whose new content elides code ("... existing code ...")."""
+        reverted: list[dict[str, str]] = []
+        for rel in self.editable:
+            key = self._rel(rel)
+            before = self.contents.get(key)
+            marker = elision_marker(before, read_bytes(self.root / key))
+            if marker is None or before is None:
+                continue
+            try:
+                (self.root / key).write_bytes(before)
+            except OSError:
+                continue
+            reverted.append({"path": key, "reason": f"the reply replaced code with {marker!r}"})
+        return reverted
 
     def drop_empty_created(self) -> list[str]:
         """Remove editable files that did not exist before and are still empty.
