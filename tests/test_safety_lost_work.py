@@ -335,3 +335,41 @@ async def test_a_whole_file_reply_that_elides_code_does_not_delete_it(
     assert result.notes["reverted_files"][0]["path"] == "pkg/big.py"
     assert any("rest of the functions unchanged" in error for error in result.notes["errors"])
     assert app.checkpoints.latest() is None
+
+
+async def test_a_file_saved_during_the_edit_is_not_overwritten(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    # e.g. editor auto-save while Aider waits for its LLM: Aider's write would discard the save
+    a = tree / "pkg" / "a.py"
+    saved = "A = 1  # typed and auto-saved while Aider was thinking\n"
+    llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1})))
+    running = asyncio.ensure_future(
+        app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
+    )
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
+    a.write_text(saved)
+    result = await running
+    assert a.read_text() == saved
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["conflicts"] == ["pkg/a.py"]
+    assert any("changed on disk during the edit" in error for error in result.notes["errors"])
+
+
+async def test_undo_after_a_conflicting_edit_keeps_the_users_save(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    a, b = tree / "pkg" / "a.py", tree / "pkg" / "b.py"
+    saved = "A = 1  # saved during the edit\n"
+    llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1, "pkg/b.py": B1})))
+    running = asyncio.ensure_future(
+        app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py", "pkg/b.py"]})
+    )
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
+    a.write_text(saved)
+    result = await running
+    assert result.ok and result.notes["changed_files"] == ["pkg/b.py"], result.notes
+    assert a.read_text() == saved and b.read_text() == B1
+    undo = app.aider_tools.undo(unsaved_files=[])
+    assert undo.ok and undo.notes["restored"] == ["pkg/b.py"], undo.content
+    assert b.read_text() == B0 and a.read_text() == saved

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .snapshots import Snapshot
+from .snapshots import Snapshot, read_bytes
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("AIDER_CHECK_UPDATE", "false")
@@ -98,6 +98,8 @@ def _make_io_class() -> Any:
             super().__init__(**kwargs)
             self.errors: list[str] = []
             self.declined: list[str] = []
+            self.conflicts: list[str] = []
+            self.snapshot: Snapshot | None = None  # set for each run: guards writes
             self.allow_outside_edits = False
 
         def confirm_ask(self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any) -> bool:
@@ -124,7 +126,13 @@ def _make_io_class() -> Any:
 
         def write_text(self, filename: Any, content: str, *args: Any, **kwargs: Any) -> None:
             """Keep a CRLF file CRLF: Aider reads with newline translation and writes "\n",
-            which rewrote every line of a Windows-style file."""
+            which rewrote every line of a Windows-style file. Never overwrite a file that
+            changed on disk since the edit began (the user saved it meanwhile)."""
+            snapshot = self.snapshot
+            if snapshot is not None and not snapshot.still_as_read(filename):
+                self.conflicts.append(str(filename))
+                self.tool_error(f"{filename} changed on disk during the edit: not overwritten")
+                return
             newline = self.newline
             try:
                 with open(str(filename), "rb") as handle:
@@ -137,6 +145,8 @@ def _make_io_class() -> Any:
                 super().write_text(filename, content, *args, **kwargs)
             finally:
                 self.newline = newline
+                if snapshot is not None:
+                    snapshot.mark_written(filename)
 
     return CapturingIO
 
@@ -279,12 +289,17 @@ class AiderEngine:
         coder.allowed_to_edit = allowed_to_edit
         coder.io.errors = []
         coder.io.declined = []
+        coder.io.conflicts = []
+        coder.io.snapshot = snapshot
         try:
             reply = coder.run(with_message=prompt) or ""
         finally:
             coder.allowed_to_edit = original
+            coder.io.snapshot = None
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
+        for path in coder.io.conflicts:  # the user's change is not Aider's edit
+            snapshot.contents[snapshot._rel(path)] = read_bytes(Path(path))
         outcome = snapshot.compare()
         result: dict[str, Any] = {
             "success": outcome.success,
@@ -300,6 +315,8 @@ class AiderEngine:
             result["declined_files"] = sorted(set(coder.io.declined))
         if refused:
             result["refused_files"] = [{"path": path, "reason": why} for path, why in sorted(refused.items())]
+        if coder.io.conflicts:
+            result["conflicts"] = sorted({snapshot._rel(path) for path in coder.io.conflicts})
         if reverted:
             # a whole-file reply that elided code would have deleted it: the file is kept
             result["reverted_files"] = reverted

@@ -137,6 +137,7 @@ class Snapshot:
         self.root = root
         self.editable = list(dict.fromkeys(editable))
         self.contents: dict[str, bytes | None] = {}
+        self.written: dict[str, bytes | None] = {}  # what this edit itself last wrote
         for rel in self.editable + list(readonly):
             self.remember(rel)
         self.stats = tree_stats(root)
@@ -161,6 +162,22 @@ class Snapshot:
         rel = self._rel(path)
         if rel not in self.contents:
             self.contents[rel] = read_bytes(self.root / rel)
+
+    def still_as_read(self, path: str | os.PathLike[str]) -> bool:
+        """False when a file changed on disk since the edit began (the user saved meanwhile),
+        apart from this edit's own writes: writing it now would discard the user's change."""
+        rel = self._rel(path)
+        if rel not in self.contents:
+            return True
+        expected = self.written.get(rel, self.contents[rel])
+        now = read_bytes(self.root / rel)
+        if expected is None:
+            return now in (None, b"")  # Aider touches a new file into existence first
+        return now == expected
+
+    def mark_written(self, path: str | os.PathLike[str]) -> None:
+        rel = self._rel(path)
+        self.written[rel] = read_bytes(self.root / rel)
 
     def compare(self) -> EditOutcome:
         """Diff every remembered file and every file whose stat changed or that appeared."""

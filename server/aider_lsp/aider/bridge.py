@@ -634,7 +634,7 @@ class AiderBridge:
             "created_files": payload.get("created_files", []),
             "reply": payload.get("reply", ""),
         }
-        for key in ("session_id", "turn", "errors", "declined_files", "refused_files", "reverted_files"):
+        for key in ("session_id", "turn", "errors", "declined_files", "refused_files", "reverted_files", "conflicts"):
             if key in payload:
                 notes[key] = payload[key]
         if tool_name == "aider_chat":

@@ -191,7 +191,10 @@ class AiderExecutors:
 
     def _settle_checkpoint(self, checkpoint: Any, result: TaskResult, owned: bool = True) -> None:
         """Keep the checkpoint only when files changed; include files Aider created outside."""
-        changed = result.notes.get("changed_files") or []
+        conflicts = result.notes.get("conflicts") or []
+        changed = [p for p in result.notes.get("changed_files") or [] if p not in conflicts]
+        if conflicts:  # saved by the user during the edit: their change, not Aider's
+            result.notes["changed_files"] = changed
         outside = result.notes.get("files_outside_editable") or []
         created: list[str] = []
         for path in outside:
@@ -208,7 +211,9 @@ class AiderExecutors:
         if changed or created or not owned:
             result.notes["checkpoint_id"] = checkpoint.id
             with contextlib.suppress(OSError, AccessDenied):
-                self.checkpoints.record_after(checkpoint)
+                if owned and conflicts:  # this edit did not touch them: nothing of it to undo
+                    self.checkpoints.forget(checkpoint, conflicts)
+                self.checkpoints.record_after(checkpoint, user_changed=conflicts)
         else:
             self.checkpoints.discard(checkpoint)
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..files import AccessDenied, FileAccessManager
 
 STATE_DIR = ".aider-lsp"
+USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
 MAX_CHECKPOINTS = 20
 
 
@@ -127,11 +128,24 @@ class CheckpointStore:
             checkpoint.files[rel] = blob
         self._save(checkpoint)
 
-    def record_after(self, checkpoint: Checkpoint) -> None:
-        """Fingerprint the checkpoint's files as the edit left them (call after each edit)."""
+    def record_after(self, checkpoint: Checkpoint, user_changed: Collection[str] = ()) -> None:
+        """Fingerprint the checkpoint's files as the edit left them (call after each edit).
+
+        `user_changed` files were saved by the user during the edit: undo leaves them alone
+        (unless forced) whatever their content, as it does any file changed since the edit."""
         for rel in checkpoint.files:
             with contextlib.suppress(OSError, AccessDenied):
                 checkpoint.after[rel] = _fingerprint(self.files.resolve(rel))
+        for rel in user_changed:
+            if rel in checkpoint.files:
+                checkpoint.after[rel] = USER_CHANGED
+        self._save(checkpoint)
+
+    def forget(self, checkpoint: Checkpoint, paths: Iterable[str]) -> None:
+        """Drop files from a checkpoint (the edit did not change them: nothing to undo)."""
+        for rel in paths:
+            checkpoint.files.pop(rel, None)
+            checkpoint.after.pop(rel, None)
         self._save(checkpoint)
 
     def unchanged(self, checkpoint: Checkpoint) -> bool:
