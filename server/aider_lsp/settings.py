@@ -12,10 +12,20 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ENV_PREFIX = "AIDER_LSP_"
 SECTION = "aiderLsp"
+MAX_TIMEOUT = 86_400.0  # a day: larger values overflow asyncio/select deadlines
+MAX_BYTES = 1 << 30  # 1 GiB: larger values overflow read() sizes
+
+
+def _no_nul(value: Any) -> Any:
+    """A NUL byte in a path, command or URL fails deep inside the OS: refuse it here, by name."""
+    texts = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else [value]
+    if any(isinstance(text, str) and "\x00" in text for text in texts):
+        raise ValueError("must not contain a NUL byte")
+    return value
 
 
 def _camel(name: str) -> str:
@@ -34,14 +44,16 @@ class AiderServerSettings(_Camel):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
 
+    _check_nul = field_validator("command", "args", "env")(_no_nul)
+
 
 class TimeoutSettings(_Camel):
     """Deadlines in seconds."""
 
-    llm: float = Field(default=120.0, gt=0)
-    aider: float = Field(default=300.0, gt=0)
-    test: float = Field(default=300.0, gt=0)
-    shell: float = Field(default=60.0, gt=0)
+    llm: float = Field(default=120.0, gt=0, le=MAX_TIMEOUT)
+    aider: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT)
+    test: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT)
+    shell: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT)
 
 
 class BudgetSettings(_Camel):
@@ -79,13 +91,39 @@ class Settings(_Camel):
     )
     secret_patterns: list[str] = Field(default_factory=list)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
-    max_file_bytes: int = Field(default=1_000_000, gt=0)
-    output_cap_bytes: int = Field(default=64_000, gt=256)
+    max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
+    output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)
     debug: bool = Field(default=False, validation_alias=AliasChoices("debug"))
+
+    _check_nul = field_validator(
+        "model", "base_url", "api_key", "aider_model", "test_command", "context_index_path",
+        "context_excludes", "secret_patterns",
+    )(_no_nul)
 
 
 class SettingsError(ValueError):
-    """A setting has a value of the wrong shape; the message names the setting."""
+    """A setting has a value of the wrong shape; the message names the setting.
+
+    `setting` is the top-level snake_case name of the bad explicit setting (None when the
+    bad value came from the environment), so a caller can drop just that one and keep the rest.
+    """
+
+    def __init__(self, message: str, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+def _model_field_names() -> set[str]:
+    names: set[str] = set()
+    for model in (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings):
+        names.update(model.model_fields)
+    return names
+
+
+def _setting_path(loc: tuple[Any, ...]) -> str:
+    """`('aider_server', 'env', 'MY_VAR')` → `aiderServer.env.MY_VAR`: only field names are camelCased."""
+    fields = _model_field_names()
+    return ".".join(_camel(part) if part in fields else str(part) for part in loc)
 
 
 def env_var_for(field_name: str) -> str:
@@ -95,12 +133,16 @@ def env_var_for(field_name: str) -> str:
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, field in Settings.model_fields.items():
-        raw = environ.get(env_var_for(name))
+        variable = env_var_for(name)
+        raw = environ.get(variable)
         if raw is None or raw == "":
             continue
         annotation = str(field.annotation)
         structured = any(word in annotation for word in ("list", "dict", "Settings"))
-        values[name] = json.loads(raw) if structured else raw
+        try:
+            values[name] = json.loads(raw) if structured else raw
+        except json.JSONDecodeError as exc:
+            raise SettingsError(f"{variable} holds invalid JSON: {exc}") from exc
     return values
 
 
@@ -124,12 +166,14 @@ def load_settings(
 ) -> Settings:
     """Defaults < `AIDER_LSP_*` environment < explicit settings (init options / configuration)."""
     environ = os.environ if environ is None else environ
+    explicit_keys = _snake_keys(explicit or {})
+    layered = _deep_merge(_from_environment(environ), explicit_keys)
     try:
-        layered = _deep_merge(_from_environment(environ), _snake_keys(explicit or {}))
         return Settings.model_validate(layered)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(f"an AIDER_LSP_* variable holds invalid JSON: {exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise SettingsError(f"setting '{SECTION}.{_camel(where)}': {first['msg']}") from exc
+        where = _setting_path(first["loc"])
+        top = str(first["loc"][0]) if first["loc"] else None
+        raise SettingsError(
+            f"setting '{SECTION}.{where}': {first['msg']}", top if top in explicit_keys else None
+        ) from exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -56,14 +57,39 @@ class AiderLanguageServer(LanguageServer):
 
     # -- settings ----------------------------------------------------------------------
     def apply_settings(self, explicit: dict[str, Any]) -> None:
-        """Validate and apply settings; a bad value is shown to the user, defaults stay."""
-        try:
-            self.settings = load_settings(explicit)
-        except SettingsError as exc:
+        """Validate and apply settings; a bad value is shown to the user by name and ignored.
+
+        Only the bad setting keeps its previous value (or its default): the others (the model,
+        its URL…) still apply. A bad `AIDER_LSP_*` variable keeps the previous settings whole.
+        """
+        remaining = {key: value for key, value in explicit.items() if isinstance(key, str)}
+        previous = self.settings.model_dump()
+        defaults = Settings().model_dump()
+        problems: list[str] = []
+        settings: Settings | None = None
+        for _ in range(len(remaining) + 1):
+            try:
+                settings = load_settings(remaining)
+                break
+            except SettingsError as exc:
+                problems.append(str(exc))
+                bad = [key for key in remaining if exc.setting and _snake(key) == exc.setting]
+                if not bad:
+                    break
+                for key in bad:
+                    del remaining[key]
+                name = exc.setting
+                if name in previous and previous[name] != defaults.get(name):
+                    remaining[name] = previous[name]
+        message = "; ".join(problems)
+        if message:
+            fallback = "ignored" if settings is not None else "the previous settings stay"
             self.window_show_message(
-                types.ShowMessageParams(types.MessageType.Error, f"aider-lsp: {exc}")
+                types.ShowMessageParams(types.MessageType.Error, f"aider-lsp: {message} ({fallback})")
             )
+        if settings is None:
             return
+        self.settings = settings
         if self.app is not None:
             self.app.update_settings(self.settings)
 
@@ -110,6 +136,11 @@ class AiderLanguageServer(LanguageServer):
         if report is not None:
             context.report_progress = report
         return context
+
+
+def _snake(key: str) -> str:
+    """`maxFileBytes` → `max_file_bytes` (keys may come camelCased or snake_cased)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
 def _differs_from_disk(buffer_text: str, path: Path) -> bool:
