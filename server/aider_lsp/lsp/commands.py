@@ -52,9 +52,21 @@ class UndoParams(CommandParams):
     )
 
 
+class PositionParam(BaseModel):
+    line: int = Field(ge=0)
+    character: int = Field(ge=0)
+
+
+class RangeParam(BaseModel):
+    """An LSP range; typed so a malformed one is InvalidParams naming `selection.range.…`."""
+
+    start: PositionParam
+    end: PositionParam
+
+
 class SelectionParam(BaseModel):
     uri: str
-    range: dict[str, Any] | None = None
+    range: RangeParam | None = None
     text: str | None = None
 
 

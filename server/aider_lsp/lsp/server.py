@@ -16,8 +16,9 @@ from typing import Any
 
 from lsprotocol import types
 from pydantic import ValidationError
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
@@ -31,16 +32,92 @@ from .commands import COMMANDS, CommandParams, CommandSpec
 log = logging.getLogger(__name__)
 
 
+class _Answered:
+    """A request already answered with an error while it was decoded: nothing left to do."""
+
+    jsonrpc = None
+
+
+_ANSWERED = _Answered()
+
+
+def _decode_problem(exc: BaseException) -> str:
+    """What was wrong with a message's params, in one line (cattrs' paths, e.g. `$.params.command`)."""
+    cause = exc.__cause__
+    if cause is None:
+        return str(exc)
+    try:
+        from cattrs import transform_error
+
+        return "; ".join(transform_error(cause, path="$"))  # type: ignore[arg-type]
+    except Exception:
+        return str(cause)
+
+
+class AiderProtocol(LanguageServerProtocol):
+    """pygls drops a request whose params do not decode (the client waits forever); answer it."""
+
+    def structure_message(self, data: Any) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not (isinstance(data, dict) and "jsonrpc" in data and "method" in data):
+                raise
+            message = f"invalid params for {data.get('method')}: {_decode_problem(exc)}"
+            if "id" not in data:
+                raise JsonRpcInvalidParams(message) from None  # a notification: logged, no answer
+            self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
+            return _ANSWERED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
+        if not hasattr(message, "jsonrpc"):  # e.g. a JSON array: not a JSON-RPC message at all
+            log.warning("ignored a client message that is not a JSON-RPC object: %.200r", message)
+            return
+        super().handle_message(message)
+
+
+class _OneLineClientErrors(logging.Filter):
+    """A client's bad message is the client's mistake: log one line, not a pygls traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        message = record.getMessage()
+        if message.startswith("Unable to deserialize message"):
+            record.msg, record.args = "a client message did not decode (details follow)", ()
+        elif isinstance(exc, (JsonRpcException, ValueError)):
+            record.msg, record.args = f"{message.splitlines()[0][:300]}: {exc}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+for _name in ("pygls.protocol.json_rpc", "pygls.server", "pygls.io_"):
+    logging.getLogger(_name).addFilter(_OneLineClientErrors())
+
+
 class AiderLanguageServer(LanguageServer):
     """The one server object; `app` exists once a workspace folder is known."""
 
     def __init__(self) -> None:
-        super().__init__("aider-lsp", __version__)
+        super().__init__("aider-lsp", __version__, protocol_cls=AiderProtocol)
         self.app: Application | None = None
         self.init_options: dict[str, Any] = {}
         self.settings: Settings = Settings()
         self.configured = asyncio.Event()  # set once workspace/configuration has been read
         self.background_tasks: set[asyncio.Task[Any]] = set()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A malformed notification has no answer to carry the error: log it to the client's
+        output channel in one line instead of pygls' "Error in server" pop-up."""
+        if source is FeatureRequestError:
+            return  # already in the request's error answer
+        text = f"aider-lsp ignored a malformed message from the client: {error}"
+        log.warning("%s", text)
+        try:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
+        except Exception:  # no transport yet / any more
+            pass
 
     def keep_task(self, task: asyncio.Task[Any]) -> None:
         """Hold a reference to a background task until it ends (asyncio keeps only weak ones)."""
