@@ -95,7 +95,14 @@ def serve(tcp: str | None) -> int:
 
     if tcp:
         host, _, port = tcp.rpartition(":")
-        serve_tcp(host or "127.0.0.1", int(port))
+        if not port.isdigit() or not 0 <= int(port) <= 65535:
+            print(f"aider-lsp: --tcp wants HOST:PORT with a port 0-65535, got {tcp!r}", file=sys.stderr)
+            return 2
+        try:
+            serve_tcp(host.strip("[]") or "127.0.0.1", int(port))
+        except OSError as exc:  # port in use, unknown host
+            print(f"aider-lsp: cannot listen on {tcp}: {exc}", file=sys.stderr)
+            return 1
     else:
         serve_stdio()
     return 0

@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             secret_patterns=secret_patterns_from_env(),
         )
     )
+    # the language server may die without closing our stdin first (SIGKILL, OOM): an orphan
+    # would go on editing files nobody will see reported nor be able to undo
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if not args.no_warm_up:
         # import Aider/litellm while the client initialises: the first edit is not cold
         threading.Thread(target=_warm, args=(engine,), daemon=True).start()
@@ -88,6 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
+    """Exit at once when the process that started us is gone (we were re-parented)."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(interval)
+    print("aider_mcp: the language server is gone; exiting", file=sys.stderr)
+    os._exit(1)
 
 
 def _warm(engine: object) -> None:

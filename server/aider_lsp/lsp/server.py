@@ -257,6 +257,33 @@ def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> No
         ls.app = Application(root, ls.settings)
     except (OSError, ValueError) as exc:
         log.error("cannot open workspace %s: %s", root, exc)
+    _exit_cleanly_on_sigterm(ls)
+
+
+def _exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
+    """SIGTERM (an editor stopping us, a session ending) closes the Aider server and its
+    process group before exiting, as shutdown would; the default would leave it running."""
+    import signal
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+
+    async def terminate() -> None:
+        log.info("SIGTERM: closing and exiting")
+        if ls.app is not None:
+            try:
+                await asyncio.wait_for(ls.app.aclose(), 10)
+            except BaseException as exc:  # exiting anyway
+                log.warning("closing on SIGTERM: %s", exc)
+        logging.shutdown()
+        os._exit(0)
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, lambda: ls.keep_task(loop.create_task(terminate())))
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / no signals here
+        pass
 
 
 @server.feature(types.INITIALIZED)
@@ -436,5 +463,12 @@ def serve_stdio() -> None:
     server.start_io(sys.stdin.buffer, transport)
 
 
+def _not_the_exit(record: logging.LogRecord) -> bool:
+    """pygls ends a TCP session with sys.exit inside the connection callback; asyncio would log
+    that normal exit as an unhandled exception with a traceback."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SystemExit))
+
+
 def serve_tcp(host: str, port: int) -> None:
+    logging.getLogger("asyncio").addFilter(_not_the_exit)
     server.start_tcp(host, port)
