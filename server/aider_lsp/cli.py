@@ -50,6 +50,16 @@ def check_model(settings: Settings) -> list[Check]:
         checks.append(
             Check("endpoint", reachable, f"OpenAI-compatible (chat completions) {config.base_url}: {detail}")
         )
+    if config.api_key_source == "provider default":
+        # a provider this table does not know: let pydantic-ai say whether it exists / has a key
+        from .handler.llm import LLMConfigurationError, build_model
+
+        try:
+            build_model(settings)
+        except LLMConfigurationError as exc:
+            return [Check("model", False, str(exc))]
+        except Exception as exc:  # a provider's own client refusing its environment
+            return [Check("model", False, f"cannot use model {config.model_id!r}: {exc}")]
     if config.api_key_source:
         checks.append(Check("api key", True, f"from {config.api_key_source}"))
     return checks
@@ -65,7 +75,14 @@ def check_aider_env(settings: Settings) -> list[Check]:
     from . import aider_env
 
     if settings.aider_server.command:
-        return [Check("aider server", True, f"custom: {settings.aider_server.command}")]
+        import shutil
+
+        command = settings.aider_server.command
+        found = shutil.which(command)
+        detail = f"custom: {command}" if found else (
+            f"custom command not found: {command} (aiderLsp.aiderServer.command / AIDER_LSP_AIDER_SERVER)"
+        )
+        return [Check("aider server", found is not None, detail)]
     return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
 
 

@@ -153,6 +153,23 @@ def server_environment(settings: Settings, environ: dict[str, str] | None = None
     return env
 
 
+def _missing_provider_key(model: str, env: dict[str, str]) -> str | None:
+    """Without its key Aider retries for a minute, then blames "the provider's servers":
+    say which variable is missing instead (only for providers whose key variable is known)."""
+    from ..handler.llm import PROVIDER_KEY_VARS
+
+    provider, sep, _ = model.partition("/")
+    key_vars = PROVIDER_KEY_VARS.get(provider) if sep else None
+    if not key_vars or any(env.get(var) for var in key_vars):
+        return None
+    if provider == "openai" and env.get("OPENAI_API_BASE"):
+        return None  # an OpenAI-compatible proxy may take no key
+    return (
+        f"{' or '.join(key_vars)} is not set: Aider's model {model!r} needs it "
+        f"(set {key_vars[0]}, or aiderLsp.apiKey, or point aiderLsp.baseUrl at a local server)"
+    )
+
+
 def _expand(arg: str, values: dict[str, str]) -> str:
     return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), arg)
 
@@ -489,6 +506,10 @@ class AiderBridge:
             spec = launch_spec(settings, self.workspace)
         except ConfigurationProblem as exc:
             return failed_result(ErrorReason.CONFIGURATION_ERROR, str(exc))
+        if spec.bundled and tool_name != "list_models":  # listing models needs no key
+            missing = _missing_provider_key(aider_model_for(settings) or "", dict(spec.env))
+            if missing:
+                return failed_result(ErrorReason.CONFIGURATION_ERROR, missing)
         editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
         async with self._lock:
             before = self._snapshot(editable)
