@@ -185,3 +185,28 @@ def test_commands_without_a_workspace_say_so(tmp_path: Path) -> None:
         assert "Traceback" not in raw.stderr_text()
     finally:
         raw.close()
+
+
+def test_requests_after_shutdown_are_refused_not_dropped(tmp_path: Path, odd_workspace: Path) -> None:
+    """A request that arrives after shutdown gets InvalidRequest (pygls would leave it unanswered)."""
+    raw = RawLspClient(tmp_path / "stderr.txt")
+    try:
+        raw.initialize(odd_workspace)
+        assert "result" in raw.request("shutdown", None)
+        late = raw.execute("aider-lsp.tools.list", {}, timeout=10)
+        assert late["error"]["code"] == -32600 and "shutting down" in late["error"]["message"]
+        raw.notify("exit", None)
+        assert raw.process.wait(10) == 0
+    finally:
+        raw.close()
+
+
+def test_exit_without_shutdown_ends_with_code_1(tmp_path: Path, odd_workspace: Path) -> None:
+    raw = RawLspClient(tmp_path / "stderr.txt")
+    try:
+        raw.initialize(odd_workspace)
+        raw.notify("exit", None)
+        assert raw.process.wait(10) == 1
+        assert "Traceback" not in raw.stderr_text()
+    finally:
+        raw.close()

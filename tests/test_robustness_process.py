@@ -89,8 +89,8 @@ def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
             assert llm.wait_for_requests(1, 60), client.stderr_text()[-2000:]
             aider = children_of(client.process.pid)
             assert aider, "no Aider server was started"
-            if ending == "shutdown":
-                client.send_request("shutdown", None)
+            if ending == "shutdown":  # as a client should: exit once shutdown is answered
+                assert "result" in client.request("shutdown", None, timeout=20)
                 client.notify("exit", None)
             elif ending == "stdin-closed":  # the editor died
                 assert client.process.stdin is not None

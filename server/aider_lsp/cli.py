@@ -121,7 +121,7 @@ def serve(tcp: str | None) -> int:
             print(f"aider-lsp: cannot listen on {tcp}: {exc}", file=sys.stderr)
             return 1
     else:
-        serve_stdio()
+        return serve_stdio()
     return 0
 
 

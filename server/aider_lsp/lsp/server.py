@@ -16,7 +16,12 @@ from typing import Any
 
 from lsprotocol import types
 from pydantic import ValidationError
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -75,6 +80,13 @@ class AiderProtocol(LanguageServerProtocol):
         if not hasattr(message, "jsonrpc"):  # e.g. a JSON array: not a JSON-RPC message at all
             log.warning("ignored a client message that is not a JSON-RPC object: %.200r", message)
             return
+        if getattr(message, "method", None) == "exit":
+            self.exit_code = 0 if self._shutdown else 1  # the spec's codes; pygls' sys.exit is swallowed
+        if self._shutdown and getattr(message, "method", None) and getattr(message, "id", None) is not None:
+            # pygls drops requests after shutdown silently; the spec wants an InvalidRequest answer
+            error = JsonRpcInvalidRequest(f"the server is shutting down: {message.method} refused")
+            self._send_response(message.id, error=error.to_response_error())
+            return
         super().handle_message(message)
 
 
@@ -94,6 +106,16 @@ class _OneLineClientErrors(logging.Filter):
 
 for _name in ("pygls.protocol.json_rpc", "pygls.server", "pygls.io_"):
     logging.getLogger(_name).addFilter(_OneLineClientErrors())
+
+
+def _not_the_exit(record: logging.LogRecord) -> bool:
+    """pygls ends the process with sys.exit inside a message callback (TCP session end, `exit`
+    without `shutdown`); asyncio would log that exit, and the tasks it cancels, as unhandled
+    exceptions with tracebacks."""
+    return not (record.exc_info and isinstance(record.exc_info[1], (SystemExit, asyncio.CancelledError)))
+
+
+logging.getLogger("asyncio").addFilter(_not_the_exit)
 
 
 class AiderLanguageServer(LanguageServer):
@@ -453,22 +475,18 @@ for _spec in COMMANDS:
     _register_command(_spec)
 
 
-def serve_stdio() -> None:
-    """Serve on stdio; fd 1 is handed to the transport and redirected to stderr for all else."""
+def serve_stdio() -> int:
+    """Serve on stdio; fd 1 is handed to the transport and redirected to stderr for all else.
+
+    Returns the exit code: 1 after `exit` without `shutdown` (LSP), else 0."""
     transport = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     import sys
 
     sys.stdout = sys.stderr
     server.start_io(sys.stdin.buffer, transport)
-
-
-def _not_the_exit(record: logging.LogRecord) -> bool:
-    """pygls ends a TCP session with sys.exit inside the connection callback; asyncio would log
-    that normal exit as an unhandled exception with a traceback."""
-    return not (record.exc_info and isinstance(record.exc_info[1], SystemExit))
+    return getattr(server.protocol, "exit_code", 0)
 
 
 def serve_tcp(host: str, port: int) -> None:
-    logging.getLogger("asyncio").addFilter(_not_the_exit)
     server.start_tcp(host, port)
