@@ -24,3 +24,21 @@ def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> 
     assert sorted(report["restored"]) == ["frozen.txt", "run.sh"]
     assert script.read_text() == "#!/bin/sh\necho 1\n" and script.stat().st_mode & 0o777 == 0o755
     assert frozen.read_text() == "keep\n" and frozen.stat().st_mode & 0o777 == 0o444
+
+
+def test_undo_skips_a_checkpoint_left_by_an_interrupted_edit(tmp_path: Path) -> None:
+    from aider_lsp.executors.aider import AiderExecutors
+
+    a = tmp_path / "a.py"
+    a.write_text("A = 1\n")
+    files = FileAccessManager(tmp_path)
+    store = CheckpointStore(files)
+    executors = AiderExecutors(bridge=None, files=files, checkpoints=store)  # type: ignore[arg-type]
+    done = store.create(["a.py"], label="first edit")
+    a.write_text("A = 2\n")
+    store.record_after(done)
+    store.create(["a.py"], label="edit killed before it wrote")  # never settled, nothing changed
+    undo = executors.undo(unsaved_files=[])
+    assert undo.ok and undo.notes["label"] == "first edit", undo.content
+    assert a.read_text() == "A = 1\n"
+    assert executors.undo(unsaved_files=[]).content == "Nothing to undo."

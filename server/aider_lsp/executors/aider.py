@@ -314,6 +314,17 @@ class AiderExecutors:
                 ErrorReason.INPUT_VALIDATION_FAILURE,
                 "an Aider edit is running: undo when it has finished (or cancel it first)",
             )
+        # an edit interrupted before it settled (server or editor killed) leaves a checkpoint
+        # whose files never changed: undoing it would do nothing, so it is dropped
+        latest = self.checkpoints.latest()
+        while latest is not None and latest.files and not latest.after:
+            try:
+                if not self.checkpoints.unchanged(latest):
+                    break
+            except (OSError, AccessDenied):
+                break
+            self.checkpoints.discard(latest)
+            latest = self.checkpoints.latest()
         unsaved = UNSAVED_FILES.get() if unsaved_files is None else unsaved_files
         report = self.checkpoints.restore(skip=unsaved, force=force)
         if report["checkpoint"] is None:
