@@ -210,3 +210,32 @@ def test_exit_without_shutdown_ends_with_code_1(tmp_path: Path, odd_workspace: P
         assert "Traceback" not in raw.stderr_text()
     finally:
         raw.close()
+
+
+@pytest.mark.parametrize("name", ["p%20.py", "ün i%20.py", "a b.py"])
+def test_unsaved_buffers_with_odd_names_are_never_overwritten(
+    tmp_path: Path, odd_workspace: Path, llm_server: Any, name: str
+) -> None:
+    """pygls keys open documents by an unquoted URI; decoding it again lost `%20` file names,
+    so Aider overwrote an open buffer with unsaved changes."""
+    from llm_server import aider_whole, any_request
+
+    target = odd_workspace / name
+    target.write_text("X = 1\n")
+    llm_server.add_rule(any_request, aider_whole({name: "X = 2\n"}))
+    raw = RawLspClient(tmp_path / "stderr.txt")
+    try:
+        raw.initialize(odd_workspace, {"baseUrl": llm_server.base_url, "aiderModel": "openai/scripted-coder",
+                                       "aiderServer": {"args": ["--edit-format", "whole"]}})
+        raw.notify("textDocument/didOpen", {"textDocument": {
+            "uri": target.as_uri(), "languageId": "python", "version": 1, "text": "X = 1  # typing\n"}})
+        for arguments in ({"prompt": "x", "file_context": [name]},
+                          {"prompt": "x", "selection": {"uri": target.as_uri(), "text": "X = 1"}}):
+            result = raw.execute("aider-lsp.aider.automatic", arguments, timeout=120)["result"]
+            assert result["status"] == "FAILED", result
+            assert "unsaved changes" in result["content"], result
+        assert target.read_text() == "X = 1\n"
+        assert llm_server.chat_requests() == []
+        assert raw.shutdown() == 0
+    finally:
+        raw.close()

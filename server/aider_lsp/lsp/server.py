@@ -224,8 +224,10 @@ class AiderLanguageServer(LanguageServer):
         """What services need to know of the editor: open and unsaved documents."""
         open_files: list[str] = []
         unsaved: list[str] = []
-        for uri, document in self.workspace.text_documents.items():
-            relative = self.workspace_relative(uri)
+        for document in list(self.workspace.text_documents.values()):
+            # the document's own URI: pygls keys documents by an already-unquoted URI, which a
+            # second decoding would turn `p%2520.py` (file `p%20.py`) into `p .py`
+            relative = self.workspace_relative(document.uri)
             if relative is None:
                 continue
             open_files.append(relative)
