@@ -129,3 +129,27 @@ def test_commands_during_the_first_indexing_pass(tmp_path: Path) -> None:
         assert "Traceback" not in client.stderr_text()
     finally:
         client.close()
+
+
+@needs_aider
+def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, workspace: Path) -> None:
+    (workspace / "pkg" / "other.py").write_text("B = 0\n")
+    with ScriptedLLMServer() as llm:
+        llm.add_rule(last_user_contains("first"), slow(4, aider_whole({"pkg/calc.py": "A = 1\n"})))
+        llm.add_rule(last_user_contains("second"), aider_whole({"pkg/other.py": "B = 1\n"}))
+        client = RawLspClient(tmp_path / "stderr.txt")
+        try:
+            client.initialize(workspace, _options(llm))
+            first = _edit(client, "first", ["pkg/calc.py"])
+            assert llm.wait_for_requests(1, 60)
+            second = _edit(client, "second", ["pkg/other.py"])
+            time.sleep(0.3)
+            client.notify("$/cancelRequest", {"id": second})
+            assert client.wait_response(second, 10)["error"]["code"] == -32800
+            assert client.wait_response(first, 60)["result"]["status"] == "COMPLETE"
+            assert (workspace / "pkg" / "calc.py").read_text() == "A = 1\n"
+            assert (workspace / "pkg" / "other.py").read_text() == "B = 0\n"  # never ran
+            assert len(llm.chat_requests()) == 1
+            assert client.shutdown() == 0
+        finally:
+            client.close()
