@@ -239,3 +239,21 @@ def test_unsaved_buffers_with_odd_names_are_never_overwritten(
         assert raw.shutdown() == 0
     finally:
         raw.close()
+
+
+@pytest.mark.parametrize("kind", ["missing", "a-file"])
+def test_a_workspace_folder_that_cannot_be_opened_is_named(tmp_path: Path, kind: str) -> None:
+    """Not "open a folder" when the user did: say which folder and why it cannot be used."""
+    folder = tmp_path / "gone"
+    if kind == "a-file":
+        folder.write_text("not a folder")
+    raw = RawLspClient(tmp_path / "stderr.txt")
+    try:
+        raw.initialize(folder)
+        result = raw.execute("aider-lsp.system.readFiles", {"file_paths": ["a.py"]})["result"]
+        assert result["status"] == "FAILED"
+        assert result["notes"]["error"]["reason"] == "configuration_error"
+        assert str(folder) in result["content"] and "not a directory" in result["content"], result
+        assert raw.shutdown() == 0
+    finally:
+        raw.close()

@@ -128,6 +128,7 @@ class AiderLanguageServer(LanguageServer):
         self.settings: Settings = Settings()
         self.configured = asyncio.Event()  # set once workspace/configuration has been read
         self.background_tasks: set[asyncio.Task[Any]] = set()
+        self.workspace_problem: str | None = None  # why the workspace folder could not be opened
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A malformed notification has no answer to carry the error: log it to the client's
@@ -281,6 +282,7 @@ def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> No
         ls.app = Application(root, ls.settings)
     except (OSError, ValueError) as exc:
         log.error("cannot open workspace %s: %s", root, exc)
+        ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
     _exit_cleanly_on_sigterm(ls)
 
 
@@ -441,7 +443,7 @@ def _register_command(spec: CommandSpec) -> None:
         if ls.app is None:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR,
-                "aider-lsp needs a workspace folder: open a folder in the editor",
+                ls.workspace_problem or "aider-lsp needs a workspace folder: open a folder in the editor",
             ).to_wire()
         task = asyncio.current_task()
         if task is not None:
