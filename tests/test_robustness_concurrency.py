@@ -56,6 +56,7 @@ def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: 
             read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]})["result"]
             assert "a: int" in read["content"]
             assert client.shutdown() == 0
+            assert client.garbage == [], "stdout carried something that is not an LSP frame"
         finally:
             client.close()
 
@@ -84,6 +85,7 @@ def test_two_edits_at_once_on_one_workspace(tmp_path: Path, workspace: Path) -> 
             assert (workspace / "pkg" / "other.py").read_text() == "X = 1\n"
             assert "b + a" in (workspace / "pkg" / "calc.py").read_text()
             assert client.shutdown() == 0
+            assert client.garbage == [], "stdout carried something that is not an LSP frame"
             assert "Traceback" not in client.stderr_text()
         finally:
             client.close()
@@ -151,5 +153,6 @@ def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, w
             assert (workspace / "pkg" / "other.py").read_text() == "B = 0\n"  # never ran
             assert len(llm.chat_requests()) == 1
             assert client.shutdown() == 0
+            assert client.garbage == [], "stdout carried something that is not an LSP frame"
         finally:
             client.close()
