@@ -543,3 +543,14 @@ def test_any_query_text_answers_without_error(tmp_path: Path) -> None:
 
     check()
     memory.close()
+
+
+async def test_a_workspace_at_the_filesystem_root_is_not_indexed(tmp_path: Path) -> None:
+    """Opening "/" must not walk the whole machine (/proc, /sys, other projects)."""
+    memory = MemorySystem(
+        FileAccessManager("/"),
+        Settings(context_index_path=str(tmp_path / "index.sqlite3")),
+    )
+    stats = await asyncio.wait_for(memory.start_indexing(), 10)
+    assert stats.skipped == ["the workspace is the filesystem root: not indexed"]
+    await memory.aclose()

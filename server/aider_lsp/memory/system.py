@@ -309,6 +309,11 @@ class MemorySystem:
         return self._task
 
     async def _run_index(self, progress: ProgressCallback) -> IndexStats:
+        if self.files.root == Path(self.files.root.anchor):
+            # a workspace at "/" would walk the whole machine (/proc, /sys, other users' files)
+            log.warning("the workspace is the filesystem root: not indexing it")
+            self._progress.running = False
+            return IndexStats(skipped=["the workspace is the filesystem root: not indexed"])
         try:
             while True:
                 self._rescan = False
