@@ -244,16 +244,30 @@ class AiderExecutors:
         readonly, problem = self._resolve_readonly(params)
         if problem:
             return problem
-        async with self._edit_lock:  # checkpoint, edit and settle as one: concurrent edits
-            # would snapshot the same 'before' and undo would skip the first edit
-            checkpoint, owned = self._checkpoint(paths, prompt)
-            call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
-            if readonly:
-                call["relative_readonly_files"] = readonly
-            result = await self._call(checkpoint, owned, "aider_ai_code", call)
-            self._settle_checkpoint(checkpoint, result, owned)
+        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
+        if readonly:
+            call["relative_readonly_files"] = readonly
+        result = await self._checkpointed_edit(paths, prompt, "aider_ai_code", call)
         result.notes.setdefault("files", paths)
         return result
+
+    async def _checkpointed_edit(
+        self, paths: list[str], label: str, tool_name: str, call: dict[str, Any]
+    ) -> TaskResult:
+        """Checkpoint, edit and settle as one, under the edit lock: concurrent edits would
+        snapshot the same 'before' and undo would skip the first edit."""
+        async with self._edit_lock:
+            checkpoint, owned = self._checkpoint(paths, label)
+            result = await self._call(checkpoint, owned, tool_name, call)
+            if tool_name == "aider_chat" and not result.ok and _unknown_tool(result.content, tool_name):
+                # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
+                result = await self.bridge.call_aider_tool(
+                    "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
+                )
+                result.notes["session_id"] = None
+                result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
+            self._settle_checkpoint(checkpoint, result, owned)
+            return result
 
     async def interactive(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
         """One turn of a kept Aider chat: {query|prompt, file_context?, session_id?, end_session?}."""
@@ -277,27 +291,16 @@ class AiderExecutors:
         blocked = self._unsaved_conflicts(paths, unsaved_files)
         if blocked:
             return blocked
-        async with self._edit_lock:  # checkpoint, edit and settle as one: concurrent edits
-            # would snapshot the same 'before' and undo would skip the first edit
-            checkpoint, owned = self._checkpoint(paths, message)
-            call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
-            if session_id:
-                call["session_id"] = session_id
-            result = await self._call(checkpoint, owned, "aider_chat", call)
-            if not result.ok and _unknown_tool(result.content, "aider_chat"):
-                # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
-                result = await self.bridge.call_aider_tool(
-                    "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
-                )
-                result.notes["session_id"] = None
-                result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
-            self._settle_checkpoint(checkpoint, result, owned)
-            kept = result.notes.get("session_id")
-            if isinstance(kept, str) and kept:
-                held = self._session_files.setdefault(kept, [])
-                for path in [*paths, *(result.notes.get("created_files") or [])]:
-                    if isinstance(path, str) and path not in held:
-                        held.append(path)
+        call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
+        if session_id:
+            call["session_id"] = session_id
+        result = await self._checkpointed_edit(paths, message, "aider_chat", call)
+        kept = result.notes.get("session_id")
+        if isinstance(kept, str) and kept:
+            held = self._session_files.setdefault(kept, [])
+            for path in [*paths, *(result.notes.get("created_files") or [])]:
+                if isinstance(path, str) and path not in held:
+                    held.append(path)
         result.notes.setdefault("files", paths)
         return result
 
