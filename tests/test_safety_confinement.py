@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from llm_server import ScriptedLLMServer, any_request, json_output
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -21,7 +20,7 @@ from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
 from .memory import MemorySystem, task_reranker
-from .models import ErrorReason, TaskResult, failed_result
+from .models import ErrorReason, ProgressCallback, TaskResult, failed_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
@@ -30,7 +29,6 @@ from .workflow.checkpoints import CheckpointStore
 
 log = logging.getLogger(__name__)
 
-ProgressCallback = Callable[[str, int | None], None]
 
 
 def _no_progress(message: str, percentage: int | None) -> None:

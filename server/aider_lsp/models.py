@@ -6,11 +6,16 @@ template answers; errors are reported in it, never raised to the user.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+# Progress sink shared by long services: (message, percentage or None).
+ProgressCallback = Callable[[str, int | None], None]
 
 
 class TaskStatus(str, Enum):

@@ -29,7 +29,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..app import Application, RequestContext
 from ..executors.aider import unsaved_files_context
-from ..models import ErrorReason, TaskResult, failed_result
+from ..models import ErrorReason, ProgressCallback, TaskResult, failed_result
 from ..settings import SECTION, Settings, SettingsError, load_settings
 from . import indexing
 from .commands import COMMANDS, CommandParams, CommandSpec
@@ -221,7 +221,7 @@ class AiderLanguageServer(LanguageServer):
         except ValueError:
             return None
 
-    def request_context(self, report: Callable[[str, int | None], None] | None = None) -> RequestContext:
+    def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
         """What services need to know of the editor: open and unsaved documents."""
         open_files: list[str] = []
         unsaved: list[str] = []

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from ..files import AccessDenied, FileAccessManager
-from ..models import AssociativeMatchResult, ContextGenerationInput, MatchItem, TaskResult
+from ..models import (
+    AssociativeMatchResult,
+    ContextGenerationInput,
+    MatchItem,
+    ProgressCallback,
+    TaskResult,
+)
 from ..settings import Settings
 from . import rank
 from .extract import extract, identifier_text
@@ -42,7 +48,6 @@ BATCH_SIZE = 64
 FIRST_QUERY_WAIT_S = 10.0
 RERANK_TEMPLATE = "internal:associative_matching"
 
-ProgressCallback = Callable[[str, int | None], None]
 Reranker = Callable[[str, list[MatchItem]], Awaitable[Any]]
 
 
