@@ -253,7 +253,7 @@ async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
     workspace: Path, tmp_path: Path
 ) -> None:
     from aider_lsp.executors.aider import AiderExecutors
-    from aider_lsp.workflow.checkpoints import CheckpointStore
+    from aider_lsp.checkpoints import CheckpointStore
 
     files = FileAccessManager(workspace)
     settings = fake_settings("ok", tmp_path)
@@ -264,7 +264,7 @@ async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
         assert result.status is TaskStatus.COMPLETE, result.content
         assert result.notes["session_id"] is None and "fallback" in result.notes
         assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
-        undo = executors.undo(unsaved_files=[])
+        undo = executors.undo()
         assert undo.status is TaskStatus.COMPLETE
         assert "# edited by fake" not in (workspace / "pkg" / "calc.py").read_text()
     finally:
@@ -288,7 +288,7 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
     workspace: Path, tmp_path: Path
 ) -> None:
     from aider_lsp.executors.aider import AiderExecutors
-    from aider_lsp.workflow.checkpoints import CheckpointStore, run_checkpoint
+    from aider_lsp.checkpoints import CheckpointStore, run_checkpoint
 
     files = FileAccessManager(workspace)
     settings = fake_settings("ok", tmp_path)
@@ -303,7 +303,7 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
                 assert result.ok, result.content
         assert (workspace / "pkg" / "calc.py").read_text().count("# edited by fake") == 2
         assert [cp.label for cp in store.list()] == ["goal: edit twice"]
-        undo = executors.undo(unsaved_files=[])
+        undo = executors.undo()
         assert undo.ok and (workspace / "pkg" / "calc.py").read_text() == original
         assert store.list() == []
         with run_checkpoint(store, "nothing happens"):

@@ -8,7 +8,7 @@ from aider_mcp.snapshots import Snapshot, unified_diff
 
 from aider_lsp.executors.aider import AiderExecutors, apply_selection
 from aider_lsp.files import FileAccessManager
-from aider_lsp.workflow.checkpoints import CheckpointStore
+from aider_lsp.checkpoints import CheckpointStore
 
 
 def test_snapshot_diff_is_per_edit_and_shows_new_and_outside_files(tmp_path: Path) -> None:
@@ -79,12 +79,14 @@ def test_undo_skips_unsaved_files_and_keeps_the_checkpoint(workspace: Path) -> N
     store.create(["pkg/calc.py", "README.md"], label="edit")
     (workspace / "pkg" / "calc.py").write_text("changed\n")
     (workspace / "README.md").write_text("changed\n")
-    executors = AiderExecutors(bridge=None, files=files, checkpoints=store)  # type: ignore[arg-type]
-    result = executors.undo(unsaved_files=["pkg/calc.py"])
+    unsaved = ["pkg/calc.py"]
+    executors = AiderExecutors(bridge=None, files=files, checkpoints=store, unsaved_files=lambda: unsaved)  # type: ignore[arg-type]
+    result = executors.undo()
     assert result.status.value == "FAILED" and "pkg/calc.py" in result.content
     assert (workspace / "README.md").read_text() == "# demo\n"
     assert (workspace / "pkg" / "calc.py").read_text() == "changed\n"  # the editor's buffer wins
-    again = executors.undo(unsaved_files=[])
+    unsaved.clear()  # the user saved or reverted: asked again at the next undo
+    again = executors.undo()
     assert again.status.value == "COMPLETE"
     assert (workspace / "pkg" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 

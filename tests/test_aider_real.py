@@ -152,9 +152,9 @@ async def test_killed_server_is_restarted_by_the_next_call(
 async def test_unsaved_and_secret_files_are_refused_before_aider_runs(
     app: Application, workspace: Path, llm_server: Any
 ) -> None:
-    unsaved = await app.aider_tools.automatic(
-        {"prompt": "edit", "file_context": ["pkg/calc.py"]}, unsaved_files=["pkg/calc.py"]
-    )
+    app.aider_tools.unsaved_files = lambda: ["pkg/calc.py"]  # the editor holds unsaved changes
+    unsaved = await app.aider_tools.automatic({"prompt": "edit", "file_context": ["pkg/calc.py"]})
+    app.aider_tools.unsaved_files = tuple
     assert unsaved.status is TaskStatus.FAILED
     assert reason(unsaved) == "input_validation_failure"
     assert "unsaved changes" in unsaved.content and "pkg/calc.py" in unsaved.content

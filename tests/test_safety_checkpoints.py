@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aider_lsp.files import FileAccessManager
-from aider_lsp.workflow.checkpoints import CheckpointStore
+from aider_lsp.checkpoints import CheckpointStore
 
 
 def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_undo_skips_a_checkpoint_left_by_an_interrupted_edit(tmp_path: Path) -> 
     a.write_text("A = 2\n")
     store.record_after(done)
     store.create(["a.py"], label="edit killed before it wrote")  # never settled, nothing changed
-    undo = executors.undo(unsaved_files=[])
+    undo = executors.undo()
     assert undo.ok and undo.notes["label"] == "first edit", undo.content
     assert a.read_text() == "A = 1\n"
-    assert executors.undo(unsaved_files=[]).content == "Nothing to undo."
+    assert executors.undo().content == "Nothing to undo."

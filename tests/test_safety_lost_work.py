@@ -126,16 +126,16 @@ async def test_a_session_turn_is_checkpointed_for_every_file_the_session_holds(
     app: Application, tree: Path, llm_server: ScriptedLLMServer
 ) -> None:
     llm_server.add_rule(any_request, text("a.py defines A."), times=1)
-    first = await app.aider_tools.interactive({"query": "what is A?", "file_context": ["pkg/a.py"]}, unsaved_files=[])
+    first = await app.aider_tools.interactive({"query": "what is A?", "file_context": ["pkg/a.py"]})
     session_id = first.notes["session_id"]
     llm_server.add_rule(any_request, aider_whole({"pkg/a.py": A1, "pkg/b.py": B1}))
     second = await app.aider_tools.interactive(
-        {"query": "bump both", "file_context": ["pkg/b.py"], "session_id": session_id}, unsaved_files=[]
+        {"query": "bump both", "file_context": ["pkg/b.py"], "session_id": session_id}
     )
     assert second.status is TaskStatus.COMPLETE, second.content
     assert (tree / "pkg" / "a.py").read_text() == A1
     assert sorted(second.notes["changed_files"]) == ["pkg/a.py", "pkg/b.py"]
-    undo = app.aider_tools.undo(unsaved_files=[])
+    undo = app.aider_tools.undo()
     assert undo.ok, undo.content
     assert (tree / "pkg" / "a.py").read_text() == A0 and (tree / "pkg" / "b.py").read_text() == B0
 
@@ -266,7 +266,7 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
     from aider_lsp.executors.aider import AiderExecutors
     from aider_lsp.files import FileAccessManager
     from aider_lsp.models import complete_result
-    from aider_lsp.workflow.checkpoints import CheckpointStore
+    from aider_lsp.checkpoints import CheckpointStore
 
     root = tmp_path / "ws"
     (root / "pkg").mkdir(parents=True)
@@ -283,7 +283,7 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
     )
     executors._settle_checkpoint(checkpoint, result)
     assert result.notes["not_covered_by_undo"] == ["../escape.py"]
-    assert executors.undo(unsaved_files=[]).ok
+    assert executors.undo().ok
     assert not (root / "pkg" / "new.py").exists() and not (root / "pkg" / "a.py").exists()
 
 
@@ -301,9 +301,9 @@ async def test_concurrent_edits_are_undone_one_at_a_time(
     )
     assert first.ok and second.ok, (first.content, second.content)
     assert a.read_text() == "A = 3\n"
-    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert app.aider_tools.undo().ok
     assert a.read_text() == A1  # back to the first edit's result, not past it
-    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert app.aider_tools.undo().ok
     assert a.read_text() == A0
 
 
@@ -313,11 +313,11 @@ async def test_undo_waits_for_a_running_edit(app: Application, tree: Path, llm_s
         app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
     )
     assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
-    early = app.aider_tools.undo(unsaved_files=[])
+    early = app.aider_tools.undo()
     assert early.status is TaskStatus.FAILED and "running" in early.content
     assert (await running).ok
     assert (tree / "pkg" / "a.py").read_text() == A1
-    assert app.aider_tools.undo(unsaved_files=[]).ok
+    assert app.aider_tools.undo().ok
     assert (tree / "pkg" / "a.py").read_text() == A0
 
 
@@ -370,6 +370,6 @@ async def test_undo_after_a_conflicting_edit_keeps_the_users_save(
     result = await running
     assert result.ok and result.notes["changed_files"] == ["pkg/b.py"], result.notes
     assert a.read_text() == saved and b.read_text() == B1
-    undo = app.aider_tools.undo(unsaved_files=[])
+    undo = app.aider_tools.undo()
     assert undo.ok and undo.notes["restored"] == ["pkg/b.py"], undo.content
     assert b.read_text() == B0 and a.read_text() == saved

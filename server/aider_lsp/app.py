@@ -20,12 +20,12 @@ from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
 from .memory import MemorySystem, task_reranker
-from .models import ErrorReason, ProgressCallback, TaskResult, failed_result
+from .models import ErrorReason, ProgressCallback, TaskResult, UnsavedFiles, failed_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
 from .tools import ToolRegistry
-from .workflow.checkpoints import CheckpointStore
+from .checkpoints import CheckpointStore
 
 log = logging.getLogger(__name__)
 
@@ -37,21 +37,25 @@ def _no_progress(message: str, percentage: int | None) -> None:
 
 @dataclass
 class RequestContext:
-    """What the caller (the editor) knows that services need: progress and unsaved buffers.
-
-    `unsaved_files` are workspace-relative paths open in the editor with unsaved changes;
-    they must never be overwritten. `open_files` are all open workspace-relative paths.
-    """
+    """What the caller (the editor) knows that a request needs: where to report progress and
+    the workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
+    here: the Application asks its `unsaved_files` provider at each edit."""
 
     report_progress: ProgressCallback = _no_progress
-    unsaved_files: list[str] = field(default_factory=list)
     open_files: list[str] = field(default_factory=list)
 
 
 class Application:
     """Everything one workspace needs, wired once."""
 
-    def __init__(self, workspace: str | os.PathLike[str], settings: Settings) -> None:
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        settings: Settings,
+        unsaved_files: UnsavedFiles = tuple,
+    ) -> None:
+        """`unsaved_files` tells which files the editor holds with unsaved changes (asked at
+        each edit and undo, which refuse to overwrite them); without an editor there are none."""
         self.settings = settings
         self.files = FileAccessManager(
             workspace,
@@ -74,7 +78,9 @@ class Application:
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)
         self.aider = AiderBridge(self.files, lambda: self.settings, memory=self.memory)
-        self.aider_tools = aider_executors.AiderExecutors(self.aider, self.files, self.checkpoints)
+        self.aider_tools = aider_executors.AiderExecutors(
+            self.aider, self.files, self.checkpoints, unsaved_files
+        )
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
 

@@ -6,7 +6,7 @@ template answers; errors are reported in it, never raised to the user.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
+# The editor's files with unsaved changes (workspace-relative), asked for at each edit.
+UnsavedFiles = Callable[[], Collection[str]]
 
 
 class TaskStatus(str, Enum):

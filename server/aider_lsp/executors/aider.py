@@ -3,26 +3,23 @@
 Before an edit: files open in the editor with unsaved changes are refused (Aider writes the
 disk, the editor's buffer would silently diverge), secret files are refused (they must never
 reach a model), and the files are checkpointed so `aider-lsp.workflow.undo` restores them.
-The unsaved files come from the caller: an explicit argument, or the `UNSAVED_FILES` context
-variable that the LSP layer sets around any command that may reach these tools.
+The unsaved files come from one provider given at construction (the editor's buffers, asked
+at each edit, so that a long run sees a buffer the user modified after it started).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Collection, Iterator
-from contextvars import ContextVar
 from typing import Any
 
 from ..aider.bridge import AiderBridge
 from ..files import AccessDenied, FileAccessManager
-from ..models import ErrorReason, TaskResult, ToolSpec, complete_result, failed_result
+from ..models import ErrorReason, TaskResult, ToolSpec, UnsavedFiles, complete_result, failed_result
 from ..redact import redact, secret_values
-from ..workflow.checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
+from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
 from .system import parse_path_list
 
-UNSAVED_FILES: ContextVar[tuple[str, ...]] = ContextVar("aider_lsp_unsaved_files", default=())
 MEMORY_FILE_LIMIT = 5
 
 _FILE_CONTEXT_SCHEMA = {
@@ -68,23 +65,20 @@ AIDER_INTERACTIVE_SPEC = ToolSpec(
 )
 
 
-@contextlib.contextmanager
-def unsaved_files_context(paths: Collection[str]) -> Iterator[None]:
-    """Make the editor's unsaved files known to any Aider edit made inside the block."""
-    token = UNSAVED_FILES.set(tuple(paths))
-    try:
-        yield
-    finally:
-        UNSAVED_FILES.reset(token)
-
-
 class AiderExecutors:
     """The two Aider tools plus listModels and undo, sharing one bridge and checkpoint store."""
 
-    def __init__(self, bridge: AiderBridge, files: FileAccessManager, checkpoints: CheckpointStore) -> None:
+    def __init__(
+        self,
+        bridge: AiderBridge,
+        files: FileAccessManager,
+        checkpoints: CheckpointStore,
+        unsaved_files: UnsavedFiles = tuple,
+    ) -> None:
         self.bridge = bridge
         self.files = files
         self.checkpoints = checkpoints
+        self.unsaved_files = unsaved_files
         # files each Aider chat session holds: a later turn may edit any of them, so each turn
         # checks them for unsaved buffers and checkpoints them, not only the turn's own files
         self._session_files: dict[str, list[str]] = {}
@@ -164,10 +158,9 @@ class AiderExecutors:
             )
         return clean, None
 
-    def _unsaved_conflicts(self, paths: list[str], unsaved: Collection[str] | None) -> TaskResult | None:
-        unsaved = UNSAVED_FILES.get() if unsaved is None else unsaved
+    def _unsaved_conflicts(self, paths: list[str]) -> TaskResult | None:
         dirty: set[str] = set()
-        for path in unsaved:
+        for path in self.unsaved_files():
             with contextlib.suppress(AccessDenied):
                 dirty.add(self.files.relative(path))
         blocked = [path for path in paths if path in dirty]
@@ -230,7 +223,7 @@ class AiderExecutors:
             raise
 
     # -- tools -------------------------------------------------------------------------------
-    async def automatic(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
+    async def automatic(self, params: dict[str, Any]) -> TaskResult:
         """One Aider edit: {prompt, file_context?}."""
         prompt = params.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
@@ -238,7 +231,7 @@ class AiderExecutors:
         paths, problem = await self._resolve_files(params, prompt)
         if problem:
             return problem
-        blocked = self._unsaved_conflicts(paths, unsaved_files)
+        blocked = self._unsaved_conflicts(paths)
         if blocked:
             return blocked
         readonly, problem = self._resolve_readonly(params)
@@ -269,7 +262,7 @@ class AiderExecutors:
             self._settle_checkpoint(checkpoint, result, owned)
             return result
 
-    async def interactive(self, params: dict[str, Any], *, unsaved_files: Collection[str] | None = None) -> TaskResult:
+    async def interactive(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat: {query|prompt, file_context?, session_id?, end_session?}."""
         session_id = params.get("session_id")
         if session_id is not None and not isinstance(session_id, str):
@@ -288,7 +281,7 @@ class AiderExecutors:
         if session_id:
             earlier = self._session_files.get(session_id, [])
             paths = [*earlier, *(path for path in paths if path not in earlier)]
-        blocked = self._unsaved_conflicts(paths, unsaved_files)
+        blocked = self._unsaved_conflicts(paths)
         if blocked:
             return blocked
         call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
@@ -308,7 +301,7 @@ class AiderExecutors:
         """Models the Aider server knows (optionally filtered)."""
         return await self.bridge.call_aider_tool("list_models", {"substring": substring} if substring else {})
 
-    def undo(self, *, unsaved_files: Collection[str] | None = None, force: bool = False) -> TaskResult:
+    def undo(self, *, force: bool = False) -> TaskResult:
         """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
 
         Files changed since the edit are left alone unless `force` (they hold later work)."""
@@ -328,8 +321,7 @@ class AiderExecutors:
                 break
             self.checkpoints.discard(latest)
             latest = self.checkpoints.latest()
-        unsaved = UNSAVED_FILES.get() if unsaved_files is None else unsaved_files
-        report = self.checkpoints.restore(skip=unsaved, force=force)
+        report = self.checkpoints.restore(skip=self.unsaved_files(), force=force)
         if report["checkpoint"] is None:
             return complete_result("Nothing to undo.", notes=report)
         touched = report["restored"] + report["deleted"]

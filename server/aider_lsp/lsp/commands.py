@@ -161,15 +161,13 @@ async def _aider_automatic(
         except ValueError as exc:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
     ctx.report_progress("Aider is editing…", None)
-    return await app.aider_tools.automatic(args, unsaved_files=ctx.unsaved_files)
+    return await app.aider_tools.automatic(args)
 
 
 async def _aider_interactive(
     app: Application, params: AiderInteractiveParams, ctx: RequestContext
 ) -> TaskResult:
-    return await app.aider_tools.interactive(
-        params.model_dump(exclude_none=True), unsaved_files=ctx.unsaved_files
-    )
+    return await app.aider_tools.interactive(params.model_dump(exclude_none=True))
 
 
 async def _aider_list_models(
@@ -179,7 +177,7 @@ async def _aider_list_models(
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
-    return app.aider_tools.undo(unsaved_files=ctx.unsaved_files, force=params.force)
+    return app.aider_tools.undo(force=params.force)
 
 
 COMMANDS: list[CommandSpec] = [

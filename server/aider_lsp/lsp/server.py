@@ -28,7 +28,6 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..app import Application, RequestContext
-from ..executors.aider import unsaved_files_context
 from ..models import ErrorReason, ProgressCallback, TaskResult, failed_result
 from ..settings import SECTION, Settings, SettingsError, load_settings
 from . import indexing
@@ -221,20 +220,25 @@ class AiderLanguageServer(LanguageServer):
         except ValueError:
             return None
 
-    def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
-        """What services need to know of the editor: open and unsaved documents."""
-        open_files: list[str] = []
+    def unsaved_files(self) -> list[str]:
+        """Workspace-relative paths of open documents whose text is not what is on disk."""
         unsaved: list[str] = []
         for document in list(self.workspace.text_documents.values()):
             # the document's own URI: pygls keys documents by an already-unquoted URI, which a
             # second decoding would turn `p%2520.py` (file `p%20.py`) into `p .py`
             relative = self.workspace_relative(document.uri)
-            if relative is None:
-                continue
-            open_files.append(relative)
-            if _differs_from_disk(document.source, self.app.workspace / relative):
+            if relative is not None and _differs_from_disk(document.source, self.app.workspace / relative):
                 unsaved.append(relative)
-        context = RequestContext(unsaved_files=unsaved, open_files=open_files)
+        return unsaved
+
+    def open_files(self) -> list[str]:
+        """Workspace-relative paths of the documents open in the editor."""
+        paths = (self.workspace_relative(d.uri) for d in list(self.workspace.text_documents.values()))
+        return [path for path in paths if path is not None]
+
+    def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
+        """What a request needs to know of the editor: open documents, where progress goes."""
+        context = RequestContext(open_files=self.open_files())
         if report is not None:
             context.report_progress = report
         return context
@@ -279,7 +283,7 @@ def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> No
         log.warning("no workspace folder: commands will ask the user to open one")
         return
     try:
-        ls.app = Application(root, ls.settings)
+        ls.app = Application(root, ls.settings, unsaved_files=ls.unsaved_files)
     except (OSError, ValueError) as exc:
         log.error("cannot open workspace %s: %s", root, exc)
         ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
@@ -451,10 +455,7 @@ def _register_command(spec: CommandSpec) -> None:
         app = ls.app
 
         async def run(ctx: RequestContext) -> TaskResult:
-            # any Aider edit reached from this command (directly, via a template or the
-            # workflow) sees the editor's unsaved buffers and refuses to overwrite them
-            with unsaved_files_context(ctx.unsaved_files):
-                return await spec.run(app, params, ctx)
+            return await spec.run(app, params, ctx)
 
         try:
             if spec.long_running:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import AccessDenied, FileAccessManager
+from .files import AccessDenied, FileAccessManager
 
 STATE_DIR = ".aider-lsp"
 USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
