@@ -20,7 +20,15 @@ from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
 from .memory import MemorySystem, task_reranker
-from .models import ErrorReason, ProgressCallback, TaskResult, UnsavedFiles, failed_result
+from .models import (
+    ErrorReason,
+    Finding,
+    FindingsCallback,
+    ProgressCallback,
+    TaskResult,
+    UnsavedFiles,
+    failed_result,
+)
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
@@ -35,13 +43,19 @@ def _no_progress(message: str, percentage: int | None) -> None:
     """Default progress sink: nothing to report to."""
 
 
+def _no_findings(findings: list[Finding]) -> None:
+    """Default findings sink: nobody shows them."""
+
+
 @dataclass
 class RequestContext:
-    """What the caller (the editor) knows that a request needs: where to report progress and
-    the workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
+    """What the caller (the editor, the CLI) gives a request: where to report progress and
+    findings (test failures, analysis; the LSP layer publishes them as diagnostics), and the
+    workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
     here: the Application asks its `unsaved_files` provider at each edit."""
 
     report_progress: ProgressCallback = _no_progress
+    report_findings: FindingsCallback = _no_findings
     open_files: list[str] = field(default_factory=list)
 
 

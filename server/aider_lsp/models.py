@@ -20,6 +20,31 @@ ProgressCallback = Callable[[str, int | None], None]
 UnsavedFiles = Callable[[], Collection[str]]
 
 
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+
+class Finding(BaseModel):
+    """One problem found in a file (a failing test, a compiler error, the analysis' advice).
+
+    Protocol-free: the LSP layer turns findings into diagnostics, the CLI prints them.
+    `line` and `column` are 1-based as tools print them; 0 means "the whole file"."""
+
+    path: str
+    line: int = Field(default=0, ge=0)
+    column: int = Field(default=0, ge=0)
+    message: str
+    severity: Severity = Severity.ERROR
+    source: str = "tests"  # the tool that said it: pytest, ruff, mypy, tsc, gcc, analysis, …
+
+
+# Sink for a run's current findings: each call REPLACES the previous set (an empty list clears).
+FindingsCallback = Callable[[list[Finding]], None]
+
+
 class TaskStatus(str, Enum):
     COMPLETE = "COMPLETE"
     CONTINUATION = "CONTINUATION"
