@@ -11,13 +11,20 @@ from aider_lsp.files import FileAccessManager
 from aider_lsp.checkpoints import CheckpointStore
 
 
+def aider_writes(snapshot: Snapshot, root: Path, rel: str, text: str) -> None:
+    """What the bundled server's IO does around each of Aider's writes."""
+    snapshot.remember(rel)
+    (root / rel).write_text(text)
+    snapshot.mark_written(rel)
+
+
 def test_snapshot_diff_is_per_edit_and_shows_new_and_outside_files(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "other.py").write_text("y = 1\n")
     first = Snapshot(tmp_path, ["a.py", "new.py"], [])
-    (tmp_path / "a.py").write_text("x = 2\n")
-    (tmp_path / "new.py").write_text("z = 3\n")
-    (tmp_path / "stray.py").write_text("created outside\n")
+    aider_writes(first, tmp_path, "a.py", "x = 2\n")
+    aider_writes(first, tmp_path, "new.py", "z = 3\n")
+    aider_writes(first, tmp_path, "stray.py", "created outside\n")
     outcome = first.compare()
     assert outcome.success
     assert outcome.changed_editable == ["a.py", "new.py"]
@@ -26,9 +33,24 @@ def test_snapshot_diff_is_per_edit_and_shows_new_and_outside_files(tmp_path: Pat
     assert "-x = 1\n+x = 2\n" in outcome.diff and "+++ b/new.py" in outcome.diff
     # a second edit's diff is not cumulative
     second = Snapshot(tmp_path, ["a.py"], [])
-    (tmp_path / "a.py").write_text("x = 3\n")
+    aider_writes(second, tmp_path, "a.py", "x = 3\n")
     diff = second.compare().diff
     assert "-x = 2\n+x = 3\n" in diff and "x = 1" not in diff
+
+
+def test_snapshot_ignores_files_another_program_wrote_during_the_edit(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "other.py").write_text("y = 1\n")
+    snap = Snapshot(tmp_path, ["a.py", "b.py"], [])
+    aider_writes(snap, tmp_path, "a.py", "x = 2\n")
+    (tmp_path / "server.log").write_text("a log line\n")  # created by someone else
+    (tmp_path / "other.py").write_text("y = 2\n")  # changed by someone else
+    (tmp_path / "b.py").write_text("editable, but Aider did not write it\n")
+    outcome = snap.compare()
+    assert outcome.changed_editable == ["a.py"]
+    assert outcome.outside == [] and outcome.created == []
+    assert "server.log" not in outcome.diff and "other.py" not in outcome.diff
+    assert "b.py" not in outcome.diff
 
 
 def test_snapshot_without_change_is_not_a_success_and_drops_touched_files(tmp_path: Path) -> None:

@@ -5,14 +5,16 @@ Needs the Aider environment (`aider-lsp setup-aider`; CI runs it first).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, text
+from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, slow, text
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
@@ -126,6 +128,50 @@ async def test_new_file_shows_in_the_diff_and_undo_removes_it(
     assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
     assert not (workspace / "pkg" / "util.py").exists()
     assert app.aider_tools.undo().content == "Nothing to undo."
+
+
+OTHER_PROGRAM = """
+import pathlib, sys
+root = pathlib.Path(sys.argv[1])
+(root / "build.log").write_text("written by another program\\n")
+(root / "README.md").write_text("# demo, edited by another program\\n")
+(root / "pkg" / "notes.py").write_text("# editable, but written by another program\\n")
+"""
+
+
+async def test_files_another_program_writes_during_an_edit_are_not_the_edits(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    (workspace / "pkg" / "notes.py").write_text("# notes\n")
+    llm_server.add_rule(any_request, slow(3, aider_whole({"pkg/calc.py": EDITED})))
+
+    async def another_program() -> None:
+        while not llm_server.chat_requests():  # Aider is waiting for its model
+            await asyncio.sleep(0.05)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", OTHER_PROGRAM, str(workspace)
+        )
+        assert await process.wait() == 0
+
+    result, _ = await asyncio.gather(
+        app.handle_task_command(
+            "aider:automatic",
+            {"prompt": "mark add as edited", "file_context": ["pkg/calc.py", "pkg/notes.py"]},
+        ),
+        another_program(),
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert result.notes["changed_files"] == ["pkg/calc.py"]
+    for name in ("build.log", "README.md", "notes.py"):
+        assert name not in result.notes["diff"], result.notes["diff"]
+    assert "build.log" not in result.notes["created_files"]
+
+    undo = app.aider_tools.undo()
+    assert undo.status is TaskStatus.COMPLETE, undo.content
+    assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    assert (workspace / "build.log").read_text() == "written by another program\n"
+    assert (workspace / "README.md").read_text() == "# demo, edited by another program\n"
+    assert (workspace / "pkg" / "notes.py").read_text() == "# editable, but written by another program\n"
 
 
 async def test_killed_server_is_restarted_by_the_next_call(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .snapshots import Snapshot, read_bytes
+from .snapshots import Snapshot
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("AIDER_CHECK_UPDATE", "false")
@@ -141,6 +141,8 @@ def _make_io_class() -> Any:
                 crlf = False
             if crlf and "\r\n" not in content:
                 self.newline = "\r\n"
+            if snapshot is not None:
+                snapshot.remember(filename)  # its content before this edit's first write
             try:
                 super().write_text(filename, content, *args, **kwargs)
             finally:
@@ -298,15 +300,13 @@ class AiderEngine:
             coder.io.snapshot = None
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
-        for path in coder.io.conflicts:  # the user's change is not Aider's edit
-            snapshot.contents[snapshot._rel(path)] = read_bytes(Path(path))
         outcome = snapshot.compare()
         result: dict[str, Any] = {
             "success": outcome.success,
             "diff": outcome.diff,
             "changed_files": outcome.changed_editable,
             "files_outside_editable": outcome.outside,
-            "created_files": outcome.created,
+            "created_files": outcome.created,  # only files this edit wrote: undo may delete them
             "reply": reply[:MAX_REPLY_CHARS],
         }
         if coder.io.errors:
@@ -316,7 +316,7 @@ class AiderEngine:
         if refused:
             result["refused_files"] = [{"path": path, "reason": why} for path, why in sorted(refused.items())]
         if coder.io.conflicts:
-            result["conflicts"] = sorted({snapshot._rel(path) for path in coder.io.conflicts})
+            result["conflicts"] = sorted({snapshot.relative(path) for path in coder.io.conflicts})
         if reverted:
             # a whole-file reply that elided code would have deleted it: the file is kept
             result["reverted_files"] = reverted

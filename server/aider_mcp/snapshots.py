@@ -1,7 +1,11 @@
 """Before/after file snapshots: the diff and `success` of an edit come from the files themselves.
 
-Aider's own view (`aider_edited_files`, `git diff`) is not trusted: it lists files whose edit
-failed, and `git diff` is cumulative and blind to new files or non-git directories.
+Which files: only those this edit wrote (Aider's IO reports each write through `mark_written`).
+A file another program created or changed meanwhile (a log, a build output) is not the edit's:
+it is neither in the diff nor in `created`, so undo never deletes or reverts it.
+What changed: judged by content, before against after. Aider's own view (`aider_edited_files`,
+`git diff`) is not trusted: it lists files whose edit failed, and `git diff` is cumulative and
+blind to new files or non-git directories.
 Pure standard library, so it is testable without Aider installed.
 """
 
@@ -13,23 +17,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".aider-lsp",
-    }
-)
-MAX_WALK_FILES = 20_000
 MAX_DIFF_BYTES = 2_000_000
 
 
@@ -39,23 +26,6 @@ def read_bytes(path: Path) -> bytes | None:
         return path.read_bytes() if path.is_file() else None
     except OSError:
         return None
-
-
-def tree_stats(root: Path, limit: int = MAX_WALK_FILES) -> dict[str, tuple[int, int]]:
-    """relative path → (mtime_ns, size) for the tree, heavy folders skipped, capped."""
-    stats: dict[str, tuple[int, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".aider")]
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            stats[os.path.relpath(full, root)] = (st.st_mtime_ns, st.st_size)
-            if len(stats) >= limit:
-                return stats
-    return stats
 
 
 def unified_diff(rel: str, before: bytes | None, after: bytes | None) -> str:
@@ -129,8 +99,8 @@ class EditOutcome:
 class Snapshot:
     """Contents of the files an edit may touch, taken before the edit.
 
-    `remember()` adds a file lazily (called when Aider asks to edit a file outside the list),
-    and a cheap stat walk of the tree catches anything else that appeared or changed.
+    `remember()` adds a file lazily (called when Aider asks to edit a file outside the list,
+    and before each write), `mark_written()` records each file the edit wrote.
     """
 
     def __init__(self, root: Path, editable: list[str], readonly: list[str]) -> None:
@@ -140,7 +110,6 @@ class Snapshot:
         self.written: dict[str, bytes | None] = {}  # what this edit itself last wrote
         for rel in self.editable + list(readonly):
             self.remember(rel)
-        self.stats = tree_stats(root)
 
     def add_editable(self, rel: str) -> None:
         """Count a file as editable (its change is a success); snapshot it if new to us."""
@@ -148,7 +117,7 @@ class Snapshot:
             self.editable.append(rel)
         self.remember(rel)
 
-    def _rel(self, path: str | os.PathLike[str]) -> str:
+    def relative(self, path: str | os.PathLike[str]) -> str:
         full = Path(path)
         if not full.is_absolute():
             full = self.root / full
@@ -159,14 +128,14 @@ class Snapshot:
 
     def remember(self, path: str | os.PathLike[str]) -> None:
         """Record a file's current content unless it was recorded already."""
-        rel = self._rel(path)
+        rel = self.relative(path)
         if rel not in self.contents:
             self.contents[rel] = read_bytes(self.root / rel)
 
     def still_as_read(self, path: str | os.PathLike[str]) -> bool:
         """False when a file changed on disk since the edit began (the user saved meanwhile),
         apart from this edit's own writes: writing it now would discard the user's change."""
-        rel = self._rel(path)
+        rel = self.relative(path)
         if rel not in self.contents:
             return True
         expected = self.written.get(rel, self.contents[rel])
@@ -176,35 +145,22 @@ class Snapshot:
         return now == expected
 
     def mark_written(self, path: str | os.PathLike[str]) -> None:
-        rel = self._rel(path)
+        rel = self.relative(path)
         self.written[rel] = read_bytes(self.root / rel)
 
     def compare(self) -> EditOutcome:
-        """Diff every remembered file and every file whose stat changed or that appeared."""
+        """Diff the files this edit wrote against their content before it."""
         outcome = EditOutcome()
-        editable = {self._rel(p) for p in self.editable}
-        after_stats = tree_stats(self.root)
-        candidates = set(self.contents)
-        for rel, stat in after_stats.items():
-            if self.stats.get(rel) != stat:
-                candidates.add(rel)
+        editable = {self.relative(p) for p in self.editable}
         diffs: list[str] = []
-        for rel in sorted(candidates):
+        for rel in sorted(self.written):
+            before = self.contents.get(rel)
             after = read_bytes(self.root / rel)
-            if after is not None and self.contents.get(rel, b"") is None or (
-                rel not in self.contents and rel not in self.stats and after is not None
-            ):
+            if before == after:
+                continue
+            if before is None:
                 outcome.created.append(rel)
-            if rel in self.contents:
-                before = self.contents[rel]
-                if before == after:
-                    continue
-                diffs.append(unified_diff(rel, before, after))
-            elif rel in self.stats:
-                # changed outside anything we snapshotted: no before-content to diff against
-                diffs.append(f"diff --aider-mcp a/{rel} b/{rel}\n(changed; previous content unknown)\n")
-            else:
-                diffs.append(unified_diff(rel, None, after))
+            diffs.append(unified_diff(rel, before, after))
             if rel in editable:
                 outcome.changed_editable.append(rel)
             else:
@@ -216,7 +172,9 @@ class Snapshot:
         """Put back editable files whose new content elides code ("... existing code ...")."""
         reverted: list[dict[str, str]] = []
         for rel in self.editable:
-            key = self._rel(rel)
+            key = self.relative(rel)
+            if key not in self.written:
+                continue
             before = self.contents.get(key)
             marker = elision_marker(before, read_bytes(self.root / key))
             if marker is None or before is None:
@@ -236,7 +194,7 @@ class Snapshot:
         """
         removed: list[str] = []
         for rel in self.editable:
-            key = self._rel(rel)
+            key = self.relative(rel)
             if self.contents.get(key, b"") is None:
                 full = self.root / key
                 try:

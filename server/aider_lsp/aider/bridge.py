@@ -641,13 +641,20 @@ class AiderBridge:
             )
         # the server's claim counts only when the files agree: a foreign server's `success`
         # means "a file looks like code"; the bridge hashed the editable files itself
-        really = bool(changed)
-        if not bundled:
+        changed_by_others: list[str] = []
+        if bundled:
+            # the bundled server names the files Aider itself wrote: an editable file that
+            # another program changed meanwhile is not this edit's (undo leaves it alone)
+            written = payload.get("changed_files") or []
+            changed_by_others = [rel for rel in changed if rel not in written]
+            changed = [rel for rel in changed if rel in written]
+        else:
             # a foreign server's diff is `git diff` (cumulative, blind to new files): use ours
             diff = own_diff
+        files_changed = bool(changed)
         notes: dict[str, Any] = {
             "tool": tool_name,
-            "success": bool(claimed) and really,
+            "success": bool(claimed) and files_changed,
             "server_success": claimed,
             "diff": diff or "",
             "changed_files": changed,
@@ -658,13 +665,15 @@ class AiderBridge:
         for key in ("session_id", "turn", "errors", "declined_files", "refused_files", "reverted_files", "conflicts"):
             if key in payload:
                 notes[key] = payload[key]
+        if changed_by_others:  # changed on disk by someone else during the edit, like a save
+            notes["conflicts"] = sorted({*notes.get("conflicts", []), *changed_by_others})
         if tool_name == "aider_chat":
             # a chat turn may answer without editing: that is a reply, not a failure
             content = (payload.get("reply") or "") + (f"\n\n{diff}" if diff else "")
             return complete_result(content, notes=notes, parsed=payload)
         if notes["success"]:
             return complete_result(diff or "", notes=notes, parsed=payload)
-        if claimed and not really:
+        if claimed and not files_changed:
             message = f"{tool_name} reported success but no editable file changed"
         else:
             message = payload.get("message") or f"{tool_name}: Aider made no change to the files"
