@@ -8,6 +8,7 @@ from aider_mcp.snapshots import Snapshot, unified_diff
 
 from aider_lsp.executors.aider import AiderExecutors, apply_selection
 from aider_lsp.files import FileAccessManager
+from aider_lsp.models import Selection
 from aider_lsp.checkpoints import CheckpointStore
 
 
@@ -122,11 +123,13 @@ def test_checkpoints_are_pruned(workspace: Path) -> None:
 
 def test_selection_becomes_file_context_and_prompt(workspace: Path) -> None:
     files = FileAccessManager(workspace)
-    prompt, context = apply_selection(
-        files,
-        "rename it",
-        '["README.md"]',
-        {"uri": (workspace / "pkg" / "calc.py").as_uri(), "range": {"start": {"line": 0}, "end": {"line": 1}}, "text": "def add"},
+    selection = Selection.model_validate(
+        {
+            "uri": (workspace / "pkg" / "calc.py").as_uri(),
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+            "text": "def add",
+        }
     )
+    prompt, context = apply_selection(files, "rename it", ["README.md"], selection)
     assert context == ["pkg/calc.py", "README.md"]
     assert "selected code in pkg/calc.py (lines 1-2)" in prompt and "def add" in prompt

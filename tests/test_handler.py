@@ -46,14 +46,14 @@ def reason(result: Any) -> str:
 async def test_text_call_sends_system_prompt_and_reports_usage(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(last_user_contains("hello"), text("hi back"))
-    result = await app.handler._execute_llm_call("hello", system_prompt_override="YOU ARE A TEST")
+    result = await app.handler.execute_llm_call("hello", system_prompt_override="YOU ARE A TEST")
     assert result.status is TaskStatus.COMPLETE and result.content == "hi back"
     sent = llm_server.requests[-1]
     assert system_prompt(sent) == "YOU ARE A TEST"
     assert sent["model"] == "scripted-model"
     usage = result.notes["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0 and usage["requests"] == 1
-    await app.handler._execute_llm_call("hello again", system_prompt_override="x")
+    await app.handler.execute_llm_call("hello again", system_prompt_override="x")
     totals = app.handler.usage_totals
     assert totals["requests"] == 2 and totals["calls"] == 2
     assert totals["input_tokens"] > usage["input_tokens"]
@@ -66,13 +66,13 @@ async def test_data_context_reaches_the_system_prompt(workspace: Path, llm_serve
     assert primed.notes["file_paths"] == ["pkg/calc.py"]
     assert set(primed.notes["skipped_files"]) == {".env", "missing.py"}
     llm_server.add_rule(any_request, text("ok"))
-    await app.handler._execute_llm_call("what does add do?")
+    await app.handler.execute_llm_call("what does add do?")
     prompt = system_prompt(llm_server.requests[-1])
     assert '<file path="pkg/calc.py">' in prompt and "return a + b" in prompt
     assert "sk-secret" not in json.dumps(llm_server.requests)
 
     app.handler.reset()
-    await app.handler._execute_llm_call("and now?")
+    await app.handler.execute_llm_call("and now?")
     assert "<file" not in system_prompt(llm_server.requests[-1])
 
 
@@ -92,7 +92,7 @@ async def test_prime_with_a_query_uses_system_get_context(workspace: Path, llm_s
     )
     primed = await handler.prime_data_context(query="readme")
     assert primed.notes["file_paths"] == ["README.md"] and seen[0]["query"] == "readme"
-    prompt = handler._build_system_prompt()
+    prompt = handler.build_system_prompt()
     assert '<file path="README.md">' in prompt and "# demo" in prompt and "docs" in prompt
 
 
@@ -105,19 +105,19 @@ async def test_tools_default_override_and_never_shell(workspace: Path, llm_serve
     app.handler.register_tool(ToolSpec(name="aider:automatic", description="edit", read_only=False), noop)
     llm_server.add_rule(any_request, text("ok"))
 
-    await app.handler._execute_llm_call("default tools")
+    await app.handler.execute_llm_call("default tools")
     offered = tool_names(llm_server.requests[-1])
     assert "system_read_files" in offered
     assert "system_execute_shell_command" not in offered and "aider_automatic" not in offered
 
-    await app.handler._execute_llm_call("only aider", tools_override=["aider:automatic"])
+    await app.handler.execute_llm_call("only aider", tools_override=["aider:automatic"])
     assert tool_names(llm_server.requests[-1]) == ["aider_automatic"]
 
-    await app.handler._execute_llm_call("no tools", tools_override=[])
+    await app.handler.execute_llm_call("no tools", tools_override=[])
     assert tool_names(llm_server.requests[-1]) == []
 
     count = len(llm_server.requests)
-    refused = await app.handler._execute_llm_call("shell", tools_override=["system:execute_shell_command"])
+    refused = await app.handler.execute_llm_call("shell", tools_override=["system:execute_shell_command"])
     assert reason(refused) == "input_validation_failure" and "never offered" in refused.content
     assert len(llm_server.requests) == count
 
@@ -128,7 +128,7 @@ async def test_model_tool_call_runs_the_real_tool(workspace: Path, llm_server: S
     llm_server.add_rule(
         offers_tool("system_read_files"), tool_call("system_read_files", {"file_paths": ["pkg/calc.py", ".env"]})
     )
-    result = await app.handler._execute_llm_call("read calc")
+    result = await app.handler.execute_llm_call("read calc")
     assert result.content == "the file adds numbers"
     follow_up = llm_server.requests[-1]
     tool_message = [m for m in follow_up["messages"] if m["role"] == "tool"][-1]
@@ -142,7 +142,7 @@ async def test_output_type_and_model_override_reach_the_server(workspace: Path, 
     llm_server.add_rule(
         offers_tool("final_result"), lambda req: tool_call("final_result", {"instructions": "go", "files": ["a.py"]})
     )
-    result = await app.handler._execute_llm_call(
+    result = await app.handler.execute_llm_call(
         "plan", output_type_override=DevelopmentPlan, model_override="openai:other-model"
     )
     assert isinstance(result.parsed_content, DevelopmentPlan)
@@ -157,24 +157,24 @@ async def test_history_config_is_honoured(workspace: Path, llm_server: ScriptedL
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, text("noted"))
     h = app.handler
-    await h._execute_llm_call("first message")
-    await h._execute_llm_call("second message")
+    await h.execute_llm_call("first message")
+    await h.execute_llm_call("second message")
     users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
     assert users == ["first message", "second message"]
 
-    await h._execute_llm_call("third", history_config=HistoryConfigSettings(history_turns_to_include=1))
+    await h.execute_llm_call("third", history_config=HistoryConfigSettings(history_turns_to_include=1))
     users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
     assert users == ["second message", "third"]
 
-    await h._execute_llm_call(
+    await h.execute_llm_call(
         "private", history_config=HistoryConfigSettings(use_session_history=False, record_in_session_history=False)
     )
     assert [m["role"] for m in llm_server.requests[-1]["messages"]] == ["system", "user"]
-    await h._execute_llm_call("fourth")
+    await h.execute_llm_call("fourth")
     assert "private" not in json.dumps(llm_server.requests[-1]["messages"])
 
     h.reset_conversation()
-    await h._execute_llm_call("fresh")
+    await h.execute_llm_call("fresh")
     assert [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"] == ["fresh"]
 
 
@@ -182,7 +182,7 @@ async def test_rate_limit_then_success_is_retried(workspace: Path, llm_server: S
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, fault(429, retry_after=0.01), times=1)
     llm_server.add_rule(any_request, text("after the rate limit"))
-    result = await app.handler._execute_llm_call("go")
+    result = await app.handler.execute_llm_call("go")
     assert result.content == "after the rate limit"
     assert len(llm_server.requests) == 2
 
@@ -193,7 +193,7 @@ async def test_server_errors_end_as_llm_error_with_provider_message(workspace: P
         any_request, fault(503, {"error": {"message": "backend overloaded, try later", "type": "server_error"}},
                            retry_after=0.01)
     )
-    result = await app.handler._execute_llm_call("go")
+    result = await app.handler.execute_llm_call("go")
     assert reason(result) == "llm_error"
     assert "backend overloaded, try later" in result.content and "503" in result.content
     assert len(llm_server.requests) == 2  # one attempt + request_retries=1
@@ -205,8 +205,8 @@ async def test_timeout_and_malformed_body_are_llm_errors(workspace: Path, llm_se
     app.handler.llm.request_retries = 0
     llm_server.add_rule(last_user_contains("slow"), slow(1.5, text("too late")))
     llm_server.add_rule(last_user_contains("broken"), malformed())
-    assert reason(await app.handler._execute_llm_call("slow")) == "llm_error"
-    assert reason(await app.handler._execute_llm_call("broken")) == "llm_error"
+    assert reason(await app.handler.execute_llm_call("slow")) == "llm_error"
+    assert reason(await app.handler.execute_llm_call("broken")) == "llm_error"
 
 
 async def test_missing_model_or_key_is_a_configuration_error(
@@ -215,7 +215,7 @@ async def test_missing_model_or_key_is_a_configuration_error(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("AIDER_LSP_MODEL", raising=False)
     app = Application(workspace, load_settings({}, environ={}))
-    result = await app.handler._execute_llm_call("hi")
+    result = await app.handler.execute_llm_call("hi")
     assert reason(result) == "configuration_error"
     assert "AIDER_LSP_MODEL" in result.content and "aiderLsp.model" in result.content
 
@@ -250,7 +250,7 @@ async def test_agent_and_pydantic_ai_are_lazy(workspace: Path, llm_server: Scrip
     app = make_app(workspace, llm_server)
     assert app.handler.llm._agent is None
     llm_server.add_rule(any_request, text("x"))
-    assert (await app.handler._execute_llm_call("x")).content == "x"
+    assert (await app.handler.execute_llm_call("x")).content == "x"
     assert app.handler.llm._agent is not None
 
 
@@ -260,11 +260,11 @@ async def test_ollama_models_and_api_key_reach_an_openai_compatible_server(
     llm_server.add_rule(any_request, text("ok"))
     monkeypatch.setenv("OLLAMA_BASE_URL", llm_server.base_url)
     app = Application(workspace, Settings(model="ollama:qwen2.5-coder"))
-    assert (await app.handler._execute_llm_call("hi")).content == "ok"
+    assert (await app.handler.execute_llm_call("hi")).content == "ok"
     assert llm_server.requests[-1]["model"] == "qwen2.5-coder"
 
     app = Application(workspace, Settings(model="openai:m", base_url=llm_server.base_url, api_key="sk-from-settings"))
-    await app.handler._execute_llm_call("hi")
+    await app.handler.execute_llm_call("hi")
     assert llm_server.request_headers[-1]["authorization"] == "Bearer sk-from-settings"
     assert app.handler.get_provider_identifier() == f"openai-compatible:m@{llm_server.base_url}"
 
@@ -272,9 +272,9 @@ async def test_ollama_models_and_api_key_reach_an_openai_compatible_server(
 async def test_settings_change_switches_the_model(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, text("ok"))
-    await app.handler._execute_llm_call("one")
+    await app.handler.execute_llm_call("one")
     app.update_settings(Settings(model="openai:second", base_url=llm_server.base_url))
-    await app.handler._execute_llm_call("two")
+    await app.handler.execute_llm_call("two")
     assert [r["model"] for r in llm_server.requests] == ["scripted-model", "second"]
 
 
@@ -282,16 +282,16 @@ async def test_budget_caps_the_calls_of_a_run(workspace: Path, llm_server: Scrip
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, text("a fairly long answer " * 10))
     app.handler.set_budget(max_tokens=100)
-    first = await app.handler._execute_llm_call("one", system_prompt_override="s")
+    first = await app.handler.execute_llm_call("one", system_prompt_override="s")
     assert first.ok and 50 < first.notes["usage"]["total_tokens"] < 100
-    second = await app.handler._execute_llm_call("two", system_prompt_override="s")  # overshoots
+    second = await app.handler.execute_llm_call("two", system_prompt_override="s")  # overshoots
     assert reason(second) == "llm_error" and "aiderLsp.budget" in second.content
     count = len(llm_server.requests)
-    third = await app.handler._execute_llm_call("three", system_prompt_override="s")
+    third = await app.handler.execute_llm_call("three", system_prompt_override="s")
     assert reason(third) == "llm_error" and "aiderLsp.budget.maxTokens" in third.content
     assert len(llm_server.requests) == count  # refused before calling the model
     app.handler.clear_budget()
-    assert (await app.handler._execute_llm_call("four", system_prompt_override="s")).ok
+    assert (await app.handler.execute_llm_call("four", system_prompt_override="s")).ok
 
 
 async def test_cancelling_a_call_stops_it_promptly(workspace: Path, llm_server: ScriptedLLMServer) -> None:
@@ -300,7 +300,7 @@ async def test_cancelling_a_call_stops_it_promptly(workspace: Path, llm_server: 
 
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, slow(5.0, text("too late")))
-    task = asyncio.create_task(app.handler._execute_llm_call("slow one"))
+    task = asyncio.create_task(app.handler.execute_llm_call("slow one"))
     assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 5.0)
     started = time.monotonic()
     task.cancel()
@@ -317,7 +317,7 @@ async def test_large_tool_answers_are_capped(workspace: Path, llm_server: Script
     app = make_app(workspace, llm_server)
     llm_server.add_rule(has_tool_result(), text("read it"))
     llm_server.add_rule(any_request, tool_call("system_read_files", {"file_paths": ["big.txt"]}))
-    assert (await app.handler._execute_llm_call("read big")).content == "read it"
+    assert (await app.handler.execute_llm_call("read big")).content == "read it"
     sent = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert len(sent) < MAX_TOOL_RESULT_CHARS + 200
     assert "HEAD" in sent and "TAIL" in sent and "characters omitted" in sent
@@ -326,11 +326,11 @@ async def test_large_tool_answers_are_capped(workspace: Path, llm_server: Script
 async def test_cost_is_reported_when_known_and_capped_by_budget(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server, model="openai:gpt-4o")  # a priced model name, served locally
     llm_server.add_rule(any_request, text("ok"))
-    first = await app.handler._execute_llm_call("one")
+    first = await app.handler.execute_llm_call("one")
     cost = first.notes["usage"]["cost"]
     assert cost is not None and cost > 0
     assert app.handler.usage_totals["cost"] == pytest.approx(cost)
     app.handler.set_budget(max_cost=cost / 2)
-    assert (await app.handler._execute_llm_call("two")).ok  # the budget starts now
-    refused = await app.handler._execute_llm_call("three")
+    assert (await app.handler.execute_llm_call("two")).ok  # the budget starts now
+    refused = await app.handler.execute_llm_call("three")
     assert reason(refused) == "llm_error" and "aiderLsp.budget.maxCost" in refused.content

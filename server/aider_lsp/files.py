@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -94,6 +95,14 @@ class FileInfo:
     mtime: float
     is_binary: bool
     is_secret: bool
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A path refused to a model, and why (confinement, secret, folder, missing)."""
+
+    path: str
+    reason: str
 
 
 def looks_binary(head: bytes) -> bool:
@@ -187,6 +196,32 @@ class FileAccessManager:
         return real
 
     # -- operations ----------------------------------------------------------------------
+    def model_safe_files(
+        self, paths: Iterable[str | os.PathLike[str]], *, must_exist: bool = False
+    ) -> tuple[list[str], list[Refusal]]:
+        """The one rule for files a model will see (Aider's editable and read-only files, the
+        file context): confined, not secret, not a folder (and existing when `must_exist`).
+        Returns the kept workspace-relative paths, deduplicated in order, and the refused ones
+        with why."""
+        kept: list[str] = []
+        refused: list[Refusal] = []
+        for path in paths:
+            try:
+                real = self.check_model_safe(path)
+            except AccessDenied as exc:
+                refused.append(Refusal(os.fspath(path), str(exc)))
+                continue
+            if real.is_dir():
+                refused.append(Refusal(os.fspath(path), f"is a directory: {os.fspath(path)}"))
+                continue
+            if must_exist and not real.is_file():
+                refused.append(Refusal(os.fspath(path), "no such file"))
+                continue
+            rel = self.relative(real)
+            if rel not in kept:
+                kept.append(rel)
+        return kept, refused
+
     def read_text(self, path: str | os.PathLike[str], *, for_model: bool = True) -> FileText:
         """Read a text file: size cap, binary refusal, undecodable bytes replaced and noted."""
         real = self.check_model_safe(path) if for_model else self.resolve(path)

@@ -259,24 +259,16 @@ class AiderBridge:
         self._file_context: list[str] = []
         self.starts = 0  # how many servers this bridge has started (restarts are visible)
 
+    def settings(self) -> Settings:
+        """The settings in force now (they change live in the editor)."""
+        return self._get_settings()
+
     # -- file context ----------------------------------------------------------------------
     def set_file_context(self, file_paths: list[str], source: str = "explicit") -> dict[str, Any]:
         """Keep only existing, workspace-confined, non-secret files; report what was dropped."""
-        kept: list[str] = []
-        skipped: list[dict[str, str]] = []
-        for path in file_paths:
-            try:
-                real = self.files.check_model_safe(path)
-            except AccessDenied as exc:
-                skipped.append({"path": str(path), "reason": str(exc)})
-                continue
-            if not real.is_file():
-                skipped.append({"path": str(path), "reason": "no such file"})
-                continue
-            rel = self.files.relative(real)
-            if rel not in kept:
-                kept.append(rel)
+        kept, refused = self.files.model_safe_files(file_paths, must_exist=True)
         self._file_context = kept
+        skipped = [{"path": refusal.path, "reason": refusal.reason} for refusal in refused]
         return {"file_paths": list(kept), "skipped": skipped, "source": source}
 
     def get_file_context(self) -> list[str]:

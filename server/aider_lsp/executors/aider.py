@@ -14,55 +14,48 @@ import contextlib
 from typing import Any
 
 from ..aider.bridge import AiderBridge
-from ..files import AccessDenied, FileAccessManager
-from ..models import ErrorReason, TaskResult, ToolSpec, UnsavedFiles, complete_result, failed_result
-from ..redact import redact, secret_values
 from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
-from .system import parse_path_list
+from ..files import AccessDenied, FileAccessManager, Refusal
+from ..models import (
+    AiderAutomaticArgs,
+    AiderInteractiveArgs,
+    ErrorReason,
+    Selection,
+    TaskResult,
+    ToolSpec,
+    UnsavedFiles,
+    complete_result,
+    failed_result,
+    parse_args,
+)
+from ..redact import redact, secret_values
 
 MEMORY_FILE_LIMIT = 5
 
-_FILE_CONTEXT_SCHEMA = {
-    "type": "array",
-    "items": {"type": "string"},
-    "description": "Workspace-relative files Aider may edit (a list or a JSON-array string).",
-}
-
-AIDER_AUTOMATIC_SPEC = ToolSpec(
-    name="aider:automatic",
-    description=(
-        "Ask Aider to edit code: one self-contained instruction applied to the given files."
-        " Returns the unified diff of the change."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "description": "What to change, precisely."},
-            "file_context": _FILE_CONTEXT_SCHEMA,
-        },
-        "required": ["prompt"],
-    },
+AIDER_AUTOMATIC_SPEC = ToolSpec.for_args(
+    "aider:automatic",
+    "Ask Aider to edit code: one self-contained instruction applied to the given files."
+    " Returns the unified diff of the change.",
+    AiderAutomaticArgs,
     read_only=False,
 )
 
-AIDER_INTERACTIVE_SPEC = ToolSpec(
-    name="aider:interactive",
-    description=(
-        "A multi-turn Aider conversation that keeps its chat: pass session_id from the previous"
-        " answer to continue; Aider may answer or edit the files."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "The message to Aider."},
-            "prompt": {"type": "string", "description": "Same as query."},
-            "file_context": _FILE_CONTEXT_SCHEMA,
-            "session_id": {"type": "string", "description": "Continue this session."},
-            "end_session": {"type": "boolean", "description": "End the session instead."},
-        },
-    },
+AIDER_INTERACTIVE_SPEC = ToolSpec.for_args(
+    "aider:interactive",
+    "A multi-turn Aider conversation that keeps its chat: pass session_id from the previous"
+    " answer to continue; Aider may answer or edit the files.",
+    AiderInteractiveArgs,
     read_only=False,
 )
+
+
+def _refused(refusals: list[Refusal]) -> TaskResult:
+    reasons = [refusal.reason for refusal in refusals]
+    return failed_result(
+        ErrorReason.ACCESS_DENIED,
+        "refused to give Aider these files: " + "; ".join(reasons),
+        notes={"refused": reasons},
+    )
 
 
 class AiderExecutors:
@@ -85,39 +78,20 @@ class AiderExecutors:
         self._edit_lock = asyncio.Lock()
 
     # -- shared checks -----------------------------------------------------------------------
-    async def _resolve_files(self, params: dict[str, Any], prompt: str) -> tuple[list[str], TaskResult | None]:
+    async def _resolve_files(
+        self, file_context: list[str] | None, prompt: str
+    ) -> tuple[list[str], TaskResult | None]:
         """Editable files: file_context, else the bridge's file context, else the memory's best."""
-        raw = params.get("file_context")
-        if raw is not None and raw != "":
-            try:
-                paths = parse_path_list(raw, "file_context")
-            except ValueError as exc:
-                return [], failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        if file_context is not None:
+            paths = file_context
         else:
             paths = self.bridge.get_file_context()
             if not paths and self.bridge.memory is not None:
                 found = await self.bridge.get_context_for_query(prompt)
                 paths = [m.source_path for m in found.matches if m.source_path][:MEMORY_FILE_LIMIT]
-        clean: list[str] = []
-        refused: list[str] = []
-        for path in paths:
-            try:
-                real = self.files.check_model_safe(path)
-            except AccessDenied as exc:
-                refused.append(str(exc))
-                continue
-            if real.is_dir():
-                refused.append(f"is a directory: {path}")
-                continue
-            rel = self.files.relative(real)
-            if rel not in clean:
-                clean.append(rel)
+        clean, refused = self.files.model_safe_files(paths)
         if refused:
-            return [], failed_result(
-                ErrorReason.ACCESS_DENIED,
-                "refused to give Aider these files: " + "; ".join(refused),
-                notes={"refused": refused},
-            )
+            return [], _refused(refused)
         if not clean:
             return [], failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
@@ -128,35 +102,13 @@ class AiderExecutors:
     def _for_model(self, text: str) -> str:
         """Aider sends the prompt to its LLM: credential values (e.g. in pasted test output) are
         redacted as in every other model-bound text."""
-        settings = self.bridge._get_settings()
+        settings = self.bridge.settings()
         return redact(text, secret_values(extra=[getattr(settings, "api_key", None)]))
 
-    def _resolve_readonly(self, params: dict[str, Any]) -> tuple[list[str], TaskResult | None]:
+    def _resolve_readonly(self, readonly_files: list[str] | None) -> tuple[list[str], TaskResult | None]:
         """Read-only files reach the model too: same confinement and secret refusal."""
-        raw = params.get("readonly_files")
-        if raw is None or raw == "" or raw == []:
-            return [], None
-        try:
-            wanted = parse_path_list(raw, "readonly_files")
-        except ValueError as exc:
-            return [], failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
-        clean: list[str] = []
-        refused: list[str] = []
-        for path in wanted:
-            try:
-                rel = self.files.relative(self.files.check_model_safe(path))
-            except AccessDenied as exc:
-                refused.append(str(exc))
-                continue
-            if rel not in clean:
-                clean.append(rel)
-        if refused:
-            return [], failed_result(
-                ErrorReason.ACCESS_DENIED,
-                "refused to give Aider these files: " + "; ".join(refused),
-                notes={"refused": refused},
-            )
-        return clean, None
+        clean, refused = self.files.model_safe_files(readonly_files or [])
+        return ([], _refused(refused)) if refused else (clean, None)
 
     def _unsaved_conflicts(self, paths: list[str]) -> TaskResult | None:
         dirty: set[str] = set()
@@ -224,23 +176,25 @@ class AiderExecutors:
 
     # -- tools -------------------------------------------------------------------------------
     async def automatic(self, params: dict[str, Any]) -> TaskResult:
-        """One Aider edit: {prompt, file_context?}."""
-        prompt = params.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
+        """One Aider edit: `AiderAutomaticArgs` {prompt, file_context?}."""
+        args = parse_args(AiderAutomaticArgs, params)
+        if isinstance(args, TaskResult):
+            return args
+        if not args.prompt.strip():
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change")
-        paths, problem = await self._resolve_files(params, prompt)
+        paths, problem = await self._resolve_files(args.file_context, args.prompt)
         if problem:
             return problem
         blocked = self._unsaved_conflicts(paths)
         if blocked:
             return blocked
-        readonly, problem = self._resolve_readonly(params)
+        readonly, problem = self._resolve_readonly(args.readonly_files)
         if problem:
             return problem
-        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(prompt), "relative_editable_files": paths}
+        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(args.prompt), "relative_editable_files": paths}
         if readonly:
             call["relative_readonly_files"] = readonly
-        result = await self._checkpointed_edit(paths, prompt, "aider_ai_code", call)
+        result = await self._checkpointed_edit(paths, args.prompt, "aider_ai_code", call)
         result.notes.setdefault("files", paths)
         return result
 
@@ -263,19 +217,21 @@ class AiderExecutors:
             return result
 
     async def interactive(self, params: dict[str, Any]) -> TaskResult:
-        """One turn of a kept Aider chat: {query|prompt, file_context?, session_id?, end_session?}."""
-        session_id = params.get("session_id")
-        if session_id is not None and not isinstance(session_id, str):
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "session_id must be a string")
-        if params.get("end_session"):
+        """One turn of a kept Aider chat: `AiderInteractiveArgs` {query|prompt, file_context?,
+        session_id?, end_session?}."""
+        args = parse_args(AiderInteractiveArgs, params)
+        if isinstance(args, TaskResult):
+            return args
+        session_id = args.session_id
+        if args.end_session:
             if not session_id:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "end_session needs a session_id")
             self._session_files.pop(session_id, None)
             return await self.bridge.call_aider_tool("aider_chat_end", {"session_id": session_id})
-        message = params.get("query") or params.get("prompt")
-        if not isinstance(message, str) or not message.strip():
+        message = args.query
+        if message is None or not message.strip():
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing query (or prompt): the message to Aider")
-        paths, problem = await self._resolve_files(params, message)
+        paths, problem = await self._resolve_files(args.file_context, message)
         if problem:
             return problem
         if session_id:
@@ -346,25 +302,18 @@ def _unknown_tool(message: str, tool: str) -> bool:
 
 
 def apply_selection(
-    files: FileAccessManager, prompt: str, file_context: Any, selection: dict[str, Any] | None
-) -> tuple[str, Any]:
-    """Fold an editor selection {uri, range, text} into the prompt and the file context."""
-    if not selection:
-        return prompt, file_context
-    uri = selection.get("uri")
-    rel = files.relative(uri) if isinstance(uri, str) and uri else None
-    paths = parse_path_list(file_context, "file_context") if file_context not in (None, "") else []
+    files: FileAccessManager, prompt: str, file_context: list[str] | None, selection: Selection
+) -> tuple[str, list[str]]:
+    """Fold an editor selection into the prompt, and its file into the file context (first)."""
+    rel = files.relative(selection.uri) if selection.uri else None
+    paths = list(file_context or [])
     if rel and rel not in paths:
         paths = [rel, *paths]
     where = rel or "the current file"
-    rng = selection.get("range") or {}
-    start = (rng.get("start") or {}).get("line")
-    end = (rng.get("end") or {}).get("line")
-    if isinstance(start, int) and isinstance(end, int):
-        where += f" (lines {start + 1}-{end + 1})"
-    text = selection.get("text") or ""
-    if text:
-        prompt = f"{prompt}\n\nThis is about the selected code in {where}:\n```\n{text}\n```"
+    if selection.range is not None:
+        where += f" (lines {selection.range.start.line + 1}-{selection.range.end.line + 1})"
+    if selection.text:
+        prompt = f"{prompt}\n\nThis is about the selected code in {where}:\n```\n{selection.text}\n```"
     else:
         prompt = f"{prompt}\n\nThis is about {where}."
     return prompt, paths

@@ -1,68 +1,46 @@
-"""`system:*` direct tools: read files and run the configured shell command."""
+"""`system:*` direct tools: read files and run the configured shell command.
+
+Their arguments are `ReadFilesArgs` and `ShellCommandArgs` (models.py): the schema offered
+to a model and the validation here both come from them.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..files import AccessDenied, FileAccessManager
-from ..models import ErrorReason, TaskResult, ToolSpec, complete_result, failed_result
+from ..models import (
+    ErrorReason,
+    ReadFilesArgs,
+    ShellCommandArgs,
+    TaskResult,
+    ToolSpec,
+    complete_result,
+    failed_result,
+    parse_args,
+)
 from ..shell import CommandExecutor
 
-READ_FILES_SPEC = ToolSpec(
-    name="system:read_files",
-    description="Read workspace files and return their contents with delimiters.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "file_paths": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Workspace-relative paths of the files to read.",
-            }
-        },
-        "required": ["file_paths"],
-    },
+READ_FILES_SPEC = ToolSpec.for_args(
+    "system:read_files", "Read workspace files and return their contents with delimiters.", ReadFilesArgs
 )
 
-EXECUTE_SHELL_SPEC = ToolSpec(
-    name="system:execute_shell_command",
-    description="Run a shell command in the workspace (never offered to a model).",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "command": {"type": "string"},
-            "timeout": {"type": "number"},
-        },
-        "required": ["command"],
-    },
+EXECUTE_SHELL_SPEC = ToolSpec.for_args(
+    "system:execute_shell_command",
+    "Run a shell command in the workspace (never offered to a model).",
+    ShellCommandArgs,
     read_only=False,
 )
 
 
-def parse_path_list(value: Any, field: str) -> list[str]:
-    """A list of paths given as a list or as a JSON-array string (the seed accepts both)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{field} must be a list of paths or a JSON array string") from exc
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"{field} must be a list of path strings")
-    return value
-
-
 def read_files(files: FileAccessManager, params: dict[str, Any]) -> TaskResult:
     """Concatenate confined, non-secret text files; report what was skipped and why."""
-    if "file_paths" not in params:
-        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing file_paths")
-    try:
-        paths = parse_path_list(params["file_paths"], "file_paths")
-    except ValueError as exc:
-        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+    args = parse_args(ReadFilesArgs, params)
+    if isinstance(args, TaskResult):
+        return args
     blocks: list[str] = []
     skipped: list[dict[str, str]] = []
-    for path in paths:
+    for path in args.file_paths:
         try:
             text = files.read_text(path, for_model=True)
         except (AccessDenied, OSError) as exc:
@@ -81,10 +59,10 @@ def read_files(files: FileAccessManager, params: dict[str, Any]) -> TaskResult:
 async def execute_shell_command(
     shell: CommandExecutor, params: dict[str, Any], *, default_timeout: float, use_shell: bool
 ) -> TaskResult:
-    command = params.get("command")
-    if not isinstance(command, str) or not command.strip():
+    args = parse_args(ShellCommandArgs, params)
+    if isinstance(args, TaskResult):
+        return args
+    if not args.command.strip():
         return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing command")
-    timeout = params.get("timeout", default_timeout)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
-        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "timeout must be > 0 seconds")
-    return await shell.execute(command, timeout=float(timeout), use_shell=use_shell)
+    timeout = args.timeout if args.timeout is not None else default_timeout
+    return await shell.execute(args.command, timeout=timeout, use_shell=use_shell)

@@ -241,7 +241,7 @@ class BaseHandler:
             header += f"\n{context.overall_summary}"
         return header + "\n" + "\n".join(blocks)
 
-    def _build_system_prompt(
+    def build_system_prompt(
         self, template_instructions: str | None = None, *, include_data_context: bool = True
     ) -> str:
         """Base prompt + template instructions + data context."""
@@ -255,7 +255,7 @@ class BaseHandler:
         return "\n\n".join(parts)
 
     # ------------------------------------------------------------------ LLM
-    async def _execute_llm_call(
+    async def execute_llm_call(
         self,
         prompt: str,
         *,
@@ -277,7 +277,7 @@ class BaseHandler:
         system_prompt = (
             system_prompt_override
             if system_prompt_override is not None
-            else self._build_system_prompt(template_instructions)
+            else self.build_system_prompt(template_instructions)
         )
         # credential values (provider keys in the environment, e.g. printed by a test) never
         # reach the model: not in the prompt, the system prompt or a tool's answer

@@ -13,7 +13,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..app import Application, RequestContext
-from ..models import ErrorReason, TaskResult, complete_result, failed_result
+from ..executors.aider import apply_selection
+from ..models import (
+    AiderAutomaticArgs,
+    AiderInteractiveArgs,
+    ErrorReason,
+    GetContextArgs,
+    ReadFilesArgs,
+    Selection,
+    TaskResult,
+    complete_result,
+    failed_result,
+)
 
 
 class CommandParams(BaseModel):
@@ -26,19 +37,25 @@ class NoParams(CommandParams):
     pass
 
 
-class ReadFilesParams(CommandParams):
-    file_paths: list[str] = Field(description="Workspace-relative paths or file:// URIs.")
+# The commands that run a tool take the tool's own argument model (models.py), strict.
+class ReadFilesParams(ReadFilesArgs, CommandParams):
+    pass
+
+
+class GetContextParams(GetContextArgs, CommandParams):
+    pass
+
+
+class AiderAutomaticParams(AiderAutomaticArgs, CommandParams):
+    selection: Selection | None = None
+
+
+class AiderInteractiveParams(AiderInteractiveArgs, CommandParams):
+    pass
 
 
 class RunTestsParams(CommandParams):
     command: str | None = Field(default=None, description="Overrides the testCommand setting.")
-
-
-class GetContextParams(CommandParams):
-    query: str = Field(description="What the files should be about (empty = input error).")
-    history: str | None = Field(default=None, description="Recent conversation, a weaker hint.")
-    target_files: list[str] = Field(default_factory=list, description="Files that rank first.")
-    max_results: int | None = Field(default=None, ge=1, le=200)
 
 
 class PrimeContextParams(CommandParams):
@@ -50,38 +67,6 @@ class UndoParams(CommandParams):
     force: bool = Field(
         default=False, description="Also restore files changed since the edit (discards those changes)."
     )
-
-
-class PositionParam(BaseModel):
-    line: int = Field(ge=0)
-    character: int = Field(ge=0)
-
-
-class RangeParam(BaseModel):
-    """An LSP range; typed so a malformed one is InvalidParams naming `selection.range.…`."""
-
-    start: PositionParam
-    end: PositionParam
-
-
-class SelectionParam(BaseModel):
-    uri: str
-    range: RangeParam | None = None
-    text: str | None = None
-
-
-class AiderAutomaticParams(CommandParams):
-    prompt: str = Field(description="What Aider should change.")
-    file_context: list[str] | str | None = Field(default=None, description="Files Aider may edit.")
-    selection: SelectionParam | None = None
-
-
-class AiderInteractiveParams(CommandParams):
-    prompt: str | None = None
-    query: str | None = None
-    file_context: list[str] | str | None = None
-    session_id: str | None = Field(default=None, description="Continue this Aider chat.")
-    end_session: bool = False
 
 
 class ListModelsParams(CommandParams):
@@ -150,13 +135,11 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
 async def _aider_automatic(
     app: Application, params: AiderAutomaticParams, ctx: RequestContext
 ) -> TaskResult:
-    from ..executors.aider import apply_selection
-
     args = params.model_dump(exclude_none=True, exclude={"selection"})
     if params.selection is not None:
         try:
             args["prompt"], args["file_context"] = apply_selection(
-                app.files, params.prompt, params.file_context, params.selection.model_dump()
+                app.files, params.prompt, params.file_context, params.selection
             )
         except ValueError as exc:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))

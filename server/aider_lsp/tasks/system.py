@@ -93,10 +93,10 @@ class TaskSystem:
             list(template.allowed_tools) if template.allowed_tools is not None else None
         )
         instructions = render(template.instructions, values)
-        system_prompt = self.handler._build_system_prompt(
+        system_prompt = self.handler.build_system_prompt(
             instructions, include_data_context=template.include_data_context
         )
-        result = await self.handler._execute_llm_call(
+        result = await self.handler.execute_llm_call(
             render(template.prompt, values),
             system_prompt_override=system_prompt,
             tools_override=tools,
