@@ -302,12 +302,12 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
                 result = await executors.automatic({"prompt": "edit", "file_context": ["pkg/calc.py"]})
                 assert result.ok, result.content
         assert (workspace / "pkg" / "calc.py").read_text().count("# edited by fake") == 2
-        assert [cp.label for cp in store.list()] == ["goal: edit twice"]
+        assert [cp.label for cp in store.saved()] == ["goal: edit twice"]
         undo = executors.undo()
         assert undo.ok and (workspace / "pkg" / "calc.py").read_text() == original
-        assert store.list() == []
+        assert store.saved() == []
         with run_checkpoint(store, "nothing happens"):
             pass
-        assert store.list() == []
+        assert store.saved() == []
     finally:
         await bridge.aclose()

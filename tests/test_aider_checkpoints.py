@@ -118,7 +118,7 @@ def test_checkpoints_are_pruned(workspace: Path) -> None:
     store = CheckpointStore(FileAccessManager(workspace), max_kept=3)
     for index in range(5):
         store.create(["README.md"], label=str(index))
-    assert [cp.label for cp in store.list()] == ["2", "3", "4"]
+    assert [cp.label for cp in store.saved()] == ["2", "3", "4"]
 
 
 def test_selection_becomes_file_context_and_prompt(workspace: Path) -> None:

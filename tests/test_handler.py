@@ -24,7 +24,7 @@ from llm_server import (
 
 from aider_lsp.app import Application
 from aider_lsp.handler import BaseHandler
-from aider_lsp.handler.llm import resolve_model_config
+from aider_lsp.handler.model_config import resolve_model_config
 from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
 from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools import ToolRegistry

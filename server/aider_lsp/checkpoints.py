@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .files import AccessDenied, FileAccessManager
+from .state import STATE_DIR, ensure_state_dir
 
-STATE_DIR = ".aider-lsp"
 USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
 MAX_CHECKPOINTS = 20
 
@@ -53,10 +53,8 @@ class CheckpointStore:
 
     # -- storage -----------------------------------------------------------------------------
     def _ensure_root(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        ignore = self.root.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# aider-lsp state (checkpoints, index): not part of the project\n*\n")
+        ensure_state_dir(self.files.root)
+        self.root.mkdir(exist_ok=True)
 
     def _dir(self, checkpoint_id: str) -> Path:
         return self.root / checkpoint_id
@@ -87,7 +85,7 @@ class CheckpointStore:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def list(self) -> list[Checkpoint]:
+    def saved(self) -> list[Checkpoint]:
         """All checkpoints, oldest first."""
         if not self.root.is_dir():
             return []
@@ -95,7 +93,7 @@ class CheckpointStore:
         return sorted(found, key=lambda cp: (cp.created, cp.id))
 
     def latest(self) -> Checkpoint | None:
-        items = self.list()
+        items = self.saved()
         return items[-1] if items else None
 
     # -- recording ---------------------------------------------------------------------------
@@ -165,7 +163,7 @@ class CheckpointStore:
         shutil.rmtree(self._dir(checkpoint.id), ignore_errors=True)
 
     def _prune(self) -> None:
-        items = self.list()
+        items = self.saved()
         for old in items[: max(0, len(items) - self.max_kept)]:
             self.discard(old)
 

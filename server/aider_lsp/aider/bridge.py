@@ -35,6 +35,7 @@ from ..models import (
     complete_result,
     failed_result,
 )
+from ..providers import PROVIDER_KEY_VARS, split_model_id
 from ..settings import Settings, env_var_for
 
 if TYPE_CHECKING:
@@ -117,9 +118,7 @@ def aider_model_for(settings: Settings) -> str | None:
         return settings.aider_model
     if not settings.model:
         return None
-    provider, sep, name = settings.model.partition(":")
-    if not sep:
-        provider, name = "", settings.model
+    provider, name = split_model_id(settings.model)
     if settings.base_url:
         return f"openai/{name.split('/', 1)[1] if name.startswith('openai/') else name}"
     mapping = {"ollama": "ollama_chat", "google-gla": "gemini", "google-vertex": "vertex_ai"}
@@ -156,8 +155,6 @@ def server_environment(settings: Settings, environ: dict[str, str] | None = None
 def _missing_provider_key(model: str, env: dict[str, str]) -> str | None:
     """Without its key Aider retries for a minute, then blames "the provider's servers":
     say which variable is missing instead (only for providers whose key variable is known)."""
-    from ..handler.llm import PROVIDER_KEY_VARS
-
     provider, sep, _ = model.partition("/")
     key_vars = PROVIDER_KEY_VARS.get(provider) if sep else None
     if not key_vars or any(env.get(var) for var in key_vars):

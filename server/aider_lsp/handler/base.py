@@ -29,7 +29,8 @@ from ..redact import redact, secret_values
 from ..settings import Settings
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
-from .llm import LLMInteractionManager, resolve_model_config
+from .llm import LLMInteractionManager
+from .model_config import resolve_model_config
 
 log = logging.getLogger(__name__)
 

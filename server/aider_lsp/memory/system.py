@@ -37,6 +37,7 @@ from ..models import (
 from ..settings import Settings
 from . import rank
 from .extract import extract, identifier_text
+from ..state import ensure_state_dir
 from .ignore import Candidate, IgnoreRules
 from .index import FileRecord, IndexStore, content_hash, is_corruption
 
@@ -79,7 +80,7 @@ def default_index_path(root: Path) -> Path:
     """`<workspace>/.aider-lsp/index.sqlite3`, or a per-user cache file if that is unwritable."""
     folder = root / INDEX_DIR
     try:
-        folder.mkdir(exist_ok=True)
+        ensure_state_dir(root)
         ignore = folder / ".gitignore"
         if not ignore.exists():
             ignore.write_text("*\n", encoding="utf-8")
