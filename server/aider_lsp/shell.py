@@ -115,7 +115,7 @@ class CommandExecutor:
     async def execute(
         self, command: str, *, timeout: float = 300.0, use_shell: bool = False
     ) -> TaskResult:
-        """The seed's `system:execute_shell_command` result shape."""
+        """The `system:execute_shell_command` answer: exit code, stdout and stderr in notes."""
         try:
             output = await self.run(command, timeout=timeout, use_shell=use_shell)
         except ValueError as exc:

@@ -1,4 +1,4 @@
-"""The one tool registry: canonical ids (seed spelling, `aider:automatic`) and provider aliases.
+"""The one tool registry: canonical ids (`aider:automatic`) and provider-safe aliases.
 
 The same registry serves `Application.handle_task_command` and the LLM agent; a model sees
 the provider-safe alias (`aider_automatic`), programmatic callers may use either spelling.

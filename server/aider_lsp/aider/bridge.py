@@ -487,7 +487,7 @@ class AiderBridge:
     async def call_aider_tool(
         self, tool_name: str, params: dict[str, Any], *, timeout: float | None = None
     ) -> TaskResult:
-        """Call one tool on the server; every failure is a FAILED TaskResult with a seed reason."""
+        """Call one tool on the server; every failure is a FAILED TaskResult with its ErrorReason."""
         _import_mcp()
         settings = self._get_settings()
         deadline = timeout if timeout is not None else settings.timeouts.aider

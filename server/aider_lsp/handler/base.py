@@ -1,4 +1,4 @@
-"""BaseHandler: the seed's handler — tools, data context, history and prompts around the LLM.
+"""BaseHandler: the tools, data context, history and prompts around each LLM call.
 
 Why: templates, the workflow and the editor commands share one conversation, one data
 context and one tool registry; this class owns them and hands each LLM call exactly the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -29,7 +30,7 @@ from ..redact import redact, secret_values
 from ..settings import Settings
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
-from .llm import LLMInteractionManager
+from .llm import LLMInteractionManager, log_debug
 from .model_config import resolve_model_config
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,15 @@ MAX_CONTEXT_CHARS = 120_000
 
 class ToolSelectionError(ValueError):
     """A tools_override names a tool that is unknown or may not be offered to a model."""
+
+
+@dataclass
+class _Found:
+    """What a context query found: (path, relevance) pairs, items without a file, a summary."""
+
+    files: list[tuple[str, float]] = field(default_factory=list)
+    items: list[MatchItem] = field(default_factory=list)
+    summary: str | None = None
 
 
 class BaseHandler:
@@ -83,12 +93,12 @@ class BaseHandler:
     def register_tool(self, spec: ToolSpec, executor: ToolExecutor) -> bool:
         """Add a tool to the one registry (usable by models and programmatically)."""
         ok = self.tools.register(spec, executor)
-        self.log_debug(f"register_tool {spec.name}: {'ok' if ok else 'name taken'}")
+        log_debug(self.debug, "register_tool %s: %s", spec.name, "ok" if ok else "name taken")
         return ok
 
     async def _execute_tool(self, name: str, params: dict[str, Any]) -> TaskResult:
         """Run a registered tool by either spelling (`aider:automatic` / `aider_automatic`)."""
-        self.log_debug(f"tool {name} {params!r}")
+        log_debug(self.debug, "tool %s %r", name, params)
         return await self.tools.execute(name, params)
 
     def get_tools_for_agent(self, tools_override: Sequence[str] | None = None) -> list[ToolSpec]:
@@ -128,47 +138,73 @@ class BaseHandler:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "initial_files must be a list of paths")
         if not (query and query.strip()) and not files:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "give a query or initial_files")
+        wanted: list[tuple[str, float]] = [(path, 1.0) for path in files]
+        items: list[MatchItem] = []
+        summary: str | None = None
+        if query and query.strip():
+            found = await self._found_for_query(query, files)
+            if isinstance(found, TaskResult):
+                return found
+            summary, items = found.summary, found.items
+            for path, score in found.files:
+                if all(path != w for w, _ in wanted):
+                    wanted.append((path, score))
+        file_items, skipped = self._read_context_files(wanted[: MAX_CONTEXT_FILES + len(files)])
+        items = [*items, *file_items]
+        self.data_context = DataContext(source_query=query, items=items, overall_summary=summary)
+        paths = [item.source_path for item in items if item.source_path]
+        return complete_result(
+            json.dumps(paths),
+            notes={
+                "file_paths": paths,
+                "item_count": len(items),
+                "skipped_files": [s["path"] for s in skipped],
+                "skipped_reasons": skipped,
+                "context_summary": summary,
+            },
+        )
+
+    async def _found_for_query(self, query: str, files: list[str]) -> _Found | TaskResult:
+        """What system:get_context finds for the query: files with their scores, items without a
+        file, the summary; a FAILED result when retrieval is missing (and no files were given)
+        or failed."""
+        if "system:get_context" not in self.tools:
+            if not files:
+                return failed_result(
+                    ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
+                    "no context retrieval is available (system:get_context is not registered)",
+                )
+            return _Found()
+        answer = await self._execute_tool("system:get_context", {"query": query, "target_files": files})
+        if not answer.ok:
+            error = answer.error
+            return failed_result(
+                ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
+                f"context retrieval failed: {error.message if error else answer.content}",
+            )
+        found = _Found(summary=answer.notes.get("context_summary"))
+        matches = answer.notes.get("matches")
+        if isinstance(matches, list) and matches:
+            for raw in matches:
+                try:
+                    item = MatchItem.model_validate(raw)
+                except Exception:
+                    continue
+                if item.source_path:
+                    found.files.append((item.source_path, item.relevance_score))
+                else:
+                    found.items.append(item)
+        else:
+            found.files = [(path, 0.5) for path in answer.notes.get("file_paths") or [] if isinstance(path, str)]
+        return found
+
+    def _read_context_files(
+        self, wanted: list[tuple[str, float]]
+    ) -> tuple[list[MatchItem], list[dict[str, str]]]:
+        """The files' text as items (model-safe reads), and the files skipped with why."""
         items: list[MatchItem] = []
         skipped: list[dict[str, str]] = []
-        summary: str | None = None
-        wanted: list[tuple[str, float]] = [(path, 1.0) for path in files]
-        if query and query.strip():
-            if "system:get_context" not in self.tools:
-                if not files:
-                    return failed_result(
-                        ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
-                        "no context retrieval is available (system:get_context is not registered)",
-                    )
-            else:
-                found = await self._execute_tool(
-                    "system:get_context", {"query": query, "target_files": files}
-                )
-                if not found.ok:
-                    error = found.error
-                    return failed_result(
-                        ErrorReason.CONTEXT_RETRIEVAL_FAILURE,
-                        f"context retrieval failed: {error.message if error else found.content}",
-                    )
-                summary = found.notes.get("context_summary")
-                matches = found.notes.get("matches")
-                if isinstance(matches, list) and matches:
-                    for raw in matches:
-                        try:
-                            item = MatchItem.model_validate(raw)
-                        except Exception:
-                            continue
-                        path = item.source_path
-                        if path and any(path == w for w, _ in wanted):
-                            continue
-                        if path:
-                            wanted.append((path, item.relevance_score))
-                        else:
-                            items.append(item)
-                else:
-                    for path in found.notes.get("file_paths") or []:
-                        if isinstance(path, str) and all(path != w for w, _ in wanted):
-                            wanted.append((path, 0.5))
-        for path, score in wanted[: MAX_CONTEXT_FILES + len(files)]:
+        for path, score in wanted:
             try:
                 text = self.files.read_text(path, for_model=True)
             except (AccessDenied, OSError) as exc:
@@ -184,18 +220,7 @@ class BaseHandler:
                     metadata={"truncated": text.truncated} if text.truncated else None,
                 )
             )
-        self.data_context = DataContext(source_query=query, items=items, overall_summary=summary)
-        paths = [item.source_path for item in items if item.source_path]
-        return complete_result(
-            json.dumps(paths),
-            notes={
-                "file_paths": paths,
-                "item_count": len(items),
-                "skipped_files": [s["path"] for s in skipped],
-                "skipped_reasons": skipped,
-                "context_summary": summary,
-            },
-        )
+        return items, skipped
 
     def clear_data_context(self) -> None:
         self.data_context = None
@@ -386,9 +411,3 @@ class BaseHandler:
     def set_debug_mode(self, enabled: bool) -> None:
         self.debug = bool(enabled)
         self.llm.debug = self.debug
-
-    def log_debug(self, message: str) -> None:
-        if self.debug:
-            log.info("[handler] %s", message)
-        else:
-            log.debug("[handler] %s", message)

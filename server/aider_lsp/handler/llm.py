@@ -38,6 +38,12 @@ ToolRunner = Callable[[str, dict[str, Any]], Awaitable[TaskResult]]
 OutputCheck = Callable[[Any], str | None]
 
 
+def log_debug(enabled: bool, message: str, *args: Any) -> None:
+    """The LLM layer's details (prompts, tools, failures): at INFO when the `debug` setting is
+    on, so they show in the editor's log, else at DEBUG."""
+    log.log(logging.INFO if enabled else logging.DEBUG, message, *args)
+
+
 @dataclass
 class _RunDeps:
     output_check: OutputCheck | None = None
@@ -254,18 +260,37 @@ class LLMInteractionManager:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR, str(exc), notes={"model": label, "usage": _usage_dict(None, [], label)}
             )
-        from pydantic_ai import FunctionToolset, Tool
-        from pydantic_ai.exceptions import (
-            ContentFilterError,
-            ModelAPIError,
-            UnexpectedModelBehavior,
-            UsageLimitExceeded,
-            UserError,
-        )
-        from pydantic_ai.usage import RunUsage, UsageLimits
-
         if self.budget is not None and (why := self.budget.exhausted()):
             return failed_result(ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True})
+        from pydantic_ai.usage import RunUsage
+
+        run_usage = RunUsage()
+        try:
+            result = await self._run_agent(
+                prompt, model, system_prompt, tools, run_tool, output_type, history_config, output_check, run_usage, label
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._call_failure(exc, output_type, run_usage, label)
+        return self._call_result(result, run_usage, history_config, label)
+
+    async def _run_agent(
+        self,
+        prompt: str,
+        model: Any,
+        system_prompt: str,
+        tools: Sequence[ToolSpec],
+        run_tool: ToolRunner | None,
+        output_type: type[BaseModel] | None,
+        history_config: HistoryConfigSettings,
+        output_check: OutputCheck | None,
+        run_usage: Any,
+        label: str,
+    ) -> Any:
+        """The pydantic-ai run itself, with this call's tools, history, timeouts and budget."""
+        from pydantic_ai import FunctionToolset, Tool
+        from pydantic_ai.usage import UsageLimits
 
         toolsets = []
         if tools:
@@ -275,52 +300,65 @@ class LLMInteractionManager:
             "timeout": settings.timeouts.llm,
             "max_retries": self.request_retries,
         }
-        run_usage = RunUsage()
         history = self._history(history_config)
-        self._debug("LLM call model=%s tools=%s output=%s history=%d msgs", label,
-                    [t.provider_name for t in tools], getattr(output_type, "__name__", "str"), len(history))
-        self._debug("system prompt:\n%s", system_prompt)
-        try:
-            result = await self._get_agent(output_type, settings.output_mode).run(
-                prompt,
-                model=model,
-                instructions=system_prompt or None,
-                message_history=history or None,
-                toolsets=toolsets or None,
-                model_settings=model_settings,
-                usage=run_usage,
-                deps=_RunDeps(output_check),
-                usage_limits=UsageLimits(
-                    total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
-                ),
-            )
-        except asyncio.CancelledError:
-            raise
-        except ContentFilterError as exc:
+        log_debug(self.debug, "LLM call model=%s tools=%s output=%s history=%d msgs", label,
+                  [t.provider_name for t in tools], getattr(output_type, "__name__", "str"), len(history))
+        log_debug(self.debug, "system prompt:\n%s", system_prompt)
+        return await self._get_agent(output_type, settings.output_mode).run(
+            prompt,
+            model=model,
+            instructions=system_prompt or None,
+            message_history=history or None,
+            toolsets=toolsets or None,
+            model_settings=model_settings,
+            usage=run_usage,
+            deps=_RunDeps(output_check),
+            usage_limits=UsageLimits(
+                total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
+            ),
+        )
+
+    def _call_failure(
+        self, exc: Exception, output_type: type[BaseModel] | None, run_usage: Any, label: str
+    ) -> TaskResult:
+        """A failed run as a FAILED TaskResult whose reason says whose fault it was."""
+        from pydantic_ai.exceptions import (
+            ContentFilterError,
+            ModelAPIError,
+            UnexpectedModelBehavior,
+            UsageLimitExceeded,
+            UserError,
+        )
+
+        if isinstance(exc, ContentFilterError):
             return self._failed(ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label)
-        except UnexpectedModelBehavior as exc:
+        if isinstance(exc, UnexpectedModelBehavior):
             return self._failed(
                 ErrorReason.OUTPUT_FORMAT_FAILURE,
                 f"the model did not return valid {getattr(output_type, '__name__', 'output')}: {exc}",
                 run_usage, [], label,
             )
-        except UsageLimitExceeded as exc:
+        if isinstance(exc, UsageLimitExceeded):
             return self._failed(
                 ErrorReason.LLM_ERROR,
                 f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
                 run_usage, [], label,
             )
-        except ModelAPIError as exc:
+        if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
             message = _provider_message(exc)
             prefix = f"the model provider answered {status}: " if status else "the model provider failed: "
             return self._failed(ErrorReason.LLM_ERROR, prefix + message, run_usage, [], label, status=status)
-        except UserError as exc:
+        if isinstance(exc, UserError):
             return self._failed(ErrorReason.CONFIGURATION_ERROR, str(exc), run_usage, [], label)
-        except Exception as exc:  # openai/httpx errors not wrapped by pydantic-ai
-            log.debug("LLM call failed", exc_info=True)
-            return self._failed(ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}", run_usage, [], label)
+        # openai/httpx errors not wrapped by pydantic-ai
+        log.debug("LLM call failed", exc_info=exc)
+        return self._failed(ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}", run_usage, [], label)
 
+    def _call_result(
+        self, result: Any, run_usage: Any, history_config: HistoryConfigSettings, label: str
+    ) -> TaskResult:
+        """A finished run: usage counted (session and budget), the turn kept, the output."""
         new_messages = result.new_messages()
         usage = _usage_dict(run_usage, new_messages, label)
         self.usage.add(usage)
@@ -366,7 +404,7 @@ class LLMInteractionManager:
         notes: dict[str, Any] = {"usage": usage, "model": label}
         if status is not None:
             notes["status_code"] = status
-        self._debug("LLM call failed (%s): %s", reason.value, message)
+        log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
         return failed_result(reason, message, notes=notes)
 
     def _make_tool(self, tool_cls: Any, spec: ToolSpec, run_tool: ToolRunner | None) -> Any:
@@ -383,11 +421,6 @@ class LLMInteractionManager:
             call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
         )
 
-    def _debug(self, msg: str, *args: Any) -> None:
-        if self.debug:
-            log.info(msg, *args)
-        else:
-            log.debug(msg, *args)
 
 
 def _cap(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:
