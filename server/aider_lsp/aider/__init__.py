@@ -1,1 +1,2 @@
-"""Aider integration: the MCP bridge to the Aider server."""
+"""Aider integration: the MCP bridge to the Aider server (one persistent session, the
+process group stopped with the SDK's group kill; an edit counts only files Aider wrote)."""

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import anyio
     import mcp.types as mcp_types
     from mcp.client.session import ClientSession
+    from mcp.client.stdio import get_default_environment
+    from mcp.os.posix.utilities import terminate_posix_process_tree
     from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
 
@@ -49,9 +51,12 @@ if TYPE_CHECKING:
 def _import_mcp() -> None:
     """mcp and anyio take ~0.7 s to import: load them on first use, not at server start."""
     global anyio, mcp_types, ClientSession, MCPError, SessionMessage
+    global get_default_environment, terminate_posix_process_tree
     import anyio
     import mcp.types as mcp_types
     from mcp.client.session import ClientSession
+    from mcp.client.stdio import get_default_environment
+    from mcp.os.posix.utilities import terminate_posix_process_tree
     from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
 
@@ -77,6 +82,8 @@ PASS_ENV_NAMES = (
 )
 STDERR_TAIL_BYTES = 4000
 PING_SECONDS = 5.0
+STDIN_CLOSE_GRACE = 0.3  # the bundled server exits at once when its stdin closes
+SIGTERM_GRACE = 1.0  # then the group gets SIGTERM, and SIGKILL after this
 
 
 class ServerStartError(ConnectionError):
@@ -233,6 +240,14 @@ class _Connection:
         return data.decode("utf-8", errors="replace").strip()
 
 
+@dataclass
+class _CallState:
+    """How far a call got: starting the server, or calling the tool on it."""
+
+    stage: str = "start"
+    conn: _Connection | None = None
+
+
 def _kill_group(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -300,7 +315,7 @@ class AiderBridge:
         try:
             process = await anyio.open_process(
                 [spec.command, *spec.args],
-                env=_base_environment() | dict(spec.env),
+                env=get_default_environment() | dict(spec.env),
                 cwd=spec.cwd,
                 stderr=stderr_file,
                 start_new_session=True,
@@ -332,7 +347,15 @@ class AiderBridge:
         ready: asyncio.Future[_Connection],
         stop: asyncio.Event,
     ) -> None:
-        """Owner task: pumps the pipes, holds the session open until told to stop."""
+        """Owner task: pumps the pipes, holds the session open until told to stop.
+
+        Why not the SDK's `stdio_client`, which also starts the server in a new session and
+        stops it by closing stdin, then SIGTERM and SIGKILL of the group: it does not hand out
+        the process, so the bridge could neither tell that the server died (`alive`, checked
+        before each call without a round trip) nor name its pid (`server_pid`), and its fixed
+        grace periods (2 s + 2 s) slow down a cancelled edit. What is kept here is only that:
+        the pipe pumps around our own process; the environment and the group kill are the SDK's.
+        """
         _import_mcp()
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
@@ -397,20 +420,16 @@ class AiderBridge:
 
     @staticmethod
     async def _terminate(process: Any) -> None:
-        """Close stdin, then SIGTERM / SIGKILL the server's whole process group."""
+        """Close stdin (the server's cue to exit), then the SDK's SIGTERM → SIGKILL of the
+        whole process group, strays included even when the server itself already exited."""
         _import_mcp()
         with anyio.CancelScope(shield=True):
             with contextlib.suppress(Exception):
                 await process.stdin.aclose()
-            for sig, wait in ((None, 0.3), (signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
-                if sig is not None:
-                    _kill_group(process.pid, sig)
-                with anyio.move_on_after(wait):
-                    while process.returncode is None:
-                        await anyio.sleep(0.02)
-                if process.returncode is not None:
-                    break
-            _kill_group(process.pid, signal.SIGKILL)  # strays left in the group
+            with anyio.move_on_after(STDIN_CLOSE_GRACE):
+                while process.returncode is None:
+                    await anyio.sleep(0.02)
+            await terminate_posix_process_tree(process, SIGTERM_GRACE)
 
     async def _stop_connection(self) -> None:
         _import_mcp()
@@ -491,6 +510,31 @@ class AiderBridge:
         _import_mcp()
         settings = self._get_settings()
         deadline = timeout if timeout is not None else settings.timeouts.aider
+        spec = self._launch_spec_for(settings, tool_name)
+        if isinstance(spec, TaskResult):
+            return spec
+        editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
+        async with self._lock:
+            before = self._snapshot(editable)
+            call = _CallState()
+            try:
+                async with asyncio.timeout(deadline):
+                    call.conn = await self._ensure(spec)
+                    call.stage = "call"
+                    result = await call.conn.session.call_tool(tool_name, params)
+            except asyncio.CancelledError:
+                # a cancelled edit must not land later: stop the server with it
+                await asyncio.shield(self._stop_connection())
+                raise
+            except Exception as exc:
+                return await self._call_failure(exc, tool_name, spec, call, deadline)
+            after = self._snapshot(editable)
+        changed = [rel for rel in editable if before.get(rel) != after.get(rel)]
+        own_diff = "".join(unified_diff(rel, before.get(rel), after.get(rel)) for rel in changed)
+        return self._interpret(tool_name, result, changed, own_diff, bundled=spec.bundled)
+
+    def _launch_spec_for(self, settings: Settings, tool_name: str) -> LaunchSpec | TaskResult:
+        """How to start the server, or the configuration problem (a missing key included)."""
         try:
             spec = launch_spec(settings, self.workspace)
         except ConfigurationProblem as exc:
@@ -499,74 +543,64 @@ class AiderBridge:
             missing = _missing_provider_key(aider_model_for(settings) or "", dict(spec.env))
             if missing:
                 return failed_result(ErrorReason.CONFIGURATION_ERROR, missing)
-        editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
-        async with self._lock:
-            before = self._snapshot(editable)
-            stage = "start"
-            conn: _Connection | None = None
-            try:
-                async with asyncio.timeout(deadline):
-                    conn = await self._ensure(spec)
-                    stage = "call"
-                    result = await conn.session.call_tool(tool_name, params)
-            except TimeoutError:
-                tail = self._conn.stderr_tail() if self._conn else ""
-                await self._stop_connection()
-                what = "starting the Aider MCP server" if stage == "start" else f"{tool_name}"
-                return failed_result(
-                    ErrorReason.EXECUTION_TIMEOUT,
-                    f"{what} did not finish within {deadline:g}s; the server was stopped"
-                    " and the next call starts a new one",
-                    notes=_tail_note(tail),
-                )
-            except asyncio.CancelledError:
-                # a cancelled edit must not land later: stop the server with it
-                await asyncio.shield(self._stop_connection())
-                raise
-            except ServerStartError as exc:
-                return failed_result(
-                    ErrorReason.CONNECTION_ERROR,
-                    f"the Aider MCP server did not start: {exc}",
-                    notes=_tail_note(exc.stderr_tail),
-                )
-            except FileNotFoundError as exc:
-                return failed_result(
-                    ErrorReason.CONFIGURATION_ERROR,
-                    f"cannot start the Aider MCP server {spec.command!r}: {exc}"
-                    " (check aiderLsp.aiderServer or run `aider-lsp setup-aider`)",
-                )
-            except MCPError as exc:
-                tail = conn.stderr_tail() if conn else ""
-                closed = exc.code == mcp_types.CONNECTION_CLOSED or (conn is not None and not conn.alive)
-                await self._stop_connection() if closed or stage == "start" else None
-                if closed or stage == "start":
-                    return failed_result(
-                        ErrorReason.CONNECTION_ERROR,
-                        f"the Aider MCP server closed the connection during {stage}: {exc.message};"
-                        " the next call starts a new one",
-                        notes=_tail_note(tail),
-                    )
+        return spec
+
+    async def _call_failure(
+        self, exc: Exception, tool_name: str, spec: LaunchSpec, call: _CallState, deadline: float
+    ) -> TaskResult:
+        """A failed start or call as a FAILED result; a server that may be broken is stopped
+        (the next call starts a new one)."""
+        stage, conn = call.stage, call.conn
+        if isinstance(exc, TimeoutError):
+            tail = self._conn.stderr_tail() if self._conn else ""
+            await self._stop_connection()
+            what = "starting the Aider MCP server" if stage == "start" else f"{tool_name}"
+            return failed_result(
+                ErrorReason.EXECUTION_TIMEOUT,
+                f"{what} did not finish within {deadline:g}s; the server was stopped"
+                " and the next call starts a new one",
+                notes=_tail_note(tail),
+            )
+        if isinstance(exc, ServerStartError):
+            return failed_result(
+                ErrorReason.CONNECTION_ERROR,
+                f"the Aider MCP server did not start: {exc}",
+                notes=_tail_note(exc.stderr_tail),
+            )
+        if isinstance(exc, FileNotFoundError):
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR,
+                f"cannot start the Aider MCP server {spec.command!r}: {exc}"
+                " (check aiderLsp.aiderServer or run `aider-lsp setup-aider`)",
+            )
+        if isinstance(exc, MCPError):
+            tail = conn.stderr_tail() if conn else ""
+            closed = exc.code == mcp_types.CONNECTION_CLOSED or (conn is not None and not conn.alive)
+            if not (closed or stage == "start"):
                 return failed_result(
                     ErrorReason.PROTOCOL_ERROR, f"{tool_name}: MCP error {exc.code}: {exc.message}"
                 )
-            except (OSError, ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                tail = conn.stderr_tail() if conn else ""
-                await self._stop_connection()
-                return failed_result(
-                    ErrorReason.CONNECTION_ERROR,
-                    f"the Aider MCP server is unreachable ({stage}): {exc or type(exc).__name__}",
-                    notes=_tail_note(tail),
-                )
-            except Exception as exc:  # malformed messages, validation errors in the client
-                await self._stop_connection()
-                return failed_result(
-                    ErrorReason.PROTOCOL_ERROR,
-                    f"{tool_name}: unexpected MCP failure: {type(exc).__name__}: {exc}",
-                )
-            after = self._snapshot(editable)
-        changed = [rel for rel in editable if before.get(rel) != after.get(rel)]
-        own_diff = "".join(unified_diff(rel, before.get(rel), after.get(rel)) for rel in changed)
-        return self._interpret(tool_name, result, changed, own_diff, bundled=spec.bundled)
+            await self._stop_connection()
+            return failed_result(
+                ErrorReason.CONNECTION_ERROR,
+                f"the Aider MCP server closed the connection during {stage}: {exc.message};"
+                " the next call starts a new one",
+                notes=_tail_note(tail),
+            )
+        if isinstance(exc, (OSError, ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError)):
+            tail = conn.stderr_tail() if conn else ""
+            await self._stop_connection()
+            return failed_result(
+                ErrorReason.CONNECTION_ERROR,
+                f"the Aider MCP server is unreachable ({stage}): {exc or type(exc).__name__}",
+                notes=_tail_note(tail),
+            )
+        # malformed messages, validation errors in the client
+        await self._stop_connection()
+        return failed_result(
+            ErrorReason.PROTOCOL_ERROR,
+            f"{tool_name}: unexpected MCP failure: {type(exc).__name__}: {exc}",
+        )
 
     def _interpret(
         self, tool_name: str, result: Any, changed: list[str], own_diff: str, *, bundled: bool
@@ -672,8 +706,3 @@ class AiderBridge:
 def _tail_note(tail: str) -> dict[str, Any]:
     return {"server_stderr": tail} if tail else {}
 
-
-def _base_environment() -> dict[str, str]:
-    """What every child needs (PATH, HOME, …): the rest comes from the spec."""
-    keys = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-    return {key: os.environ[key] for key in keys if key in os.environ}
