@@ -8,7 +8,6 @@ system prompt, tools, output type and model it asked for (LLMInteractionManager)
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,6 @@ from ..tools import ToolExecutor, ToolRegistry
 from .llm import LLMInteractionManager, log_debug
 from .model_config import resolve_model_config
 
-log = logging.getLogger(__name__)
 
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
