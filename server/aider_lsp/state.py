@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 STATE_DIR = ".aider-lsp"
-GITIGNORE_TEXT = "# aider-lsp state (checkpoints, index): not part of the project\n*\n"
+GITIGNORE_TEXT = "*\n"  # everything in it, this file included
 
 
 def ensure_state_dir(root: Path) -> Path:
