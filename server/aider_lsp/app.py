@@ -27,6 +27,9 @@ from .models import (
     ProgressCallback,
     TaskResult,
     UnsavedFiles,
+    WorkflowRequest,
+    WorkflowStatus,
+    complete_result,
     failed_result,
 )
 from .settings import Settings
@@ -97,6 +100,7 @@ class Application:
         )
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
+        self._workflow_running = False
 
     def _register_system_tools(self) -> None:
         async def read_files(params: dict[str, Any]) -> TaskResult:
@@ -151,6 +155,50 @@ class Application:
         return failed_result(
             ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}"
         )
+
+    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
+        """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time.
+
+        COMPLETE when the goal is reached, FAILED with the reason otherwise; cancellation
+        propagates after the run's checkpoint is settled (undo restores what it changed)."""
+        from .workflow import CodingWorkflowOrchestrator
+
+        if self._workflow_running:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "a workflow is already running in this workspace"
+            )
+        self._workflow_running = True
+        try:
+            orchestrator = CodingWorkflowOrchestrator(
+                self,
+                request.goal,
+                request.context,
+                request.test_command,
+                self.settings.max_retries if request.max_retries is None else request.max_retries,
+                request.file_context,
+            )
+            try:
+                outcome = await orchestrator.run(ctx)
+            except Exception as exc:  # a bug must not reach the user as a traceback
+                log.exception("workflow run failed")
+                return failed_result(ErrorReason.UNEXPECTED_ERROR, f"the workflow failed: {exc}")
+        finally:
+            self._workflow_running = False
+        changed, created, diff = orchestrator.changes()
+        notes: dict[str, Any] = {
+            "workflow": outcome.model_dump(mode="json"),
+            "changed_files": changed,
+            "created_files": created,
+            "diff": diff,
+            "checkpoint_id": orchestrator.checkpoint.id if orchestrator.checkpoint else None,
+        }
+        if outcome.status is WorkflowStatus.SUCCESS:
+            return complete_result(outcome.content, notes=notes, parsed=notes["workflow"])
+        result = failed_result(
+            outcome.reason or ErrorReason.UNEXPECTED_ERROR, outcome.content, notes=notes
+        )
+        result.parsed_content = notes["workflow"]
+        return result
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""

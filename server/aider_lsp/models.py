@@ -80,6 +80,10 @@ class ErrorReason(str, Enum):
     ACCESS_DENIED = "access_denied"
     CANCELLED = "cancelled"
     UNEXPECTED_ERROR = "unexpected_error"
+    # a workflow run's own endings
+    BUDGET_EXCEEDED = "budget_exceeded"
+    MAX_RETRIES_REACHED = "max_retries_reached"
+    GOAL_NOT_REACHED = "goal_not_reached"
 
 
 class TaskError(BaseModel):
@@ -362,3 +366,59 @@ def parse_args(model: type[ArgsT], params: dict[str, Any]) -> ArgsT | TaskResult
         return model.model_validate(params)
     except ValidationError as exc:
         return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, validation_message(exc))
+class WorkflowRequest(BaseModel):
+    """What the editor or the CLI asks of a workflow run (plan → edit → test → analyse)."""
+
+    goal: str = Field(min_length=1)
+    context: str = ""
+    test_command: str | None = None
+    max_retries: int | None = Field(default=None, ge=0, le=20)  # None: settings.maxRetries
+    file_context: list[str] | str | None = None
+
+    @field_validator("goal")
+    @classmethod
+    def _goal_not_blank(cls, goal: str) -> str:
+        if not goal.strip():
+            raise ValueError("the goal is empty: say what the code should do")
+        return goal
+
+
+class WorkflowStatus(str, Enum):
+    SUCCESS = "SUCCESS"
+    FAILURE = "FAILURE"
+
+
+class WorkflowUsage(BaseModel):
+    """What a run spent on the planning/analysis model (Aider's own calls are not counted)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+    cost: float | None = None
+
+
+class WorkflowIteration(BaseModel):
+    """One edit → test → analysis round, as the run's history records it."""
+
+    iteration: int
+    prompt: str
+    files: list[str]
+    aider: dict[str, Any] = Field(default_factory=dict)
+    test: dict[str, Any] | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    analysis: dict[str, Any] | None = None
+
+
+class WorkflowResult(BaseModel):
+    """A run's outcome: the seed's shape plus the history and what it spent."""
+
+    status: WorkflowStatus
+    content: str
+    reason: ErrorReason | None = None
+    details: str | None = None
+    plan: DevelopmentPlan | None = None
+    final_aider_result: dict[str, Any] | None = None
+    analysis_result: CombinedAnalysisResult | None = None
+    iterations: list[WorkflowIteration] = Field(default_factory=list)
+    usage: WorkflowUsage = Field(default_factory=WorkflowUsage)

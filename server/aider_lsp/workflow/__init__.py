@@ -1,1 +1,5 @@
-"""Workflow: the plan → edit → test → analyse loop and its checkpoints (undo)."""
+"""The coding workflow: plan → Aider edit → tests → analysis, retried until done."""
+
+from .orchestrator import CodingWorkflowOrchestrator
+
+__all__ = ["CodingWorkflowOrchestrator"]

@@ -1,0 +1,395 @@
+"""The coding workflow: plan → (Aider edit → test command → analysis) until SUCCESS, FAILURE,
+the last iteration or the budget.
+
+Why here and like this: the loop knows no protocol. It calls the Application the way any
+caller does (`handle_task_command`, `run_tests`), so the executors' edit lock, checkpoints,
+redaction and unsaved-buffer check apply at each edit; it reports through the caller's
+RequestContext (progress per phase, findings after each test run), so the editor shows
+diagnostics and the CLI prints lines. Every problem ends the run with a result, never an
+exception, except cancellation, which propagates once the run's checkpoint is settled.
+The whole run is one checkpoint: one undo restores what it changed and deletes what it created.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..checkpoints import Checkpoint, run_checkpoint
+from ..executors.system import parse_path_list
+from ..files import AccessDenied
+from ..models import (
+    CombinedAnalysisResult,
+    ContextGenerationInput,
+    DevelopmentPlan,
+    ErrorReason,
+    Finding,
+    Severity,
+    TaskResult,
+    Verdict,
+    WorkflowIteration,
+    WorkflowResult,
+    WorkflowStatus,
+    WorkflowUsage,
+)
+from ..test_output import parse_test_output
+
+if TYPE_CHECKING:
+    from ..app import Application, RequestContext
+
+log = logging.getLogger(__name__)
+
+PLAN_TEMPLATE = "user:generate-plan-from-goal"
+ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
+MEMORY_FILES = 5
+OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
+
+
+class _RunEnded(Exception):
+    """Internal: a step ended the run; carries the result's reason and message."""
+
+    def __init__(self, reason: ErrorReason, message: str, details: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+
+class CodingWorkflowOrchestrator:
+    """One run of the loop for one goal. `max_retries` is the number of Aider attempts
+    (at least one); `file_context` is what the editor pointed at (a list or a JSON array)."""
+
+    def __init__(
+        self,
+        app: Application,
+        initial_goal: str,
+        initial_context: str = "",
+        test_command: str | None = None,
+        max_retries: int = 3,
+        file_context: Sequence[str] | str | None = None,
+    ) -> None:
+        self.app = app
+        self.goal = initial_goal
+        self.context = initial_context
+        self.test_command = test_command
+        self.max_iterations = max(1, max_retries)
+        self.file_context = file_context
+        self.plan: DevelopmentPlan | None = None
+        self.iterations: list[WorkflowIteration] = []
+        self.final_aider: TaskResult | None = None
+        self.analysis: CombinedAnalysisResult | None = None
+        self.checkpoint: Checkpoint | None = None
+        self._originals: dict[str, bytes | None] = {}
+        self._usage_start: dict[str, Any] = {}
+
+    # -- the run -----------------------------------------------------------------------------
+    async def run(self, ctx: RequestContext) -> WorkflowResult:
+        """Run to the end; cancellation propagates after the checkpoint is settled."""
+        settings = self.app.settings
+        self._usage_start = self.app.handler.usage_totals
+        self.app.handler.set_budget(settings.budget.max_tokens, settings.budget.max_cost)
+        try:
+            with run_checkpoint(self.app.checkpoints, f"workflow: {self.goal[:150]}") as checkpoint:
+                self.checkpoint = checkpoint
+                try:
+                    return await self._loop(ctx)
+                except _RunEnded as ended:
+                    return self._result(WorkflowStatus.FAILURE, ended.message, ended.reason, ended.details)
+                finally:
+                    self._settle(checkpoint)
+        finally:
+            self.app.handler.clear_budget()
+
+    async def _loop(self, ctx: RequestContext) -> WorkflowResult:
+        editor_files = self._editor_files()
+        ctx.report_progress("Planning", 0)
+        plan = await self._make_plan(ctx, editor_files)
+        test_command = self.test_command or plan.test_command or self.app.settings.test_command
+        if not test_command:
+            raise _RunEnded(
+                ErrorReason.CONFIGURATION_ERROR,
+                "no test command: pass one, or set aiderLsp.testCommand / AIDER_LSP_TEST_COMMAND",
+            )
+        prompt, files = plan.instructions, list(plan.files or editor_files)
+        for number in range(1, self.max_iterations + 1):
+            self._check_budget()
+            record = WorkflowIteration(iteration=number, prompt=prompt, files=files)
+            self.iterations.append(record)
+            label = f"Iteration {number}/{self.max_iterations}"
+            step = 100 * (number - 1) // self.max_iterations
+            ctx.report_progress(f"{label}: Aider is editing", step)
+            files = await self._edit(record, prompt, files)
+
+            ctx.report_progress(f"{label}: running tests", step)
+            test = await self._test(record, test_command, files)
+
+            self._check_budget()
+            ctx.report_progress(f"{label}: analysing the result", step)
+            analysis = await self._analyse(record, number, prompt, files, test_command, test)
+            self.analysis = analysis
+            if analysis.verdict is Verdict.SUCCESS:
+                ctx.report_findings([])
+                ctx.report_progress("Done: the goal is reached", 100)
+                return self._result(WorkflowStatus.SUCCESS, analysis.message)
+            ctx.report_findings([*record.findings, *self._analysis_findings(analysis, files)])
+            if analysis.verdict is Verdict.FAILURE:
+                raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
+            prompt = analysis.next_prompt or prompt
+            files = list(analysis.next_files or files)
+        raise _RunEnded(
+            ErrorReason.MAX_RETRIES_REACHED,
+            f"the goal was not reached in {self.max_iterations} iteration(s): "
+            f"{self.analysis.message if self.analysis else ''}".rstrip(": "),
+        )
+
+    # -- steps -------------------------------------------------------------------------------
+    def _editor_files(self) -> list[str]:
+        if self.file_context in (None, "", []):
+            return []
+        try:
+            return parse_path_list(self.file_context, "file_context")
+        except ValueError as exc:
+            raise _RunEnded(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc)) from None
+
+    async def _make_plan(self, ctx: RequestContext, editor_files: list[str]) -> DevelopmentPlan:
+        """The planner gets the goal, the user's context, the open files and the index's best."""
+        found = await self.app.memory.get_relevant_context_for(
+            ContextGenerationInput(
+                query=self.goal,
+                open_files=list(ctx.open_files),
+                target_files=editor_files,
+                max_results=MEMORY_FILES,
+            )
+        )
+        relevant = [m.source_path for m in found.matches if m.source_path]
+        parts = [self.context.strip() or "(none)"]
+        if ctx.open_files:
+            parts.append("Files open in the editor: " + ", ".join(ctx.open_files))
+        if relevant:
+            parts.append("Workspace files most relevant to the goal: " + ", ".join(relevant))
+        result = await self.app.handle_task_command(
+            PLAN_TEMPLATE,
+            {"goal": self.goal, "context_string": "\n".join(parts), "file_context": editor_files or None},
+        )
+        self._stop_on_failure(result, "planning failed")
+        plan = result.parsed_content
+        if not isinstance(plan, DevelopmentPlan):
+            plan = DevelopmentPlan.model_validate_json(result.content)
+        self.plan = plan
+        return plan
+
+    async def _edit(self, record: WorkflowIteration, prompt: str, files: list[str]) -> list[str]:
+        """One Aider edit through the executors; returns the files for the next steps."""
+        self._remember_originals(files)
+        params: dict[str, Any] = {"prompt": prompt}
+        if files:
+            params["file_context"] = files
+        result = await self.app.handle_task_command("aider:automatic", params)
+        self.final_aider = result
+        record.aider = _aider_summary(result)
+        edited = [p for p in result.notes.get("files") or files if isinstance(p, str)]
+        self._remember_originals(edited)
+        for created in result.notes.get("created_files") or []:
+            self._originals.setdefault(created, None)
+        record.files = edited
+        self._stop_on_failure(result, "the Aider edit failed")
+        return edited
+
+    async def _test(self, record: WorkflowIteration, command: str, files: list[str]) -> TaskResult:
+        result = await self.app.run_tests(command)
+        notes = result.notes
+        timed_out = result.error is not None and result.error.reason is ErrorReason.EXECUTION_TIMEOUT
+        if not result.ok and not timed_out:  # the command could not run at all
+            self._stop_on_failure(result, "the test command could not run")
+        record.test = {
+            "command": command,
+            "exit_code": notes.get("exit_code"),
+            "timed_out": timed_out,
+            "duration_s": notes.get("duration_s"),
+            "stdout": notes.get("stdout", ""),
+            "stderr": notes.get("stderr", ""),
+        }
+        if notes.get("exit_code") != 0:
+            record.findings = parse_test_output(
+                notes.get("stdout", ""),
+                notes.get("stderr", ""),
+                self.app.workspace,
+                exit_code=notes.get("exit_code") if not timed_out else -1,
+                fallback_files=files,
+            )
+        return result
+
+    async def _analyse(
+        self,
+        record: WorkflowIteration,
+        number: int,
+        prompt: str,
+        files: list[str],
+        test_command: str,
+        test: TaskResult,
+    ) -> CombinedAnalysisResult:
+        aider = self.final_aider
+        notes = test.notes
+        exit_code = notes.get("exit_code")
+        params = {
+            "original_goal": self.goal,
+            "initial_task_context": self.context or "(none)",
+            "aider_instructions": prompt,
+            "aider_status": "edited the files" if aider is not None and aider.ok else "failed",
+            "aider_diff": (aider.notes.get("diff") if aider is not None else "") or "(no change)",
+            "test_command": test_command,
+            "test_stdout": _clip(notes.get("stdout", "")),
+            "test_stderr": _clip(notes.get("stderr", "")),
+            "test_exit_code": "none (killed at the timeout)" if exit_code is None else str(exit_code),
+            "previous_files": files,
+            "iteration": number,
+            "max_retries": self.max_iterations,
+        }
+        result = await self.app.handle_task_command(ANALYSIS_TEMPLATE, params)
+        self._stop_on_failure(result, "the analysis failed")
+        analysis = result.parsed_content
+        if not isinstance(analysis, CombinedAnalysisResult):
+            analysis = CombinedAnalysisResult.model_validate_json(result.content)
+        record.analysis = analysis.model_dump(mode="json")
+        return analysis
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _stop_on_failure(self, result: TaskResult, what: str) -> None:
+        """A FAILED step ends the run with its reason (over budget → budget_exceeded)."""
+        if result.ok:
+            return
+        error = result.error
+        reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
+        message = error.message if error else result.content
+        if result.notes.get("budget_exhausted") or "usage limit reached" in message:
+            reason = ErrorReason.BUDGET_EXCEEDED
+        raise _RunEnded(reason, f"{what}: {message}", details=result.content)
+
+    def _check_budget(self) -> None:
+        """Between steps: stop cleanly once the run has spent its budget."""
+        budget = self.app.settings.budget
+        usage = self._usage()
+        if budget.max_tokens is not None and usage.total_tokens >= budget.max_tokens:
+            raise _RunEnded(
+                ErrorReason.BUDGET_EXCEEDED,
+                f"the token budget of {budget.max_tokens} is used up ({usage.total_tokens} used): "
+                "raise aiderLsp.budget.maxTokens",
+            )
+        if budget.max_cost is not None and (usage.cost or 0.0) >= budget.max_cost:
+            raise _RunEnded(
+                ErrorReason.BUDGET_EXCEEDED,
+                f"the cost budget of {budget.max_cost:g} is used up ({usage.cost:.4f} used): "
+                "raise aiderLsp.budget.maxCost",
+            )
+
+    def _usage(self) -> WorkflowUsage:
+        """What this run spent so far (the handler's totals minus those at the start)."""
+        now, start = self.app.handler.usage_totals, self._usage_start
+        cost = None
+        if now.get("cost") is not None:
+            cost = float(now["cost"]) - float(start.get("cost") or 0.0)
+        spent = {key: int(now.get(key) or 0) - int(start.get(key) or 0)
+                 for key in ("input_tokens", "output_tokens", "total_tokens", "requests")}
+        return WorkflowUsage(**spent, cost=cost)
+
+    def usage(self) -> WorkflowUsage:
+        """Tokens and cost spent so far (for a live display)."""
+        return self._usage() if self._usage_start else WorkflowUsage()
+
+    def _analysis_findings(self, analysis: CombinedAnalysisResult, files: list[str]) -> list[Finding]:
+        findings = []
+        for path in files:
+            try:
+                rel = self.app.files.relative(path)
+            except AccessDenied:
+                continue
+            if (self.app.workspace / rel).is_file():
+                findings.append(
+                    Finding(path=rel, message=f"{analysis.verdict.value}: {analysis.message}",
+                            severity=Severity.INFORMATION, source="analysis")
+                )
+        return findings
+
+    def _remember_originals(self, paths: Sequence[str]) -> None:
+        """Each file's bytes before the run first touched it (None: it did not exist)."""
+        for path in paths:
+            if path in self._originals:
+                continue
+            try:
+                real = self.app.files.resolve(path)
+                self._originals[path] = real.read_bytes() if real.is_file() else None
+            except (OSError, AccessDenied):
+                continue
+
+    def _settle(self, checkpoint: Checkpoint) -> None:
+        """Drop the run's checkpoint when nothing it covers changed (undo would do nothing)."""
+        try:
+            if checkpoint.files and self.app.checkpoints.unchanged(checkpoint):
+                self.app.checkpoints.discard(checkpoint)
+                self.checkpoint = None
+            elif not checkpoint.files:
+                self.checkpoint = None
+        except (OSError, AccessDenied):
+            log.debug("could not settle the workflow checkpoint", exc_info=True)
+
+    def changes(self) -> tuple[list[str], list[str], str]:
+        """(changed files, created files, the run's unified diff) against the files before the run."""
+        changed: list[str] = []
+        created: list[str] = []
+        diff: list[str] = []
+        for rel, before in sorted(self._originals.items()):
+            try:
+                real = self.app.files.resolve(rel)
+                after = real.read_bytes() if real.is_file() else None
+            except (OSError, AccessDenied):
+                continue
+            if after == before:
+                continue
+            (created if before is None else changed).append(rel)
+            old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            diff.extend(difflib.unified_diff(
+                old, new, "/dev/null" if before is None else f"a/{rel}",
+                "/dev/null" if after is None else f"b/{rel}",
+            ))
+        return changed, created, "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+
+    def _result(
+        self, status: WorkflowStatus, content: str, reason: ErrorReason | None = None,
+        details: str | None = None,
+    ) -> WorkflowResult:
+        return WorkflowResult(
+            status=status,
+            content=content,
+            reason=reason,
+            details=details,
+            plan=self.plan,
+            final_aider_result=_aider_summary(self.final_aider) if self.final_aider else None,
+            analysis_result=self.analysis,
+            iterations=self.iterations,
+            usage=self._usage(),
+        )
+
+
+def _aider_summary(result: TaskResult) -> dict[str, Any]:
+    """What the history keeps of an Aider edit."""
+    notes = result.notes
+    summary: dict[str, Any] = {
+        "status": result.status.value,
+        "diff": notes.get("diff", ""),
+        "changed_files": notes.get("changed_files", []),
+        "created_files": notes.get("created_files", []),
+    }
+    if result.error:
+        summary["error"] = result.error.model_dump(mode="json")
+    return summary
+
+
+def _clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
+    """Head and tail of a long output: the failure is usually at the end."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"

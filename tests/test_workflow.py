@@ -1,0 +1,248 @@
+"""The coding workflow with REAL Aider edits, the scripted LLM planning, editing and analysing,
+and a real unittest run on a temp project whose test fails."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import (
+    Reply,
+    aider_whole,
+    all_of,
+    fault,
+    json_output,
+    last_user_contains,
+    last_user_message,
+    not_,
+    slow,
+    system_prompt_contains,
+)
+
+from aider_lsp import aider_env
+from aider_lsp.app import Application, RequestContext
+from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
+from aider_lsp.settings import load_settings
+
+pytestmark = pytest.mark.skipif(
+    not aider_env.is_ready(),
+    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
+)
+
+BUGGY = "def subtract(a, b):\n    return b - a\n\n\ndef multiply(a, b):\n    return a + b\n"
+HALF_FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a + b\n"
+FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n"
+TESTS = (
+    "import unittest\n\nfrom calc import multiply, subtract\n\n\n"
+    "class CalcTest(unittest.TestCase):\n"
+    "    def test_subtract(self):\n"
+    "        self.assertEqual(subtract(5, 3), 2)\n\n"
+    "    def test_multiply(self):\n"
+    "        self.assertEqual(multiply(3, 4), 12)\n"
+)
+MULTIPLY_ASSERT_LINE = 11
+TEST_COMMAND = f"{sys.executable} -m unittest"
+IS_PLAN = system_prompt_contains("write a development plan")
+IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
+IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
+PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
+RETRY = {
+    "verdict": "RETRY",
+    "message": "multiply still fails",
+    "next_prompt": "Make multiply return the product",
+}
+SUCCESS = {"verdict": "SUCCESS", "message": "all tests pass"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "calcproj"
+    root.mkdir()
+    (root / "calc.py").write_text(BUGGY)
+    (root / "test_calc.py").write_text(TESTS)
+    return root
+
+
+def make_app(root: Path, base_url: str, **extra: Any) -> Application:
+    options = {
+        "model": "openai:scripted-planner",
+        "baseUrl": base_url,
+        "apiKey": "test-key",
+        "aiderModel": "openai/scripted-coder",
+        "aiderServer": {"args": ["--edit-format", "whole"]},
+        "timeouts": {"aider": 90, "test": 60},
+        **extra,
+    }
+    return Application(root, load_settings(options, environ={}))
+
+
+@pytest.fixture
+async def app(project: Path, llm_server: Any) -> AsyncIterator[Application]:
+    application = make_app(project, llm_server.base_url)
+    try:
+        yield application
+    finally:
+        await application.aclose()
+
+
+class Recorder:
+    """A RequestContext that remembers what the run reported."""
+
+    def __init__(self) -> None:
+        self.progress: list[str] = []
+        self.findings: list[list[Finding]] = []
+        self.context = RequestContext(
+            report_progress=lambda message, pct: self.progress.append(message),
+            report_findings=self.findings.append,
+            open_files=["calc.py"],
+        )
+
+
+def analysis_by_exit_code(request: dict[str, Any]) -> Reply:
+    """The scripted analyst reads the real test result it is given."""
+    passed = "Exit code: 0" in last_user_message(request)
+    return json_output(SUCCESS if passed else RETRY)
+
+
+def script_two_iterations(llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED}))
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED}))
+
+
+async def test_failing_iteration_then_retry_reaches_success(
+    app: Application, project: Path, llm_server: Any
+) -> None:
+    script_two_iterations(llm_server)
+    seen = Recorder()
+    result = await app.run_workflow(
+        WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), seen.context
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (project / "calc.py").read_text() == FIXED
+    run = result.notes["workflow"]
+    assert run["status"] == "SUCCESS" and result.parsed_content == run
+    first, second = run["iterations"]
+    assert first["test"]["exit_code"] != 0 and second["test"]["exit_code"] == 0
+    assert "multiply(3, 4)" in first["test"]["stderr"]  # the analysis got the failing output
+    assert first["analysis"]["verdict"] == "RETRY" and second["prompt"] == RETRY["next_prompt"]
+    # iteration 1's finding sits on the failing assertion; SUCCESS cleared them
+    failing = [f for f in seen.findings[0] if f.source != "analysis"]
+    assert [(f.path, f.line) for f in failing] == [("test_calc.py", MULTIPLY_ASSERT_LINE)]
+    assert "AssertionError" in failing[0].message and "test_multiply" in failing[0].message
+    advice = [f for f in seen.findings[0] if f.source == "analysis"]
+    assert [(f.path, f.severity.value) for f in advice] == [("calc.py", "information")]
+    assert seen.findings[-1] == []
+    assert seen.progress[0] == "Planning"
+    assert "Iteration 1/3: Aider is editing" in seen.progress
+    assert "Iteration 2/3: running tests" in seen.progress
+    assert "Iteration 2/3: analysing the result" in seen.progress
+    assert result.notes["changed_files"] == ["calc.py"]
+    assert "+    return a * b" in result.notes["diff"]
+    usage = run["usage"]
+    assert usage["requests"] == 3 and usage["total_tokens"] > 0  # plan + two analyses
+    # the planner saw the open file and the goal
+    plan_request = llm_server.chat_requests()[0]
+    assert "make the tests pass" in str(plan_request["messages"]) and "calc.py" in str(plan_request["messages"])
+
+
+async def test_undo_after_success_restores_and_removes_created_files(
+    app: Application, project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_PLAN, json_output({**PLAN, "instructions": "Fix both"}))
+    llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED, "helpers.py": "TWO = 2\n"}))
+    result = await app.run_workflow(
+        WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (project / "helpers.py").exists()
+    assert result.notes["created_files"] == ["helpers.py"] and result.notes["checkpoint_id"]
+    undo = app.aider_tools.undo()
+    assert undo.status is TaskStatus.COMPLETE, undo.content
+    assert (project / "calc.py").read_text() == BUGGY
+    assert not (project / "helpers.py").exists()
+    assert app.aider_tools.undo().content == "Nothing to undo."
+
+
+async def test_max_retries_reached_is_a_failure(app: Application, project: Path, llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED.replace("a + b", "a + b + 0")}))
+    seen = Recorder()
+    result = await app.run_workflow(
+        WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, max_retries=2), seen.context
+    )
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["error"]["reason"] == "max_retries_reached"
+    run = result.notes["workflow"]
+    assert run["status"] == "FAILURE" and len(run["iterations"]) == 2
+    assert run["analysis_result"]["verdict"] == "RETRY"
+    assert len(seen.findings) == 2 and all(seen.findings)  # findings stay on a failed run
+
+
+async def test_llm_error_fails_the_run_and_changes_nothing(
+    app: Application, project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "the model is on fire"}}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    result = await app.run_workflow(
+        WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
+    )
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["error"]["reason"] == "llm_error"
+    assert "500" in result.content and "planning failed" in result.content
+    assert (project / "calc.py").read_text() == BUGGY
+    assert (project / "test_calc.py").read_text() == TESTS
+    assert all(IS_PLAN(request) for request in llm_server.chat_requests())  # Aider never ran
+    assert app.checkpoints.latest() is None
+
+
+async def test_a_second_run_is_refused_while_one_runs(
+    app: Application, project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_PLAN, slow(30, json_output(PLAN)))
+    first = asyncio.create_task(
+        app.run_workflow(WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext())
+    )
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 30)
+    second = await asyncio.wait_for(
+        app.run_workflow(WorkflowRequest(goal="again", test_command=TEST_COMMAND), RequestContext()), 1
+    )
+    assert second.status is TaskStatus.FAILED
+    assert "already running" in second.content
+    assert second.notes["error"]["reason"] == "input_validation_failure"
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert (project / "calc.py").read_text() == BUGGY
+
+
+async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any) -> None:
+    app = make_app(project, llm_server.base_url, budget={"maxTokens": 500})
+    plan = Reply(kind="json", obj=PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+    retry = Reply(kind="json", obj=RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390})
+    llm_server.add_rule(IS_PLAN, plan)
+    llm_server.add_rule(IS_ANALYSIS, retry)
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    try:
+        result = await app.run_workflow(
+            WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
+        )
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["error"]["reason"] == "budget_exceeded"
+    run = result.notes["workflow"]
+    assert len(run["iterations"]) == 1  # stopped before the second edit
+    assert run["usage"]["total_tokens"] == 500
+    assert "budget" in result.content
+    # what was done stays undoable
+    assert (project / "calc.py").read_text() == HALF_FIXED
+    assert app.aider_tools.undo().ok and (project / "calc.py").read_text() == BUGGY
