@@ -95,8 +95,9 @@ def parse_test_output(
         used = _pytest_sections(lines, collector)
         used |= _python_tracebacks(lines, collector)
         used |= _eslint_blocks(lines, collector)
-        _pytest_summary(lines, collector, used)
-        _located_lines(lines, collector, used)
+        summary = _pytest_summary_lines(lines)
+        _located_lines(lines, collector, used | summary)
+        _pytest_summary(lines, collector, summary)
     if not collector.findings and exit_code not in (0, None):
         summary = summary_line(stdout, stderr) or f"the test command failed (exit code {exit_code})"
         for path in fallback_files:
@@ -204,15 +205,18 @@ def _eslint_blocks(lines: list[str], out: _Collector) -> set[int]:
     return used
 
 
-def _pytest_summary(lines: list[str], out: _Collector, used: set[int]) -> None:
-    """`FAILED path::test - message` (pytest -q / -rf) for tests no traceback located: the
+def _pytest_summary_lines(lines: list[str]) -> set[int]:
+    return {number for number, line in enumerate(lines) if _PYTEST_SUMMARY.match(line.strip())}
+
+
+def _pytest_summary(lines: list[str], out: _Collector, summary: set[int]) -> None:
+    """`FAILED path::test - message` (pytest -q / -rf) for files no traceback located: the
     line of the test's `def`."""
     located = {finding.path for finding in out.findings}
-    for number, line in enumerate(lines):
-        match = _PYTEST_SUMMARY.match(line.strip())
+    for number in sorted(summary):
+        match = _PYTEST_SUMMARY.match(lines[number].strip())
         if not match:
             continue
-        used.add(number)
         rel = out.relative(match.group("path"))
         if rel is None or rel in located:
             continue
