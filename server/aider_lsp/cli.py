@@ -1,4 +1,4 @@
-"""Command line: `aider-lsp serve | doctor | --version` (and the subcommands later issues add)."""
+"""Command line: `aider-lsp serve | run | demo | undo | doctor | context | setup-aider | --version`."""
 
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def serve(tcp: str | None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aider-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"aider-lsp {__version__}")
-    parser.add_argument("--log-level", default=os.environ.get("AIDER_LSP_LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("AIDER_LSP_LOG_LEVEL"),
+        help="log level on stderr (default INFO; WARNING for run, demo and undo, which show their own progress)",
+    )
     commands = parser.add_subparsers(dest="command")
     serve_parser = commands.add_parser("serve", help="run the language server on stdio")
     serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (debugging)")
@@ -149,12 +153,30 @@ def build_parser() -> argparse.ArgumentParser:
     context_parser.add_argument(
         "--index", metavar="FILE", help="index file (default <workspace>/.aider-lsp/index.sqlite3)"
     )
+    run_parser = commands.add_parser(
+        "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
+    )
+    run_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    run_parser.add_argument("--goal", required=True, help="what the code should do")
+    run_parser.add_argument("--test", metavar="COMMAND", help="the test command (default: testCommand)")
+    run_parser.add_argument("--max-retries", type=int, metavar="N", help="Aider attempts (default: maxRetries)")
+    run_parser.add_argument("--context", default="", help="anything the planner should know")
+    run_parser.add_argument("--files", nargs="+", metavar="FILE", help="files to work on (workspace-relative)")
+    run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    demo_parser = commands.add_parser(
+        "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
+    )
+    demo_parser.add_argument("--example", type=Path, help="the example project (default: examples/calculator)")
+    demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    undo_parser = commands.add_parser("undo", help="restore the files of the last workflow run or Aider edit")
+    undo_parser.add_argument("--workspace", type=Path, default=Path.cwd())
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.log_level)
+    quiet = args.command in ("run", "demo", "undo")
+    _setup_logging(args.log_level or ("WARNING" if quiet else "INFO"))
     if args.command == "serve":
         return serve(args.tcp)
     if args.command == "doctor":
@@ -169,5 +191,26 @@ def main(argv: list[str] | None = None) -> int:
         return run_context(
             args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=args.index
         )
+    if args.command == "run":
+        from .workflow.cli import RunOptions, run_workflow_command
+
+        options = RunOptions(
+            workspace=args.workspace,
+            goal=args.goal,
+            test_command=args.test,
+            max_retries=args.max_retries,
+            context=args.context,
+            files=args.files,
+            as_json=args.json,
+        )
+        return run_workflow_command(options)
+    if args.command == "demo":
+        from .workflow.demo import run_demo
+
+        return run_demo(args.example, as_json=args.json)
+    if args.command == "undo":
+        from .workflow.cli import undo_command
+
+        return undo_command(args.workspace)
     build_parser().print_help()
     return 2

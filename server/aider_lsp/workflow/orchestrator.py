@@ -12,6 +12,7 @@ The whole run is one checkpoint: one undo restores what it changed and deletes w
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
 from collections.abc import Sequence
@@ -83,6 +84,7 @@ class CodingWorkflowOrchestrator:
         self.checkpoint: Checkpoint | None = None
         self._originals: dict[str, bytes | None] = {}
         self._usage_start: dict[str, Any] = {}
+        self._warm_up: asyncio.Task[bool] | None = None
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self, ctx: RequestContext) -> WorkflowResult:
@@ -105,6 +107,8 @@ class CodingWorkflowOrchestrator:
     async def _loop(self, ctx: RequestContext) -> WorkflowResult:
         editor_files = self._editor_files()
         ctx.report_progress("Planning", 0)
+        # Aider's start-up (seconds) overlaps the planning call instead of delaying the first edit
+        self._warm_up = asyncio.create_task(self.app.aider.warm_up())
         plan = await self._make_plan(ctx, editor_files)
         test_command = self.test_command or plan.test_command or self.app.settings.test_command
         if not test_command:

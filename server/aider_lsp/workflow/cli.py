@@ -1,0 +1,242 @@
+"""`aider-lsp run`: the coding workflow in a terminal, without an editor.
+
+Why: it is the same orchestrator the editor drives, so a user sees what the project does (and a
+script can use it) with one command. Progress goes to stderr (a live line on a terminal: phase,
+iteration, elapsed time, tokens and cost so far); the result, the diff and the analysis go to
+stdout, or the result as JSON with `--json`. Exit codes: 0 SUCCESS, 1 FAILURE, 2 a usage or
+configuration error, 130 cancelled (Ctrl-C: the LLM call, Aider and the test processes are
+stopped; `aider-lsp undo` restores the files).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..models import Finding, TaskResult, WorkflowRequest
+from ..settings import Settings, SettingsError, env_var_for, load_settings
+
+EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+TICK_SECONDS = 0.5
+
+
+@dataclass
+class RunOptions:
+    workspace: Path
+    goal: str
+    test_command: str | None = None
+    max_retries: int | None = None
+    context: str = ""
+    files: list[str] | None = None
+    as_json: bool = False
+
+
+def configuration_problem(settings: Settings, workspace: Path) -> str | None:
+    """Why a run cannot start (the message names the setting to fill), or None."""
+    from .. import aider_env
+    from ..handler.llm import resolve_model_config
+
+    if not workspace.is_dir():
+        return f"the workspace is not a directory: {workspace}"
+    config = resolve_model_config(settings)
+    if config.model_id is None:
+        return config.problem or f"no model: set {env_var_for('model')} (aiderLsp.model)"
+    if config.base_url is None and config.problem:
+        return config.problem
+    if not settings.aider_model:
+        return f"no Aider model: set {env_var_for('aider_model')} (aiderLsp.aiderModel), e.g. openai/gpt-4.1"
+    if not settings.aider_server.command and not aider_env.is_ready():
+        return f"the Aider environment is missing ({aider_env.describe()}): run `aider-lsp setup-aider`"
+    return None
+
+
+class ProgressDisplay:
+    """The live status on stderr: one rewritten line on a terminal, one line per phase otherwise."""
+
+    def __init__(self, stream: TextIO, usage: Any) -> None:
+        self.stream = stream
+        self.usage = usage  # () -> dict with total_tokens and cost
+        self.live = stream.isatty()
+        self.started = time.monotonic()
+        self.phase = "Starting"
+
+    def status(self) -> str:
+        usage = self.usage()
+        cost = usage.get("cost")
+        money = f"${cost:.4f}" if cost is not None else "cost n/a"
+        elapsed = time.monotonic() - self.started
+        return f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}] {self.phase} · {usage.get('total_tokens', 0)} tokens · {money}"
+
+    def on_progress(self, message: str, percentage: int | None) -> None:
+        self.phase = message
+        self.render(final=not self.live)
+
+    def on_findings(self, findings: list[Finding]) -> None:
+        located = [f for f in findings if f.source != "analysis"]
+        if not located:
+            return
+        self.clear()
+        for finding in located[:10]:
+            where = f"{finding.path}:{finding.line}" if finding.line else finding.path
+            print(f"    {where}: {finding.message}", file=self.stream)
+        if len(located) > 10:
+            print(f"    … and {len(located) - 10} more", file=self.stream)
+        self.render()
+
+    def render(self, final: bool = False) -> None:
+        if self.live:
+            self.stream.write("\r\x1b[K" + self.status())
+            self.stream.flush()
+        elif final:
+            print(self.status(), file=self.stream, flush=True)
+
+    def clear(self) -> None:
+        if self.live:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    async def tick(self) -> None:
+        """Keep the clock and the token count moving while a step runs."""
+        while self.live:
+            await asyncio.sleep(TICK_SECONDS)
+            self.render()
+
+
+def run_workflow_command(options: RunOptions, settings: Settings | None = None) -> int:
+    """Check the configuration, run the workflow, print the result; returns the exit code."""
+    try:
+        settings = settings or load_settings()
+        request = WorkflowRequest(
+            goal=options.goal,
+            context=options.context,
+            test_command=options.test_command,
+            max_retries=options.max_retries,
+            file_context=options.files,
+        )
+    except SettingsError as exc:
+        print(f"aider-lsp run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:  # pydantic's ValidationError
+        print(f"aider-lsp run: {_first_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    workspace = options.workspace.expanduser().resolve()
+    problem = configuration_problem(settings, workspace)
+    if problem is None and not (request.test_command or settings.test_command):
+        problem = f"no test command: pass --test \"…\" or set {env_var_for('test_command')}"
+    if problem:
+        print(f"aider-lsp run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_run(workspace, settings, request, options.as_json))
+
+
+async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool) -> int:
+    from ..app import Application, RequestContext
+
+    app = Application(workspace, settings)
+    start = app.handler.usage_totals
+    display = ProgressDisplay(sys.stderr, lambda: _spent(start, app.handler.usage_totals))
+    ctx = RequestContext(report_progress=display.on_progress, report_findings=display.on_findings)
+    run = asyncio.create_task(app.run_workflow(request, ctx))
+    ticker = asyncio.create_task(display.tick())
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, run.cancel)
+    try:
+        result = await run
+    except asyncio.CancelledError:
+        display.clear()
+        print(
+            "aider-lsp run: cancelled; the LLM call, Aider and the tests were stopped. "
+            f"`aider-lsp undo --workspace {workspace}` restores the files the run changed.",
+            file=sys.stderr,
+        )
+        return EXIT_CANCELLED
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        await app.aclose()
+    display.clear()
+    if as_json:
+        print(json.dumps(result.to_wire(), indent=2))
+    else:
+        print_report(result, workspace, sys.stdout)
+    return EXIT_SUCCESS if result.ok else EXIT_FAILURE
+
+
+def _spent(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    cost = None if now.get("cost") is None else float(now["cost"]) - float(start.get("cost") or 0.0)
+    return {"total_tokens": int(now.get("total_tokens") or 0) - int(start.get("total_tokens") or 0), "cost": cost}
+
+
+def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
+    """The run for a human: outcome, plan, each iteration, the diff, how to undo."""
+    run = result.notes.get("workflow") or {}
+    status = run.get("status") or result.status.value
+    reason = f" ({run['reason']})" if run.get("reason") else ""
+    print(f"\n{status}{reason}: {result.content}", file=out)
+    plan = run.get("plan")
+    if plan:
+        print(f"\nPlan: {plan['instructions']}\n  files: {', '.join(plan['files']) or '(chosen by Aider)'}", file=out)
+    for item in run.get("iterations", []):
+        test = item.get("test") or {}
+        print(f"\nIteration {item['iteration']}: {item['prompt']}", file=out)
+        if item.get("aider", {}).get("error"):
+            print(f"  Aider: {item['aider']['error']['message']}", file=out)
+        else:
+            print(f"  Aider changed: {', '.join(item.get('aider', {}).get('changed_files') or []) or 'nothing'}", file=out)
+        if test:
+            print(f"  tests: exit code {test.get('exit_code')} ({test.get('command')})", file=out)
+        for finding in item.get("findings", [])[:10]:
+            where = f"{finding['path']}:{finding['line']}" if finding["line"] else finding["path"]
+            print(f"    {where}: {finding['message']}", file=out)
+        analysis = item.get("analysis")
+        if analysis:
+            print(f"  analysis: {analysis['verdict']}: {analysis['message']}", file=out)
+    usage = run.get("usage") or {}
+    cost = usage.get("cost")
+    print(
+        f"\nSpent: {usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} request(s) to the "
+        f"planning model, cost {'$%.4f' % cost if cost is not None else 'n/a'} (Aider's own calls not counted)",
+        file=out,
+    )
+    diff = result.notes.get("diff")
+    if diff:
+        print(f"\nThe run's changes:\n{diff}", file=out)
+    if result.notes.get("checkpoint_id"):
+        print(f"Undo them with: aider-lsp undo --workspace {workspace}", file=out)
+
+
+def undo_command(workspace: Path) -> int:
+    """Restore the files of the last run or edit in a workspace (the editor's workflow.undo)."""
+    from ..app import Application
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"aider-lsp undo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not workspace.is_dir():
+        print(f"aider-lsp undo: the workspace is not a directory: {workspace}", file=sys.stderr)
+        return EXIT_USAGE
+    result = Application(workspace.resolve(), settings).aider_tools.undo()
+    print(result.content)
+    return EXIT_SUCCESS if result.ok else EXIT_FAILURE
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+    return str(exc)

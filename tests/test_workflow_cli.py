@@ -1,0 +1,174 @@
+"""`aider-lsp run`, `demo` and `undo` as a user runs them: real subprocesses, the scripted LLM
+over HTTP, the real bundled Aider, real test commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import aider_whole, all_of, fault, json_output, not_, system_prompt_contains
+
+from aider_lsp import aider_env
+
+CLI = [sys.executable, "-m", "aider_lsp"]
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator"
+IS_PLAN = system_prompt_contains("write a development plan")
+IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
+IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
+BUGGY = "def double(x):\n    return x + 2\n"
+FIXED = "def double(x):\n    return x * 2\n"
+TESTS = (
+    "import unittest\n\nfrom mathx import double\n\n\n"
+    "class DoubleTest(unittest.TestCase):\n"
+    "    def test_double(self):\n"
+    "        self.assertEqual(double(5), 10)\n"
+)
+needs_aider = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mathx.py").write_text(BUGGY)
+    (root / "test_mathx.py").write_text(TESTS)
+    return root
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDER_LSP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(extra)
+    return env
+
+
+def model_env(llm_server: Any, **extra: str) -> dict[str, str]:
+    return clean_env(
+        AIDER_LSP_MODEL="openai:scripted-planner",
+        AIDER_LSP_BASE_URL=llm_server.base_url,
+        AIDER_LSP_API_KEY="test-key",
+        AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
+        AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
+        **extra,
+    )
+
+
+def run_cli(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_usage_and_configuration_errors_exit_2(project: Path) -> None:
+    no_model = run_cli("run", "--workspace", str(project), "--goal", "fix", "--test", "true", env=clean_env())
+    assert no_model.returncode == 2
+    assert "AIDER_LSP_MODEL" in no_model.stderr and "Traceback" not in no_model.stderr
+    no_aider_model = run_cli(
+        "run", "--workspace", str(project), "--goal", "fix", "--test", "true",
+        env=clean_env(AIDER_LSP_MODEL="openai:gpt-4.1", OPENAI_API_KEY="sk-test"),
+    )
+    assert no_aider_model.returncode == 2 and "AIDER_LSP_AIDER_MODEL" in no_aider_model.stderr
+    no_goal = run_cli("run", "--workspace", str(project), env=clean_env())
+    assert no_goal.returncode == 2 and "--goal" in no_goal.stderr
+    blank_goal = run_cli("run", "--workspace", str(project), "--goal", "  ", "--test", "true", env=clean_env())
+    assert blank_goal.returncode == 2 and "goal" in blank_goal.stderr
+    missing = run_cli("run", "--workspace", str(project / "nope"), "--goal", "x", "--test", "true", env=clean_env())
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
+
+
+def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
+    done = run_cli(
+        "run", "--workspace", str(project), "--goal", "make double double", "--test",
+        f"{sys.executable} -m unittest", "--json", env=model_env(llm_server),
+    )
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "llm_error"
+    assert result["parsedContent"]["status"] == "FAILURE"
+    assert (project / "mathx.py").read_text() == BUGGY
+
+
+@needs_aider
+def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "the test passes"}))
+    done = run_cli(
+        "run", "--workspace", str(project), "--goal", "make double double",
+        "--test", f"{sys.executable} -m unittest", env=model_env(llm_server),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "SUCCESS: the test passes" in done.stdout
+    assert "+    return x * 2" in done.stdout  # the diff
+    assert "Iteration 1/3: running tests" in done.stderr and "tokens" in done.stderr  # progress
+    assert (project / "mathx.py").read_text() == FIXED
+    undo = run_cli("undo", "--workspace", str(project), env=clean_env())
+    assert undo.returncode == 0, undo.stderr
+    assert (project / "mathx.py").read_text() == BUGGY
+
+
+@needs_aider
+def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(project: Path, llm_server: Any, tmp_path: Path) -> None:
+    pid_file = tmp_path / "test.pid"
+    (project / "slow_test.py").write_text(
+        "import os, time\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+    )
+    llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    process = subprocess.Popen(
+        [*CLI, "run", "--workspace", str(project), "--goal", "fix", "--test", f"{sys.executable} slow_test.py"],
+        env=model_env(llm_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not pid_file.exists() or not pid_file.read_text():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the test command never started"
+            time.sleep(0.1)
+        test_pid = int(pid_file.read_text())
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "cancelled" in stderr and "Traceback" not in stderr
+    assert not _alive(test_pid)
+    assert (project / "mathx.py").read_text() == FIXED  # Aider's edit is kept, and undoable
+    undo = run_cli("undo", "--workspace", str(project), env=clean_env())
+    assert undo.returncode == 0, undo.stdout
+    assert (project / "mathx.py").read_text() == BUGGY
+
+
+@needs_aider
+def test_demo_runs_the_whole_loop_offline_and_leaves_the_example_buggy() -> None:
+    before = {p.name: p.read_text() for p in EXAMPLE.iterdir() if p.is_file()}
+    done = run_cli("demo", "--json", env=clean_env())
+    assert done.returncode == 0, done.stderr
+    assert "OFFLINE DEMO" in done.stderr.splitlines()[0]
+    result = json.loads(done.stdout)
+    run = result["parsedContent"]
+    assert run["status"] == "SUCCESS"
+    first, second = run["iterations"]
+    assert first["test"]["exit_code"] != 0 and first["analysis"]["verdict"] == "RETRY"
+    assert [(f["path"], f["line"]) for f in first["findings"]] == [("calculator.py", 14)]
+    assert second["test"]["exit_code"] == 0
+    assert {p.name: p.read_text() for p in EXAMPLE.iterdir() if p.is_file()} == before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
