@@ -176,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet = args.command in ("run", "demo", "undo")
+    if quiet:  # pydantic-ai's banner would break the terminal's progress display
+        os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     _setup_logging(args.log_level or ("WARNING" if quiet else "INFO"))
     if args.command == "serve":
         return serve(args.tcp)
