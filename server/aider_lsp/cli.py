@@ -194,18 +194,16 @@ def main(argv: list[str] | None = None) -> int:
             args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=args.index
         )
     if args.command == "run":
-        from .workflow.cli import RunOptions, run_workflow_command
+        from .workflow.cli import run_workflow_command
 
-        options = RunOptions(
-            workspace=args.workspace,
-            goal=args.goal,
-            test_command=args.test,
-            max_retries=args.max_retries,
-            context=args.context,
-            files=args.files,
-            as_json=args.json,
-        )
-        return run_workflow_command(options)
+        fields = {
+            "goal": args.goal,
+            "context": args.context,
+            "test_command": args.test,
+            "max_retries": args.max_retries,
+            "file_context": args.files,
+        }
+        return run_workflow_command(args.workspace, fields, as_json=args.json)
     if args.command == "demo":
         from .workflow.demo import run_demo
 

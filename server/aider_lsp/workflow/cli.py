@@ -16,7 +16,6 @@ import json
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,17 +24,6 @@ from ..settings import Settings, SettingsError, env_var_for, load_settings
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
-
-
-@dataclass
-class RunOptions:
-    workspace: Path
-    goal: str
-    test_command: str | None = None
-    max_retries: int | None = None
-    context: str = ""
-    files: list[str] | None = None
-    as_json: bool = False
 
 
 def configuration_problem(settings: Settings, workspace: Path) -> str | None:
@@ -109,31 +97,28 @@ class ProgressDisplay:
             self.render()
 
 
-def run_workflow_command(options: RunOptions, settings: Settings | None = None) -> int:
-    """Check the configuration, run the workflow, print the result; returns the exit code."""
+def run_workflow_command(
+    workspace: Path, request_fields: dict[str, Any], *, as_json: bool = False, settings: Settings | None = None
+) -> int:
+    """Check the configuration, run the workflow (`request_fields`: a WorkflowRequest's fields),
+    print the result; returns the exit code."""
     try:
         settings = settings or load_settings()
-        request = WorkflowRequest(
-            goal=options.goal,
-            context=options.context,
-            test_command=options.test_command,
-            max_retries=options.max_retries,
-            file_context=options.files,
-        )
+        request = WorkflowRequest.model_validate(request_fields)
     except SettingsError as exc:
         print(f"aider-lsp run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:  # pydantic's ValidationError
         print(f"aider-lsp run: {_first_error(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    workspace = options.workspace.expanduser().resolve()
+    workspace = workspace.expanduser().resolve()
     problem = configuration_problem(settings, workspace)
     if problem is None and not (request.test_command or settings.test_command):
         problem = f"no test command: pass --test \"…\" or set {env_var_for('test_command')}"
     if problem:
         print(f"aider-lsp run: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    return asyncio.run(_run(workspace, settings, request, options.as_json))
+    return asyncio.run(_run(workspace, settings, request, as_json))
 
 
 async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool) -> int:

@@ -28,7 +28,7 @@ from ..scripted_llm import (
     system_prompt_contains,
 )
 from ..settings import load_settings
-from .cli import EXIT_USAGE, RunOptions, run_workflow_command
+from .cli import EXIT_USAGE, run_workflow_command
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator"
 GOAL = "Make the tests in test_calculator.py pass."
@@ -96,14 +96,8 @@ def run_demo(example: Path | None = None, *, as_json: bool = False, keep: bool =
                 },
                 environ={},
             )
-            options = RunOptions(
-                workspace=workspace,
-                goal=GOAL,
-                test_command=f"{sys.executable} -m unittest",
-                max_retries=3,
-                as_json=as_json,
-            )
-            return run_workflow_command(options, settings)
+            request = {"goal": GOAL, "test_command": f"{sys.executable} -m unittest", "max_retries": 3}
+            return run_workflow_command(workspace, request, as_json=as_json, settings=settings)
     finally:
         if not keep:
             shutil.rmtree(workspace.parent, ignore_errors=True)
