@@ -373,7 +373,7 @@ class WorkflowRequest(BaseModel):
     context: str = ""
     test_command: str | None = None
     max_retries: int | None = Field(default=None, ge=0, le=20)  # None: settings.maxRetries
-    file_context: list[str] | str | None = None
+    file_context: OptionalPathList = None  # a list or a JSON-array string
 
     @field_validator("goal")
     @classmethod

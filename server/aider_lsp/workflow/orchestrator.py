@@ -18,8 +18,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..checkpoints import Checkpoint, run_checkpoint
-from ..executors.system import parse_path_list
 from ..files import AccessDenied
 from ..models import (
     CombinedAnalysisResult,
@@ -27,6 +28,7 @@ from ..models import (
     DevelopmentPlan,
     ErrorReason,
     Finding,
+    OptionalPathList,
     Severity,
     TaskResult,
     Verdict,
@@ -153,9 +155,10 @@ class CodingWorkflowOrchestrator:
         if self.file_context in (None, "", []):
             return []
         try:
-            return parse_path_list(self.file_context, "file_context")
-        except ValueError as exc:
-            raise _RunEnded(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc)) from None
+            return TypeAdapter(OptionalPathList).validate_python(self.file_context) or []
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"]
+            raise _RunEnded(ErrorReason.INPUT_VALIDATION_FAILURE, f"file_context: {message}") from None
 
     async def _make_plan(self, ctx: RequestContext, editor_files: list[str]) -> DevelopmentPlan:
         """The planner gets the goal, the user's context, the open files and the index's best."""
