@@ -1,18 +1,24 @@
 """User settings: `initializationOptions`, the `aiderLsp` configuration section, `AIDER_LSP_*`.
 
 An explicit setting wins over the environment; the environment wins over the defaults.
-Each setting's variable is its name in SCREAMING_SNAKE_CASE (`baseUrl` → `AIDER_LSP_BASE_URL`).
+Settings are camelCased in the editor (`baseUrl`) and snake_cased here (`base_url`); each
+setting's variable is `AIDER_LSP_` + its snake name in capitals (`AIDER_LSP_BASE_URL`).
+Structured settings take JSON in a variable (`AIDER_LSP_TIMEOUTS='{"llm": 7}'`) or one
+variable per nested field (`AIDER_LSP_TIMEOUTS__LLM=7`); pydantic-settings reads them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel, to_snake
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as EnvironmentSettingsError
+from pydantic_settings.sources.utils import parse_env_vars
 
 ENV_PREFIX = "AIDER_LSP_"
 SECTION = "aiderLsp"
@@ -28,13 +34,10 @@ def _no_nul(value: Any) -> Any:
     return value
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=_camel, populate_by_name=True, extra="ignore")
+    """A nested settings object: accepts `maxTokens` and `max_tokens` alike."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
 class AiderServerSettings(_Camel):
@@ -63,7 +66,13 @@ class BudgetSettings(_Camel):
     max_cost: float | None = Field(default=None, gt=0)
 
 
-class Settings(_Camel):
+class Settings(BaseSettings):
+    """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", env_ignore_empty=True, extra="ignore"
+    )
+
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
@@ -93,7 +102,20 @@ class Settings(_Camel):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
     output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)
-    debug: bool = Field(default=False, validation_alias=AliasChoices("debug"))
+    debug: bool = False
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the values given: `load_settings` layers the environment under them itself, so
+        that a bad variable is named and explicit values are validated once, together."""
+        return (init_settings,)
 
     _check_nul = field_validator(
         "model", "base_url", "api_key", "aider_model", "test_command", "context_index_path",
@@ -113,40 +135,53 @@ class SettingsError(ValueError):
         self.setting = setting
 
 
-def _model_field_names() -> set[str]:
-    names: set[str] = set()
-    for model in (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings):
-        names.update(model.model_fields)
-    return names
+class SettingsError(ValueError):
+    """A setting has a value of the wrong shape; the message names the setting.
+
+    `setting` is the top-level snake_case name of the bad explicit setting (None when the
+    bad value came from the environment), so a caller can drop just that one and keep the rest.
+    """
+
+    def __init__(self, message: str, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
-def _setting_path(loc: tuple[Any, ...]) -> str:
+_NESTED_MODELS = (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings)
+
+
+def setting_path(loc: tuple[Any, ...]) -> str:
     """`('aider_server', 'env', 'MY_VAR')` → `aiderServer.env.MY_VAR`: only field names are camelCased."""
-    fields = _model_field_names()
-    return ".".join(_camel(part) if part in fields else str(part) for part in loc)
+    fields = {name for model in _NESTED_MODELS for name in model.model_fields}
+    return ".".join(to_camel(part) if part in fields else str(part) for part in loc)
 
 
 def env_var_for(field_name: str) -> str:
-    return ENV_PREFIX + re.sub(r"(?<!^)(?=[A-Z])", "_", _camel(field_name)).upper()
+    """The variable of a top-level setting: `base_url` → `AIDER_LSP_BASE_URL`."""
+    return ENV_PREFIX + to_snake(field_name).upper()
+
+
+class _EnvironmentSource(EnvSettingsSource):
+    """pydantic-settings' reading of `AIDER_LSP_*`, from a given mapping (tests, the doctor)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__(Settings)
+        self.env_vars = parse_env_vars(
+            environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, field in Settings.model_fields.items():
-        variable = env_var_for(name)
-        raw = environ.get(variable)
-        if raw is None or raw == "":
-            continue
-        annotation = str(field.annotation)
-        structured = any(word in annotation for word in ("list", "dict", "Settings"))
-        try:
-            values[name] = json.loads(raw) if structured else raw
-        except json.JSONDecodeError as exc:
-            raise SettingsError(f"{variable} holds invalid JSON: {exc}") from exc
-    return values
+    try:
+        return _EnvironmentSource(environ)()
+    except EnvironmentSettingsError as exc:
+        field = re.search(r'field "(\w+)"', str(exc))
+        variable = env_var_for(field.group(1)) if field else f"an {ENV_PREFIX}* variable"
+        raise SettingsError(f"{variable} holds invalid JSON: {exc.__cause__ or exc}") from exc
 
 
 def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` over `base`, nested objects merged key by key; a None in `override` means unset."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
@@ -156,9 +191,9 @@ def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, 
     return merged
 
 
-def _snake_keys(options: Mapping[str, Any]) -> dict[str, Any]:
-    by_alias = {_camel(name): name for name in Settings.model_fields}
-    return {by_alias.get(key, key): value for key, value in options.items()}
+def snake_keys(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Top-level keys as field names: `maxFileBytes` and `max_file_bytes` both → `max_file_bytes`."""
+    return {to_snake(key): value for key, value in options.items() if isinstance(key, str)}
 
 
 def load_settings(
@@ -166,14 +201,14 @@ def load_settings(
 ) -> Settings:
     """Defaults < `AIDER_LSP_*` environment < explicit settings (init options / configuration)."""
     environ = os.environ if environ is None else environ
-    explicit_keys = _snake_keys(explicit or {})
+    explicit_keys = snake_keys(explicit or {})
     layered = _deep_merge(_from_environment(environ), explicit_keys)
     try:
         return Settings.model_validate(layered)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = _setting_path(first["loc"])
         top = str(first["loc"][0]) if first["loc"] else None
-        raise SettingsError(
-            f"setting '{SECTION}.{where}': {first['msg']}", top if top in explicit_keys else None
-        ) from exc
+        where = f"setting '{SECTION}.{setting_path(first['loc'])}': {first['msg']}"
+        if top in explicit_keys:
+            raise SettingsError(where, top) from exc
+        raise SettingsError(f"{where} (from {env_var_for(top or '')})", None) from exc
