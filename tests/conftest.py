@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -12,10 +13,45 @@ from typing import Any
 import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pygls.protocol import default_converter
+from pytest_lsp.client import register_lsp_features
 
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
 # fixture projects hold failing tests on purpose (their captured outputs are the fixtures)
 collect_ignore = ["fixtures"]
+
+
+class AiderTestClient(LanguageClient):
+    """pytest-lsp's client plus what our tests check: the initialize result, the server's
+    dynamic registrations (accepted and kept), edits refused, and the exited server process."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initialize_result: types.InitializeResult | None = None
+        self.registrations: list[types.Registration] = []
+        self.exited_process: asyncio.subprocess.Process | None = None
+
+    async def server_exit(self, server: asyncio.subprocess.Process) -> None:
+        self.exited_process = server
+        await super().server_exit(server)
+
+
+def make_client() -> AiderTestClient:
+    """What pytest-lsp's default factory builds (its handlers for configuration, progress,
+    messages…), as an AiderTestClient with two handlers of ours."""
+    client = AiderTestClient(converter_factory=default_converter)
+    register_lsp_features(client)
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test client")
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params: types.RegistrationParams) -> None:
+        """Accept dynamic registrations (the server asks to watch files) and keep them."""
+        client.registrations.extend(params.registrations)
+
+    return client
 
 
 @pytest.fixture
@@ -44,26 +80,17 @@ async def lsp_session(
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     capabilities: str = "visual-studio-code",
-) -> AsyncIterator[LanguageClient]:
+) -> AsyncIterator[AiderTestClient]:
     """Start `aider-lsp serve`, initialize it on `root`, and shut it down afterwards."""
-    config = ClientServerConfig(server_command=SERVER_COMMAND, server_env=_server_env(env))
-    client: LanguageClient = await config.start()  # type: ignore[assignment]
+    config = ClientServerConfig(
+        server_command=SERVER_COMMAND, server_env=_server_env(env), client_factory=make_client
+    )
+    client = await config.start()
+    assert isinstance(client, AiderTestClient)
     if configuration is not None:
         client.set_configuration(configuration, section="aiderLsp")
-
-    @client.feature(types.WORKSPACE_APPLY_EDIT)
-    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
-        return types.ApplyWorkspaceEditResult(applied=False, failure_reason="test client")
-
-    client.registrations = []  # type: ignore[attr-defined]
-
-    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def register_capability(params: types.RegistrationParams) -> None:
-        """Accept dynamic registrations (the server asks to watch files) and keep them."""
-        client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
-
     try:
-        client.initialize_result = await client.initialize_session(  # type: ignore[attr-defined]
+        client.initialize_result = await client.initialize_session(
             types.InitializeParams(
                 capabilities=client_capabilities(capabilities),
                 root_uri=root.as_uri(),

@@ -135,7 +135,8 @@ async def test_no_workspace_folder_gives_a_clear_failure(lsp, tmp_path: Path) ->
 
 async def test_shutdown_and_exit_end_the_process(lsp, workspace: Path) -> None:
     async with lsp(workspace) as client:
-        process = client._server
+        pass
+    process = client.exited_process
     assert process is not None
     assert process.returncode == 0
     assert os.path.isdir(workspace)

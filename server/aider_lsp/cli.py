@@ -108,6 +108,9 @@ def doctor(workspace: Path) -> int:
 
 
 def serve(tcp: str | None) -> int:
+    from .lsp.logging_setup import install_log_filters
+
+    install_log_filters()
     from .lsp.server import serve_stdio, serve_tcp
 
     if tcp:

@@ -14,17 +14,19 @@ import uuid
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from .progress import work_done_progress
 
 if TYPE_CHECKING:
-    from .server import AiderLanguageServer
+    from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
 
+
 async def register_file_watchers(ls: AiderLanguageServer) -> None:
     """Ask the client to report file changes made outside the editor (git, Aider, tools)."""
-    caps = ls.client_capabilities.workspace
-    watched = caps.did_change_watched_files if caps else None
-    if not (watched and watched.dynamic_registration):
+    if not get_capability(ls.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False):
         return
     registration = types.Registration(
         id=str(uuid.uuid4()),
@@ -45,32 +47,10 @@ async def _index_with_progress(ls: AiderLanguageServer) -> None:
     app = ls.app
     if app is None:
         return
-    window = ls.client_capabilities.window
-    token = str(uuid.uuid4())
-    progress = ls.work_done_progress
-    has_progress = bool(window and window.work_done_progress)
-    if has_progress:
-        try:
-            await progress.create_async(token)
-        except Exception as exc:
-            log.warning("client refused a progress token: %s", exc)
-            has_progress = False
-    if not has_progress:
-        await app.memory.start_indexing()
-        return
-
-    def report(message: str, percentage: int | None) -> None:
-        progress.report(
-            token, types.WorkDoneProgressReport(message=message, percentage=percentage)
-        )
-
-    progress.begin(token, types.WorkDoneProgressBegin(title="Indexing workspace", percentage=0))
-    message = "failed"
-    try:
-        stats = await app.memory.start_indexing(report)
-        message = f"{stats.scanned} files indexed, {stats.read} read"
-    finally:
-        progress.end(token, types.WorkDoneProgressEnd(message=message))
+    async with work_done_progress(ls, "Indexing workspace", percentage=0) as progress:
+        progress.outcome = "failed"
+        stats = await app.memory.start_indexing(progress.report if progress.shown else None)
+        progress.outcome = f"{stats.scanned} files indexed, {stats.read} read"
 
 
 def start_workspace_index(ls: AiderLanguageServer) -> None:
@@ -84,18 +64,18 @@ def start_workspace_index(ls: AiderLanguageServer) -> None:
 async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
     if ls.app is None:
         return
-    relative = ls.workspace_relative(uri)
+    relative = ls.documents.workspace_relative(uri)
     if relative is not None:
         await ls.app.memory.update_paths([relative])
 
 
-async def on_watched_files(ls: AiderLanguageServer, changes: list[types.FileEvent]) -> None:
+async def on_watched_files_changed(ls: AiderLanguageServer, changes: list[types.FileEvent]) -> None:
     if ls.app is None:
         return
     updated: list[str] = []
     deleted: list[str] = []
     for change in changes:
-        relative = ls.workspace_relative(change.uri)
+        relative = ls.documents.workspace_relative(change.uri)
         if relative is None:
             continue
         (deleted if change.type == types.FileChangeType.Deleted else updated).append(relative)
@@ -112,8 +92,25 @@ async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) 
     pairs = [
         (old, new)
         for old_uri, new_uri in uri_pairs
-        if (old := ls.workspace_relative(old_uri)) is not None
-        and (new := ls.workspace_relative(new_uri)) is not None
+        if (old := ls.documents.workspace_relative(old_uri)) is not None
+        and (new := ls.documents.workspace_relative(new_uri)) is not None
     ]
     if pairs:
         await ls.app.memory.rename_paths(pairs)
+
+
+def register(server: AiderLanguageServer) -> None:
+    """File changes reported by the client (saves arrive through lsp/documents.py)."""
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def on_watched_files(ls: AiderLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
+        await on_watched_files_changed(ls, params.changes)
+
+    @server.feature(
+        types.WORKSPACE_DID_RENAME_FILES,
+        types.FileOperationRegistrationOptions(
+            filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+        ),
+    )
+    async def on_did_rename_files(ls: AiderLanguageServer, params: types.RenameFilesParams) -> None:
+        await on_renamed(ls, [(item.old_uri, item.new_uri) for item in params.files])

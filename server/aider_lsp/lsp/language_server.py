@@ -1,0 +1,71 @@
+"""The one language server object: what the features share (the Application, the settings,
+the open documents, background tasks)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..app import Application, RequestContext
+from ..models import ProgressCallback
+from ..settings import Settings
+from .documents import OpenDocuments
+from .protocol import AiderProtocol
+
+log = logging.getLogger(__name__)
+
+
+class AiderLanguageServer(LanguageServer):
+    """`app` exists once a workspace folder is known."""
+
+    protocol: AiderProtocol
+
+    def __init__(self) -> None:
+        super().__init__("aider-lsp", __version__, protocol_cls=AiderProtocol)
+        self.app: Application | None = None
+        self.init_options: dict[str, Any] = {}
+        self.settings: Settings = Settings()
+        self.settings_problem: str | None = None  # what is wrong in the settings now
+        self.settings_problem_shown: str | None = None  # the last settings problem shown to the user
+        self.configured = asyncio.Event()  # set once workspace/configuration has been read
+        self.background_tasks: set[asyncio.Task[Any]] = set()
+        self.workspace_problem: str | None = None  # why the workspace folder could not be opened
+        self.documents = OpenDocuments(self)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A malformed notification has no answer to carry the error: log it to the client's
+        output channel in one line instead of pygls' "Error in server" pop-up."""
+        if source is FeatureRequestError:
+            return  # already in the request's error answer
+        text = f"aider-lsp ignored a malformed message from the client: {error}"
+        log.warning("%s", text)
+        try:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
+        except Exception:  # no transport yet / any more
+            pass
+
+    def keep_task(self, task: asyncio.Task[Any]) -> None:
+        """Hold a reference to a background task until it ends (asyncio keeps only weak ones)."""
+        self.background_tasks.add(task)
+        task.add_done_callback(self.background_tasks.discard)
+
+    async def wait_configured(self, timeout: float = 5.0) -> None:
+        """Commands wait for the client's settings, but never hang on a silent client."""
+        try:
+            await asyncio.wait_for(self.configured.wait(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("no workspace/configuration answer within %.0f s; using what is known", timeout)
+            self.configured.set()
+
+    def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
+        """What a request needs to know of the editor: open documents, where progress goes."""
+        context = RequestContext(open_files=self.documents.open_files())
+        if report is not None:
+            context.report_progress = report
+        return context

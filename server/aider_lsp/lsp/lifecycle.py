@@ -1,0 +1,89 @@
+"""The server's life: initialize opens the workspace, initialized reads the settings and starts
+the index, shutdown (or SIGTERM) closes the Aider server and its process group."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from ..app import Application
+from . import configuration, indexing
+
+if TYPE_CHECKING:
+    from .language_server import AiderLanguageServer
+
+log = logging.getLogger(__name__)
+
+
+def workspace_root(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return to_fs_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return to_fs_path(params.root_uri)
+    return params.root_path
+
+
+def open_workspace(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
+    root = workspace_root(params)
+    if root is None:
+        log.warning("no workspace folder: commands will ask the user to open one")
+        return
+    try:
+        ls.app = Application(root, ls.settings, unsaved_files=ls.documents.unsaved_files)
+    except (OSError, ValueError) as exc:
+        log.error("cannot open workspace %s: %s", root, exc)
+        ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
+
+
+def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
+    """SIGTERM (an editor stopping us, a session ending) closes the Aider server and its
+    process group before exiting, as shutdown would; the default would leave it running."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+
+    async def terminate() -> None:
+        log.info("SIGTERM: closing and exiting")
+        if ls.app is not None:
+            try:
+                await asyncio.wait_for(ls.app.aclose(), 10)
+            except BaseException as exc:  # exiting anyway
+                log.warning("closing on SIGTERM: %s", exc)
+        logging.shutdown()
+        os._exit(0)
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, lambda: ls.keep_task(loop.create_task(terminate())))
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / no signals here
+        pass
+
+
+def register(server: AiderLanguageServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        ls.init_options = dict(options) if isinstance(options, dict) else {}
+        configuration.apply_settings(ls, ls.init_options)
+        open_workspace(ls, params)
+        exit_cleanly_on_sigterm(ls)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: AiderLanguageServer, params: types.InitializedParams) -> None:
+        try:
+            await configuration.pull_configuration(ls)
+        finally:
+            ls.configured.set()
+        configuration.show_settings_problem(ls)
+        indexing.start_workspace_index(ls)  # background, with $/progress
+
+    @server.feature(types.SHUTDOWN)
+    async def on_shutdown(ls: AiderLanguageServer, params: Any = None) -> None:
+        if ls.app is not None:
+            await ls.app.aclose()

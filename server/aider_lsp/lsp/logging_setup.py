@@ -1,0 +1,57 @@
+"""Server log filters: one line per client mistake, no traceback for a closed pipe or exit.
+
+Installed by `aider-lsp serve` (cli.py) before the server starts, never on import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pygls.exceptions import JsonRpcException
+
+PYGLS_LOGGERS = ("pygls.protocol.json_rpc", "pygls.server", "pygls.io_")
+
+
+class OneLineClientErrors(logging.Filter):
+    """A client's bad message is the client's mistake: log one line, not a pygls traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        message = record.getMessage()
+        if message.startswith("Unable to deserialize message"):
+            record.msg, record.args = "a client message did not decode (details follow)", ()
+        elif isinstance(exc, (JsonRpcException, ValueError)):
+            record.msg, record.args = f"{message.splitlines()[0][:300]}: {exc}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+class NoClosedPipe(logging.Filter):
+    """An editor that closes the pipe without waiting for our last answers (the shutdown
+    answer, a progress end) is not an error: one line instead of a BrokenPipeError traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+            record.msg, record.args = "the client closed the connection: %s", (exc,)
+            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
+        return True
+
+
+def not_the_exit(record: logging.LogRecord) -> bool:
+    """pygls ends the process with sys.exit inside a message callback (TCP session end, `exit`
+    without `shutdown`); asyncio would log that exit, and the tasks it cancels, as unhandled
+    exceptions with tracebacks."""
+    return not (record.exc_info and isinstance(record.exc_info[1], (SystemExit, asyncio.CancelledError)))
+
+
+def install_log_filters() -> None:
+    """Called by `aider-lsp serve` (after cli.py sends logs to stderr) before serving."""
+    for name in PYGLS_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.addFilter(OneLineClientErrors())
+        logger.addFilter(NoClosedPipe())
+    asyncio_logger = logging.getLogger("asyncio")
+    asyncio_logger.addFilter(not_the_exit)
+    asyncio_logger.addFilter(NoClosedPipe())
