@@ -111,7 +111,18 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
 
 async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
     ctx.report_progress(f"running {params.command or app.settings.test_command or 'tests'}", None)
-    return await app.run_tests(params.command)
+    return with_failing_output(await app.run_tests(params.command))
+
+
+def with_failing_output(result: TaskResult) -> TaskResult:
+    """A failing test run shows its exit code, stdout and stderr in `content`, where an editor
+    displays it (unittest, compilers and linters report on stderr), not only in the notes."""
+    exit_code = result.notes.get("exit_code")
+    if not isinstance(exit_code, int) or exit_code == 0:
+        return result
+    parts = [f"tests failed (exit code {exit_code})", result.notes.get("stdout"), result.notes.get("stderr")]
+    content = "\n".join(part.rstrip("\n") for part in parts if isinstance(part, str) and part.strip())
+    return result.model_copy(update={"content": content})
 
 
 async def _get_context(app: Application, params: GetContextParams, ctx: RequestContext) -> TaskResult:

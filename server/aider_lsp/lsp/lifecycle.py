@@ -65,6 +65,34 @@ def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
         pass
 
 
+class PipeToClient:
+    """The stdout pipe to the editor. An editor may close it without waiting for our last
+    answers (the shutdown answer, a progress end): later writes are dropped, with one log
+    line, instead of a BrokenPipeError traceback from each."""
+
+    def __init__(self, fd: int) -> None:
+        self.stream = os.fdopen(fd, "wb", buffering=0)
+        self.closed_by_client = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed_by_client:
+            return
+        try:
+            self.stream.write(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError):  # ValueError: closed file
+            self.closed_by_client = True
+            log.info("the client closed the connection; dropping what is left to send")
+
+    def flush(self) -> None:
+        """Unbuffered: nothing to flush."""
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except OSError:  # the client closed it first
+            pass
+
+
 def register(server: AiderLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> None:

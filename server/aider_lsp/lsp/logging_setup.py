@@ -1,4 +1,4 @@
-"""Server log filters: one line per client mistake, no traceback for a closed pipe or exit.
+"""Server log filters: one line per client mistake, no traceback for the process's exit.
 
 Installed by `aider-lsp serve` (cli.py) before the server starts, never on import.
 """
@@ -22,20 +22,8 @@ class OneLineClientErrors(logging.Filter):
         if message.startswith("Unable to deserialize message"):
             record.msg, record.args = "a client message did not decode (details follow)", ()
         elif isinstance(exc, (JsonRpcException, ValueError)):
-            record.msg, record.args = f"{message.splitlines()[0][:300]}: {exc}", ()
+            record.msg, record.args = f"{message.splitlines()[0][:300]}: {str(exc)[:300]}", ()
             record.exc_info, record.exc_text = None, None
-        return True
-
-
-class NoClosedPipe(logging.Filter):
-    """An editor that closes the pipe without waiting for our last answers (the shutdown
-    answer, a progress end) is not an error: one line instead of a BrokenPipeError traceback."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
-            record.msg, record.args = "the client closed the connection: %s", (exc,)
-            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
         return True
 
 
@@ -51,7 +39,4 @@ def install_log_filters() -> None:
     for name in PYGLS_LOGGERS:
         logger = logging.getLogger(name)
         logger.addFilter(OneLineClientErrors())
-        logger.addFilter(NoClosedPipe())
-    asyncio_logger = logging.getLogger("asyncio")
-    asyncio_logger.addFilter(not_the_exit)
-    asyncio_logger.addFilter(NoClosedPipe())
+    logging.getLogger("asyncio").addFilter(not_the_exit)

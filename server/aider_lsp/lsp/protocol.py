@@ -134,6 +134,8 @@ class AiderProtocol(LanguageServerProtocol):
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
         """pygls passes a command only its arguments: keep the client's progress token aside."""
+        if params.command not in self.fm.commands:  # pygls would echo a huge name whole
+            raise JsonRpcInvalidParams(f"Command name {params.command[:100]!r} is not defined")
         msg_id = self.msg_id
         if msg_id is not None and params.work_done_token is not None:
             self.work_done_tokens[msg_id] = params.work_done_token

@@ -31,7 +31,7 @@ def serve_stdio() -> int:
     """Serve on stdio; fd 1 is handed to the transport and redirected to stderr for all else.
 
     Returns the exit code: 1 after `exit` without `shutdown` (LSP), else 0."""
-    transport = os.fdopen(os.dup(1), "wb", buffering=0)
+    transport = lifecycle.PipeToClient(os.dup(1))
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     server.start_io(sys.stdin.buffer, transport)
