@@ -126,6 +126,7 @@ class Application:
         self.files.max_file_bytes = settings.max_file_bytes
         self.shell.output_cap = settings.output_cap_bytes
         self.memory.update_settings(settings)
+        self.handler.set_debug_mode(settings.debug)
 
     async def run_tests(self, command: str | None = None) -> TaskResult:
         """Run the user's test command (the argument, else the `testCommand` setting)."""
