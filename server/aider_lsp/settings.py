@@ -135,18 +135,6 @@ class SettingsError(ValueError):
         self.setting = setting
 
 
-class SettingsError(ValueError):
-    """A setting has a value of the wrong shape; the message names the setting.
-
-    `setting` is the top-level snake_case name of the bad explicit setting (None when the
-    bad value came from the environment), so a caller can drop just that one and keep the rest.
-    """
-
-    def __init__(self, message: str, setting: str | None = None) -> None:
-        super().__init__(message)
-        self.setting = setting
-
-
 _NESTED_MODELS = (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings)
 
 
