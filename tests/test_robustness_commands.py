@@ -49,7 +49,7 @@ def _answer(response: dict[str, Any]) -> str:
     return f"{result['status']}: {result['content']}"
 
 
-BAD_SHAPES: list[Any] = [1, "x", [], [1], True]
+BAD_SHAPES: list[Any] = [1, "x", [1], True]  # `[]` is the empty object (Neovim's Lua sends {} as [])
 BAD_FIELDS: dict[str, list[tuple[dict[str, Any], str]]] = {
     "aider-lsp.system.readFiles": [
         ({"file_paths": None}, "file_paths"),
@@ -86,6 +86,9 @@ def test_every_command_refuses_bad_arguments_by_name_and_goes_on(client: RawLspC
             answer = _answer(client.execute(spec.id, shape))
             assert answer.startswith(f"error {INVALID_PARAMS}"), (spec.id, shape, answer)
             assert "one object argument" in answer, answer
+        empty_object = _answer(client.execute(spec.id, {}))
+        if empty_object.startswith(f"error {INVALID_PARAMS}"):  # a required field is missing
+            assert _answer(client.execute(spec.id, [])) == empty_object
         answer = _answer(client.execute(spec.id, {"no_such_field": 1}))
         assert answer.startswith(f"error {INVALID_PARAMS}") and "no_such_field" in answer, answer
         for arguments, field in BAD_FIELDS.get(spec.id, []):

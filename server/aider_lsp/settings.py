@@ -9,16 +9,17 @@ variable per nested field (`AIDER_LSP_TIMEOUTS__LLM=7`); pydantic-settings reads
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.alias_generators import to_camel, to_snake
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings import SettingsError as EnvironmentSettingsError
-from pydantic_settings.sources.utils import parse_env_vars
+
+if TYPE_CHECKING:
+    from pydantic_settings import EnvSettingsSource
 
 ENV_PREFIX = "AIDER_LSP_"
 SECTION = "aiderLsp"
@@ -66,12 +67,10 @@ class BudgetSettings(_Camel):
     max_cost: float | None = Field(default=None, gt=0)
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", env_ignore_empty=True, extra="ignore"
-    )
+    model_config = ConfigDict(extra="ignore")
 
     model: str | None = None
     base_url: str | None = None
@@ -103,19 +102,6 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
     output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)
     debug: bool = False
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only the values given: `load_settings` layers the environment under them itself, so
-        that a bad variable is named and explicit values are validated once, together."""
-        return (init_settings,)
 
     _check_nul = field_validator(
         "model", "base_url", "api_key", "aider_model", "test_command", "context_index_path",
@@ -149,19 +135,39 @@ def env_var_for(field_name: str) -> str:
     return ENV_PREFIX + to_snake(field_name).upper()
 
 
-class _EnvironmentSource(EnvSettingsSource):
-    """pydantic-settings' reading of `AIDER_LSP_*`, from a given mapping (tests, the doctor)."""
+@functools.cache
+def _environment_reader() -> type[EnvSettingsSource]:
+    """pydantic-settings' reading of `AIDER_LSP_*` (JSON values, `__` nesting) for Settings'
+    fields, from a given mapping. Imported only when such a variable exists: it costs a
+    noticeable part of the server's start-up."""
+    from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+    from pydantic_settings.sources.utils import parse_env_vars
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        super().__init__(Settings)
-        self.env_vars = parse_env_vars(
-            environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+    class _Environment(BaseSettings):
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX, env_nested_delimiter="__", env_ignore_empty=True, extra="ignore"
         )
+
+    fields: dict[str, Any] = {name: (info.annotation, None) for name, info in Settings.model_fields.items()}
+    environment_settings = create_model("EnvironmentSettings", __base__=_Environment, **fields)
+
+    class Reader(EnvSettingsSource):
+        def __init__(self, environ: Mapping[str, str]) -> None:
+            super().__init__(environment_settings)
+            self.env_vars = parse_env_vars(
+                environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+            )
+
+    return Reader
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    if not any(name.upper().startswith(ENV_PREFIX) for name in environ):
+        return {}
+    from pydantic_settings import SettingsError as EnvironmentSettingsError
+
     try:
-        return _EnvironmentSource(environ)()
+        return _environment_reader()(environ)()
     except EnvironmentSettingsError as exc:
         field = re.search(r'field "(\w+)"', str(exc))
         variable = env_var_for(field.group(1)) if field else f"an {ENV_PREFIX}* variable"
