@@ -75,7 +75,7 @@ class AiderProtocol(LanguageServerProtocol):
     def __init__(self, server: Any, converter: Converter) -> None:
         super().__init__(server, converter)
         self.detailed_converter = converter
-        self.first_error_converter = _first_error_converter()
+        self.first_error_converter: Converter | None = None  # built after `initialize`
         self.work_done_tokens: dict[Any, types.ProgressToken] = {}  # request id → client's token
         self.shutdown_received = False
         self.exit_code = 0
@@ -91,8 +91,16 @@ class AiderProtocol(LanguageServerProtocol):
             return super().structure_message(data)  # answers to our requests, nested objects
         default = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
         message_type = self.get_message_type(data["method"]) or default
+        # `initialize` decodes with pygls's own converter: building the second one (~10 ms)
+        # waits until after the initialize answer, off the start-up path
+        if data["method"] == "initialize":
+            converter = self.detailed_converter
+        else:
+            if self.first_error_converter is None:
+                self.first_error_converter = _first_error_converter()
+            converter = self.first_error_converter
         try:
-            return self.first_error_converter.structure(data, message_type)
+            return converter.structure(data, message_type)
         except Exception as exc:
             message = f"invalid params for {data['method']}: {self._problem(data, message_type, exc)}"
         if "id" not in data:
