@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -59,7 +60,12 @@ async def run_command(ls: AiderLanguageServer, spec: CommandSpec, params: Comman
         return result
 
 
-def make_handler(spec: CommandSpec) -> Any:
+CommandHandler = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def make_handler(spec: CommandSpec) -> CommandHandler:
+    """The pygls command for `spec`: its answer is always a TaskResult (or InvalidParams)."""
+
     async def execute(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
         params = decode_argument(spec, args)
         await ls.wait_configured()
