@@ -68,3 +68,22 @@ async def test_configuration_and_environment_reach_the_server(lsp, workspace: Pa
     async with lsp(workspace, env={"AIDER_LSP_SECRET_PATTERNS": '["tokens.*"]'}) as client:
         result = await execute(client, "aider-lsp.system.readFiles", {"file_paths": ["tokens.ini"]})
         assert result["notes"]["skipped_files"] == ["tokens.ini"]
+
+
+def test_debug_applies_live(workspace: Path) -> None:
+    """`debug` changed in the editor reaches the handler and its LLM calls (it was read once)."""
+    from aider_lsp.app import Application
+    from aider_lsp.settings import Settings
+
+    app = Application(workspace, Settings())
+    assert app.handler.debug is False
+    app.update_settings(load_settings({"debug": True}, {}))
+    assert app.handler.debug is True and app.handler.llm.debug is True
+    app.update_settings(load_settings({}, {}))
+    assert app.handler.debug is False
+
+
+def test_nested_variables_and_camel_keys_reach_nested_settings() -> None:
+    settings = load_settings({"budget": {"maxTokens": 5}}, {"AIDER_LSP_TIMEOUTS__LLM": "7"})
+    assert settings.timeouts.llm == 7 and settings.budget.max_tokens == 5
+    assert load_settings({}, {"MODEL": "not-ours", "DEBUG": "1"}).model is None  # only AIDER_LSP_*
