@@ -36,7 +36,7 @@ def _no_nul(value: Any) -> Any:
 
 
 class _Camel(BaseModel):
-    """A nested settings object: accepts `maxTokens` and `max_tokens` alike."""
+    """Settings objects accept `maxTokens` and `max_tokens` alike."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
@@ -67,10 +67,8 @@ class BudgetSettings(_Camel):
     max_cost: float | None = Field(default=None, gt=0)
 
 
-class Settings(BaseModel):
+class Settings(_Camel):
     """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     model: str | None = None
     base_url: str | None = None
