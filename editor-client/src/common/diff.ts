@@ -1,0 +1,97 @@
+/**
+ * Reading the server's unified diffs (one `diff --… a/X b/X` section per file, difflib hunks)
+ * to rebuild a file's content before the edit, so VS Code's diff editor can show before/after.
+ */
+
+/** Each file's section of a multi-file unified diff, keyed by workspace-relative path. */
+export function splitDiff(diff: string): Map<string, string> {
+    const files = new Map<string, string>();
+    let current: string | undefined;
+    let lines: string[] = [];
+    const flush = (): void => {
+        if (current !== undefined) {
+            files.set(current, lines.join('\n'));
+        }
+    };
+    for (const line of diff.split('\n')) {
+        const header = /^diff --\S+ a\/(.+) b\/(.+)$/.exec(line);
+        if (header) {
+            flush();
+            current = header[2];
+            lines = [line];
+        } else if (current !== undefined) {
+            lines.push(line);
+        }
+    }
+    flush();
+    return files;
+}
+
+interface Hunk {
+    newStart: number;
+    lines: string[];
+}
+
+function parseHunks(fileDiff: string): Hunk[] | undefined {
+    const hunks: Hunk[] = [];
+    for (const line of fileDiff.split('\n')) {
+        const head = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/.exec(line);
+        if (head) {
+            const start = Number(head[1]);
+            const count = head[2] === undefined ? 1 : Number(head[2]);
+            hunks.push({ newStart: count === 0 ? start : start - 1, lines: [] });
+        } else if (hunks.length > 0 && /^[ +\-\\]/.test(line)) {
+            hunks[hunks.length - 1].lines.push(line);
+        }
+    }
+    return hunks;
+}
+
+/** Lines with their end-of-line kept, the way difflib compares them. */
+function splitKeepingEnds(text: string): string[] {
+    return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+/**
+ * The content before the edit, from the content after it and its diff; undefined when the file
+ * no longer matches the diff (changed since) or the diff carries no hunks (binary, too large).
+ */
+export function contentBefore(after: string, fileDiff: string): string | undefined {
+    if (/^new file$/m.test(fileDiff)) {
+        return '';
+    }
+    const hunks = parseHunks(fileDiff);
+    if (!hunks || hunks.length === 0) {
+        return undefined;
+    }
+    const current = splitKeepingEnds(after);
+    const out: string[] = [];
+    let index = 0;
+    for (const hunk of hunks) {
+        if (hunk.newStart < index || hunk.newStart > current.length) {
+            return undefined;
+        }
+        out.push(...current.slice(index, hunk.newStart));
+        index = hunk.newStart;
+        const body = hunk.lines;
+        for (let i = 0; i < body.length; i++) {
+            const line = body[i];
+            if (line.startsWith('\\')) {
+                continue;
+            }
+            const noEol = body[i + 1]?.startsWith('\\') ?? false;
+            const text = line.slice(1) + (noEol ? '' : '\n');
+            if (line[0] === ' ' || line[0] === '+') {
+                if (current[index] !== text) {
+                    return undefined;
+                }
+                index += 1;
+            }
+            if (line[0] === ' ' || line[0] === '-') {
+                out.push(text);
+            }
+        }
+    }
+    out.push(...current.slice(index));
+    return out.join('');
+}

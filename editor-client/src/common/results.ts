@@ -1,0 +1,64 @@
+/**
+ * What the user is told about a TaskResult: one line, its severity and whether a diff can be
+ * shown. Pure, so every wording is tested without VS Code.
+ */
+import { stringListNote, stringNote, taskError, type TaskResult } from '../protocol';
+
+export type Severity = 'info' | 'warning' | 'error';
+
+export interface ResultMessage {
+    severity: Severity;
+    text: string;
+    /** Files the command changed or created (workspace-relative); a "Show Diff" offer when non-empty. */
+    changedFiles: string[];
+    /** The unified diff of those files, when the server sent one. */
+    diff?: string;
+}
+
+const MAX_TEXT = 400;
+
+function firstLines(text: string): string {
+    const trimmed = text.trim();
+    return trimmed.length > MAX_TEXT ? `${trimmed.slice(0, MAX_TEXT)}…` : trimmed;
+}
+
+function listFiles(files: readonly string[]): string {
+    return files.length <= 3 ? files.join(', ') : `${files.slice(0, 3).join(', ')} and ${files.length - 3} more`;
+}
+
+/** The message for `title`'s result (e.g. title "Edit with Aider"). */
+export function resultMessage(title: string, result: TaskResult): ResultMessage {
+    const changedFiles = [...new Set([...stringListNote(result, 'changed_files'), ...stringListNote(result, 'created_files')])];
+    const diff = stringNote(result, 'diff');
+    if (result.status === 'FAILED') {
+        const error = taskError(result);
+        const reason = error?.message || firstLines(result.content) || 'no reason given';
+        const cancelled = error?.reason === 'cancelled';
+        return {
+            severity: cancelled ? 'warning' : 'error',
+            text: cancelled ? `${title}: cancelled.` : `${title} failed: ${reason}`,
+            changedFiles,
+            ...(diff ? { diff } : {}),
+        };
+    }
+    if (changedFiles.length > 0) {
+        return {
+            severity: 'info',
+            text: `${title}: changed ${listFiles(changedFiles)}.`,
+            changedFiles,
+            ...(diff ? { diff } : {}),
+        };
+    }
+    const summary = firstLines(result.content);
+    return { severity: 'info', text: summary ? `${title}: ${summary}` : `${title}: done.`, changedFiles };
+}
+
+/** The text of a cancelled or failed request (JSON-RPC error, transport failure). */
+export function requestErrorMessage(title: string, error: unknown): ResultMessage {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? (error as { code: unknown }).code : undefined;
+    if (code === -32800) {
+        return { severity: 'warning', text: `${title}: cancelled.`, changedFiles: [] };
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    return { severity: 'error', text: `${title} failed: ${message}`, changedFiles: [] };
+}

@@ -1,0 +1,60 @@
+/** The status bar item: the server's state and a running command's phase; a click shows the log. */
+import * as vscode from 'vscode';
+import { ClientCommand } from '../protocol';
+
+export type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup';
+
+const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
+    starting: { icon: '$(loading~spin)', tooltip: 'Aider: the server is starting' },
+    ready: { icon: '$(check)', tooltip: 'Aider: the server is ready' },
+    error: { icon: '$(error)', tooltip: 'Aider: the server is not running — click for the log' },
+    stopped: { icon: '$(circle-slash)', tooltip: 'Aider: the server is stopped' },
+    setup: { icon: '$(loading~spin)', tooltip: 'Aider: setting up the server' },
+};
+
+export class StatusItem implements vscode.Disposable {
+    private readonly item: vscode.StatusBarItem;
+    private state: ServerState = 'stopped';
+    private phase: string | undefined;
+    private detail: string | undefined;
+
+    constructor() {
+        this.item = vscode.window.createStatusBarItem('aider-lsp.status', vscode.StatusBarAlignment.Left, 0);
+        this.item.name = 'Aider';
+        this.item.command = ClientCommand.showLog;
+        this.render();
+        this.item.show();
+    }
+
+    get current(): ServerState {
+        return this.state;
+    }
+
+    setState(state: ServerState, detail?: string): void {
+        this.state = state;
+        this.detail = detail;
+        this.render();
+    }
+
+    /** A running command's phase, e.g. "Iteration 2/3: running tests"; undefined when it ends. */
+    setPhase(phase: string | undefined): void {
+        this.phase = phase;
+        this.render();
+    }
+
+    private render(): void {
+        const label = LABELS[this.state];
+        if (this.phase !== undefined && this.state === 'ready') {
+            this.item.text = `$(sync~spin) Aider: ${this.phase.length > 50 ? `${this.phase.slice(0, 50)}…` : this.phase}`;
+            this.item.tooltip = `Aider: ${this.phase}`;
+        } else {
+            this.item.text = `${label.icon} Aider`;
+            this.item.tooltip = this.detail ? `${label.tooltip}\n${this.detail}` : label.tooltip;
+        }
+        this.item.backgroundColor = this.state === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    }
+
+    dispose(): void {
+        this.item.dispose();
+    }
+}

@@ -1,0 +1,147 @@
+/**
+ * Activation: the log, the status item, the commands, then the server. `restartServer` is the
+ * one place the language client is (re)created; a missing server offers the zero set-up.
+ */
+import * as vscode from 'vscode';
+import { State, type LanguageClient } from 'vscode-languageclient/node';
+import { API_KEY_SECRET, Commands, type CommandHost } from './commands';
+import { ProgressRouter } from './common/progress';
+import { createServer, locateServer, SERVER_NAME } from './common/server';
+import { SECTION } from './common/settings';
+import { choosePython, createPrivateServer, SetupError } from './common/setup';
+import { StatusItem } from './common/status';
+import { BEFORE_SCHEME, BeforeContentProvider } from './diffView';
+
+let client: LanguageClient | undefined;
+
+class Extension implements CommandHost {
+    readonly router = new ProgressRouter();
+    readonly log: vscode.LogOutputChannel;
+    readonly chat: vscode.OutputChannel;
+    readonly beforeContent = new BeforeContentProvider();
+    readonly status: StatusItem;
+    readonly secrets: vscode.SecretStorage;
+    private starting: Promise<void> | undefined;
+
+    constructor(private readonly context: vscode.ExtensionContext) {
+        this.log = vscode.window.createOutputChannel(SERVER_NAME, { log: true });
+        this.chat = vscode.window.createOutputChannel('Aider Chat');
+        this.status = new StatusItem();
+        this.secrets = context.secrets;
+        this.router.onPhase = (phase) => this.status.setPhase(phase);
+        context.subscriptions.push(this.log, this.chat, this.status);
+        context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, this.beforeContent));
+        context.subscriptions.push(...new Commands(this).register());
+        context.subscriptions.push(
+            vscode.workspace.onDidChangeConfiguration((event) => {
+                if (event.affectsConfiguration(`${SECTION}.server`)) {
+                    void this.restartServer();
+                }
+            }),
+        );
+    }
+
+    client(): LanguageClient | undefined {
+        return client;
+    }
+
+    /** Stops the running client (if any) and starts a new one; one restart at a time. */
+    restartServer(): Promise<void> {
+        const previous = this.starting ?? Promise.resolve();
+        this.starting = previous.then(() => this.startFresh()).finally(() => (this.starting = undefined));
+        return this.starting;
+    }
+
+    private async startFresh(): Promise<void> {
+        await this.stopServer();
+        const config = vscode.workspace.getConfiguration(SECTION);
+        const location = locateServer(config.get<string>('server.path') ?? '', this.context.globalStorageUri.fsPath, process.env.PATH);
+        if (location.kind === 'missing') {
+            this.log.warn(location.reason);
+            this.status.setState('error', location.reason);
+            void this.offerSetup(location.reason);
+            return;
+        }
+        this.status.setState('starting');
+        this.log.info(`starting ${location.executable} serve (${location.origin})`);
+        const apiKey = await this.secrets.get(API_KEY_SECRET);
+        const fresh = createServer(location.executable, apiKey, this.log, this.router.middleware);
+        fresh.onDidChangeState((event) => {
+            if (event.newState === State.Running) {
+                this.status.setState('ready');
+            } else if (event.newState === State.Stopped && client === fresh) {
+                this.status.setState('error', 'the server stopped');
+            }
+        });
+        client = fresh;
+        try {
+            await fresh.start();
+            this.status.setState('ready');
+        } catch (error) {
+            this.log.error(`the server did not start: ${String(error)}`);
+            this.status.setState('error', String(error));
+            const choice = await vscode.window.showErrorMessage(`Aider: the server did not start: ${String(error)}`, 'Show Log');
+            if (choice === 'Show Log') {
+                this.log.show();
+            }
+        }
+    }
+
+    async stopServer(): Promise<void> {
+        const running = client;
+        client = undefined;
+        if (running) {
+            try {
+                await running.stop();
+            } catch (error) {
+                this.log.warn(`stopping the server: ${String(error)}`);
+            }
+        }
+        this.status.setState('stopped');
+    }
+
+    private async offerSetup(reason: string): Promise<void> {
+        const choice = await vscode.window.showWarningMessage(
+            `Aider: ${reason}. Set up a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB)?`,
+            'Set Up',
+            'Show Log',
+        );
+        if (choice === 'Set Up') {
+            await this.setupServer();
+        } else if (choice === 'Show Log') {
+            this.log.show();
+        }
+    }
+
+    async setupServer(): Promise<void> {
+        const config = vscode.workspace.getConfiguration(SECTION);
+        const python = choosePython(config.get<string>('server.python') ?? '', process.env.PATH);
+        this.status.setState('setup');
+        try {
+            const executable = await createPrivateServer(python, this.context.extensionPath, this.context.globalStorageUri.fsPath, this.log);
+            this.log.info(`set up ${executable}`);
+        } catch (error) {
+            const message = error instanceof SetupError ? error.message : `set-up failed: ${String(error)}`;
+            this.log.error(message);
+            this.status.setState('error', message);
+            const choice = await vscode.window.showErrorMessage(`Aider: ${message}`, 'Show Log');
+            if (choice === 'Show Log') {
+                this.log.show();
+            }
+            return;
+        }
+        await this.restartServer();
+    }
+}
+
+let extension: Extension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+    extension = new Extension(context);
+    await extension.restartServer();
+}
+
+export async function deactivate(): Promise<void> {
+    await extension?.stopServer();
+    extension = undefined;
+}

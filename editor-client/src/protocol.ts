@@ -1,0 +1,206 @@
+/**
+ * The aider-lsp server's protocol as this extension uses it: command ids, their arguments and
+ * the TaskResult every command answers. Nothing typed `any` crosses this boundary: answers are
+ * checked with `asTaskResult` before the rest of the extension reads them.
+ */
+
+/** Server command ids (workspace/executeCommand). */
+export const ServerCommand = {
+    readFiles: 'aider-lsp.system.readFiles',
+    listTools: 'aider-lsp.tools.list',
+    getContext: 'aider-lsp.system.getContext',
+    primeContext: 'aider-lsp.handler.primeContext',
+    reset: 'aider-lsp.handler.reset',
+    runTests: 'aider-lsp.system.runTests',
+    automatic: 'aider-lsp.aider.automatic',
+    interactive: 'aider-lsp.aider.interactive',
+    listModels: 'aider-lsp.aider.listModels',
+    undo: 'aider-lsp.workflow.undo',
+    workflowRun: 'aider-lsp.workflow.run',
+    clearDiagnostics: 'aider-lsp.diagnostics.clear',
+} as const;
+export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
+
+/** Commands this extension registers itself (palette, menus, code actions). */
+export const ClientCommand = {
+    edit: 'aider-lsp.client.edit',
+    editSelection: 'aider-lsp.client.editSelection',
+    runWorkflow: 'aider-lsp.client.runWorkflow',
+    undo: 'aider-lsp.client.undo',
+    findFiles: 'aider-lsp.client.findFiles',
+    interactive: 'aider-lsp.client.interactive',
+    clearDiagnostics: 'aider-lsp.client.clearDiagnostics',
+    runTests: 'aider-lsp.client.runTests',
+    setApiKey: 'aider-lsp.client.setApiKey',
+    restartServer: 'aider-lsp.client.restartServer',
+    showLog: 'aider-lsp.client.showLog',
+    setupServer: 'aider-lsp.client.setupServer',
+} as const;
+export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
+
+/** Diagnostics the server publishes carry this source. */
+export const DIAGNOSTIC_SOURCE = 'aider-lsp';
+
+export interface Position {
+    line: number;
+    character: number;
+}
+
+export interface Range {
+    start: Position;
+    end: Position;
+}
+
+/** The editor selection an edit is about. */
+export interface Selection {
+    uri: string;
+    range: Range;
+    text: string;
+}
+
+export interface AutomaticArgs {
+    prompt: string;
+    file_context?: string[];
+    selection?: Selection;
+}
+
+export interface InteractiveArgs {
+    prompt: string;
+    file_context?: string[];
+    session_id?: string;
+    end_session?: boolean;
+}
+
+export interface GetContextArgs {
+    query: string;
+    history?: string;
+    target_files?: string[];
+    max_results?: number;
+}
+
+export interface WorkflowRunArgs {
+    goal: string;
+    context?: string;
+    test_command?: string;
+    max_retries?: number;
+    file_context?: string[];
+}
+
+export interface RunTestsArgs {
+    command?: string;
+}
+
+export interface UndoArgs {
+    force?: boolean;
+}
+
+/** The argument of the server's "Edit selection with Aider" code action. */
+export interface EditSelectionArgs {
+    uri: string;
+    range: Range;
+}
+
+export type EmptyArgs = Record<string, never>;
+
+/** Each server command with the one object argument it takes. */
+export interface CommandArgs {
+    'aider-lsp.system.readFiles': { file_paths: string[] };
+    'aider-lsp.tools.list': EmptyArgs;
+    'aider-lsp.system.getContext': GetContextArgs;
+    'aider-lsp.handler.primeContext': { query?: string; initial_files?: string[] };
+    'aider-lsp.handler.reset': EmptyArgs;
+    'aider-lsp.system.runTests': RunTestsArgs;
+    'aider-lsp.aider.automatic': AutomaticArgs;
+    'aider-lsp.aider.interactive': InteractiveArgs;
+    'aider-lsp.aider.listModels': { substring?: string };
+    'aider-lsp.workflow.undo': UndoArgs;
+    'aider-lsp.workflow.run': WorkflowRunArgs;
+    'aider-lsp.diagnostics.clear': EmptyArgs;
+}
+
+export type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';
+
+export interface TaskError {
+    type: string;
+    reason: string;
+    message: string;
+}
+
+/** What every server command answers. `notes` stays `unknown`-valued: read it with the helpers below. */
+export interface TaskResult {
+    status: TaskStatus;
+    content: string;
+    notes: Record<string, unknown>;
+    parsedContent?: unknown;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The answer as a TaskResult, or undefined when it does not have that shape. */
+export function asTaskResult(value: unknown): TaskResult | undefined {
+    if (!isRecord(value)) {
+        return undefined;
+    }
+    const { status, content, notes } = value;
+    if (status !== 'COMPLETE' && status !== 'CONTINUATION' && status !== 'FAILED') {
+        return undefined;
+    }
+    return {
+        status,
+        content: typeof content === 'string' ? content : '',
+        notes: isRecord(notes) ? notes : {},
+        parsedContent: value.parsedContent,
+    };
+}
+
+/** `notes.error` of a FAILED result, when present and well-formed. */
+export function taskError(result: TaskResult): TaskError | undefined {
+    const error = result.notes.error;
+    if (!isRecord(error)) {
+        return undefined;
+    }
+    const text = (key: string): string => (typeof error[key] === 'string' ? (error[key] as string) : '');
+    return { type: text('type'), reason: text('reason'), message: text('message') };
+}
+
+/** A note that holds a list of strings (file paths), else []. */
+export function stringListNote(result: TaskResult, key: string): string[] {
+    const value = result.notes[key];
+    return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/** A note that holds a string, else undefined. */
+export function stringNote(result: TaskResult, key: string): string | undefined {
+    const value = result.notes[key];
+    return typeof value === 'string' ? value : undefined;
+}
+
+/** One relevant file of aider-lsp.system.getContext (`notes.matches`). */
+export interface ContextMatch {
+    path: string;
+    score?: number;
+}
+
+/** The files of a getContext answer: `notes.matches` with scores when present, else `notes.file_paths`. */
+export function contextMatches(result: TaskResult): ContextMatch[] {
+    const matches = result.notes.matches;
+    if (Array.isArray(matches)) {
+        const found: ContextMatch[] = [];
+        for (const match of matches) {
+            if (!isRecord(match)) {
+                continue;
+            }
+            const path = typeof match.source_path === 'string' ? match.source_path : typeof match.id === 'string' ? match.id : undefined;
+            const score = typeof match.relevance_score === 'number' ? match.relevance_score : undefined;
+            if (path !== undefined) {
+                found.push(score === undefined ? { path } : { path, score });
+            }
+        }
+        if (found.length > 0) {
+            return found;
+        }
+    }
+    return stringListNote(result, 'file_paths').map((path) => ({ path }));
+}
