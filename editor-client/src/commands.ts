@@ -99,7 +99,7 @@ export class Commands {
             [ClientCommand.runTests, () => this.runTests()],
             [ClientCommand.setApiKey, () => this.setApiKey()],
             [ClientCommand.restartServer, () => this.host.restartServer()],
-            [ClientCommand.showLog, () => this.host.log.show()],
+            [ClientCommand.showLog, () => { this.host.log.show(); }],
             [ClientCommand.setupServer, () => this.host.setupServer()],
         ];
         return table.map(([id, handler]) => vscode.commands.registerCommand(id, handler));
@@ -158,6 +158,26 @@ export class Commands {
     private relative(uris: vscode.Uri[]): { root: vscode.Uri | undefined; files: string[] } {
         const root = workspaceRoot(uris[0]);
         return { root, files: root ? fileContext(uris.map((uri) => uri.fsPath), root.fsPath) : [] };
+    }
+
+    /** A server command from a code action (e.g. "Fix with Aider"), run like the palette's. */
+    async runFromCodeAction(command: string, args: unknown[]): Promise<TaskResult | undefined> {
+        const known = Object.values(ServerCommand).find((id) => id === command);
+        const arg: unknown = args[0] ?? {};
+        if (known === undefined || typeof arg !== 'object' || arg === null) {
+            void vscode.window.showErrorMessage(`Aider: unknown command ${command}.`);
+            return undefined;
+        }
+        if (known !== ServerCommand.getContext && known !== ServerCommand.listModels && !(await saveDirtyFiles())) {
+            return undefined;
+        }
+        const title = known === ServerCommand.automatic ? 'Editing with Aider' : known === ServerCommand.workflowRun ? 'Aider workflow' : 'Aider';
+        // the argument comes from the server's own code action: pass it through unchanged
+        const result = await this.run(title, known, arg);
+        if (result) {
+            await this.tell(resultMessage(title, result));
+        }
+        return result;
     }
 
     async edit(clicked?: unknown, selected?: unknown): Promise<void> {

@@ -21,6 +21,7 @@ class Extension implements CommandHost {
     readonly beforeContent = new BeforeContentProvider();
     readonly status: StatusItem;
     readonly secrets: vscode.SecretStorage;
+    private readonly commands: Commands;
     private starting: Promise<void> | undefined;
 
     constructor(private readonly context: vscode.ExtensionContext) {
@@ -28,10 +29,11 @@ class Extension implements CommandHost {
         this.chat = vscode.window.createOutputChannel('Aider Chat');
         this.status = new StatusItem();
         this.secrets = context.secrets;
-        this.router.onPhase = (phase) => this.status.setPhase(phase);
+        this.router.onPhase = (phase) => { this.status.setPhase(phase); };
         context.subscriptions.push(this.log, this.chat, this.status);
         context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, this.beforeContent));
-        context.subscriptions.push(...new Commands(this).register());
+        this.commands = new Commands(this);
+        context.subscriptions.push(...this.commands.register());
         context.subscriptions.push(
             vscode.workspace.onDidChangeConfiguration((event) => {
                 if (event.affectsConfiguration(`${SECTION}.server`)) {
@@ -65,7 +67,11 @@ class Extension implements CommandHost {
         this.status.setState('starting');
         this.log.info(`starting ${location.executable} serve (${location.origin})`);
         const apiKey = await this.secrets.get(API_KEY_SECRET);
-        const fresh = createServer(location.executable, apiKey, this.log, this.router.middleware);
+        const fresh = createServer(location.executable, apiKey, this.log, {
+            ...this.router.middleware,
+            // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
+            executeCommand: (command, args) => this.commands.runFromCodeAction(command, args),
+        });
         fresh.onDidChangeState((event) => {
             if (event.newState === State.Running) {
                 this.status.setState('ready');

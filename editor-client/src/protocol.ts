@@ -161,7 +161,7 @@ export function taskError(result: TaskResult): TaskError | undefined {
     if (!isRecord(error)) {
         return undefined;
     }
-    const text = (key: string): string => (typeof error[key] === 'string' ? (error[key] as string) : '');
+    const text = (key: string): string => (typeof error[key] === 'string' ? (error[key]) : '');
     return { type: text('type'), reason: text('reason'), message: text('message') };
 }
 

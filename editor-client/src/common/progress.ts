@@ -42,7 +42,7 @@ export class ProgressRouter {
     public onPhase: (message: string | undefined) => void = () => undefined;
 
     readonly middleware: Middleware = {
-        handleWorkDoneProgress: (token, params, next) => this.route(token, params, next),
+        handleWorkDoneProgress: (token, params, next) => { this.route(token, params, next); },
     };
 
     /** Starts routing for a new command; the first progress the server begins after this belongs to it. */
@@ -53,7 +53,7 @@ export class ProgressRouter {
         this.owners.set(state.token, state);
         return {
             token: state.token,
-            report: (message) => this.deliver(state, message),
+            report: (message) => { this.deliver(state, message); },
             dispose: () => {
                 this.runs.splice(this.runs.indexOf(state), 1);
                 for (const [token, owner] of this.owners) {
@@ -118,7 +118,7 @@ export async function runServerCommand<C extends ServerCommandId>(
     return vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title, cancellable: true },
         async (progress, cancel) => {
-            const run = router.start((message) => progress.report({ message }));
+            const run = router.start((message) => { progress.report({ message }); });
             let listener: Disposable | undefined;
             try {
                 // if the server reports under our token, the middleware routes it to this run

@@ -55,7 +55,7 @@ export function resultMessage(title: string, result: TaskResult): ResultMessage 
 
 /** The text of a cancelled or failed request (JSON-RPC error, transport failure). */
 export function requestErrorMessage(title: string, error: unknown): ResultMessage {
-    const code = typeof error === 'object' && error !== null && 'code' in error ? (error as { code: unknown }).code : undefined;
+    const code = typeof error === 'object' && error !== null && 'code' in error ? (error).code : undefined;
     if (code === -32800) {
         return { severity: 'warning', text: `${title}: cancelled.`, changedFiles: [] };
     }

@@ -1,0 +1,189 @@
+/**
+ * A small stand-in for the `vscode` module: enough of the API for the extension's activation
+ * and commands, recording what the extension shows and registers so tests can assert on it.
+ */
+import * as path from 'node:path';
+import { CancellationTokenSource, Emitter, type CancellationToken } from 'vscode-languageserver-protocol';
+
+export class Uri {
+    private constructor(
+        readonly scheme: string,
+        readonly path: string,
+        readonly query: string = '',
+    ) {}
+    static file(fsPath: string): Uri {
+        return new Uri('file', path.resolve(fsPath));
+    }
+    static parse(value: string): Uri {
+        const url = new URL(value);
+        return new Uri(url.protocol.replace(/:$/, ''), decodeURIComponent(url.pathname), url.search.replace(/^\?/, ''));
+    }
+    static from(parts: { scheme: string; path: string; query?: string }): Uri {
+        return new Uri(parts.scheme, parts.path, parts.query ?? '');
+    }
+    static joinPath(base: Uri, ...segments: string[]): Uri {
+        return new Uri(base.scheme, path.posix.join(base.path, ...segments));
+    }
+    get fsPath(): string {
+        return this.path;
+    }
+    toString(): string {
+        return `${this.scheme}://${this.path}${this.query ? `?${this.query}` : ''}`;
+    }
+}
+
+export class Position {
+    constructor(
+        readonly line: number,
+        readonly character: number,
+    ) {}
+}
+
+export class Range {
+    readonly start: Position;
+    readonly end: Position;
+    constructor(startLine: number, startCharacter: number, endLine: number, endCharacter: number) {
+        this.start = new Position(startLine, startCharacter);
+        this.end = new Position(endLine, endCharacter);
+    }
+}
+
+export class Selection extends Range {}
+
+export class ThemeColor {
+    constructor(readonly id: string) {}
+}
+
+export enum ProgressLocation {
+    SourceControl = 1,
+    Window = 10,
+    Notification = 15,
+}
+
+export enum StatusBarAlignment {
+    Left = 1,
+    Right = 2,
+}
+
+export { CancellationTokenSource, Emitter as EventEmitter };
+
+export interface Shown {
+    kind: 'info' | 'warning' | 'error';
+    text: string;
+    items: string[];
+}
+
+export interface FakeDocument {
+    uri: Uri;
+    isDirty: boolean;
+    text: string;
+    getText(range?: Range): string;
+    save(): Promise<boolean>;
+}
+
+/** What the tests script and read back. */
+export const recorded = {
+    commands: new Map<string, (...args: unknown[]) => unknown>(),
+    shown: [] as Shown[],
+    inputs: [] as (string | undefined)[],
+    answers: [] as (string | undefined)[],
+    progress: [] as { title: string; messages: string[]; cancel: CancellationTokenSource }[],
+    statusTexts: [] as string[],
+    configuration: {} as Record<string, unknown>,
+    logLines: [] as string[],
+    reset(): void {
+        this.shown.length = 0;
+        this.inputs.length = 0;
+        this.answers.length = 0;
+        this.progress.length = 0;
+        this.statusTexts.length = 0;
+    },
+};
+
+function show(kind: Shown['kind']) {
+    return (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+        const items = rest.filter((item): item is string => typeof item === 'string');
+        recorded.shown.push({ kind, text, items });
+        return Promise.resolve(recorded.answers.shift());
+    };
+}
+
+function logChannel(): Record<string, unknown> {
+    const line = (level: string) => (message: string): void => {
+        recorded.logLines.push(`${level} ${message}`);
+    };
+    return {
+        name: 'log',
+        logLevel: 2,
+        onDidChangeLogLevel: new Emitter<number>().event,
+        info: line('info'),
+        warn: line('warn'),
+        error: line('error'),
+        debug: line('debug'),
+        trace: line('trace'),
+        append: line('append'),
+        appendLine: line('line'),
+        replace: line('replace'),
+        clear: () => undefined,
+        show: () => undefined,
+        hide: () => undefined,
+        dispose: () => undefined,
+    };
+}
+
+export const window = {
+    activeTextEditor: undefined as undefined | { document: FakeDocument; selection: Selection },
+    createOutputChannel: (): Record<string, unknown> => logChannel(),
+    createStatusBarItem: (): Record<string, unknown> => {
+        const item: Record<string, unknown> = { show: () => undefined, dispose: () => undefined };
+        return new Proxy(item, {
+            set(target, key, value): boolean {
+                target[key as string] = value;
+                if (key === 'text') {
+                    recorded.statusTexts.push(String(value));
+                }
+                return true;
+            },
+        });
+    },
+    showInformationMessage: show('info'),
+    showWarningMessage: show('warning'),
+    showErrorMessage: show('error'),
+    showInputBox: (): Promise<string | undefined> => Promise.resolve(recorded.inputs.shift()),
+    showQuickPick: <T>(items: T[]): Promise<T | undefined> => Promise.resolve(items[0]),
+    showTextDocument: (): Promise<undefined> => Promise.resolve(undefined),
+    withProgress: async <R>(
+        options: { title: string },
+        task: (progress: { report(value: { message?: string }): void }, token: CancellationToken) => Promise<R>,
+    ): Promise<R> => {
+        const entry = { title: options.title, messages: [] as string[], cancel: new CancellationTokenSource() };
+        recorded.progress.push(entry);
+        return task({ report: (value) => value.message && entry.messages.push(value.message) }, entry.cancel.token);
+    },
+};
+
+export const workspace = {
+    workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
+    textDocuments: [] as FakeDocument[],
+    getWorkspaceFolder: (uri: Uri): { uri: Uri } | undefined =>
+        workspace.workspaceFolders.find((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`)),
+    getConfiguration: (section: string) => ({
+        get: <T>(key: string): T | undefined => recorded.configuration[`${section}.${key}`] as T | undefined,
+    }),
+    onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
+    registerTextDocumentContentProvider: (): { dispose(): void } => ({ dispose: () => undefined }),
+    asRelativePath: (uri: Uri): string => uri.path,
+    openTextDocument: (uri: Uri): Promise<FakeDocument | undefined> =>
+        Promise.resolve(workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString())),
+    fs: { readFile: (): Promise<Uint8Array> => Promise.resolve(new Uint8Array()) },
+};
+
+export const commands = {
+    registerCommand: (id: string, handler: (...args: unknown[]) => unknown): { dispose(): void } => {
+        recorded.commands.set(id, handler);
+        return { dispose: () => recorded.commands.delete(id) };
+    },
+    executeCommand: (): Promise<undefined> => Promise.resolve(undefined),
+};
+
+export class CancellationError extends Error {}
