@@ -1,5 +1,5 @@
 /** Routes `require('vscode')` and `require('vscode-languageclient/node')` to the test doubles. */
-import Module = require('node:module');
+import { Module } from 'node:module';
 import * as fakeClient from './languageclient';
 import * as fakeVscode from './vscode';
 

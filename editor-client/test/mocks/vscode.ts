@@ -168,7 +168,7 @@ export const workspace = {
     getWorkspaceFolder: (uri: Uri): { uri: Uri } | undefined =>
         workspace.workspaceFolders.find((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`)),
     getConfiguration: (section: string) => ({
-        get: <T>(key: string): T | undefined => recorded.configuration[`${section}.${key}`] as T | undefined,
+        get: (key: string): unknown => recorded.configuration[`${section}.${key}`],
     }),
     onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
     registerTextDocumentContentProvider: (): { dispose(): void } => ({ dispose: () => undefined }),

@@ -1,0 +1,250 @@
+/** `activate` with a mocked `vscode`: the commands it registers and the requests they send, cancellation included. */
+import './mocks/install';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { ClientCommand, ServerCommand } from '../src/protocol';
+import { clients, type FakeLanguageClient, type SentRequest } from './mocks/languageclient';
+import { recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mocks are installed
+import extension = require('../src/extension');
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'aider-lsp-client-'));
+const serverExe = path.join(root, 'fake-aider-lsp');
+const secrets = new Map<string, string>([['aiderLsp.apiKey', 'sk-from-secret-storage']]);
+
+function document(relative: string, text: string, dirty = false): FakeDocument {
+    const file = path.join(root, relative);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+    const lines = text.split('\n');
+    return {
+        uri: Uri.file(file),
+        isDirty: dirty,
+        text,
+        getText: (range) => (range ? lines.slice(range.start.line, range.end.line + 1).join('\n') : text),
+        save() {
+            this.isDirty = false;
+            return Promise.resolve(true);
+        },
+    };
+}
+
+async function until<T>(probe: () => T | undefined): Promise<T> {
+    for (let i = 0; i < 500; i++) {
+        const value = probe();
+        if (value !== undefined) {
+            return value;
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+    }
+    throw new Error('condition never met');
+}
+
+function client(): FakeLanguageClient {
+    const last = clients.at(-1);
+    assert.ok(last, 'a language client was created');
+    return last;
+}
+
+async function nextRequest(fake: FakeLanguageClient, count: number): Promise<SentRequest> {
+    return until(() => (fake.sent.length >= count ? fake.sent[count - 1] : undefined));
+}
+
+function run(id: string, ...args: unknown[]): Promise<unknown> {
+    const handler = recorded.commands.get(id);
+    assert.ok(handler, `${id} is registered`);
+    return Promise.resolve(handler(...args));
+}
+
+describe('activate', () => {
+    const context = {
+        subscriptions: [] as { dispose(): void }[],
+        secrets: {
+            get: (key: string) => Promise.resolve(secrets.get(key)),
+            store: (key: string, value: string) => Promise.resolve(void secrets.set(key, value)),
+            delete: (key: string) => Promise.resolve(void secrets.delete(key)),
+        },
+        globalStorageUri: Uri.file(path.join(root, 'global')),
+        extensionPath: root,
+    };
+
+    before(async () => {
+        fs.writeFileSync(serverExe, '#!/bin/sh\n', { mode: 0o755 });
+        recorded.configuration = {
+            'aiderLsp.server.path': serverExe,
+            'aiderLsp.model': 'openai:gpt-4.1',
+            'aiderLsp.testCommand': 'pytest -q',
+            'aiderLsp.baseUrl': '',
+        };
+        workspace.workspaceFolders = [{ uri: Uri.file(root), name: 'ws', index: 0 }];
+        await extension.activate(context as never);
+    });
+
+    after(async () => {
+        await extension.deactivate();
+        fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    beforeEach(() => {
+        recorded.reset();
+        workspace.textDocuments = [];
+        window.activeTextEditor = undefined;
+    });
+
+    it('registers every palette command under its own id, none of the server ids', () => {
+        for (const id of Object.values(ClientCommand)) {
+            assert.ok(recorded.commands.has(id), id);
+        }
+        for (const id of Object.values(ServerCommand)) {
+            assert.ok(!recorded.commands.has(id), `${id} is left to the language client`);
+        }
+    });
+
+    it('starts `aider-lsp serve` with the settings as initializationOptions and the key only in the environment and options', () => {
+        const fake = client();
+        assert.equal(fake.serverOptions.command, serverExe);
+        assert.deepEqual(fake.serverOptions.args, ['serve']);
+        assert.equal(fake.serverOptions.options.env.AIDER_LSP_API_KEY, 'sk-from-secret-storage');
+        assert.deepEqual(fake.clientOptions.initializationOptions, {
+            model: 'openai:gpt-4.1',
+            testCommand: 'pytest -q',
+            apiKey: 'sk-from-secret-storage',
+        });
+        assert.ok(recorded.statusTexts.length === 0 || !recorded.statusTexts.at(-1)?.includes('error'));
+    });
+
+    it('Edit with Aider sends the active file and the selection, then offers Show Diff', async () => {
+        const doc = document('pkg/calc.py', 'def add(a, b):\n    return a + b\n');
+        window.activeTextEditor = { document: doc, selection: new Selection(1, 4, 1, 16) };
+        recorded.inputs.push('add zero');
+        const fake = client();
+        const done = run(ClientCommand.edit);
+        const request = await nextRequest(fake, fake.sent.length + 1);
+        assert.equal(request.method, 'workspace/executeCommand');
+        assert.equal(request.params.command, ServerCommand.automatic);
+        assert.deepEqual(request.params.arguments, [
+            {
+                prompt: 'add zero',
+                file_context: ['pkg/calc.py'],
+                selection: {
+                    uri: doc.uri.toString(),
+                    range: { start: { line: 1, character: 4 }, end: { line: 1, character: 16 } },
+                    text: '    return a + b',
+                },
+            },
+        ]);
+        assert.ok(request.token, 'the request carries the notification\'s cancellation token');
+        request.answer({ status: 'COMPLETE', content: 'diff', notes: { changed_files: ['pkg/calc.py'], diff: '' } });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Edit with Aider: changed pkg/calc.py.', items: ['Show Diff'] });
+    });
+
+    it('asks before saving dirty files, and saves them before the edit', async () => {
+        const doc = document('dirty.py', 'x = 1\n', true);
+        workspace.textDocuments = [doc];
+        window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+        recorded.inputs.push('rename x');
+        recorded.answers.push('Save and Continue');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.edit);
+        const request = await nextRequest(fake, count + 1);
+        assert.equal(doc.isDirty, false);
+        assert.match(recorded.shown[0]?.text ?? '', /Save .*dirty\.py/);
+        assert.deepEqual(request.params.arguments, [{ prompt: 'rename x', file_context: ['dirty.py'] }]);
+        request.answer({ status: 'FAILED', content: '', notes: { error: { type: 't', reason: 'llm_error', message: 'no key' } } });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: 'Aider: Edit with Aider failed: no key', items: ['Show Log'] });
+    });
+
+    it('Run Workflow pre-fills the test command and shows the server\'s progress; cancel cancels the request', async () => {
+        recorded.inputs.push('make tests pass', 'pytest -q -x');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        assert.equal(request.params.command, ServerCommand.workflowRun);
+        assert.deepEqual(request.params.arguments, [{ goal: 'make tests pass', test_command: 'pytest -q -x' }]);
+        assert.equal(typeof request.params.workDoneToken, 'string');
+        assert.ok(fake.progressTokens.includes(request.params.workDoneToken ?? ''), 'listens on its own workDoneToken');
+
+        // the server creates its own token and reports under it: routed to this notification
+        const route = fake.clientOptions.middleware.handleWorkDoneProgress;
+        assert.ok(route);
+        const forwarded: unknown[] = [];
+        const next = (_token: unknown, params: unknown): void => void forwarded.push(params);
+        route('server-token-1', { kind: 'begin', title: 'Run workflow', cancellable: true }, next);
+        route('server-token-1', { kind: 'report', message: 'Iteration 2/3: running tests' }, next);
+        const progress = recorded.progress.at(-1);
+        assert.ok(progress);
+        assert.equal(progress.title, 'Aider workflow');
+        assert.deepEqual(progress.messages, ['Run workflow', 'Iteration 2/3: running tests']);
+        assert.ok(recorded.statusTexts.some((text) => text.includes('Iteration 2/3: running tests')), 'the status bar shows the phase');
+        assert.deepEqual(forwarded, [], 'no second progress UI for the same work');
+
+        progress.cancel.cancel();
+        assert.equal(request.token?.isCancellationRequested, true, 'the cancel button cancels the request');
+        route('server-token-1', { kind: 'end', message: 'cancelled' }, next);
+        assert.equal(forwarded.length, 1, 'the end still reaches the client so it cleans up');
+        request.answer(undefined); // what the language client resolves a cancelled request with
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Aider: Aider workflow: cancelled.', items: [] });
+        assert.ok(!recorded.statusTexts.at(-1)?.includes('Iteration'), 'the phase is gone from the status bar');
+    });
+
+    it('progress that belongs to no command goes to VS Code\'s default handling', () => {
+        const route = client().clientOptions.middleware.handleWorkDoneProgress;
+        assert.ok(route);
+        const forwarded: unknown[] = [];
+        route('indexing', { kind: 'begin', title: 'Indexing workspace' }, (_t, p) => void forwarded.push(p));
+        assert.equal(forwarded.length, 1);
+    });
+
+    it('Find Relevant Files opens the chosen match', async () => {
+        recorded.inputs.push('parser');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.findFiles);
+        const request = await nextRequest(fake, count + 1);
+        assert.deepEqual(request.params.arguments, [{ query: 'parser' }]);
+        request.answer({ status: 'COMPLETE', content: '["p.py"]', notes: { file_paths: ['p.py'], matches: [{ id: 'p.py', source_path: 'p.py', relevance_score: 1 }] } });
+        await done;
+        assert.equal(recorded.shown.length, 0);
+    });
+
+    it('a code action\'s server command runs with progress and its result is shown', async () => {
+        const execute = client().clientOptions.middleware.executeCommand;
+        assert.ok(execute);
+        const fake = client();
+        const count = fake.sent.length;
+        const done = execute(ServerCommand.automatic, [{ prompt: 'Fix: NameError', file_context: ['a.py'] }], undefined);
+        const request = await nextRequest(fake, count + 1);
+        assert.equal(request.params.command, ServerCommand.automatic);
+        assert.ok(request.token);
+        request.answer({ status: 'COMPLETE', content: 'no change', notes: {} });
+        await done;
+        assert.equal(recorded.progress.at(-1)?.title, 'Editing with Aider');
+    });
+
+    it('says the server is not running instead of failing', async () => {
+        const fake = client();
+        fake.running = false;
+        recorded.inputs.push('anything');
+        await run(ClientCommand.undo);
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: 'Aider: the server is not running.', items: ['Restart Server', 'Show Log'] });
+        fake.running = true;
+    });
+
+    it('Set API Key stores the key in secret storage and restarts the server with it', async () => {
+        const before = clients.length;
+        recorded.inputs.push('sk-new');
+        await run(ClientCommand.setApiKey);
+        assert.equal(secrets.get('aiderLsp.apiKey'), 'sk-new');
+        assert.equal(clients.length, before + 1);
+        assert.ok(clients[before - 1]?.stopped, 'the old server was stopped');
+        assert.equal(client().serverOptions.options.env.AIDER_LSP_API_KEY, 'sk-new');
+    });
+});
