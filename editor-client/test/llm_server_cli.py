@@ -1,0 +1,44 @@
+"""Runs the project's scripted OpenAI-compatible LLM server (tests/llm_server.py) standalone.
+
+For the editor client's protocol test: prints {"base_url": ...} on one line, then serves until
+stdin closes. Rules: --whole PATH=CONTENT answers every request of model `scripted-coder` (Aider)
+in Aider's whole-file format; --plan JSON answers model `scripted-planner` with that object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+spec = importlib.util.spec_from_file_location("llm_server", HERE.parents[2] / "tests" / "llm_server.py")
+assert spec and spec.loader
+llm_server = importlib.util.module_from_spec(spec)
+sys.modules["llm_server"] = llm_server  # dataclasses resolve annotations through sys.modules
+spec.loader.exec_module(llm_server)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--whole", action="append", default=[], help="PATH=CONTENT for Aider's answer")
+    parser.add_argument("--plan", help="JSON object answered to the planning model")
+    args = parser.parse_args()
+    server = llm_server.ScriptedLLMServer(models=["scripted-coder", "scripted-planner"])
+    if args.whole:
+        files = dict(item.split("=", 1) for item in args.whole)
+        server.add_rule(llm_server.model_is("scripted-coder"), llm_server.aider_whole(files))
+    if args.plan:
+        server.add_rule(llm_server.model_is("scripted-planner"), llm_server.json_output(json.loads(args.plan)))
+    server.start()
+    print(json.dumps({"base_url": server.base_url}), flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+/**
+ * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
+ * with the same argument shapes the extension sends: getContext, a real Aider edit answered by
+ * the scripted LLM server, and cancelled long commands whose test process must be gone.
+ *
+ * The server: env AIDER_LSP_SERVER, else ../.venv/bin/aider-lsp (made by scripts/bootstrap).
+ */
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import {
+    CancellationTokenSource,
+    createProtocolConnection,
+    ExecuteCommandRequest,
+    ExitNotification,
+    InitializedNotification,
+    InitializeRequest,
+    ShutdownRequest,
+    StreamMessageReader,
+    StreamMessageWriter,
+    WorkDoneProgressCreateRequest,
+    type ProtocolConnection,
+} from 'vscode-languageserver-protocol/node';
+import { fileContext } from '../src/common/arguments';
+import { asTaskResult, contextMatches, ServerCommand, stringListNote, type CommandArgs, type ServerCommandId, type TaskResult } from '../src/protocol';
+
+const repoRoot = path.resolve(__dirname, '..', '..', '..');
+const serverExe = process.env.AIDER_LSP_SERVER ?? path.join(repoRoot, '.venv', 'bin', 'aider-lsp');
+const python = fs.existsSync(path.join(path.dirname(serverExe), 'python')) ? path.join(path.dirname(serverExe), 'python') : 'python3';
+
+const ORIGINAL = 'def add(a, b):\n    return a + b\n';
+const EDITED = 'def add(a, b):\n    return a + b + 0  # edited\n';
+
+function processAlive(pid: number): boolean {
+    try {
+        process.kill(pid, 0);
+        return true;
+    } catch {
+        return false;
+    }
+}
+
+async function waitFor(what: string, probe: () => boolean, seconds = 60): Promise<void> {
+    const deadline = Date.now() + seconds * 1000;
+    while (!probe()) {
+        if (Date.now() > deadline) {
+            throw new Error(`gave up waiting: ${what}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+}
+
+/** The scripted LLM server (tests/llm_server.py) in its own process. */
+async function startLlmServer(args: string[]): Promise<{ baseUrl: string; process: ChildProcessWithoutNullStreams }> {
+    const child = spawn(python, [path.join(repoRoot, 'editor-client', 'test', 'llm_server_cli.py'), ...args]);
+    child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    const line = await new Promise<string>((resolve, reject) => {
+        readline.createInterface({ input: child.stdout }).once('line', resolve);
+        child.once('exit', (code) => { reject(new Error(`llm server exited (${String(code)})`)); });
+    });
+    const { base_url: baseUrl } = JSON.parse(line) as { base_url: string };
+    return { baseUrl, process: child };
+}
+
+class Server {
+    readonly progress: { token: string | number; value: { kind: string; message?: string; title?: string } }[] = [];
+    readonly commands: string[] = [];
+    private constructor(
+        readonly connection: ProtocolConnection,
+        readonly child: ChildProcessWithoutNullStreams,
+    ) {}
+
+    static async start(workspace: string, initializationOptions: Record<string, unknown>): Promise<Server> {
+        const child = spawn(serverExe, ['serve'], { cwd: workspace, env: { ...process.env } });
+        child.stderr.on('data', () => undefined); // logs; keep the pipe drained
+        const connection = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+        const server = new Server(connection, child);
+        connection.onRequest(WorkDoneProgressCreateRequest.type, () => undefined);
+        connection.onRequest('workspace/configuration', (params: { items: unknown[] }) => params.items.map(() => initializationOptions));
+        connection.onRequest('client/registerCapability', () => null);
+        connection.onRequest('workspace/applyEdit', () => ({ applied: false }));
+        connection.onNotification('$/progress', (params: Server['progress'][number]) => {
+            server.progress.push(params);
+        });
+        connection.listen();
+        const init = await connection.sendRequest(InitializeRequest.type, {
+            processId: process.pid,
+            // eslint-disable-next-line @typescript-eslint/no-deprecated -- still a required field of InitializeParams
+            rootUri: `file://${workspace}`,
+            workspaceFolders: [{ uri: `file://${workspace}`, name: 'ws' }],
+            capabilities: { window: { workDoneProgress: true }, workspace: { configuration: true, workspaceFolders: true } },
+            initializationOptions,
+        });
+        server.commands.push(...(init.capabilities.executeCommandProvider?.commands ?? []));
+        await connection.sendNotification(InitializedNotification.type, {});
+        return server;
+    }
+
+    async execute<C extends ServerCommandId>(command: C, arg: CommandArgs[C], cancel?: CancellationTokenSource): Promise<TaskResult> {
+        const answer: unknown = await this.connection.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, cancel?.token);
+        const result = asTaskResult(answer);
+        assert.ok(result, `a TaskResult: ${JSON.stringify(answer)}`);
+        return result;
+    }
+
+    async stop(): Promise<void> {
+        try {
+            await this.connection.sendRequest(ShutdownRequest.type);
+            await this.connection.sendNotification(ExitNotification.type);
+        } catch {
+            // already gone
+        }
+        await waitFor('the server exits', () => this.child.exitCode !== null || this.child.signalCode !== null, 30).catch(() => this.child.kill());
+        this.connection.dispose();
+    }
+}
+
+/** Runs `command` with a slow test command, cancels it once the test process runs, and checks that process is gone. */
+async function cancelWhileTesting(server: Server, workspace: string, command: 'aider-lsp.system.runTests' | 'aider-lsp.workflow.run', arg: CommandArgs[typeof command]): Promise<void> {
+    const pidFile = path.join(workspace, 'test.pid');
+    fs.rmSync(pidFile, { force: true });
+    const cancel = new CancellationTokenSource();
+    const request = server.execute(command, arg, cancel);
+    await waitFor('the test process starts', () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').length > 0, 120);
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    assert.ok(processAlive(pid), 'the test process runs');
+    cancel.cancel();
+    await assert.rejects(request, (error: { code?: number }) => error.code === -32800, 'the request is answered as cancelled');
+    await waitFor(`test process ${pid} is gone`, () => !processAlive(pid), 30);
+}
+
+describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe) ? false : `no server at ${serverExe} (run scripts/bootstrap or set AIDER_LSP_SERVER)` }, () => {
+    let workspace = '';
+    let server: Server;
+    let llm: { baseUrl: string; process: ChildProcessWithoutNullStreams };
+
+    before(async () => {
+        workspace = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'aider-lsp-protocol-')));
+        fs.mkdirSync(path.join(workspace, 'pkg'));
+        fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL);
+        fs.writeFileSync(path.join(workspace, 'pkg', 'parser.py'), 'def parse_tokens(text):\n    return text.split()\n');
+        fs.writeFileSync(path.join(workspace, 'README.md'), 'A calculator.\n');
+        llm = await startLlmServer([
+            '--whole', `pkg/calc.py=${EDITED}`,
+            '--plan', JSON.stringify({ instructions: 'mark add as edited', files: ['pkg/calc.py'] }),
+        ]);
+        const slowTest = `${python} -c "import os, time; open('test.pid', 'w').write(str(os.getpid())); time.sleep(600)"`;
+        server = await Server.start(workspace, {
+            baseUrl: llm.baseUrl,
+            model: 'openai:scripted-planner',
+            apiKey: 'sk-test',
+            aiderModel: 'openai/scripted-coder',
+            aiderServer: { args: ['--edit-format', 'whole'] },
+            timeouts: { aider: 120 },
+            testCommand: slowTest,
+        });
+    });
+
+    after(async () => {
+        await server.stop();
+        llm.process.stdin.end();
+        fs.rmSync(workspace, { recursive: true, force: true });
+    });
+
+    it('getContext finds the file a query is about', async () => {
+        const result = await server.execute(ServerCommand.getContext, { query: 'parse tokens' });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.equal(contextMatches(result)[0]?.path, 'pkg/parser.py');
+    });
+
+    it('a real Aider edit, with the arguments the extension builds, changes the file on disk', async () => {
+        const files = fileContext([path.join(workspace, 'pkg', 'calc.py')], workspace);
+        const result = await server.execute(ServerCommand.automatic, { prompt: 'mark add as edited', file_context: files });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
+        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        const undo = await server.execute(ServerCommand.undo, {});
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('cancelling runTests stops the server\'s test process', async () => {
+        await cancelWhileTesting(server, workspace, ServerCommand.runTests, {});
+        assert.ok(server.progress.some((p) => p.value.kind === 'begin'), 'the server reported progress');
+        const after = await server.execute(ServerCommand.getContext, { query: 'calculator' });
+        assert.equal(after.status, 'COMPLETE', 'the server still answers after a cancel');
+    });
+
+    // Runs by itself once the server offers aider-lsp.workflow.run (nothing to edit here then).
+    it('cancelling workflow.run during its tests stops the server\'s test process', async (t) => {
+        if (!server.commands.includes(ServerCommand.workflowRun)) {
+            t.skip('the server does not offer aider-lsp.workflow.run yet');
+            return;
+        }
+        await cancelWhileTesting(server, workspace, ServerCommand.workflowRun, { goal: 'mark add as edited', max_retries: 1 });
+        const progressMessages = server.progress.map((p) => p.value.message ?? p.value.title ?? '');
+        assert.ok(progressMessages.some((message) => /test/i.test(message)), `a progress message about the tests: ${progressMessages.join(' | ')}`);
+    });
+});
