@@ -366,7 +366,7 @@ export class Commands {
         }
         const client = this.host.client();
         if (sessionId && client?.isRunning()) {
-            await this.run('Ending the Aider session', ServerCommand.interactive, { prompt: '', session_id: sessionId, end_session: true });
+            await this.run('Ending the Aider session', ServerCommand.interactive, { session_id: sessionId, end_session: true });
         }
     }
 

@@ -65,7 +65,7 @@ export interface AutomaticArgs {
 }
 
 export interface InteractiveArgs {
-    prompt: string;
+    prompt?: string;
     file_context?: string[];
     session_id?: string;
     end_session?: boolean;

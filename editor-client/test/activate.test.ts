@@ -32,15 +32,19 @@ function document(relative: string, text: string, dirty = false): FakeDocument {
     };
 }
 
+/** Waits for `probe` to give a value (a cap, not a timing assertion: subprocesses may be slow). */
 async function until<T>(probe: () => T | undefined): Promise<T> {
-    for (let i = 0; i < 500; i++) {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
         const value = probe();
         if (value !== undefined) {
             return value;
         }
-        await new Promise((resolve) => setImmediate(resolve));
+        if (Date.now() > deadline) {
+            throw new Error('condition never met');
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    throw new Error('condition never met');
 }
 
 function client(): FakeLanguageClient {
@@ -246,5 +250,95 @@ describe('activate', () => {
         assert.equal(clients.length, before + 1);
         assert.ok(clients[before - 1]?.stopped, 'the old server was stopped');
         assert.equal(client().serverOptions.options.env.AIDER_LSP_API_KEY, 'sk-new');
+    });
+});
+
+describe('zero set-up', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'aider-lsp-setup-'));
+    const calls = path.join(home, 'calls.log');
+    const context = {
+        subscriptions: [] as { dispose(): void }[],
+        secrets: { get: () => Promise.resolve(undefined), store: () => Promise.resolve(), delete: () => Promise.resolve() },
+        globalStorageUri: Uri.file(path.join(home, 'global')),
+        extensionPath: home,
+    };
+    const savedPath = process.env.PATH;
+
+    /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`. */
+    function fakePython(version: 'True' | 'False'): string {
+        const file = path.join(home, `python-${version}`);
+        const aiderLsp = `#!/bin/sh\\necho "aider-lsp $*" >> ${calls}\\n`;
+        fs.writeFileSync(
+            file,
+            [
+                '#!/bin/sh',
+                'PATH=/usr/bin:/bin',
+                `echo "python $*" >> ${calls}`,
+                'case "$1 $2" in',
+                `  "-c "*) echo ${version} ;;`,
+                `  "-m venv") mkdir -p "$4/bin" && cp "$0" "$4/bin/python" && printf '${aiderLsp}' > "$4/bin/aider-lsp" && chmod +x "$4/bin/aider-lsp" ;;`,
+                '  "-m pip") echo "Successfully installed aider-lsp" ;;',
+                'esac',
+                '',
+            ].join('\n'),
+            { mode: 0o755 },
+        );
+        return file;
+    }
+
+    before(() => {
+        fs.mkdirSync(path.join(home, 'server'));
+        fs.writeFileSync(path.join(home, 'server', 'aider_lsp-0.1.0-py3-none-any.whl'), 'wheel');
+        process.env.PATH = path.join(home, 'empty-bin');
+    });
+
+    after(() => {
+        process.env.PATH = savedPath;
+        fs.rmSync(home, { recursive: true, force: true });
+    });
+
+    beforeEach(async () => {
+        await extension.deactivate();
+        recorded.reset();
+        fs.rmSync(calls, { force: true });
+    });
+
+    it('without Python, says what to do with a Show Log button', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': '' };
+        recorded.answers.push('Set Up');
+        await extension.activate(context as never);
+        const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
+        assert.match(recorded.shown[0]?.text ?? '', /aider-lsp was not found.*Set up a private copy/);
+        assert.deepEqual(error, {
+            kind: 'error',
+            text: 'Aider: Python 3.11 or newer was not found: install it, or set aiderLsp.server.python to its path.',
+            items: ['Show Log'],
+        });
+    });
+
+    it('refuses a Python older than 3.11', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('False') };
+        recorded.answers.push('Set Up');
+        await extension.activate(context as never);
+        const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
+        assert.match(error.text, /is not Python 3\.11 or newer: set aiderLsp\.server\.python/);
+        assert.ok(!fs.readFileSync(calls, 'utf8').includes('venv'), 'no environment was created');
+    });
+
+    it('creates the private environment, installs the bundled wheel, sets up Aider, then starts that server', async () => {
+        const python = fakePython('True');
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': python };
+        recorded.answers.push('Set Up');
+        const before = clients.length;
+        await extension.activate(context as never);
+        await until(() => (clients.length > before ? true : undefined));
+        const venv = path.join(home, 'global', 'server-venv');
+        const log = fs.readFileSync(calls, 'utf8');
+        assert.match(log, new RegExp(`python -m venv --clear ${venv}`));
+        assert.match(log, /python -m pip install --disable-pip-version-check .*server\/aider_lsp-0\.1\.0-py3-none-any\.whl/);
+        assert.match(log, /aider-lsp setup-aider/);
+        assert.equal(client().serverOptions.command, path.join(venv, 'bin', 'aider-lsp'));
+        assert.equal(recorded.progress.at(-1)?.title, 'Aider: setting up the server');
+        assert.ok(recorded.shown.every((shown) => shown.kind !== 'error'), JSON.stringify(recorded.shown));
     });
 });

@@ -46,7 +46,8 @@ function run(
                 reject(new SetupError('set-up cancelled'));
             } else {
                 const tail = output.trim().split('\n').slice(-3).join(' ');
-                reject(new SetupError(`${path.basename(command)} ${args[0] ?? ''} failed (exit ${code}): ${tail}`));
+                const step = [path.basename(command), ...args.slice(0, args[0] === '-m' ? 2 : 1)].join(' ');
+                reject(new SetupError(`${step} failed (exit ${String(code)}): ${tail}`));
             }
         });
     });
