@@ -167,6 +167,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
     });
 
     it('getContext finds the file a query is about', async () => {
+        assert.ok(server.commands.includes(ServerCommand.getContext), 'the server lists its commands (the workflow test relies on it)');
         const result = await server.execute(ServerCommand.getContext, { query: 'parse tokens' });
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(contextMatches(result)[0]?.path, 'pkg/parser.py');
