@@ -18,6 +18,7 @@ import {
     stringNote,
     type CommandArgs,
     type EditSelectionArgs,
+    type Selection,
     type ServerCommandId,
     type TaskResult,
 } from './protocol';
@@ -188,8 +189,13 @@ export class Commands {
             !fromExplorer && editor
                 ? selectionArgument(editor.document.uri.toString(), rangeOf(editor.selection), editor.document.getText(editor.selection))
                 : undefined;
+        await this.askAndEdit('Edit with Aider', files, selection, root);
+    }
+
+    /** Asks for the instruction, saves dirty files, runs one Aider edit and tells the outcome. */
+    private async askAndEdit(title: string, files: string[], selection: Selection | undefined, root: vscode.Uri | undefined): Promise<void> {
         const prompt = await vscode.window.showInputBox({
-            title: 'Edit with Aider',
+            title,
             prompt: files.length > 0 ? `Files: ${files.join(', ')}${selection ? ' (with the selection)' : ''}` : 'Aider picks the files',
             placeHolder: 'What should Aider change?',
             ignoreFocusOut: true,
@@ -197,13 +203,11 @@ export class Commands {
         if (!prompt || !(await saveDirtyFiles())) {
             return;
         }
-        const arg: CommandArgs['aider-lsp.aider.automatic'] = { prompt };
-        if (files.length > 0) {
-            arg.file_context = files;
-        }
-        if (selection) {
-            arg.selection = selection;
-        }
+        const arg: CommandArgs['aider-lsp.aider.automatic'] = {
+            prompt,
+            ...(files.length > 0 ? { file_context: files } : {}),
+            ...(selection ? { selection } : {}),
+        };
         const result = await this.run('Editing with Aider', ServerCommand.automatic, arg);
         if (result) {
             await this.tell(resultMessage('Edit with Aider', result), root);
@@ -220,22 +224,7 @@ export class Commands {
         const range = new vscode.Range(arg.range.start.line, arg.range.start.character, arg.range.end.line, arg.range.end.character);
         const selection = selectionArgument(arg.uri, arg.range, document.getText(range));
         const { root, files } = this.relative([uri]);
-        const prompt = await vscode.window.showInputBox({
-            title: 'Edit selection with Aider',
-            placeHolder: 'What should Aider do with the selected code?',
-            ignoreFocusOut: true,
-        });
-        if (!prompt || !(await saveDirtyFiles())) {
-            return;
-        }
-        const result = await this.run('Editing with Aider', ServerCommand.automatic, {
-            prompt,
-            file_context: files,
-            ...(selection ? { selection } : {}),
-        });
-        if (result) {
-            await this.tell(resultMessage('Edit with Aider', result), root);
-        }
+        await this.askAndEdit('Edit selection with Aider', files, selection, root);
     }
 
     async runWorkflow(clicked?: unknown, selected?: unknown): Promise<void> {
@@ -341,14 +330,11 @@ export class Commands {
             if (!(await saveDirtyFiles())) {
                 break;
             }
-            const arg: CommandArgs['aider-lsp.aider.interactive'] = { prompt };
-            if (files.length > 0) {
-                arg.file_context = files;
-            }
-            if (sessionId) {
-                arg.session_id = sessionId;
-            }
-            const result = await this.run('Aider is answering', ServerCommand.interactive, arg);
+            const result = await this.run('Aider is answering', ServerCommand.interactive, {
+                prompt,
+                ...(files.length > 0 ? { file_context: files } : {}),
+                ...(sessionId ? { session_id: sessionId } : {}),
+            });
             if (!result) {
                 break;
             }

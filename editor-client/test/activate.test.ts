@@ -233,6 +233,40 @@ describe('activate', () => {
         assert.equal(recorded.progress.at(-1)?.title, 'Editing with Aider');
     });
 
+    it('the server\'s "Edit selection with Aider" action asks for the instruction and sends the range\'s text', async () => {
+        const doc = document('pkg/sel.py', 'a = 1\nb = 2\nc = 3\n');
+        workspace.textDocuments = [doc];
+        recorded.inputs.push('swap them');
+        const fake = client();
+        const count = fake.sent.length;
+        const range = { start: { line: 0, character: 0 }, end: { line: 1, character: 5 } };
+        const done = run(ClientCommand.editSelection, { uri: doc.uri.toString(), range });
+        const request = await nextRequest(fake, count + 1);
+        assert.deepEqual(request.params.arguments, [
+            { prompt: 'swap them', file_context: ['pkg/sel.py'], selection: { uri: doc.uri.toString(), range, text: 'a = 1\nb = 2' } },
+        ]);
+        request.answer({ status: 'COMPLETE', content: '', notes: {} });
+        await done;
+    });
+
+    it('an interactive session keeps the session id across turns and ends it on Esc', async () => {
+        recorded.inputs.push('what does add do?', 'and sub?', undefined);
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.interactive);
+        const first = await nextRequest(fake, count + 1);
+        assert.deepEqual(first.params.arguments, [{ prompt: 'what does add do?' }]);
+        first.answer({ status: 'CONTINUATION', content: 'It adds.', notes: { session_id: 's-1' } });
+        const second = await nextRequest(fake, count + 2);
+        assert.deepEqual(second.params.arguments, [{ prompt: 'and sub?', session_id: 's-1' }]);
+        second.answer({ status: 'CONTINUATION', content: 'It subtracts.', notes: { session_id: 's-1' } });
+        const end = await nextRequest(fake, count + 3);
+        assert.deepEqual(end.params.arguments, [{ session_id: 's-1', end_session: true }]);
+        end.answer({ status: 'COMPLETE', content: 'ended', notes: {} });
+        await done;
+        assert.ok(recorded.logLines.includes('line It subtracts.'), 'each answer is shown in the chat output');
+    });
+
     it('says the server is not running instead of failing', async () => {
         const fake = client();
         fake.running = false;
