@@ -26,7 +26,8 @@ import {
     type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { fileContext } from '../src/common/arguments';
-import { asTaskResult, contextMatches, ServerCommand, stringListNote, type CommandArgs, type ServerCommandId, type TaskResult } from '../src/protocol';
+import { contentBefore, splitDiff } from '../src/common/diff';
+import { asTaskResult, contextMatches, ServerCommand, stringListNote, stringNote, type CommandArgs, type ServerCommandId, type TaskResult } from '../src/protocol';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
 const serverExe = process.env.AIDER_LSP_SERVER ?? path.join(repoRoot, '.venv', 'bin', 'aider-lsp');
@@ -179,6 +180,10 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
         assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        // "Show Diff" rebuilds the file before the edit from the server's diff
+        const section = splitDiff(stringNote(result, 'diff') ?? '').get('pkg/calc.py');
+        assert.ok(section, 'the diff has a section for the file');
+        assert.equal(contentBefore(EDITED, section), ORIGINAL);
         const undo = await server.execute(ServerCommand.undo, {});
         assert.equal(undo.status, 'COMPLETE', undo.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);

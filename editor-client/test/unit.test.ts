@@ -153,6 +153,13 @@ describe('diff → content before the edit', () => {
     it('refuses when the file changed since the edit', () => {
         assert.equal(contentBefore('something else\n', splitDiff(diff).get('pkg/calc.py') ?? ''), undefined);
     });
+    it('reads the workflow\'s summary diff, which has no `diff --` headers', () => {
+        const summary = ['--- a/pkg/calc.py', '+++ b/pkg/calc.py', '@@ -1,2 +1,2 @@', ' def add(a, b):', '-    return a + b', '+    return a + b + 0', '--- /dev/null', '+++ b/new.py', '@@ -0,0 +1 @@', '+x = 1', ''].join('\n');
+        const sections = splitDiff(summary);
+        assert.deepEqual([...sections.keys()], ['pkg/calc.py', 'new.py']);
+        assert.equal(contentBefore('def add(a, b):\n    return a + b + 0\n', sections.get('pkg/calc.py') ?? ''), 'def add(a, b):\n    return a + b\n');
+        assert.equal(contentBefore('x = 1\n', sections.get('new.py') ?? ''), '');
+    });
     it('handles a missing newline at the end of the file', () => {
         const noEol = ['diff --aider-mcp a/a b/a', '--- a/a', '+++ b/a', '@@ -1 +1 @@', '-old', '\\ No newline at end of file', '+new', '\\ No newline at end of file', ''].join('\n');
         assert.equal(contentBefore('new', splitDiff(noEol).get('a') ?? ''), 'old');

@@ -3,24 +3,42 @@
  * to rebuild a file's content before the edit, so VS Code's diff editor can show before/after.
  */
 
-/** Each file's section of a multi-file unified diff, keyed by workspace-relative path. */
+/** The path a `--- a/X` / `+++ b/X` pair names (the old one for a deleted file). */
+function pairPath(from: string, to: string): string {
+    const target = to.slice(4) === '/dev/null' ? from.slice(4) : to.slice(4);
+    return target.replace(/^[ab]\//, '');
+}
+
+/**
+ * Each file's section of a multi-file unified diff, keyed by workspace-relative path. A section
+ * starts at a `diff --… a/X b/X` header (Aider's edits) or at a bare `---`/`+++` pair (the
+ * workflow's summary diff, plain difflib output).
+ */
 export function splitDiff(diff: string): Map<string, string> {
     const files = new Map<string, string>();
+    const lines = diff.split('\n');
     let current: string | undefined;
-    let lines: string[] = [];
+    let body: string[] = [];
     const flush = (): void => {
         if (current !== undefined) {
-            files.set(current, lines.join('\n'));
+            files.set(current, body.join('\n'));
         }
     };
-    for (const line of diff.split('\n')) {
+    for (let i = 0; i < lines.length; i++) {
+        const line = lines[i];
         const header = /^diff --\S+ a\/(.+) b\/(.+)$/.exec(line);
+        const next = lines[i + 1] ?? '';
+        const headerPending = body.length > 0 && body[0].startsWith('diff --') && !body.some((seen) => seen.startsWith('@@'));
         if (header) {
             flush();
             current = header[2];
-            lines = [line];
+            body = [line];
+        } else if (line.startsWith('--- ') && next.startsWith('+++ ') && !headerPending) {
+            flush();
+            current = pairPath(line, next);
+            body = [line];
         } else if (current !== undefined) {
-            lines.push(line);
+            body.push(line);
         }
     }
     flush();
@@ -57,7 +75,7 @@ function splitKeepingEnds(text: string): string[] {
  * no longer matches the diff (changed since) or the diff carries no hunks (binary, too large).
  */
 export function contentBefore(after: string, fileDiff: string): string | undefined {
-    if (/^new file$/m.test(fileDiff)) {
+    if (/^(new file|--- \/dev\/null)$/m.test(fileDiff)) {
         return '';
     }
     const hunks = parseHunks(fileDiff);
