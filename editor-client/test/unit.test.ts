@@ -1,11 +1,13 @@
 /** The pure parts: command arguments, settings → initializationOptions, result → message, diffs. */
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileContext, selectionArgument } from '../src/common/arguments';
 import { contentBefore, splitDiff } from '../src/common/diff';
 import { requestErrorMessage, resultMessage } from '../src/common/results';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
-import { asTaskResult, contextMatches, type TaskResult } from '../src/protocol';
+import { asTaskResult, ClientCommand, contextMatches, type TaskResult } from '../src/protocol';
 
 const range = (a: number, b: number, c: number, d: number) => ({ start: { line: a, character: b }, end: { line: c, character: d } });
 
@@ -163,5 +165,19 @@ describe('diff → content before the edit', () => {
     it('handles a missing newline at the end of the file', () => {
         const noEol = ['diff --aider-mcp a/a b/a', '--- a/a', '+++ b/a', '@@ -1 +1 @@', '-old', '\\ No newline at end of file', '+new', '\\ No newline at end of file', ''].join('\n');
         assert.equal(contentBefore('new', splitDiff(noEol).get('a') ?? ''), 'old');
+    });
+});
+
+describe('package.json', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+        contributes: { commands: { command: string; category: string }[]; configuration: { properties: Record<string, { default?: unknown }> } };
+    };
+    it('contributes every server setting plus server.path and server.python, and no apiKey', () => {
+        const expected = [...SERVER_SETTING_KEYS.map((key) => `aiderLsp.${key}`), 'aiderLsp.server.path', 'aiderLsp.server.python'];
+        assert.deepEqual(Object.keys(manifest.contributes.configuration.properties), expected);
+    });
+    it('lists every client command under the category Aider', () => {
+        const listed = manifest.contributes.commands.filter((command) => command.category === 'Aider').map((command) => command.command);
+        assert.deepEqual(listed.sort(), Object.values(ClientCommand).sort());
     });
 });
