@@ -52,18 +52,16 @@ function isFile(uri: vscode.Uri): boolean {
 
 /** The active file first, then the files selected in the explorer (folders left out). */
 export function chosenFiles(clicked: unknown, selected: unknown): vscode.Uri[] {
-    const uris: vscode.Uri[] = [];
     const active = vscode.window.activeTextEditor?.document.uri;
-    const fromExplorer = Array.isArray(selected) ? selected : clicked instanceof vscode.Uri ? [clicked] : [];
-    if (fromExplorer.length === 0 && active) {
-        uris.push(active);
-    }
-    for (const item of fromExplorer) {
-        if (item instanceof vscode.Uri) {
-            uris.push(item);
-        }
-    }
+    const fromMenu: unknown[] = Array.isArray(selected) ? (selected as unknown[]) : [clicked];
+    const uris = [active, ...fromMenu].filter((item): item is vscode.Uri => item instanceof vscode.Uri);
     return uris.filter(isFile);
+}
+
+/** Invoked from the explorer (not the palette or the editor's own context menu): the selection is not meant. */
+function fromExplorer(clicked: unknown, selected: unknown): boolean {
+    const active = vscode.window.activeTextEditor?.document.uri.toString();
+    return Array.isArray(selected) || (clicked instanceof vscode.Uri && clicked.toString() !== active);
 }
 
 /** Saves dirty files in the workspace first, after asking: the server never meets a dirty buffer by surprise. */
@@ -182,11 +180,10 @@ export class Commands {
     }
 
     async edit(clicked?: unknown, selected?: unknown): Promise<void> {
-        const fromExplorer = clicked instanceof vscode.Uri;
         const { root, files } = this.relative(chosenFiles(clicked, selected));
         const editor = vscode.window.activeTextEditor;
         const selection =
-            !fromExplorer && editor
+            !fromExplorer(clicked, selected) && editor
                 ? selectionArgument(editor.document.uri.toString(), rangeOf(editor.selection), editor.document.getText(editor.selection))
                 : undefined;
         await this.askAndEdit('Edit with Aider', files, selection, root);

@@ -146,6 +146,20 @@ describe('activate', () => {
         assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Edit with Aider: changed pkg/calc.py.', items: ['Show Diff'] });
     });
 
+    it('from the explorer: the active file and the selected files, folders left out, no selection', async () => {
+        const active = document('pkg/active.py', 'a = 1\n');
+        const other = document('pkg/other.py', 'b = 2\n');
+        window.activeTextEditor = { document: active, selection: new Selection(0, 0, 0, 5) };
+        recorded.inputs.push('use both');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.edit, other.uri, [other.uri, Uri.file(path.join(root, 'pkg'))]);
+        const request = await nextRequest(fake, count + 1);
+        assert.deepEqual(request.params.arguments, [{ prompt: 'use both', file_context: ['pkg/active.py', 'pkg/other.py'] }]);
+        request.answer({ status: 'COMPLETE', content: '', notes: {} });
+        await done;
+    });
+
     it('asks before saving dirty files, and saves them before the edit', async () => {
         const doc = document('dirty.py', 'x = 1\n', true);
         workspace.textDocuments = [doc];
