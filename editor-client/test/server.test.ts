@@ -126,7 +126,17 @@ async function cancelWhileTesting(server: Server, workspace: string, command: 'a
     fs.rmSync(pidFile, { force: true });
     const cancel = new CancellationTokenSource();
     const request = server.execute(command, arg, cancel);
-    await waitFor('the test process starts', () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').length > 0, 120);
+    let settled: string | undefined;
+    request.then(
+        (result) => (settled = `${result.status}: ${result.content}`),
+        (error: unknown) => (settled = String(error)),
+    );
+    await waitFor('the test process starts', () => {
+        if (settled !== undefined) {
+            throw new Error(`${command} ended before its test process started: ${settled}`);
+        }
+        return fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').length > 0;
+    }, 120);
     const pid = Number(fs.readFileSync(pidFile, 'utf8'));
     assert.ok(processAlive(pid), 'the test process runs');
     cancel.cancel();
