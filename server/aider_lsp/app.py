@@ -7,13 +7,14 @@ Services never import this module's callers (the LSP layer).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .aider.bridge import AiderBridge
+from .aider.bridge import AiderBridge, aider_model_for
 from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
@@ -101,6 +102,7 @@ class Application:
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
         self._workflow_running = False
+        self._warm_up: asyncio.Task[bool] | None = None
 
     def _register_system_tools(self) -> None:
         async def read_files(params: dict[str, Any]) -> TaskResult:
@@ -201,7 +203,26 @@ class Application:
         result.parsed_content = notes["workflow"]
         return result
 
+    async def warm_up(self) -> bool:
+        """Start the Aider server ahead of the first edit, so that edit does not pay Aider's
+        start-up. Only when an Aider model is configured; a failure is logged, never raised.
+        Returns whether the server is running."""
+        if aider_model_for(self.settings) is None and not self.settings.aider_server.command:
+            return False
+        self._warm_up = asyncio.current_task()  # aclose stops a start still under way
+        try:
+            return await self.aider.warm_up()
+        except Exception as exc:
+            log.warning("warming up the Aider server failed: %s", exc)
+            return False
+        finally:
+            self._warm_up = None
+
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""
+        warming = self._warm_up
+        if warming is not None and warming is not asyncio.current_task():
+            warming.cancel()
+            await asyncio.wait([warming], timeout=10)  # its outcome is not ours to raise
         await self.aider.aclose()
         await self.memory.aclose()

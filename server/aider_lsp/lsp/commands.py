@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..app import Application, RequestContext
 from ..executors.aider import apply_selection
@@ -71,6 +71,14 @@ class UndoParams(CommandParams):
 
 class ListModelsParams(CommandParams):
     substring: str | None = None
+
+
+class WorkflowRunParams(CommandParams):
+    goal: str = Field(min_length=1, description="What the run should achieve.")
+    context: str = Field(default="", description="Extra background for the planner.")
+    test_command: str | None = Field(default=None, description="Overrides the testCommand setting.")
+    max_retries: int | None = Field(default=None, ge=0, description="Overrides maxRetries.")
+    file_context: list[str] | str | None = Field(default=None, description="Files to start from.")
 
 
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
@@ -170,6 +178,17 @@ async def _aider_list_models(
     return await app.aider_tools.list_models(params.substring or "")
 
 
+async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: RequestContext) -> TaskResult:
+    """The plan → edit → test → analyse loop; findings reach the editor through `ctx`."""
+    from ..models import WorkflowRequest
+
+    try:
+        request = WorkflowRequest.model_validate(params.model_dump())
+    except ValidationError as exc:
+        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"aider-lsp.workflow.run: {exc}")
+    return await app.run_workflow(request, ctx)
+
+
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
     return app.aider_tools.undo(force=params.force)
 
@@ -204,6 +223,13 @@ COMMANDS: list[CommandSpec] = [
         long_running=True,
     ),
     CommandSpec("aider-lsp.aider.listModels", ListModelsParams, _aider_list_models, "List Aider models"),
+    CommandSpec(
+        "aider-lsp.workflow.run",
+        WorkflowRunParams,
+        _workflow_run,
+        "Aider workflow",
+        long_running=True,
+    ),
     CommandSpec("aider-lsp.workflow.undo", UndoParams, _workflow_undo, "Undo the last edit"),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
