@@ -134,14 +134,10 @@ class DiagnosticStore:
         document = self._open_document(path)
         if document is not None:
             return document.uri, document.lines
-        lines: Sequence[str] = []
-        if finding.line > 0:
-            try:
-                with path.open(encoding="utf-8", errors="replace") as handle:
-                    lines = handle.read().splitlines()
-            except OSError:
-                pass
-        return path.as_uri(), lines
+        try:
+            return path.as_uri(), path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:  # deleted or unreadable: the finding still shows, on an empty range
+            return path.as_uri(), []
 
     def _publish(self, uri: str) -> None:
         diagnostics = [d for (_, key), items in self._entries.items() if key == uri for d in items]
