@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
+from ..files import AccessDenied
 from ..models import Finding, FindingsCallback, Severity, complete_result
 
 if TYPE_CHECKING:
@@ -87,14 +88,17 @@ class DiagnosticStore:
     def replace(self, producer: str, findings: list[Finding]) -> None:
         """The producer's new set of findings replaces its previous one (empty = clear)."""
         grouped: dict[str, list[types.Diagnostic]] = {}
+        located_paths: dict[str, tuple[str, Sequence[str]] | None] = {}
         for finding in findings:
-            located = self._locate(finding)
+            if finding.path not in located_paths:  # each file is read once per set
+                located_paths[finding.path] = self._locate(finding.path)
+            located = located_paths[finding.path]
             if located is None:
-                log.info("finding outside the workspace ignored: %s", finding.path)
+                log.info("a finding outside the workspace is not shown: %s", finding.path)
                 continue
             uri, lines = located
-            units = self._ls.workspace.position_codec
-            grouped.setdefault(uri, []).append(to_diagnostic(finding, lines, units))
+            codec = self._ls.workspace.position_codec
+            grouped.setdefault(uri, []).append(to_diagnostic(finding, lines, codec))
         stale = {uri for (owner, uri) in self._entries if owner == producer and uri not in grouped}
         for uri in stale:
             del self._entries[(producer, uri)]
@@ -122,14 +126,14 @@ class DiagnosticStore:
                 return document
         return None
 
-    def _locate(self, finding: Finding) -> tuple[str, Sequence[str]] | None:
+    def _locate(self, relative: str) -> tuple[str, Sequence[str]] | None:
         """The finding's document uri (the editor's own spelling when open) and its lines."""
         app = self._ls.app
         if app is None:
             return None
         try:
-            path = app.files.resolve(finding.path)
-        except Exception:  # outside the workspace, a bad path: not ours to show
+            path = app.files.resolve(relative)
+        except AccessDenied:  # outside the workspace, a bad path: not ours to show
             return None
         document = self._open_document(path)
         if document is not None:
