@@ -164,7 +164,7 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
         assert (project / "calc.py").read_text() == FIXED
         first, second = result["parsedContent"]["iterations"]
         assert first["analysis"]["verdict"] == "RETRY" and second["test"]["exit_code"] == 0
-        assert client.diagnostics[test_uri] == []  # cleared on SUCCESS
+        assert list(client.diagnostics[test_uri]) == []  # cleared on SUCCESS
         assert all(not found for found in client.diagnostics.values())
         messages = [getattr(report, "message", None) for report in progress_of(client, "Aider workflow")]
         assert "Iteration 1/3: running tests" in messages and "Iteration 2/3: analysing the result" in messages

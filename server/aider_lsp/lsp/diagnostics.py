@@ -160,7 +160,7 @@ def register(server: AiderLanguageServer) -> None:
     """The `aider-lsp.diagnostics.clear` command (the store is the server's `diagnostic_store`)."""
 
     @server.command(CLEAR_COMMAND)
-    def clear_diagnostics(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
+    def clear_diagnostics(ls, *args: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]  # pygls injects `ls` by name
         if len(args) > 1 or (args and args[0] not in (None, {}, [])):
             raise JsonRpcInvalidParams(f"{CLEAR_COMMAND} takes no argument (or an empty object)")
         count = ls.diagnostic_store.clear()
