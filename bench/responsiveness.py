@@ -25,35 +25,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from llm_server import (  # noqa: E402
-    Reply,
-    ScriptedLLMServer,
-    aider_whole,
-    all_of,
-    json_output,
-    not_,
-    slow,
-    system_prompt_contains,
-)
+from llm_server import Reply, ScriptedLLMServer, aider_whole, json_output, slow  # noqa: E402
 from raw_lsp import RawLspClient  # noqa: E402
+from test_workflow import BUGGY, HALF_FIXED, IS_AIDER, IS_ANALYSIS, IS_PLAN, PLAN, RETRY, TESTS  # noqa: E402
 
 from aider_lsp import aider_env  # noqa: E402
 
-BUGGY = "def subtract(a, b):\n    return b - a\n\n\ndef multiply(a, b):\n    return a + b\n"
-HALF_FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a + b\n"
-TESTS = (
-    "import unittest\n\nfrom calc import multiply, subtract\n\n\n"
-    "class CalcTest(unittest.TestCase):\n"
-    "    def test_subtract(self):\n"
-    "        self.assertEqual(subtract(5, 3), 2)\n\n"
-    "    def test_multiply(self):\n"
-    "        self.assertEqual(multiply(3, 4), 12)\n"
-)
 NOTES = "def describe():\n    return 'calculator notes'\n"
-IS_PLAN = system_prompt_contains("write a development plan")
-IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
-RETRY = {"verdict": "RETRY", "message": "multiply still fails", "next_prompt": "Make multiply return the product"}
 
 
 def setup_project() -> Path:
@@ -75,7 +53,7 @@ def scripted_server() -> ScriptedLLMServer:
 
     server.add_rule(IS_PLAN, slow(1.5, json_output(PLAN)))
     server.add_rule(IS_ANALYSIS, slow(1.0, json_output(RETRY)))
-    server.add_rule(all_of(not_(IS_PLAN), not_(IS_ANALYSIS)), next_edit)
+    server.add_rule(IS_AIDER, next_edit)
     return server
 
 

@@ -4,67 +4,44 @@ planning and analysing, a real unittest run. Test failures come back as `aider-l
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import (
-    Reply,
-    aider_whole,
-    all_of,
-    json_output,
-    last_user_contains,
-    last_user_message,
-    not_,
-    system_prompt_contains,
-)
+from llm_server import aider_whole, all_of, json_output, last_user_contains
 from lsprotocol import types
 
 from aider_lsp import aider_env
 from conftest import execute
 from raw_lsp import alive
+from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
+from test_workflow import (  # the calc project whose test fails, and its scripted LLM
+    BUGGY,
+    FIXED,
+    HALF_FIXED,
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    PLAN,
+    TEST_COMMAND,
+    TESTS,
+    analysis_by_exit_code,
+    project,  # noqa: F401 - a fixture, used by name
+)
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
     reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
 )
 
-BUGGY = "def subtract(a, b):\n    return b - a\n\n\ndef multiply(a, b):\n    return a + b\n"
-HALF_FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a + b\n"
-FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n"
-TESTS = (
-    "import unittest\n\nfrom calc import multiply, subtract\n\n\n"
-    "class CalcTest(unittest.TestCase):\n"
-    "    def test_subtract(self):\n"
-    "        self.assertEqual(subtract(5, 3), 2)\n\n"
-    "    def test_multiply(self):\n"
-    "        self.assertEqual(multiply(3, 4), 12)\n"
-)
 MULTIPLY_ASSERT = 10  # 0-based LSP line of `self.assertEqual(multiply(3, 4), 12)`
-TEST_COMMAND = f"{sys.executable} -m unittest"
-IS_PLAN = system_prompt_contains("write a development plan")
-IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
-PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
-RETRY = {"verdict": "RETRY", "message": "multiply still fails", "next_prompt": "Make multiply return the product"}
-SUCCESS = {"verdict": "SUCCESS", "message": "all tests pass"}
 FAILURE = {"verdict": "FAILURE", "message": "multiply is beyond me"}
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
 Diagnostics = Sequence[types.Diagnostic]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "calcproj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TESTS)
-    return root
 
 
 def options(llm_server: Any) -> dict[str, Any]:
@@ -78,22 +55,21 @@ def options(llm_server: Any) -> dict[str, Any]:
     }
 
 
-def analysis_by_exit_code(request: dict[str, Any]) -> Reply:
-    """The scripted analyst reads the real test result it is given."""
-    return json_output(SUCCESS if "Exit code: 0" in last_user_message(request) else RETRY)
-
-
-def slow_test_command(pid_file: Path) -> str:
-    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
-    return f"{sys.executable} -c \"{script}\""
-
-
 async def wait_for_pid(pid_file: Path) -> int:
-    for _ in range(1200):
+    """The slow test command's pid, once the run has planned and edited (Aider may start cold)."""
+    for _ in range(2400):
         if pid_file.exists() and pid_file.read_text():
             return int(pid_file.read_text())
         await asyncio.sleep(0.05)
     raise AssertionError("the test command never started")
+
+
+async def wait_until_gone(pid: int) -> None:
+    for _ in range(200):
+        if not alive(pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the test process {pid} survived the cancel")
 
 
 async def wait_for_diagnostics(
@@ -232,11 +208,11 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
         client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
         with pytest.raises(Exception, match="cancel"):
             await asyncio.wait_for(pending, 10)
-        for _ in range(200):
-            if not alive(pid) and progress_of(client, "Aider workflow")[-1].kind == "end":
+        await wait_until_gone(pid)
+        for _ in range(200):  # the progress ends once the run has settled its checkpoint
+            if progress_of(client, "Aider workflow")[-1].kind == "end":
                 break
             await asyncio.sleep(0.05)
-        assert not alive(pid), "the test process survived the cancel"
         assert progress_of(client, "Aider workflow")[-1].kind == "end"
 
         undone = await execute(client, "aider-lsp.workflow.undo", {})
@@ -270,11 +246,7 @@ async def test_second_run_refused_while_one_runs_then_progress_cancel(
         )
         result = await asyncio.wait_for(first, 10)
         assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "cancelled"
-        for _ in range(200):
-            if not alive(pid):
-                break
-            await asyncio.sleep(0.05)
-        assert not alive(pid), "the test process survived the progress cancel"
+        await wait_until_gone(pid)
         assert client.progress_reports[token][-1].kind == "end"
         undone = await execute(client, "aider-lsp.workflow.undo", {})
         assert undone["status"] == "COMPLETE", undone["content"]
