@@ -12,17 +12,10 @@ from lsprotocol import types
 
 from aider_lsp import aider_env
 from conftest import execute
+from test_aider_lsp import options
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
-
-
-def options(llm_server: Any) -> dict[str, Any]:
-    return {
-        "baseUrl": llm_server.base_url,
-        "aiderModel": "openai/scripted-coder",
-        "aiderServer": {"args": ["--edit-format", "whole"]},
-    }
 
 
 def ruff_diagnostic() -> types.Diagnostic:

@@ -55,6 +55,14 @@ def options(llm_server: Any) -> dict[str, Any]:
     }
 
 
+def edit_then_slow_test(llm_server: Any, project: Path) -> tuple[Path, dict[str, Any]]:
+    """A run that plans, edits calc.py, then hangs in its test (which writes its pid first)."""
+    pid_file = project.parent / "test.pid"
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    return pid_file, {"goal": "fix calc", "test_command": slow_test_command(pid_file)}
+
+
 async def wait_for_pid(pid_file: Path) -> int:
     """The slow test command's pid, once the run has planned and edited (Aider may start cold)."""
     for _ in range(2400):
@@ -190,12 +198,9 @@ async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
 async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
     lsp: Any, project: Path, llm_server: Any
 ) -> None:
-    pid_file = project.parent / "test.pid"
-    llm_server.add_rule(IS_PLAN, json_output(PLAN))
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    pid_file, arguments = edit_then_slow_test(llm_server, project)
     async with lsp(project, init_options=options(llm_server)) as client:
         msg_id = str(uuid.uuid4())
-        arguments = {"goal": "fix calc", "test_command": slow_test_command(pid_file)}
         pending = asyncio.ensure_future(
             client.protocol.send_request_async(
                 types.WORKSPACE_EXECUTE_COMMAND,
@@ -223,11 +228,8 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
 async def test_second_run_refused_while_one_runs_then_progress_cancel(
     lsp: Any, project: Path, llm_server: Any
 ) -> None:
-    pid_file = project.parent / "test.pid"
-    llm_server.add_rule(IS_PLAN, json_output(PLAN))
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    pid_file, arguments = edit_then_slow_test(llm_server, project)
     async with lsp(project, init_options=options(llm_server)) as client:
-        arguments = {"goal": "fix calc", "test_command": slow_test_command(pid_file)}
         first = asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arguments))
         pid = await wait_for_pid(pid_file)
 
