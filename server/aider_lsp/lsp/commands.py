@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..app import Application, RequestContext
 from ..executors.aider import apply_selection
@@ -22,6 +22,7 @@ from ..models import (
     ReadFilesArgs,
     Selection,
     TaskResult,
+    WorkflowRequest,
     complete_result,
     failed_result,
 )
@@ -73,12 +74,8 @@ class ListModelsParams(CommandParams):
     substring: str | None = None
 
 
-class WorkflowRunParams(CommandParams):
-    goal: str = Field(min_length=1, description="What the run should achieve.")
-    context: str = Field(default="", description="Extra background for the planner.")
-    test_command: str | None = Field(default=None, description="Overrides the testCommand setting.")
-    max_retries: int | None = Field(default=None, ge=0, description="Overrides maxRetries.")
-    file_context: list[str] | str | None = Field(default=None, description="Files to start from.")
+class WorkflowRunParams(WorkflowRequest, CommandParams):
+    """{goal, context?, test_command?, max_retries?, file_context?}: the run's request as is."""
 
 
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
@@ -180,13 +177,7 @@ async def _aider_list_models(
 
 async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: RequestContext) -> TaskResult:
     """The plan → edit → test → analyse loop; findings reach the editor through `ctx`."""
-    from ..models import WorkflowRequest
-
-    try:
-        request = WorkflowRequest.model_validate(params.model_dump())
-    except ValidationError as exc:
-        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"aider-lsp.workflow.run: {exc}")
-    return await app.run_workflow(request, ctx)
+    return await app.run_workflow(params, ctx)
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
