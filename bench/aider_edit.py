@@ -3,11 +3,14 @@
 The same one-line edit (whole format, answered by the scripted LLM server on 127.0.0.1) is made
   - warm: through one AiderBridge whose server is already running (the normal case),
   - cold: through a new AiderBridge each time (server start + Aider import + edit),
-  - CLI:  `aider --message ... --yes-always` as a fresh process (the aider env's binary).
-Prints the medians and the warm/CLI ratio. Target: warm at most 1/5 of the CLI.
+  - CLI:  `aider --message ... --yes-always` as a fresh process (the aider env's binary),
+  - over LSP: a real `aider-lsp serve` (which starts Aider in the background after
+    `initialized`): the first edit asked 10 s after start-up, then warm edits in the same server.
+Prints the medians and the ratios. Targets: warm at most 1/5 of the CLI; the first LSP edit
+within 2x of a warm LSP edit.
 Needs the Aider environment (`aider-lsp setup-aider`).
 
-    .venv/bin/python bench/aider_edit.py [--warm 9] [--cold 3] [--cli 3]
+    .venv/bin/python bench/aider_edit.py [--warm 9] [--cold 3] [--cli 3] [--lsp-warm 5] [--delay 10]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from llm_server import ScriptedLLMServer, aider_whole, last_user_contains  # noqa: E402
+from raw_lsp import RawLspClient  # noqa: E402
 
 from aider_lsp import aider_env  # noqa: E402
 from aider_lsp.aider.bridge import AiderBridge  # noqa: E402
@@ -89,6 +93,34 @@ async def bench_bridge(workspace: Path, base_url: str, warm_runs: int, cold_runs
     return warm, cold
 
 
+def bench_lsp_first_edit(workspace: Path, base_url: str, delay: float, warm_runs: int) -> tuple[float, list[float]]:
+    """The first edit asked `delay` seconds after the server started, then warm edits."""
+    options = {"baseUrl": base_url, "aiderModel": MODEL, "aiderServer": {"args": ["--edit-format", "whole"]}}
+    client = RawLspClient(Path(tempfile.mkstemp(prefix="aider-bench-lsp-", suffix=".log")[1]), configuration=options)
+    try:
+        client.initialize(workspace, options)
+        time.sleep(delay)  # the user opens a file, reads, then asks for an edit
+
+        def lsp_edit() -> float:
+            started = time.perf_counter()
+            answer = client.execute(
+                "aider-lsp.aider.automatic",
+                {"prompt": next_prompt(workspace), "file_context": ["calc.py"]},
+                timeout=120,
+            )
+            elapsed = time.perf_counter() - started
+            if answer.get("result", {}).get("status") != "COMPLETE":
+                raise SystemExit(f"LSP edit failed: {answer}")
+            return elapsed
+
+        first = lsp_edit()
+        warm = [lsp_edit() for _ in range(warm_runs)]
+        client.shutdown()
+    finally:
+        client.close()
+    return first, warm
+
+
 def bench_cli(workspace: Path, base_url: str, runs: int) -> list[float]:
     aider = str(aider_env.aider_executable())
     env = dict(os.environ)
@@ -125,6 +157,8 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=9)
     parser.add_argument("--cold", type=int, default=3)
     parser.add_argument("--cli", type=int, default=3)
+    parser.add_argument("--lsp-warm", type=int, default=5)
+    parser.add_argument("--delay", type=float, default=10.0, help="seconds between start-up and the first edit")
     args = parser.parse_args()
     if not aider_env.is_ready():
         print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
@@ -134,6 +168,7 @@ def main() -> int:
     try:
         warm, cold = asyncio.run(bench_bridge(workspace, server.base_url, args.warm, args.cold))
         cli = bench_cli(workspace, server.base_url, args.cli)
+        lsp_first, lsp_warm = bench_lsp_first_edit(workspace, server.base_url, args.delay, args.lsp_warm)
     finally:
         server.stop()
     warm_ms, cold_ms, cli_ms = (statistics.median(x) * 1000 for x in (warm, cold, cli))
@@ -144,6 +179,12 @@ def main() -> int:
     ratio = warm_ms / cli_ms
     print(f"  warm / CLI = {ratio:.3f}  (1/{cli_ms / warm_ms:.0f}; target <= 0.2): {'OK' if ratio <= 0.2 else 'MISSED'}")
     print(f"  cold / CLI = {cold_ms / cli_ms:.3f}")
+    first_ms, lsp_warm_ms = lsp_first * 1000, statistics.median(lsp_warm) * 1000
+    print("Over LSP (aider-lsp serve, Aider started in the background after `initialized`):")
+    print(f"  first edit, asked {args.delay:g} s after start-up : {first_ms:8.1f} ms")
+    print(f"  warm edit, same server             : {lsp_warm_ms:8.1f} ms  (n={len(lsp_warm)})")
+    first_ratio = first_ms / lsp_warm_ms
+    print(f"  first / warm = {first_ratio:.2f}  (target <= 2): {'OK' if first_ratio <= 2 else 'MISSED'}")
     return 0
 
 

@@ -178,6 +178,8 @@ def test_commands_without_a_workspace_say_so(tmp_path: Path) -> None:
                 arguments = {"file_paths": ["a.py"]}
             elif spec.id == "aider-lsp.aider.automatic":
                 arguments = {"prompt": "x"}
+            elif spec.id == "aider-lsp.workflow.run":
+                arguments = {"goal": "x"}
             else:
                 arguments = {}
             result = raw.execute(spec.id, arguments)["result"]

@@ -7,18 +7,21 @@ Services never import this module's callers (the LSP layer).
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 import os
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .aider.bridge import AiderBridge
+from .aider.bridge import AiderBridge, aider_model_for
 from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
+from .handler.model_config import LLMConfigurationError, build_model
 from .memory import MemorySystem, task_reranker
 from .models import (
     ErrorReason,
@@ -39,6 +42,9 @@ from .tools import ToolRegistry
 from .checkpoints import CheckpointStore
 
 log = logging.getLogger(__name__)
+
+# what the Aider bridge's MCP client imports on first use (about 0.7 s, several under load)
+MCP_CLIENT_MODULES = ("anyio", "mcp.types", "mcp.client.session", "mcp.shared.exceptions", "mcp.shared.message")
 
 
 
@@ -101,6 +107,7 @@ class Application:
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
         self._workflow_running = False
+        self._warm_up: asyncio.Task[bool] | None = None
 
     def _register_system_tools(self) -> None:
         async def read_files(params: dict[str, Any]) -> TaskResult:
@@ -157,6 +164,37 @@ class Application:
             ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}"
         )
 
+
+    async def warm_up(self) -> bool:
+        """Get ready for the first request, in the background once the editor is connected.
+
+        The LLM layer and the MCP client are imported in a worker thread: imported on the event
+        loop by the first call they would stall every other request for seconds. Then, when an
+        Aider model is configured, the Aider server is started, so the first edit does not pay
+        Aider's start-up. Failures are logged, never raised. Returns whether Aider is running."""
+        aider_configured = aider_model_for(self.settings) is not None or bool(
+            self.settings.aider_server.command
+        )
+        self._warm_up = asyncio.current_task()  # aclose stops a start still under way
+        try:
+            await asyncio.to_thread(self._preload_libraries, aider_configured)
+            return aider_configured and await self.aider.warm_up()
+        except Exception as exc:
+            log.warning("warming up failed: %s", exc)
+            return False
+        finally:
+            self._warm_up = None
+
+    def _preload_libraries(self, aider_configured: bool) -> None:
+        """Import what the first LLM call and the first Aider call need (a worker thread)."""
+        try:
+            build_model(self.settings)  # imports pydantic-ai and the configured provider's SDK
+        except LLMConfigurationError:
+            pass  # no model configured: the first LLM call will say so
+        if aider_configured:
+            for module in MCP_CLIENT_MODULES:
+                importlib.import_module(module)
+
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
         """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time.
 
@@ -203,5 +241,9 @@ class Application:
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""
+        warming = self._warm_up
+        if warming is not None and warming is not asyncio.current_task():
+            warming.cancel()
+            await asyncio.wait([warming], timeout=10)  # its outcome is not ours to raise
         await self.aider.aclose()
         await self.memory.aclose()

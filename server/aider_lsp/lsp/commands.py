@@ -22,6 +22,7 @@ from ..models import (
     ReadFilesArgs,
     Selection,
     TaskResult,
+    WorkflowRequest,
     complete_result,
     failed_result,
 )
@@ -71,6 +72,10 @@ class UndoParams(CommandParams):
 
 class ListModelsParams(CommandParams):
     substring: str | None = None
+
+
+class WorkflowRunParams(WorkflowRequest, CommandParams):
+    """{goal, context?, test_command?, max_retries?, file_context?}: the run's request as is."""
 
 
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
@@ -170,6 +175,11 @@ async def _aider_list_models(
     return await app.aider_tools.list_models(params.substring or "")
 
 
+async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: RequestContext) -> TaskResult:
+    """The plan → edit → test → analyse loop; findings reach the editor through `ctx`."""
+    return await app.run_workflow(params, ctx)
+
+
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
     return app.aider_tools.undo(force=params.force)
 
@@ -204,6 +214,13 @@ COMMANDS: list[CommandSpec] = [
         long_running=True,
     ),
     CommandSpec("aider-lsp.aider.listModels", ListModelsParams, _aider_list_models, "List Aider models"),
+    CommandSpec(
+        "aider-lsp.workflow.run",
+        WorkflowRunParams,
+        _workflow_run,
+        "Aider workflow",
+        long_running=True,
+    ),
     CommandSpec("aider-lsp.workflow.undo", UndoParams, _workflow_undo, "Undo the last edit"),
     CommandSpec(
         "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True

@@ -15,6 +15,8 @@ from .. import __version__
 from ..app import Application, RequestContext
 from ..models import ProgressCallback
 from ..settings import Settings
+from .diagnostics import WORKFLOW as WORKFLOW_FINDINGS
+from .diagnostics import DiagnosticStore
 from .documents import OpenDocuments
 from .protocol import AiderProtocol
 
@@ -37,6 +39,7 @@ class AiderLanguageServer(LanguageServer):
         self.background_tasks: set[asyncio.Task[Any]] = set()
         self.workspace_problem: str | None = None  # why the workspace folder could not be opened
         self.documents = OpenDocuments(self)
+        self.diagnostic_store = DiagnosticStore(self)  # the aider-lsp diagnostics, by producer
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A malformed notification has no answer to carry the error: log it to the client's
@@ -66,6 +69,7 @@ class AiderLanguageServer(LanguageServer):
     def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
         """What a request needs to know of the editor: open documents, where progress goes."""
         context = RequestContext(open_files=self.documents.open_files())
+        context.report_findings = self.diagnostic_store.sink(WORKFLOW_FINDINGS)
         if report is not None:
             context.report_progress = report
         return context

@@ -110,6 +110,8 @@ def register(server: AiderLanguageServer) -> None:
             ls.configured.set()
         configuration.show_settings_problem(ls)
         indexing.start_workspace_index(ls)  # background, with $/progress
+        if ls.app is not None:  # the first edit should not pay Aider's start-up
+            ls.keep_task(asyncio.create_task(ls.app.warm_up(), name="aider-warm-up"))
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AiderLanguageServer, params: Any = None) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from . import configuration, documents, indexing, lifecycle, runtime
+from . import code_actions, configuration, diagnostics, documents, indexing, lifecycle, runtime
 from .language_server import AiderLanguageServer
 
 FEATURES: list[Callable[[AiderLanguageServer], None]] = [
@@ -20,6 +20,8 @@ FEATURES: list[Callable[[AiderLanguageServer], None]] = [
     documents.register,  # didOpen / didChange / didSave / didClose
     indexing.register,  # watched files, renames
     runtime.register_commands,  # workspace/executeCommand: lsp/commands.py's COMMANDS
+    diagnostics.register,  # the aider-lsp diagnostics store, aider-lsp.diagnostics.clear
+    code_actions.register,  # Fix with Aider, Run Aider workflow, Edit selection with Aider
 ]
 
 server = AiderLanguageServer()

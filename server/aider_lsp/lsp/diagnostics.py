@@ -1,0 +1,167 @@
+"""Findings (test failures, analysis advice) shown as LSP diagnostics with `source: "aider-lsp"`.
+
+One store keyed by (producer, uri): a producer (the workflow, …) replaces its own diagnostics
+without touching another's, and each publish sends the union for the uri, because
+`textDocument/publishDiagnostics` replaces everything the server said about a document.
+A uri whose last diagnostic goes is cleared with an empty list.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from ..files import AccessDenied
+from ..models import Finding, FindingsCallback, Severity, complete_result
+
+if TYPE_CHECKING:
+    from .language_server import AiderLanguageServer
+
+log = logging.getLogger(__name__)
+
+SOURCE = "aider-lsp"
+CLEAR_COMMAND = "aider-lsp.diagnostics.clear"
+WORKFLOW = "workflow"  # the producer whose findings arrive through RequestContext.report_findings
+
+_SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFORMATION: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+def _line_range(lines: Sequence[str], finding: Finding, units: Any) -> types.Range:
+    """Finding lines/columns are 1-based (0 = whole file / no column); LSP's are 0-based.
+
+    A whole-file finding sits on line 0; a line finding covers the line's text (from its column,
+    else from its first non-blank character) when the text is known, else an empty range."""
+    line = max(finding.line - 1, 0)
+    text = lines[line].rstrip("\r\n") if line < len(lines) else ""
+    if finding.column > 0:
+        start = min(finding.column - 1, len(text))
+    else:
+        start = len(text) - len(text.lstrip())
+    start_units = units.client_num_units(text[:start])
+    end_units = max(units.client_num_units(text), start_units)
+    return types.Range(
+        start=types.Position(line=line, character=start_units),
+        end=types.Position(line=line, character=end_units),
+    )
+
+
+def to_diagnostic(finding: Finding, lines: Sequence[str], units: Any) -> types.Diagnostic:
+    """One Finding as an lsprotocol Diagnostic; the tool that said it is the diagnostic's code."""
+    return types.Diagnostic(
+        range=_line_range(lines, finding, units),
+        message=finding.message,
+        severity=_SEVERITIES[finding.severity],
+        source=SOURCE,
+        code=finding.source,
+    )
+
+
+class DiagnosticStore:
+    """The server's aider-lsp diagnostics: (producer, uri) → diagnostics, published on change."""
+
+    def __init__(self, ls: AiderLanguageServer) -> None:
+        self._ls = ls
+        self._entries: dict[tuple[str, str], list[types.Diagnostic]] = {}
+
+    def for_uri(self, uri: str) -> list[types.Diagnostic]:
+        """Every producer's diagnostics on one document (code actions read them)."""
+        path = to_fs_path(uri)
+        return [
+            diagnostic
+            for (_, key_uri), diagnostics in self._entries.items()
+            if key_uri == uri or (path is not None and to_fs_path(key_uri) == path)
+            for diagnostic in diagnostics
+        ]
+
+    def replace(self, producer: str, findings: list[Finding]) -> None:
+        """The producer's new set of findings replaces its previous one (empty = clear)."""
+        grouped: dict[str, list[types.Diagnostic]] = {}
+        located_paths: dict[str, tuple[str, Sequence[str]] | None] = {}
+        for finding in findings:
+            if finding.path not in located_paths:  # each file is read once per set
+                located_paths[finding.path] = self._locate(finding.path)
+            located = located_paths[finding.path]
+            if located is None:
+                log.info("a finding outside the workspace is not shown: %s", finding.path)
+                continue
+            uri, lines = located
+            codec = self._ls.workspace.position_codec
+            grouped.setdefault(uri, []).append(to_diagnostic(finding, lines, codec))
+        stale = {uri for (owner, uri) in self._entries if owner == producer and uri not in grouped}
+        for uri in stale:
+            del self._entries[(producer, uri)]
+        for uri, diagnostics in grouped.items():
+            self._entries[(producer, uri)] = diagnostics
+        for uri in stale | set(grouped):
+            self._publish(uri)
+
+    def clear(self) -> int:
+        """Clear every aider-lsp diagnostic; returns how many documents were cleared."""
+        uris = {uri for (_, uri) in self._entries}
+        self._entries.clear()
+        for uri in uris:
+            self._publish(uri)
+        return len(uris)
+
+    def sink(self, producer: str) -> FindingsCallback:
+        """A RequestContext.report_findings for one producer."""
+        return lambda findings: self.replace(producer, findings)
+
+    def _open_document(self, path: Path) -> Any | None:
+        for document in list(self._ls.workspace.text_documents.values()):
+            doc_path = to_fs_path(document.uri)
+            if doc_path is not None and os.path.realpath(doc_path) == str(path):
+                return document
+        return None
+
+    def _locate(self, relative: str) -> tuple[str, Sequence[str]] | None:
+        """The finding's document uri (the editor's own spelling when open) and its lines."""
+        app = self._ls.app
+        if app is None:
+            return None
+        try:
+            path = app.files.resolve(relative)
+        except AccessDenied:  # outside the workspace, a bad path: not ours to show
+            return None
+        document = self._open_document(path)
+        if document is not None:
+            return document.uri, document.lines
+        try:
+            return path.as_uri(), path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:  # deleted or unreadable: the finding still shows, on an empty range
+            return path.as_uri(), []
+
+    def _publish(self, uri: str) -> None:
+        diagnostics = [d for (_, key), items in self._entries.items() if key == uri for d in items]
+        path = to_fs_path(uri)
+        document = self._open_document(Path(os.path.realpath(path))) if path else None
+        version = document.version if document is not None else None
+        try:
+            self._ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            )
+        except Exception as exc:  # no transport any more (shutting down)
+            log.warning("could not publish diagnostics for %s: %s", uri, exc)
+
+
+def register(server: AiderLanguageServer) -> None:
+    """The `aider-lsp.diagnostics.clear` command (the store is the server's `diagnostic_store`)."""
+
+    @server.command(CLEAR_COMMAND)
+    def clear_diagnostics(ls, *args: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]  # pygls injects `ls` by name
+        if len(args) > 1 or (args and args[0] not in (None, {}, [])):
+            raise JsonRpcInvalidParams(f"{CLEAR_COMMAND} takes no argument (or an empty object)")
+        count = ls.diagnostic_store.clear()
+        return complete_result(f"cleared aider-lsp diagnostics on {count} document(s)").to_wire()

@@ -1,0 +1,67 @@
+"""With an Aider model configured the Aider server starts in the background after `initialized`,
+so the first edit finds it running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import aider_whole, any_request
+
+from aider_lsp import aider_env
+from conftest import execute
+
+pytestmark = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
+
+EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
+
+
+def aider_servers(workspace: Path) -> set[int]:
+    """Live Aider MCP server processes serving this workspace (from /proc)."""
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and b"aider_mcp" in argv and os.fsencode(workspace) in argv:
+            found.add(int(entry))
+    return found
+
+
+async def wait_for_servers(workspace: Path, seconds: float = 30.0) -> set[int]:
+    for _ in range(int(seconds / 0.1)):
+        found = aider_servers(workspace)
+        if found:
+            return found
+        await asyncio.sleep(0.1)
+    return set()
+
+
+async def test_aider_server_starts_after_initialized_and_serves_the_first_edit(
+    lsp: Any, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    options = {
+        "baseUrl": llm_server.base_url,
+        "aiderModel": "openai/scripted-coder",
+        "aiderServer": {"args": ["--edit-format", "whole"]},
+    }
+    async with lsp(workspace, init_options=options) as client:
+        warm = await wait_for_servers(workspace)
+        assert len(warm) == 1, "no Aider server started after initialized"
+        assert llm_server.chat_requests() == []  # started, not used
+        result = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "file_context": ["pkg/calc.py"]}
+        )
+        assert result["status"] == "COMPLETE", result["content"]
+        assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+        assert aider_servers(workspace) == warm, "the first edit started another Aider server"
+    assert aider_servers(workspace) == set(), "the Aider server outlived the language server"
+
