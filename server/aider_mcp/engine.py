@@ -192,7 +192,12 @@ class AiderEngine:
                 tags = cache / "aider-lsp" / "tags" / uuid.uuid5(uuid.NAMESPACE_URL, str(self.root)).hex
                 RepoMap.TAGS_CACHE_DIR = str(tags)
             self._io_class = _make_io_class()
-            self._model(self.config.model)
+            # what the first edit would otherwise pay (about 1.5 s, measured): the tokenizer that
+            # counts the chat's tokens, and the OpenAI client's resources that litellm imports
+            # on its first completion
+            self._model(self.config.model).token_count("warm up")
+            import httpcore  # noqa: F401
+            import openai.resources  # noqa: F401
 
     def _model(self, name: str) -> Any:
         from aider.models import Model
