@@ -7,8 +7,8 @@ The answers are derived from the project's own calculator.py, so a real Aider re
 
 Prints {"base_url": ...} on one line, then reads commands on stdin: `release` lets the held
 Aider answer of the workflow's second iteration through (so the test can look at the failing
-iteration's diagnostics while the run waits); end of input stops the server and writes every
-request it saw to --log.
+iteration's diagnostics while the run waits; `--no-hold` for the editor demo); end of input
+stops the server and writes every request it saw to --log.
 """
 
 from __future__ import annotations
@@ -128,12 +128,15 @@ def main() -> None:
     parser.add_argument("--project", type=Path, required=True, help="the folder holding calculator.py")
     parser.add_argument("--log", type=Path, help="where to write the requests seen, at exit")
     parser.add_argument("--print-versions", action="store_true", help="print the scripted file texts as JSON")
+    parser.add_argument("--no-hold", action="store_true", help="never hold an answer back (the editor demo)")
     args = parser.parse_args()
     original = (args.project / FILE).read_text()
     if args.print_versions:
         print(json.dumps({"original": original, **versions(original)}))
         return
     gate = threading.Event()
+    if args.no_hold:
+        gate.set()
     server = llm.ScriptedLLMServer(models=[PLANNER, CODER])
     script(server, original, gate)
     server.start()

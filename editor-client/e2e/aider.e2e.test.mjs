@@ -1,0 +1,151 @@
+// The extension in a real VS Code workbench (code-server + headless Chromium), used as a user
+// would: palette, input boxes, the editor, notifications, the Problems panel, the quick fix.
+// The language server is the repository's (.venv), Aider is the real bundled one, and the
+// models are the scripted OpenAI-compatible server of scripted_llm.py.
+// Run it with `npm run test:e2e` (e2e/run.sh installs what it needs first).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+    CLIENT, copyExample, E2E, REPO, scriptedVersions, serverEnvironment, startScriptedLlm, TEST_COMMAND,
+    writeWorkspaceSettings,
+} from './project.mjs';
+import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
+
+const DOCS = path.join(REPO, 'docs', 'images');
+
+// What the user types; scripted_llm.py answers these (keep both in step).
+const EDIT_INSTRUCTION = 'Add a docstring to add';
+const GOAL_FIX = 'Make the tests pass';
+const GOAL_REVIEW = 'Mark calculator.py as reviewed';
+
+/** The run's folder: screenshots, logs, the project copy, the profiles. */
+function runFolder() {
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const dir = process.env.AIDER_LSP_E2E_OUT || path.join(E2E, 'runs', stamp);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+}
+
+/** The .vsix under test: AIDER_LSP_E2E_VSIX, else `npm run package`. */
+function buildVsix() {
+    if (process.env.AIDER_LSP_E2E_VSIX) return process.env.AIDER_LSP_E2E_VSIX;
+    const out = spawnSync('npm', ['run', 'package'], { cwd: CLIENT, encoding: 'utf8' });
+    assert.equal(out.status, 0, `npm run package failed:\n${out.stdout}${out.stderr}`);
+    return path.join(CLIENT, 'aider-lsp.vsix');
+}
+
+describe('the Aider extension in a real VS Code', () => {
+    const run = runFolder();
+    const project = path.join(run, 'calculator');
+    let text; // calculator.py at each point of the story
+    let llm;
+    let codeServer;
+    let browser;
+    let wb;
+    const shots = {};
+    const passed = new Set();
+
+    before(async () => {
+        console.log(`e2e run folder: ${run}`);
+        copyExample(project);
+        text = scriptedVersions(project);
+        llm = await startScriptedLlm(project, { log: path.join(run, 'llm-requests.json') });
+        // AIDER_LSP_E2E_SERVER: another server executable (e.g. /bin/false, to see the test fail)
+        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: process.env.AIDER_LSP_E2E_SERVER || undefined });
+        codeServer = new CodeServer(path.join(run, 'code-server'), serverEnvironment({ scripted: true }));
+        codeServer.writeUserSettings({});
+        codeServer.installExtension(buildVsix());
+        const url = await codeServer.start(project);
+        browser = await openBrowser(url, path.join(run, 'chromium-profile'));
+        wb = new Workbench(browser.page, path.join(run, 'screenshots'));
+        await wb.ready();
+    });
+
+    after(async () => {
+        if (wb) await wb.screenshot('end').catch(() => {});
+        await browser?.context.close().catch(() => {});
+        const stopped = await codeServer?.stop();
+        if (stopped) {
+            fs.writeFileSync(path.join(run, 'processes.txt'), stopped.map((p) => `${p.pid} ${p.command}`).join('\n'));
+        }
+        await llm?.stop();
+        console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
+    });
+
+    it('1. edits the selection with Aider from the palette', async () => {
+        await wb.openFile('calculator.py');
+        assert.equal(await wb.editorText(), text.original);
+        const addAt = text.original.split('\n').indexOf('def add(a, b):') + 1;
+        await wb.selectLines(addAt, addAt + 1);
+        shots.palette = await wb.runCommand('Aider: Edit with Aider…', { screenshot: 'palette' });
+        await wb.answerInput(EDIT_INSTRUCTION, { screenshot: 'edit-instruction' });
+        await wb.waitForEditorText(text.documented, 180_000);
+        const toast = await wb.waitForToast(/Edit with Aider/);
+        assert.match(toast, /changed calculator\.py/);
+        await wb.screenshot('edit-result');
+        passed.add(1);
+    });
+
+    it('2. runs the workflow: progress, a diagnostic after the failing iteration, success with none left', async () => {
+        await wb.clearToasts();
+        await wb.runCommand('Aider: Run Workflow…');
+        await wb.answerInput(GOAL_FIX, { screenshot: 'workflow-goal' });
+        await wb.acceptInput(TEST_COMMAND); // the test command, pre-filled from the settings
+        const progress = await wb.waitForToast(/Iteration 1\//);
+        assert.match(progress, /Aider workflow/);
+        // The second iteration's Aider answer is held back until the failing one has been seen.
+        const rows = await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
+        assert.ok(rows.some((row) => /average|ZeroDivision/.test(row)), rows.join('\n'));
+        await wb.waitForToast(/Iteration 2\//);
+        shots.progress = await wb.screenshot('workflow-progress');
+        await wb.openFile('calculator.py');
+        shots.quickFix = await wb.showQuickFixes(1, /Fix with Aider/, 'quick-fix-menu');
+        await wb.page.keyboard.press('Escape');
+        llm.release();
+        const done = await wb.waitForToast(/Workflow/);
+        assert.doesNotMatch(done, /failed|cancelled/i);
+        await wb.waitForEditorText(text.fixed);
+        await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')));
+        await wb.screenshot('workflow-done');
+        passed.add(2);
+    });
+
+    it('3. undoes the last Aider change', async () => {
+        await wb.clearToasts();
+        await wb.runCommand('Aider: Undo Last Aider Change');
+        assert.match(await wb.waitForToast(/Undo/), /calculator\.py|restored|undid/i);
+        await wb.waitForEditorText(text.documented); // as it was before the workflow
+        await wb.screenshot('undo');
+        passed.add(3);
+    });
+
+    it('4. fixes a diagnostic with the quick fix "Fix with Aider"', async () => {
+        await wb.clearToasts();
+        await wb.runCommand('Aider: Run Workflow…');
+        await wb.answerInput(GOAL_REVIEW);
+        await wb.acceptInput(TEST_COMMAND);
+        assert.match(await wb.waitForToast(/Workflow failed/), /tests still fail|goal/i);
+        await wb.waitForEditorText(text.reviewed);
+        await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
+        await wb.clearToasts();
+        await wb.openFile('calculator.py');
+        await wb.showQuickFixes(1, /Fix with Aider/, 'quick-fix');
+        await wb.page.locator('.action-widget .monaco-list-row', { hasText: 'Fix with Aider' }).first().click();
+        await wb.waitForEditorText(text.quick_fixed, 180_000);
+        assert.match(await wb.waitForToast(/Aider/), /changed calculator\.py/);
+        await wb.screenshot('quick-fix-result');
+        passed.add(4);
+    });
+
+    after(() => {
+        // The docs show the palette, the workflow's progress and a diagnostic's quick fix of a passing run.
+        if (passed.size < 4 || process.env.AIDER_LSP_E2E_NO_DOCS) return;
+        fs.mkdirSync(DOCS, { recursive: true });
+        fs.copyFileSync(shots.palette, path.join(DOCS, 'e2e-palette.png'));
+        fs.copyFileSync(shots.progress, path.join(DOCS, 'e2e-workflow-progress.png'));
+        fs.copyFileSync(shots.quickFix, path.join(DOCS, 'e2e-quick-fix.png'));
+    });
+});

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `run.sh test` (npm run test:e2e): the end-to-end test of the extension in a real VS Code.
+# `run.sh editor` (./scripts/run editor): code-server with the extension and the example open.
+# Both install what is missing first (setup.sh, the repository's .venv) and build the .vsix
+# (AIDER_LSP_E2E_VSIX: use that one instead).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+client=$(dirname "$here")
+repo=$(dirname "$client")
+mode=${1:-test}
+
+bash "$here/setup.sh" >/dev/null
+if [ ! -x "$repo/.venv/bin/aider-lsp" ]; then
+  bash "$repo/scripts/bootstrap" >&2
+fi
+cd "$client"
+[ -d node_modules ] || npm ci --no-audit --no-fund >&2
+vsix=${AIDER_LSP_E2E_VSIX:-}
+if [ -z "$vsix" ]; then
+  npm run --silent package >&2
+  vsix=$client/aider-lsp.vsix
+fi
+
+case "$mode" in
+  test) AIDER_LSP_E2E_VSIX=$vsix exec node --test --test-reporter=spec "$here/aider.e2e.test.mjs" ;;
+  editor) exec node "$here/editor.mjs" "$vsix" ;;
+  *) echo "usage: $0 test|editor" >&2; exit 2 ;;
+esac
