@@ -20,6 +20,8 @@ const DOCS = path.join(REPO, 'docs', 'images');
 const EDIT_INSTRUCTION = 'Add a docstring to add';
 const GOAL_FIX = 'Make the tests pass';
 const GOAL_REVIEW = 'Mark calculator.py as reviewed';
+// A result or error notification (a progress notification starts with its title instead).
+const RESULT = /^Aider: /m;
 
 /** The run's folder: screenshots, logs, the project copy, the profiles. */
 function runFolder() {
@@ -82,30 +84,35 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.selectLines(addAt, addAt + 1);
         shots.palette = await wb.runCommand('Aider: Edit with Aider…', { screenshot: 'palette' });
         await wb.answerInput(EDIT_INSTRUCTION, { screenshot: 'edit-instruction' });
-        await wb.waitForEditorText(text.documented, 180_000);
-        const toast = await wb.waitForToast(/Edit with Aider/);
-        assert.match(toast, /changed calculator\.py/);
+        const toast = await wb.waitForToast(RESULT, 180_000); // the result, or why there is none
+        assert.match(toast, /Aider: Edit with Aider: changed calculator\.py/);
+        await wb.waitForEditorText(text.documented);
         await wb.screenshot('edit-result');
         passed.add(1);
     });
 
     it('2. runs the workflow: progress, a diagnostic after the failing iteration, success with none left', async () => {
+        assert.ok(passed.has(1), 'the story stops: step 1 failed');
         await wb.clearToasts();
         await wb.runCommand('Aider: Run Workflow…');
-        await wb.answerInput(GOAL_FIX, { screenshot: 'workflow-goal' });
-        await wb.acceptInput(TEST_COMMAND); // the test command, pre-filled from the settings
-        const progress = await wb.waitForToast(/Iteration 1\//);
-        assert.match(progress, /Aider workflow/);
         // The second iteration's Aider answer is held back until the failing one has been seen.
-        const rows = await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
-        assert.ok(rows.some((row) => /average|ZeroDivision/.test(row)), rows.join('\n'));
-        await wb.waitForToast(/Iteration 2\//);
-        shots.progress = await wb.screenshot('workflow-progress');
-        await wb.openFile('calculator.py');
-        shots.quickFix = await wb.showQuickFixes(1, /Fix with Aider/, 'quick-fix-menu');
-        await wb.page.keyboard.press('Escape');
-        llm.release();
-        const done = await wb.waitForToast(/Workflow/);
+        try {
+            await wb.answerInput(GOAL_FIX, { screenshot: 'workflow-goal' });
+            await wb.acceptInput(TEST_COMMAND); // pre-filled from the settings
+            await wb.waitForToast(/Aider workflow: (Planning|Iteration 1\/)/);
+            const rows = await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
+            assert.ok(rows.some((row) => /average|ZeroDivision/.test(row)), rows.join('\n'));
+            await wb.waitForToast(/Aider workflow: Iteration 2\//);
+            shots.progress = await wb.screenshot('workflow-progress');
+            await wb.openFile('calculator.py');
+            // on the failing line, where the unittest diagnostic's squiggle starts
+            const failing = { line: text.half_fixed.split('\n').indexOf('    return sum(values) / len(values)') + 1, column: 5 };
+            shots.quickFix = await wb.showQuickFixes(failing, /Fix with Aider/, 'quick-fix-menu');
+            await wb.page.keyboard.press('Escape');
+        } finally {
+            llm.release();
+        }
+        const done = await wb.waitForToast(/Aider: Workflow/);
         assert.doesNotMatch(done, /failed|cancelled/i);
         await wb.waitForEditorText(text.fixed);
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')));
@@ -114,28 +121,30 @@ describe('the Aider extension in a real VS Code', () => {
     });
 
     it('3. undoes the last Aider change', async () => {
+        assert.ok(passed.has(2), 'the story stops: step 2 failed');
         await wb.clearToasts();
         await wb.runCommand('Aider: Undo Last Aider Change');
-        assert.match(await wb.waitForToast(/Undo/), /calculator\.py|restored|undid/i);
+        assert.match(await wb.waitForToast(/Aider: Undo/), /calculator\.py|restored|undid/i);
         await wb.waitForEditorText(text.documented); // as it was before the workflow
         await wb.screenshot('undo');
         passed.add(3);
     });
 
     it('4. fixes a diagnostic with the quick fix "Fix with Aider"', async () => {
+        assert.ok(passed.has(3), 'the story stops: step 3 failed');
         await wb.clearToasts();
         await wb.runCommand('Aider: Run Workflow…');
         await wb.answerInput(GOAL_REVIEW);
         await wb.acceptInput(TEST_COMMAND);
-        assert.match(await wb.waitForToast(/Workflow failed/), /tests still fail|goal/i);
+        assert.match(await wb.waitForToast(/Aider: Workflow/), /failed.*(tests still fail|goal)/is);
         await wb.waitForEditorText(text.reviewed);
         await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
         await wb.clearToasts();
         await wb.openFile('calculator.py');
-        await wb.showQuickFixes(1, /Fix with Aider/, 'quick-fix');
+        await wb.showQuickFixes({ line: 1 }, /Fix with Aider/, 'quick-fix'); // the analysis' diagnostic
         await wb.page.locator('.action-widget .monaco-list-row', { hasText: 'Fix with Aider' }).first().click();
         await wb.waitForEditorText(text.quick_fixed, 180_000);
-        assert.match(await wb.waitForToast(/Aider/), /changed calculator\.py/);
+        assert.match(await wb.waitForToast(RESULT), /Aider: Editing with Aider: changed calculator\.py/);
         await wb.screenshot('quick-fix-result');
         passed.add(4);
     });

@@ -321,9 +321,9 @@ export class Workbench {
         await input.press('Enter');
     }
 
-    /** Ctrl+. on `line` of the active editor; waits for an action matching `pattern`, screenshots the menu. */
-    async showQuickFixes(line, pattern, screenshot) {
-        await this.goToLine(line);
+    /** Ctrl+. at `line`, `column` of the active editor; waits for an action matching `pattern`, screenshots the menu. */
+    async showQuickFixes({ line, column = 1 }, pattern, screenshot) {
+        await this.goToLine(line, column);
         await this.page.keyboard.press('Control+Period');
         await this.page.locator('.action-widget .monaco-list-row', { hasText: pattern }).first().waitFor({ timeout: 30_000 });
         await sleep(300);
@@ -346,9 +346,15 @@ export class Workbench {
         return this.page.locator('.editor-group-container.active .monaco-editor').first();
     }
 
-    /** The active editor's text as rendered (lines sorted by their position: the DOM is not in order). */
+    /**
+     * The active editor's text as rendered, scrolled to the top with the mouse wheel (only the
+     * visible lines are in the DOM, and not in order: sorted by their position).
+     */
     async editorText() {
-        return this.activeEditor().locator('.view-lines').evaluate((el) =>
+        const lines = this.activeEditor().locator('.view-lines');
+        await lines.hover();
+        await this.page.mouse.wheel(0, -100_000);
+        return lines.evaluate((el) =>
             [...el.querySelectorAll(':scope > .view-line')]
                 .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
                 .map((line) => line.textContent.replace(/\u00a0/g, ' '))
@@ -368,13 +374,13 @@ export class Workbench {
         throw new Error(`the editor never showed the expected text; it shows:\n${seen}\n--- expected:\n${want}`);
     }
 
-    /** Puts the cursor on `line` (1-based) with Ctrl+G. */
-    async goToLine(line) {
+    /** Puts the cursor on `line`, `column` (1-based) with Ctrl+G. */
+    async goToLine(line, column = 1) {
         await this.activeEditor().locator('.view-lines').click();
         await this.page.keyboard.press('Control+G');
         const input = this.quickInput().locator('input.input');
         await input.waitFor();
-        await input.fill(`:${line}`);
+        await input.fill(`:${line}:${column}`);
         await input.press('Enter');
         await this.quickInput().waitFor({ state: 'hidden' });
     }
@@ -392,12 +398,20 @@ export class Workbench {
         return this.page.locator('.notifications-toasts .notification-toast').allInnerTexts();
     }
 
-    /** Waits for a toast whose text matches `pattern`; returns its text. */
+    /** Waits for a toast whose text matches `pattern`; returns its text (a progress toast's text moves on). */
     async waitForToast(pattern, timeout = 120_000) {
-        const toast = this.page.locator('.notifications-toasts .notification-toast', { hasText: pattern }).first();
-        await toast.waitFor({ timeout });
-        await sleep(500); // let it finish sliding in before anyone takes a picture
-        return toast.innerText();
+        const deadline = Date.now() + timeout;
+        let seen = [];
+        while (Date.now() < deadline) {
+            seen = await this.toasts();
+            const found = seen.find((t) => pattern.test(t));
+            if (found !== undefined) {
+                await sleep(500); // let it finish sliding in before anyone takes a picture
+                return found;
+            }
+            await sleep(100);
+        }
+        throw new Error(`no notification matched ${pattern}; shown: ${JSON.stringify(seen)}`);
     }
 
     /** Closes every toast (so the next wait sees only new ones). */
