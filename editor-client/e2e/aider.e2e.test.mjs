@@ -74,6 +74,7 @@ describe('the Aider extension in a real VS Code', () => {
             fs.writeFileSync(path.join(run, 'processes.txt'), stopped.map((p) => `${p.pid} ${p.command}`).join('\n'));
         }
         await llm?.stop();
+        fs.rmSync(path.join(run, 'chromium-profile'), { recursive: true, force: true }); // a fresh one each run
         console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
     });
 
