@@ -78,7 +78,20 @@ describe('the Aider extension in a real VS Code', () => {
         console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
     });
 
-    it('1. edits the selection with Aider from the palette', async () => {
+    /** One step of the story: it needs the step before, starts without notifications, ends with a screenshot. */
+    function step(n, title, lastShot, body) {
+        it(`${n}. ${title}`, async () => {
+            if (n > 1) {
+                assert.ok(passed.has(n - 1), `the story stops: step ${n - 1} failed`);
+                await wb.clearToasts();
+            }
+            await body();
+            await wb.screenshot(lastShot);
+            passed.add(n);
+        });
+    }
+
+    step(1, 'edits the selection with Aider from the palette', 'edit-result', async () => {
         await wb.openFile('calculator.py');
         assert.equal(await wb.editorText(), text.original);
         const addAt = text.original.split('\n').indexOf('def add(a, b):') + 1;
@@ -88,13 +101,9 @@ describe('the Aider extension in a real VS Code', () => {
         const toast = await wb.waitForToast(RESULT, 180_000); // the result, or why there is none
         assert.match(toast, /Aider: Edit with Aider: changed calculator\.py/);
         await wb.waitForEditorText(text.documented);
-        await wb.screenshot('edit-result');
-        passed.add(1);
     });
 
-    it('2. runs the workflow: progress, a diagnostic after the failing iteration, success with none left', async () => {
-        assert.ok(passed.has(1), 'the story stops: step 1 failed');
-        await wb.clearToasts();
+    step(2, 'runs the workflow: progress, a diagnostic after the failing iteration, success with none left', 'workflow-done', async () => {
         await wb.runCommand('Aider: Run Workflow…');
         // The second iteration's Aider answer is held back until the failing one has been seen.
         try {
@@ -117,23 +126,15 @@ describe('the Aider extension in a real VS Code', () => {
         assert.doesNotMatch(done, /failed|cancelled/i);
         await wb.waitForEditorText(text.fixed);
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')));
-        await wb.screenshot('workflow-done');
-        passed.add(2);
     });
 
-    it('3. undoes the last Aider change', async () => {
-        assert.ok(passed.has(2), 'the story stops: step 2 failed');
-        await wb.clearToasts();
+    step(3, 'undoes the last Aider change', 'undo', async () => {
         await wb.runCommand('Aider: Undo Last Aider Change');
         assert.match(await wb.waitForToast(/Aider: Undo/), /calculator\.py|restored|undid/i);
         await wb.waitForEditorText(text.documented); // as it was before the workflow
-        await wb.screenshot('undo');
-        passed.add(3);
     });
 
-    it('4. fixes a diagnostic with the quick fix "Fix with Aider"', async () => {
-        assert.ok(passed.has(3), 'the story stops: step 3 failed');
-        await wb.clearToasts();
+    step(4, 'fixes a diagnostic with the quick fix "Fix with Aider"', 'quick-fix-result', async () => {
         await wb.runCommand('Aider: Run Workflow…');
         await wb.answerInput(GOAL_REVIEW);
         await wb.acceptInput(TEST_COMMAND);
@@ -146,8 +147,6 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.page.locator('.action-widget .monaco-list-row', { hasText: 'Fix with Aider' }).first().click();
         await wb.waitForEditorText(text.quick_fixed, 180_000);
         assert.match(await wb.waitForToast(RESULT), /Aider: Editing with Aider: changed calculator\.py/);
-        await wb.screenshot('quick-fix-result');
-        passed.add(4);
     });
 
     after(() => {

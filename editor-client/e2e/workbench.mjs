@@ -398,8 +398,11 @@ export class Workbench {
         return this.page.locator('.notifications-toasts .notification-toast').allInnerTexts();
     }
 
-    /** Waits for a toast whose text matches `pattern`; returns its text (a progress toast's text moves on). */
-    async waitForToast(pattern, timeout = 120_000) {
+    /**
+     * Waits for a toast whose text matches `pattern`; returns its text (a progress toast's text
+     * moves on). A failure toast that does not match ends the wait at once.
+     */
+    async waitForToast(pattern, timeout = 120_000, failure = /^Aider: .*failed/m) {
         const deadline = Date.now() + timeout;
         let seen = [];
         while (Date.now() < deadline) {
@@ -409,6 +412,8 @@ export class Workbench {
                 await sleep(500); // let it finish sliding in before anyone takes a picture
                 return found;
             }
+            const failed = seen.find((t) => failure.test(t));
+            if (failed !== undefined) throw new Error(`instead of ${pattern}: ${JSON.stringify(failed)}`);
             await sleep(100);
         }
         throw new Error(`no notification matched ${pattern}; shown: ${JSON.stringify(seen)}`);
