@@ -16,32 +16,10 @@ export const TEST_COMMAND = `${PYTHON} -m unittest`;
 const EXAMPLE = path.join(REPO, 'examples', 'calculator');
 const SCRIPTED_LLM = path.join(E2E, 'scripted_llm.py');
 
-// Until examples/calculator is in the repository, the same calculator from here.
-const FALLBACK_EXAMPLE = {
-    'calculator.py':
-        '"""A tiny calculator (it has two bugs the tests catch)."""\n\n\n' +
-        'def add(a, b):\n    return a + b\n\n\n' +
-        'def subtract(a, b):\n    return b - a\n\n\n' +
-        'def average(values):\n    """The mean of a list of numbers; 0 for an empty list."""\n' +
-        '    return sum(values) / len(values)\n',
-    'test_calculator.py':
-        'import unittest\n\nfrom calculator import add, average, subtract\n\n\n' +
-        'class CalculatorTest(unittest.TestCase):\n' +
-        '    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n' +
-        '    def test_subtract(self):\n        self.assertEqual(subtract(5, 3), 2)\n\n' +
-        '    def test_average(self):\n        self.assertEqual(average([1, 2, 3]), 2)\n\n' +
-        '    def test_average_of_nothing_is_zero(self):\n        self.assertEqual(average([]), 0)\n\n\n' +
-        "if __name__ == '__main__':\n    unittest.main()\n",
-};
-
 /** Copies the example calculator (buggy on purpose) to `dest`. */
 export function copyExample(dest) {
-    if (fs.existsSync(EXAMPLE)) {
-        fs.cpSync(EXAMPLE, dest, { recursive: true });
-        return;
-    }
-    fs.mkdirSync(dest, { recursive: true });
-    for (const [name, text] of Object.entries(FALLBACK_EXAMPLE)) fs.writeFileSync(path.join(dest, name), text);
+    if (!fs.existsSync(path.join(EXAMPLE, 'calculator.py'))) throw new Error(`the example project is missing: ${EXAMPLE}`);
+    fs.cpSync(EXAMPLE, dest, { recursive: true });
 }
 
 /** Runs the repository's Python with `args`; returns its stdout. */

@@ -14,23 +14,13 @@ stops the server and writes every request it saw to --log.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict
 
-try:
-    from aider_lsp import scripted_llm as llm  # where the project keeps it once it moves there
-except ImportError:
-    spec = importlib.util.spec_from_file_location(
-        "llm_server", Path(__file__).resolve().parents[2] / "tests" / "llm_server.py"
-    )
-    assert spec and spec.loader
-    llm = importlib.util.module_from_spec(spec)
-    sys.modules["llm_server"] = llm  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(llm)
+from aider_lsp import scripted_llm as llm
 
 PLANNER = "scripted-planner"
 CODER = "scripted-coder"
