@@ -15,6 +15,7 @@ import pytest
 from aider_lsp.app import Application
 from aider_lsp.files import FileAccessManager
 from aider_lsp.memory import MemorySystem, apply_rerank, index as index_module
+from aider_lsp.memory import reader as reader_module
 from aider_lsp.memory import system as system_module
 from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
 from aider_lsp.settings import Settings
@@ -384,17 +385,17 @@ def test_empty_query_is_an_error(project: Path) -> None:
 async def test_background_indexing_reports_progress_and_answers_partially(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(system_module, "BATCH_SIZE", 1)
+    monkeypatch.setattr(reader_module, "CHUNK_FILES", 1)
     memory = _memory(project)
     gate = threading.Event()
-    original = memory._record_for
+    original = reader_module.read_file
 
-    def slow_record(candidate, old_hash, stats):  # type: ignore[no-untyped-def]
-        if candidate.path == "web/src/parseConfig.ts":
+    def slow_read(root, path, old_hash, max_bytes):  # type: ignore[no-untyped-def]
+        if path == "web/src/parseConfig.ts":
             gate.wait(10)
-        return original(candidate, old_hash, stats)
+        return original(root, path, old_hash, max_bytes)
 
-    memory._record_for = slow_record  # type: ignore[method-assign]
+    monkeypatch.setattr(reader_module, "read_file", slow_read)
     messages: list[tuple[str, int | None]] = []
     task = memory.start_indexing(lambda message, pct: messages.append((message, pct)))
     for _ in range(200):

@@ -1,15 +1,23 @@
-"""IndexStore: the workspace index as one SQLite file with an FTS5 table.
+"""IndexStore: the workspace index as one SQLite file with two contentless FTS5 tables.
 
-Per file it keeps path, size, mtime, content hash, language, identifiers and a summary
-(table `files`), and the searchable text (FTS5 table `fts`, rowid = files.id, columns
-path / identifiers / summary / body, Porter-stemmed). One connection, guarded by a lock,
-is shared by the background indexer thread and the query path; WAL keeps a second process
-(another editor window on the same folder) able to read.
+Per file it keeps path, size, mtime, content hash, language, kind, identifiers and a summary
+(table `files`); per definition its qualified name, kind and line (table `units`). The
+searchable text lives only in the FTS5 indexes (`fts`: path / identifiers / summary / body
+of each file; `unit_fts`: name / signature and docstring of each definition), both
+contentless (`content=''`): the text itself is never stored, the files on disk are the
+content, and the database stays well under half the size of what it indexes.
 
-A file that is not a database, a malformed image, or a schema from another version is
-moved aside and rebuilt with a log line; a database locked by another process beyond the
-busy timeout is replaced by a private in-memory index. Neither ever reaches the user as
-a crash.
+SQLite before 3.43 cannot delete a row from a contentless table without its old text, so
+a changed file gets fresh FTS rowids and its old ones become dead: searches skip them (a
+rowid no file or unit points to) and ask for as many extra rows as there are dead ones; when
+the dead outgrow a quarter of the live rows, `needs_compaction` says so and the next full
+pass rebuilds the index from disk.
+
+One connection, guarded by a lock, is shared by the background indexer thread and the
+query path; WAL keeps a second process (another editor window) able to read. A file that is
+not a database, a malformed image, or a schema from another version is moved aside and
+rebuilt with a log line; a database locked by another process beyond the busy timeout is
+replaced by a private in-memory index. Neither ever reaches the user as a crash.
 """
 
 from __future__ import annotations
@@ -21,17 +29,23 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from .extract import Definition, split_identifier
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 2000
-# bm25 column weights: path, identifiers, summary, body.
-BM25_WEIGHTS = (1.0, 2.0, 6.0, 1.0)
+# bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
+BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
+UNIT_BM25_WEIGHTS = (2.0, 1.0)
+COMPACT_DEAD_RATIO = 0.25
+COMPACT_MIN_DEAD = 200
+_TOKENIZER = "tokenize = 'porter unicode61 remove_diacritics 2'"
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
@@ -40,13 +54,25 @@ CREATE TABLE IF NOT EXISTS files (
     mtime REAL NOT NULL,
     hash TEXT NOT NULL,
     language TEXT NOT NULL,
+    kind TEXT NOT NULL,
     identifiers TEXT NOT NULL,
     summary TEXT NOT NULL,
-    indexed_at REAL NOT NULL
+    indexed_at REAL NOT NULL,
+    doc INTEGER NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS units (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS units_file ON units(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    path, identifiers, summary, body,
-    tokenize = 'porter unicode61 remove_diacritics 2'
+    path, identifiers, summary, body, content = '', {_TOKENIZER}
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS unit_fts USING fts5(
+    name, text, content = '', {_TOKENIZER}
 );
 """
 
@@ -64,11 +90,13 @@ class FileRecord:
     mtime: float
     hash: str
     language: str
+    kind: str
     identifiers: list[str]
     summary: str
     path_text: str
     identifier_text: str
     body: str
+    definitions: list[Definition] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -79,6 +107,19 @@ class SearchRow:
     summary: str
     size: int
     bm25: float  # FTS5 bm25(): lower is better, negative for matches
+    kind: str = "code"
+    doc: int = 0  # the file's rowid in `fts`
+
+
+@dataclass(frozen=True)
+class UnitHit:
+    """A definition that matched, with its file."""
+
+    path: str
+    name: str
+    kind: str
+    line: int
+    bm25: float
 
 
 def content_hash(data: bytes) -> str:
@@ -120,14 +161,17 @@ class IndexStore:
             if target != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
+            row = None
+            if conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is not None and row[0] != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"index schema {row[0]} != {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 conn.execute("INSERT INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"index schema {row[0]} != {SCHEMA_VERSION}")
             conn.execute("SELECT count(*) FROM files").fetchone()
             conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'probe' LIMIT 1").fetchall()
+            conn.execute("SELECT rowid FROM unit_fts WHERE unit_fts MATCH 'probe' LIMIT 1").fetchall()
         except BaseException:
             conn.close()
             raise
@@ -188,6 +232,23 @@ class IndexStore:
                 self._discard_file()
             self.open()
 
+    def clear(self) -> None:
+        """Empty every table (compaction: the next pass re-reads all files)."""
+        with self._lock:
+            conn = self.open()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("files", "units"):
+                    conn.execute(f"DELETE FROM {table}")
+                for table in ("fts", "unit_fts"):
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+                conn.execute("DELETE FROM meta WHERE key IN ('dead_docs', 'dead_units')")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("VACUUM")
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -229,33 +290,74 @@ class IndexStore:
                 (key, value),
             )
 
+    def _dead(self, key: str) -> int:
+        value = self.get_meta(key)
+        return int(value) if value else 0
+
+    def needs_compaction(self) -> bool:
+        """Dead FTS rows (left by updates) outgrew a quarter of the live ones."""
+        with self._lock:
+            live = self.count()
+            dead = self._dead("dead_docs")
+        return dead >= COMPACT_MIN_DEAD and dead > COMPACT_DEAD_RATIO * max(1, live)
+
     def search(self, fts_query: str, limit: int) -> list[SearchRow]:
         """Top `limit` files for an FTS5 MATCH expression, best (lowest bm25) first."""
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         sql = (
-            "SELECT f.path, f.language, f.identifiers, f.summary, f.size, s.score FROM "
-            f"(SELECT rowid, bm25(fts, {weights}) AS score FROM fts WHERE fts MATCH ? "
-            "ORDER BY score LIMIT ?) AS s JOIN files AS f ON f.id = s.rowid ORDER BY s.score"
+            "SELECT f.path, f.language, f.identifiers, f.summary, f.size, s.score, f.kind, f.doc"
+            f" FROM (SELECT rowid, bm25(fts, {weights}) AS score FROM fts WHERE fts MATCH ? "
+            "ORDER BY score LIMIT ?) AS s JOIN files AS f ON f.doc = s.rowid ORDER BY s.score"
         )
         with self._lock:
-            rows = self.open().execute(sql, (fts_query, limit)).fetchall()
+            rows = self.open().execute(sql, (fts_query, limit + self._dead("dead_docs"))).fetchall()
         return [
-            SearchRow(path, language, identifiers.split(), summary, size, score)
-            for path, language, identifiers, summary, size, score in rows
+            SearchRow(path, language, identifiers.split(), summary, size, score, kind, doc)
+            for path, language, identifiers, summary, size, score, kind, doc in rows[:limit]
         ]
 
+    def search_units(self, fts_query: str, limit: int) -> list[UnitHit]:
+        """Top `limit` definitions for an FTS5 MATCH expression, best first."""
+        weights = ", ".join(str(w) for w in UNIT_BM25_WEIGHTS)
+        sql = (
+            "SELECT f.path, u.name, u.kind, u.line, s.score FROM (SELECT rowid, "
+            f"bm25(unit_fts, {weights}) AS score FROM unit_fts WHERE unit_fts MATCH ? "
+            "ORDER BY score LIMIT ?) AS s JOIN units AS u ON u.id = s.rowid "
+            "JOIN files AS f ON f.id = u.file_id ORDER BY s.score"
+        )
+        with self._lock:
+            rows = self.open().execute(sql, (fts_query, limit + self._dead("dead_units"))).fetchall()
+        return [UnitHit(*row) for row in rows[:limit]]
+
+    def matching(self, fts_query: str, docs: Iterable[int]) -> set[int]:
+        """Which of the file rowids `docs` match an FTS5 expression (for "why it ranked")."""
+        wanted = list(docs)
+        if not wanted:
+            return set()
+        marks = ", ".join("?" for _ in wanted)
+        sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})"
+        with self._lock:
+            rows = self.open().execute(sql, (fts_query, *wanted)).fetchall()
+        return {row[0] for row in rows}
+
     def lookup(self, paths: Iterable[str]) -> dict[str, SearchRow]:
-        """Indexed rows for exact paths (target files that the text query did not find)."""
+        """Indexed rows for exact paths (files found only by a definition, named files)."""
+        wanted = list(paths)
         found: dict[str, SearchRow] = {}
         with self._lock:
             conn = self.open()
-            for path in paths:
-                row = conn.execute(
-                    "SELECT path, language, identifiers, summary, size FROM files WHERE path = ?",
-                    (path,),
-                ).fetchone()
-                if row:
-                    found[path] = SearchRow(row[0], row[1], row[2].split(), row[3], row[4], 0.0)
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                rows = conn.execute(
+                    "SELECT path, language, identifiers, summary, size, kind, doc FROM files"
+                    f" WHERE path IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for path, language, identifiers, summary, size, kind, doc in rows:
+                    found[path] = SearchRow(
+                        path, language, identifiers.split(), summary, size, 0.0, kind, doc
+                    )
         return found
 
     # -- writes --------------------------------------------------------------------------
@@ -266,6 +368,47 @@ class IndexStore:
                 "UPDATE files SET size = ?, mtime = ? WHERE path = ?", (size, mtime, path)
             )
 
+    def touch_many(self, stats: list[tuple[str, int, float]]) -> None:
+        """Several `touch`es in one transaction (a checkout that rewrote identical files)."""
+        if not stats:
+            return
+        with self._lock:
+            conn = self.open()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "UPDATE files SET size = ?, mtime = ? WHERE path = ?",
+                    [(size, mtime, path) for path, size, mtime in stats],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _next_ids(self, conn: sqlite3.Connection, key: str, count: int) -> int:
+        """Reserve `count` never-used FTS rowids (dead ones must not come back to life)."""
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        first = int(row[0]) if row else 1
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, str(first + count)),
+        )
+        return first
+
+    def _add_dead(self, conn: sqlite3.Connection, docs: int, units: int) -> None:
+        for key, count in (("dead_docs", docs), ("dead_units", units)):
+            if count:
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                    " SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                    (key, str(count)),
+                )
+
+    def _forget_units(self, conn: sqlite3.Connection, file_id: int) -> int:
+        gone = conn.execute("DELETE FROM units WHERE file_id = ?", (file_id,)).rowcount
+        return max(0, gone)
+
     def upsert_many(self, records: list[FileRecord]) -> None:
         """Insert or replace files in one transaction (a batch of the indexer)."""
         if not records:
@@ -275,39 +418,57 @@ class IndexStore:
             conn = self.open()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                doc = self._next_ids(conn, "next_doc", len(records))
+                unit = self._next_ids(
+                    conn, "next_unit", sum(len(record.definitions) for record in records)
+                )
+                dead_docs = dead_units = 0
+                fts_rows: list[tuple[object, ...]] = []
+                unit_rows: list[tuple[object, ...]] = []
+                unit_fts_rows: list[tuple[object, ...]] = []
                 for record in records:
                     row = conn.execute(
                         "SELECT id FROM files WHERE path = ?", (record.path,)
                     ).fetchone()
                     values = (
-                        record.size,
-                        record.mtime,
-                        record.hash,
-                        record.language,
-                        " ".join(record.identifiers),
-                        record.summary,
-                        now,
+                        record.size, record.mtime, record.hash, record.language, record.kind,
+                        " ".join(record.identifiers), record.summary, now, doc,
                     )
                     if row is None:
-                        cursor = conn.execute(
-                            "INSERT INTO files(size, mtime, hash, language, identifiers, summary,"
-                            " indexed_at, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        file_id = conn.execute(
+                            "INSERT INTO files(size, mtime, hash, language, kind, identifiers,"
+                            " summary, indexed_at, doc, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (*values, record.path),
-                        )
-                        rowid = cursor.lastrowid
+                        ).lastrowid
                     else:
-                        rowid = row[0]
-                        conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
+                        file_id = row[0]
+                        dead_docs += 1
+                        dead_units += self._forget_units(conn, file_id)
                         conn.execute(
-                            "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?,"
-                            " identifiers = ?, summary = ?, indexed_at = ? WHERE id = ?",
-                            (*values, rowid),
+                            "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
+                            " identifiers = ?, summary = ?, indexed_at = ?, doc = ? WHERE id = ?",
+                            (*values, file_id),
                         )
-                    conn.execute(
-                        "INSERT INTO fts(rowid, path, identifiers, summary, body)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        (rowid, record.path_text, record.identifier_text, record.summary, record.body),
+                    fts_rows.append(
+                        (doc, record.path_text, record.identifier_text, record.summary, record.body)
                     )
+                    for definition in record.definitions:
+                        unit_rows.append(
+                            (unit, file_id, definition.name, definition.kind, definition.line)
+                        )
+                        unit_fts_rows.append((unit, unit_name_text(definition.name), definition.text))
+                        unit += 1
+                    doc += 1
+                conn.executemany(
+                    "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
+                    fts_rows,
+                )
+                conn.executemany(
+                    "INSERT INTO units(id, file_id, name, kind, line) VALUES (?, ?, ?, ?, ?)",
+                    unit_rows,
+                )
+                conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)
+                self._add_dead(conn, dead_docs, dead_units)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -320,18 +481,26 @@ class IndexStore:
             conn = self.open()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                dead_units = 0
                 for path in paths:
                     prefix = path.rstrip("/") + "/"
                     rows = conn.execute(
                         "SELECT id, path FROM files WHERE path = ? OR substr(path, 1, ?) = ?",
                         (path, len(prefix), prefix),
                     ).fetchall()
-                    for rowid, found in rows:
-                        conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
-                        conn.execute("DELETE FROM files WHERE id = ?", (rowid,))
+                    for file_id, found in rows:
+                        dead_units += self._forget_units(conn, file_id)
+                        conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
                         removed.append(found)
+                self._add_dead(conn, len(removed), dead_units)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
         return removed
+
+
+def unit_name_text(name: str) -> str:
+    """A definition's name as searched: `Client.send_all` → `Client.send_all Client send all`."""
+    parts = split_identifier(name)
+    return f"{name} {' '.join(parts)}" if parts else name

@@ -1,10 +1,18 @@
-"""Turning a question into an FTS5 query, and FTS5 hits into scored matches.
+"""Turning a question into FTS5 queries, and their hits into ranked files.
 
-Score = 0.80 × text (bm25 relative to the best hit) + 0.10 × path (query words in the
-file's path, the file name counting double) + 0.10 × identifier (a query word is a name
-the file defines) + 1.0 if the caller named the file (target_files rank first) + 0.10 if
-it is open in the editor − 0.05 for a test file when the query is not about tests;
-clamped to 0..1 for `relevance_score`, sorted by the unclamped value.
+Two searches answer a query: whole files (`fts`: path, identifiers, summary, body) and
+definitions (`unit_fts`: a function's or class's name, signature and docstring, a module's
+docstring), so that a question about one function finds its file however long the module.
+Each gives bm25 scores, made relative to its own best hit; per file
+
+    relevance = prior(kind) × (0.55 × text + 0.45 × definition + 0.10 × path + 0.10 × identifier)
+              + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
+
+The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.6,
+docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
+the query is about that kind ("tests", "docs", "changelog", "license", …) or names the
+file. Query words adjacent in the question are also searched as a phrase, so "flag value"
+counts more where those words stand together.
 """
 
 from __future__ import annotations
@@ -15,21 +23,48 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from .extract import split_identifier
-from .index import SearchRow
+from .extract import is_test_path, split_identifier
+from .index import SearchRow, UnitHit
 
-# Tuned on bench/context.py (known-item queries over the stdlib); see its output.
-TEXT_WEIGHT = 0.80
+__all__ = ["is_test_path"]
+
+TEXT_WEIGHT = 0.55
+UNIT_WEIGHT = 0.45
 PATH_WEIGHT = 0.10
 IDENTIFIER_WEIGHT = 0.10
 TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
-TEST_PENALTY = 0.05  # tests mention everything they test; prefer the code unless asked
+KIND_PRIOR: dict[str, float] = {
+    "code": 1.0,
+    "config": 0.8,
+    "test": 0.6,
+    "doc": 0.5,
+    "changelog": 0.3,
+    "generated": 0.3,
+    "licence": 0.2,
+}
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "pytest", "unittest"})
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
-_TEST_NAME = re.compile(r"^test_|_test\.|\.test\.|\.spec\.|^conftest\.py$|Test\.\w+$")
+KIND_WORDS: dict[str, frozenset[str]] = {
+    "test": TEST_WORDS | {"fixture", "fixtures", "conftest", "coverage"},
+    "doc": frozenset(
+        {"doc", "docs", "documentation", "document", "documented", "readme", "guide",
+         "tutorial", "manual", "sphinx", "mkdocs", "example", "examples"}
+    ),
+    "changelog": frozenset(
+        {"changelog", "changelogs", "changes", "history", "news", "towncrier", "release", "releases"}
+    ),
+    "licence": frozenset({"license", "licence", "licensing", "copyright", "notice"}),
+    "generated": frozenset({"generated", "regenerate", "lock", "lockfile", "protobuf"}),
+    "config": frozenset(
+        {"config", "configuration", "ci", "workflow", "pyproject", "setup", "tox", "dependency",
+         "dependencies", "packaging", "build", "version", "yaml", "toml", "json"}
+    ),
+}
 MAX_QUERY_TERMS = 48
+MAX_PHRASES = 8
+FILE_CANDIDATES = 50
+UNIT_CANDIDATES = 100
 
 STOPWORDS: frozenset[str] = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -46,10 +81,11 @@ _WORD = re.compile(r"(?:[^\W\d]|\$)[\w$]*|\d+")
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """The words of a query: whole words as typed (for identifiers), and their parts."""
+    """The words of a query: whole words as typed (for identifiers), their parts, phrases."""
 
     words: list[str] = field(default_factory=list)  # as typed, deduplicated, no stopwords
     parts: list[str] = field(default_factory=list)  # lowercase parts of compound words
+    phrases: list[str] = field(default_factory=list)  # "flag value": adjacent in the query
 
     @property
     def empty(self) -> bool:
@@ -65,12 +101,20 @@ def _norm(word: str) -> str:
 def parse_query(text: str) -> QueryTerms:
     words: list[str] = []
     parts: list[str] = []
+    phrases: list[str] = []
     seen_words: set[str] = set()
     seen_parts: set[str] = set()
+    previous: str | None = None
     for word in _WORD.findall(text):
         lowered = word.lower()
         if lowered in STOPWORDS or (len(word) < 2 and not word.isdigit()):
+            previous = None
             continue
+        if previous is not None and previous != lowered and len(phrases) < MAX_PHRASES:
+            phrase = f"{previous} {lowered}"
+            if phrase not in phrases:
+                phrases.append(phrase)
+        previous = lowered
         if lowered not in seen_words:
             seen_words.add(lowered)
             words.append(word)
@@ -78,20 +122,28 @@ def parse_query(text: str) -> QueryTerms:
             if part not in STOPWORDS and len(part) > 1 and part not in seen_parts:
                 seen_parts.add(part)
                 parts.append(part)
-    return QueryTerms(words[:MAX_QUERY_TERMS], parts[:MAX_QUERY_TERMS])
+    return QueryTerms(words[:MAX_QUERY_TERMS], parts[:MAX_QUERY_TERMS], phrases)
 
 
-def fts_expression(terms: QueryTerms) -> str:
-    """`"w1" OR "w2" …`: every word and part quoted (FTS5 syntax cannot leak in)."""
+def quoted(token: str) -> str:
+    return '"' + token.replace('"', "") + '"'
+
+
+def term_tokens(terms: QueryTerms) -> list[str]:
+    """Every word and part once (case-insensitively), in query order."""
     tokens: list[str] = []
     seen: set[str] = set()
     for token in [*terms.words, *terms.parts]:
-        cleaned = token.replace('"', "")
-        key = cleaned.lower()
-        if cleaned and key not in seen:
+        key = token.replace('"', "").lower()
+        if key and key not in seen:
             seen.add(key)
-            tokens.append(f'"{cleaned}"')
-    return " OR ".join(tokens)
+            tokens.append(token)
+    return tokens
+
+
+def fts_expression(terms: QueryTerms) -> str:
+    """`"w1" OR "w2" OR "w1 w2" …`: words, parts and phrases quoted (no FTS5 syntax leaks in)."""
+    return " OR ".join(quoted(token) for token in [*term_tokens(terms), *terms.phrases])
 
 
 @lru_cache(maxsize=65536)
@@ -106,52 +158,41 @@ def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(all_words), frozenset(stem_words)
 
 
-def path_text(path: str) -> str:
-    """What the FTS `path` column holds: the path plus the camelCase parts of its segments."""
-    pure = PurePosixPath(path)
-    words = [path]
-    for segment in [*pure.parts[:-1], pure.stem]:
-        parts = split_identifier(segment)
-        if len(parts) > 1:
-            words.extend(parts)
-    return " ".join(words)
-
-
 @dataclass
 class Scored:
     row: SearchRow
     text: float = 0.0
+    unit: float = 0.0
     path: float = 0.0
     identifier: float = 0.0
     history: float = 0.0
     target: bool = False
     open: bool = False
-    demoted: bool = False  # a test file, and the query is not about tests
+    prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
+    units: list[UnitHit] = field(default_factory=list)  # the definitions that matched, best first
+
+    @property
+    def demoted(self) -> bool:
+        return self.prior < 1.0
 
     @property
     def total(self) -> float:
-        return (
+        content = (
             TEXT_WEIGHT * self.text
+            + UNIT_WEIGHT * self.unit
             + PATH_WEIGHT * self.path
             + IDENTIFIER_WEIGHT * self.identifier
+        )
+        return (
+            self.prior * content
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
-            - (TEST_PENALTY if self.demoted else 0.0)
         )
 
     @property
     def relevance(self) -> float:
         return round(min(1.0, max(0.0, self.total)), 4)
-
-
-@lru_cache(maxsize=65536)
-def is_test_path(path: str) -> bool:
-    """tests/…, test/…, test_x.py, x_test.go, x.test.ts, x.spec.js, FooTest.java."""
-    pure = PurePosixPath(path)
-    return bool(_TEST_NAME.search(pure.name)) or any(
-        part.lower() in _TEST_DIRS for part in pure.parts[:-1]
-    )
 
 
 def path_score(terms: QueryTerms, path: str) -> float:
@@ -166,6 +207,23 @@ def path_score(terms: QueryTerms, path: str) -> float:
         elif norm in all_words:
             hits += 1.0
     return min(1.0, hits / (2.0 * min(len(terms.parts), 3)))
+
+
+def names_file(terms: QueryTerms, path: str) -> bool:
+    """The query names the file itself (`update the CHANGES file`, `fix conftest`)."""
+    _, stem_words = path_tokens(path)
+    return any(_norm(part) in stem_words and len(part) > 2 for part in terms.parts)
+
+
+def kind_prior(terms: QueryTerms, kind: str, path: str) -> float:
+    """How much a file of this kind counts for this query (1.0 when asked about it)."""
+    prior = KIND_PRIOR.get(kind, 1.0)
+    if prior >= 1.0:
+        return 1.0
+    words = {part for part in terms.parts} | {word.lower() for word in terms.words}
+    if words & KIND_WORDS.get(kind, frozenset()) or names_file(terms, path):
+        return 1.0
+    return prior
 
 
 def identifier_score(terms: QueryTerms, identifiers: Iterable[str]) -> float:
@@ -184,32 +242,51 @@ def relative_text_scores(rows: list[SearchRow]) -> dict[str, float]:
     return {row.path: max(0.0, row.bm25 / best) for row in rows}
 
 
+def unit_scores(hits: list[UnitHit]) -> tuple[dict[str, float], dict[str, list[UnitHit]]]:
+    """Per file: its best definition's bm25 relative to the best overall, and its hits."""
+    if not hits:
+        return {}, {}
+    best = min(hit.bm25 for hit in hits)
+    scores: dict[str, float] = {}
+    by_file: dict[str, list[UnitHit]] = {}
+    for hit in hits:
+        by_file.setdefault(hit.path, []).append(hit)
+        if best < 0 and hit.path not in scores:
+            scores[hit.path] = max(0.0, hit.bm25 / best)
+    return scores, by_file
+
+
 def score(
     terms: QueryTerms,
     rows: list[SearchRow],
     *,
+    unit_hits: list[UnitHit] | None = None,
+    unit_rows: dict[str, SearchRow] | None = None,
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
     open_files: Iterable[str] = (),
 ) -> list[Scored]:
-    """Combine text, path, identifier, history and editor signals; best first."""
+    """Combine text, definition, path, identifier, history and editor signals; best first."""
     text = relative_text_scores(rows)
+    units, units_by_file = unit_scores(unit_hits or [])
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
     opened = set(open_files)
-    about_tests = any(part in TEST_WORDS for part in terms.parts)
     by_path: dict[str, Scored] = {}
-    for row in [*rows, *(history_rows or []), *targets.values()]:
+    candidates = [*rows, *(unit_rows or {}).values(), *(history_rows or []), *targets.values()]
+    for row in candidates:
         if row.path in by_path:
             continue
         by_path[row.path] = Scored(
             row=row,
             text=text.get(row.path, 0.0),
+            unit=units.get(row.path, 0.0),
             path=path_score(terms, row.path),
             identifier=identifier_score(terms, row.identifiers),
             history=history.get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
-            demoted=not about_tests and is_test_path(row.path),
+            prior=kind_prior(terms, row.kind, row.path),
+            units=units_by_file.get(row.path, []),
         )
     return sorted(by_path.values(), key=lambda s: (-s.total, s.row.path))

@@ -6,7 +6,9 @@ whose size or mtime changed, and re-indexes only those whose hash changed. The e
 it fresh through `update_paths` / `remove_paths` / `rename_paths`. Queries during indexing
 answer from what is indexed and say so in `context_summary`.
 
-Ranking is the index's (bm25 + boosts, see rank.py). An optional re-ranking of the top N
+Ranking is the index's (bm25 over files and over definitions, kind priors and boosts, see
+rank.py); each match says why it ranked (`metadata["why"]`: the query words it contains, the
+definitions that matched). An optional re-ranking of the top N
 by an LLM (template `internal:associative_matching`) runs only when a model is configured
 and `contextRerank` is on; the summary says which ranking answered.
 """
@@ -22,9 +24,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import (
@@ -35,19 +38,22 @@ from ..models import (
     TaskResult,
 )
 from ..settings import Settings
-from . import rank
-from .extract import extract, identifier_text
 from ..state import ensure_state_dir
+from . import rank, reader
+from .extract import detect_language, file_kind
 from .ignore import Candidate, IgnoreRules
-from .index import FileRecord, IndexStore, content_hash, is_corruption
+from .index import IndexStore, is_corruption
 
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".aider-lsp"
 INDEX_FILE = "index.sqlite3"
-BATCH_SIZE = 64
 FIRST_QUERY_WAIT_S = 10.0
 RERANK_TEMPLATE = "internal:associative_matching"
+INDEX_RANKING = "(ranking: index bm25 over files and definitions + kind/path/identifier/editor boosts)"
+WHY_TERMS = 16
+
+T = TypeVar("T")
 
 Reranker = Callable[[str, list[MatchItem]], Awaitable[Any]]
 
@@ -175,45 +181,31 @@ class MemorySystem:
         except RuntimeError:  # no running loop: the next index_all applies them
             pass
 
-    # -- reading one file into a record ---------------------------------------------------
-    def _record_for(
-        self, candidate: Candidate, old_hash: str | None, stats: IndexStats
-    ) -> FileRecord | None:
-        """Read, hash and extract one file; None when unchanged (touched) or vanished."""
-        real = self.files.root / candidate.path
-        try:
-            with real.open("rb") as handle:
-                data = handle.read(self.settings.max_file_bytes + 1)
-            stat = real.stat()
-        except OSError as exc:
-            stats.skipped.append(f"{candidate.path}: {exc.strerror or exc}")
-            return None
-        stats.read += 1
-        digest = content_hash(data)
-        if digest == old_hash:
-            self.store.touch(candidate.path, stat.st_size, stat.st_mtime)
-            stats.touched += 1
-            return None
-        text = data.decode("utf-8", errors="replace")
-        info = extract(candidate.path, text)
-        stats.bytes_indexed += len(data)
-        if old_hash is None:
-            stats.added += 1
-        else:
-            stats.updated += 1
-        return FileRecord(
-            path=candidate.path,
-            size=stat.st_size,
-            mtime=stat.st_mtime,
-            hash=digest,
-            language=info.language,
-            identifiers=info.identifiers,
-            summary=info.summary,
-            path_text=rank.path_text(candidate.path),
-            identifier_text=identifier_text(info.identifiers),
-            body=text,
-        )
+    # -- the one place a corrupt database is recovered from --------------------------------
+    def _recovering(
+        self,
+        action: Callable[[], T],
+        *,
+        after_rebuild: Callable[[sqlite3.DatabaseError], T],
+        when_busy: Callable[[sqlite3.DatabaseError], T] | None = None,
+    ) -> T:
+        """Run `action`; a corrupt index is rebuilt empty and `after_rebuild` answers instead.
 
+        A busy or locked database is not corrupt: `when_busy` answers (or the error is
+        raised when there is none); nothing is thrown away.
+        """
+        try:
+            return action()
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                if when_busy is None:
+                    raise
+                log.warning("workspace index unavailable (%s); the next pass catches up", exc)
+                return when_busy(exc)
+            self.store.rebuild(str(exc))
+            return after_rebuild(exc)
+
+    # -- reading files into the index -------------------------------------------------------
     def _index_candidates(
         self,
         pending: list[Candidate],
@@ -221,30 +213,49 @@ class MemorySystem:
         stats: IndexStats,
         on_batch: Callable[[int], None] | None = None,
     ) -> None:
-        for start in range(0, len(pending), BATCH_SIZE):
-            if self._stop.is_set():
-                return
-            batch = pending[start : start + BATCH_SIZE]
-            records = [
-                record
-                for candidate in batch
-                if (record := self._record_for(candidate, hashes.get(candidate.path), stats))
-            ]
-            self.store.upsert_many(records)
-            if on_batch:
-                on_batch(len(batch))
+        """Read (in worker processes for a large pass), then store, batch by batch."""
+        items = [(candidate.path, hashes.get(candidate.path)) for candidate in pending]
+        batches = reader.read_all(self.files.root, items, self.settings.max_file_bytes)
+        with closing(batches):
+            for results in batches:
+                if self._stop.is_set():
+                    return
+                self._store_results(results, hashes, stats)
+                if on_batch:
+                    on_batch(len(results))
+
+    def _store_results(
+        self, results: list[reader.ReadResult], hashes: dict[str, str], stats: IndexStats
+    ) -> None:
+        records = []
+        touched: list[tuple[str, int, float]] = []
+        for result in results:
+            if result.error:
+                stats.skipped.append(result.error)
+                continue
+            stats.read += 1
+            if result.record is None:
+                touched.append((result.path, result.size, result.mtime))
+                continue
+            stats.bytes_indexed += result.bytes_read
+            if result.path in hashes:
+                stats.updated += 1
+            else:
+                stats.added += 1
+            records.append(result.record)
+        stats.touched += len(touched)
+        self.store.touch_many(touched)
+        self.store.upsert_many(records)
 
     # -- full pass ---------------------------------------------------------------------------
     def index_all(self, progress: ProgressCallback | None = None) -> IndexStats:
         """Bring the whole index up to date (blocking); safe against a corrupt database."""
         with self._pass_lock:
             try:
-                return self._index_all(progress)
-            except sqlite3.DatabaseError as exc:
-                if not is_corruption(exc):
-                    raise
-                self.store.rebuild(str(exc))
-                return self._index_all(progress)
+                return self._recovering(
+                    lambda: self._index_all(progress),
+                    after_rebuild=lambda _exc: self._index_all(progress),
+                )
             finally:
                 self._progress.running = False
 
@@ -255,6 +266,9 @@ class MemorySystem:
         report = progress or (lambda message, percentage: None)
         report("Indexing workspace: scanning files", 0)
         store, rules = self.store, self.rules
+        if store.needs_compaction():  # updates left too many dead rows: rebuild from disk
+            log.info("workspace index: compacting (re-reading every file)")
+            store.clear()
         known = store.known_files()
         candidates = list(rules.walk())
         seen = {candidate.path for candidate in candidates}
@@ -369,20 +383,23 @@ class MemorySystem:
                 gone.append(rel)
             else:
                 pending.append(candidate)
-        try:
+
+        def apply() -> IndexStats | None:
             hashes = {
                 c.path: digest for c in pending if (digest := self.store.stored_hash(c.path))
             }
             self._index_candidates(pending, hashes, stats)
             if gone:
                 stats.removed = len(self.store.remove_many(gone))
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                log.warning("index update failed (%s); the next pass catches up", exc)
-                stats.skipped.append(f"index busy: {exc}")
-                return stats
-            self.store.rebuild(str(exc))
-            gitignore_changed = True
+            return None
+
+        def busy(exc: sqlite3.DatabaseError) -> IndexStats:
+            stats.skipped.append(f"index busy: {exc}")
+            return stats
+
+        answer = self._recovering(apply, after_rebuild=lambda _exc: self.index_all(), when_busy=busy)
+        if answer is not None:
+            return answer
         stats.scanned = len(pending)
         stats.seconds = time.perf_counter() - started
         if gitignore_changed:
@@ -397,14 +414,11 @@ class MemorySystem:
         rels = [rel for raw in paths if (rel := self._relative(raw)) and rel != "."]
         if any(rel.rsplit("/", 1)[-1] == ".gitignore" for rel in rels):
             return self.update_paths_sync(rels)
-        try:
-            return IndexStats(removed=len(self.store.remove_many(rels)))
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                log.warning("index update failed (%s); the next pass catches up", exc)
-                return IndexStats(skipped=[f"index busy: {exc}"])
-            self.store.rebuild(str(exc))
-            return self.index_all()
+        return self._recovering(
+            lambda: IndexStats(removed=len(self.store.remove_many(rels))),
+            after_rebuild=lambda _exc: self.index_all(),
+            when_busy=lambda exc: IndexStats(skipped=[f"index busy: {exc}"]),
+        )
 
     async def update_paths(self, paths: list[str]) -> IndexStats:
         """didSave / created / changed (paths, file URIs or folders)."""
@@ -444,8 +458,8 @@ class MemorySystem:
                 continue
             if info.is_binary or info.is_secret:
                 continue
-            language = extract(rel, "").language
-            rows[rel] = rank.SearchRow(rel, language, [], "", info.size, 0.0)
+            language = detect_language(rel)
+            rows[rel] = rank.SearchRow(rel, language, [], "", info.size, 0.0, file_kind(rel, language))
         return rows
 
     def search(self, request: ContextGenerationInput) -> AssociativeMatchResult:
@@ -453,25 +467,30 @@ class MemorySystem:
         query = request.effective_query
         if not query:
             return AssociativeMatchResult(context_summary="No query given.", error="empty query")
-        try:
-            return self._search(request, query)
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                return AssociativeMatchResult(
-                    context_summary="The workspace index is busy; ask again in a moment.",
-                    error=f"index unavailable: {exc}",
-                )
-            self.store.rebuild(str(exc))
-            return AssociativeMatchResult(
+        return self._recovering(
+            lambda: self._search(request, query),
+            after_rebuild=lambda exc: AssociativeMatchResult(
                 context_summary="The workspace index was corrupt and has been reset; "
                 "it is being rebuilt. Ask again in a moment.",
                 error=f"index rebuilt: {exc}",
-            )
+            ),
+            when_busy=lambda exc: AssociativeMatchResult(
+                context_summary="The workspace index is busy; ask again in a moment.",
+                error=f"index unavailable: {exc}",
+            ),
+        )
 
     def _search(self, request: ContextGenerationInput, query: str) -> AssociativeMatchResult:
         terms = rank.parse_query(query)
-        limit = max(50, 5 * request.max_results)
-        rows = self.store.search(rank.fts_expression(terms), limit) if not terms.empty else []
+        limit = max(rank.FILE_CANDIDATES, 5 * request.max_results)
+        rows: list[rank.SearchRow] = []
+        unit_hits: list[rank.UnitHit] = []
+        if not terms.empty:
+            expression = rank.fts_expression(terms)
+            rows = self.store.search(expression, limit)
+            unit_hits = self.store.search_units(expression, max(rank.UNIT_CANDIDATES, 2 * limit))
+        found = {row.path for row in rows}
+        unit_rows = self.store.lookup({hit.path for hit in unit_hits if hit.path not in found})
         history_rows: list[rank.SearchRow] = []
         if request.history and request.history.strip():
             history_terms = rank.parse_query(request.history[-2000:])
@@ -480,12 +499,18 @@ class MemorySystem:
         targets = self._target_rows(request.target_files)
         opened = [rel for raw in request.open_files if (rel := self._relative(raw))]
         scored = rank.score(
-            terms, rows, history_rows=history_rows, target_rows=targets, open_files=opened
+            terms,
+            rows,
+            unit_hits=unit_hits,
+            unit_rows=unit_rows,
+            history_rows=history_rows,
+            target_rows=targets,
+            open_files=opened,
         )
-        matches: list[MatchItem] = []
+        chosen: list[rank.Scored] = []
         vanished: list[str] = []
         for item in scored:
-            if len(matches) >= request.max_results:
+            if len(chosen) >= request.max_results:
                 break
             if item.total <= 0:
                 continue
@@ -494,20 +519,30 @@ class MemorySystem:
             if not (self.files.root / item.row.path).is_file():
                 vanished.append(item.row.path)
                 continue
-            matches.append(_match_item(item))
+            chosen.append(item)
+        words = self._matched_words(terms, chosen)
+        matches = [_match_item(item, words.get(item.row.doc, [])) for item in chosen]
         if vanished:
             self.store.remove_many(vanished)
         total = self.store.count()
-        summary = (
-            f"{len(matches)} of {total} indexed files match {query[:80]!r} "
-            "(ranking: index bm25 + path/identifier/editor boosts)."
-        )
+        summary = f"{len(matches)} of {total} indexed files match {query[:80]!r} {INDEX_RANKING}."
         if not matches:
             summary = f"No indexed file matches {query[:80]!r} ({total} files indexed)."
         if vanished:
             summary += f" Skipped {len(vanished)} file(s) that no longer exist: {', '.join(vanished[:5])}."
         summary += self._indexing_note()
         return AssociativeMatchResult(context_summary=summary, matches=matches)
+
+    def _matched_words(self, terms: rank.QueryTerms, chosen: list[rank.Scored]) -> dict[int, list[str]]:
+        """file rowid → the query words its text contains (stemmed as the index stems)."""
+        docs = [item.row.doc for item in chosen if item.row.doc]
+        words: dict[int, list[str]] = {}
+        if not docs or terms.empty:
+            return words
+        for token in rank.term_tokens(terms)[:WHY_TERMS]:
+            for doc in self.store.matching(rank.quoted(token), docs):
+                words.setdefault(doc, []).append(token.lower())
+        return words
 
     async def get_relevant_context_for(
         self, request: ContextGenerationInput
@@ -548,8 +583,7 @@ class MemorySystem:
             summary = result.context_summary + f" LLM re-ranking failed ({exc}); index ranking used."
             return result.model_copy(update={"context_summary": summary})
         summary = result.context_summary.replace(
-            "(ranking: index bm25 + path/identifier/editor boosts)",
-            f"(ranking: LLM re-ranking of the index's top {len(head)})",
+            INDEX_RANKING, f"(ranking: LLM re-ranking of the index's top {len(head)})"
         )
         return AssociativeMatchResult(context_summary=summary, matches=reordered + tail)
 
@@ -571,7 +605,39 @@ class MemorySystem:
             self._store.close()
 
 
-def _match_item(item: rank.Scored) -> MatchItem:
+def why_ranked(item: rank.Scored, words: list[str]) -> dict[str, Any]:
+    """What a user needs to trust or correct a match: words, definitions, kind, editor."""
+    why: dict[str, Any] = {"kind": item.row.kind}
+    if words:
+        why["terms"] = words
+    if item.units:
+        why["definitions"] = [f"{hit.name} (line {hit.line})" for hit in item.units[:3]]
+    if item.prior < 1.0:
+        why["demoted"] = f"{item.row.kind} file (x{item.prior:g}); the query is not about it"
+    if item.target:
+        why["named"] = True
+    if item.open:
+        why["open"] = True
+    return why
+
+
+def describe_why(why: dict[str, Any]) -> str:
+    """One line for the terminal: `defines X (line 3); matches a, b; demoted: test file`."""
+    parts: list[str] = []
+    if why.get("named"):
+        parts.append("named by you")
+    if why.get("definitions"):
+        parts.append("defines " + ", ".join(why["definitions"]))
+    if why.get("terms"):
+        parts.append("matches " + ", ".join(why["terms"]))
+    if why.get("open"):
+        parts.append("open in the editor")
+    if why.get("demoted"):
+        parts.append("demoted: " + why["demoted"])
+    return "; ".join(parts) or f"{why.get('kind', 'file')}"
+
+
+def _match_item(item: rank.Scored, words: list[str]) -> MatchItem:
     row = item.row
     if row.summary:
         content = row.summary
@@ -588,8 +654,12 @@ def _match_item(item: rank.Scored) -> MatchItem:
         metadata={
             "language": row.language,
             "size": row.size,
+            "kind": row.kind,
+            "why": why_ranked(item, words),
             "signals": {
                 "text": round(item.text, 4),
+                "definition": round(item.unit, 4),
+                "prior": item.prior,
                 "path": round(item.path, 4),
                 "identifier": round(item.identifier, 4),
                 "history": round(item.history, 4),

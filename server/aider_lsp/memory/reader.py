@@ -1,0 +1,100 @@
+"""Reading workspace files into index records, here or in worker processes.
+
+Reading, hashing and extracting definitions is most of a full pass; writing to SQLite is
+the rest. On a large first index the reading runs in worker processes (one per core, at
+most two) while this process writes what they hand back, so both cores work. Small passes
+and single-file updates stay in this process: starting a worker costs more than they do.
+This module imports only the standard library and its siblings, so a worker starts fast.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .extract import extract, file_kind, identifier_text, path_text
+from .index import FileRecord, content_hash
+
+POOL_MIN_FILES = 400  # below this a pass is faster without workers
+CHUNK_FILES = 48
+MAX_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """One file's outcome: a record to store, unchanged (`touched`), or an error."""
+
+    path: str
+    record: FileRecord | None = None
+    touched: bool = False
+    size: int = 0
+    mtime: float = 0.0
+    error: str | None = None
+    bytes_read: int = 0
+
+
+def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> ReadResult:
+    """Read, hash and extract one file; `touched` when its content did not change."""
+    real = os.path.join(root, path)
+    try:
+        with open(real, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+            stat = os.fstat(handle.fileno())
+    except OSError as exc:
+        return ReadResult(path, error=f"{path}: {exc.strerror or exc}")
+    digest = content_hash(data)
+    if digest == old_hash:
+        return ReadResult(path, touched=True, size=stat.st_size, mtime=stat.st_mtime)
+    text = data.decode("utf-8", errors="replace")
+    info = extract(path, text)
+    record = FileRecord(
+        path=path,
+        size=stat.st_size,
+        mtime=stat.st_mtime,
+        hash=digest,
+        language=info.language,
+        kind=file_kind(path, info.language, text[:300]),
+        identifiers=info.identifiers,
+        summary=info.summary,
+        path_text=path_text(path),
+        identifier_text=identifier_text(info.identifiers),
+        body=text,
+        definitions=info.definitions,
+    )
+    return ReadResult(path, record=record, size=stat.st_size, mtime=stat.st_mtime, bytes_read=len(data))
+
+
+def read_chunk(
+    root: str, items: list[tuple[str, str | None]], max_bytes: int
+) -> list[ReadResult]:
+    """A worker's unit of work: several files, so that pickling costs little per file."""
+    return [read_file(root, path, old_hash, max_bytes) for path, old_hash in items]
+
+
+def _pool(workers: int) -> Executor:
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+    )
+
+
+def read_all(
+    root: Path, items: list[tuple[str, str | None]], max_bytes: int
+) -> Iterator[list[ReadResult]]:
+    """Chunks of results in order; in worker processes when there are many files."""
+    chunks = [items[start : start + CHUNK_FILES] for start in range(0, len(items), CHUNK_FILES)]
+    workers = min(MAX_WORKERS, os.cpu_count() or 1)
+    if len(items) < POOL_MIN_FILES or workers < 2:
+        for chunk in chunks:
+            yield read_chunk(str(root), chunk, max_bytes)
+        return
+    executor = _pool(workers)
+    try:
+        futures = [executor.submit(read_chunk, str(root), chunk, max_bytes) for chunk in chunks]
+        for future in futures:
+            yield future.result()
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
