@@ -26,7 +26,8 @@ def test_context_cli_prints_paths_with_scores_and_json(tmp_path: Path) -> None:
 
     plain = _run("--workspace", str(root), "exponential backoff")
     assert plain.returncode == 0, plain.stderr
-    score, path = plain.stdout.splitlines()[0].split()
+    score, path, *why = plain.stdout.splitlines()[0].split()
+    assert why and "retry" in " ".join(why)  # the reason it ranked follows the path
     assert path == "app/retry.py" and 0 < float(score) <= 1
     assert ".env" not in plain.stdout
     assert "match" in plain.stderr

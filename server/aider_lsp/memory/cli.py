@@ -1,7 +1,8 @@
 """`aider-lsp context --workspace DIR "query"`: the relevant files, from the terminal.
 
 Brings the workspace index up to date (incrementally: a warm index re-reads nothing), then
-prints `score  path` lines (or `--json`). Exit 0 with matches, 1 without, 2 on bad input.
+prints `score  path  (why)` lines (or `--json`): why = the definitions that matched, the
+query words the file contains, and whether its kind (test, doc, changelog, …) demoted it. Exit 0 with matches, 1 without, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from ..files import FileAccessManager
 from ..models import ContextGenerationInput
 from ..settings import SettingsError, load_settings
-from .system import MemorySystem
+from .system import MemorySystem, describe_why
 
 
 def run_context(
@@ -60,6 +61,7 @@ def run_context(
                     "path": match.source_path or match.id,
                     "score": match.relevance_score,
                     "summary": match.content,
+                    "why": (match.metadata or {}).get("why", {}),
                 }
                 for match in result.matches
             ],
@@ -73,7 +75,8 @@ def run_context(
         print(json.dumps(payload, indent=2))
     else:
         for match in result.matches:
-            print(f"{match.relevance_score:.3f}  {match.source_path or match.id}")
+            why = describe_why((match.metadata or {}).get("why", {}))
+            print(f"{match.relevance_score:.3f}  {match.source_path or match.id}  ({why})")
         print(result.context_summary, file=sys.stderr)
     if result.error:
         return 2

@@ -108,17 +108,20 @@ _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _COMMENT_LINE = re.compile(r"^\s*(?://+|#+|--|;+|%+|\*+|/\*+|<!--)\s?(.*?)\s*(?:\*/|-->)?\s*$")
 
 # Python, without parsing: a definition line, its signature, the docstring that follows.
-_PY_DEF = re.compile(r"(?m)^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
+# Each blank or comment line can match only one way (no exponential backtracking on \r\n).
+# Patterns start with a literal "\n" (the text gets one in front): `re` then skips to each
+# newline quickly instead of trying `^` at every character.
+_PY_DEF = re.compile(r"\n([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
 _PY_SIGNATURE = re.compile(
     r"[ \t]*(?:\[[^\]\n]*\])?[ \t]*(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))?[^:\n]{0,200}:"
 )
 _PY_DOCSTRING = re.compile(
-    r"""[^\n]*\n(?:[ \t]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
+    r"""[^\n]*\n(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
 )
 _PY_MODULE_DOCSTRING = re.compile(
-    r"""\A\ufeff?(?:[ \t]*(?:\#[^\n]*)?\r?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
+    r"""\A\ufeff?(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
 )
-_PY_ASSIGNMENT = re.compile(r"(?m)^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_PY_ASSIGNMENT = re.compile(r"\n([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
 
 # What a file is, from its path: the ranking prefers the files a change would edit.
 KINDS = ("code", "test", "doc", "changelog", "licence", "generated", "config")
@@ -286,6 +289,7 @@ def _python_definitions(path: str, text: str) -> tuple[list[Definition], list[st
     if module_doc:
         stem = PurePosixPath(path).stem
         definitions.append(Definition(stem, "module", 1, _clip(module_doc.group(2), DEFINITION_TEXT_CHARS)))
+    text = "\n" + text  # line numbers below count from this extra first line
     names = _PY_ASSIGNMENT.findall(text)
     scopes: list[tuple[int, str]] = []  # (indent, name) of the enclosing definitions
     line, counted = 1, 0

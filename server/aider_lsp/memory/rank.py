@@ -8,7 +8,7 @@ Each gives bm25 scores, made relative to its own best hit; per file
     relevance = prior(kind) × (0.55 × text + 0.45 × definition + 0.10 × path + 0.10 × identifier)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
 
-The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.6,
+The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.5,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
 the query is about that kind ("tests", "docs", "changelog", "license", …) or names the
 file. Query words adjacent in the question are also searched as a phrase, so "flag value"
@@ -38,7 +38,7 @@ HISTORY_WEIGHT = 0.20
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
-    "test": 0.6,
+    "test": 0.5,
     "doc": 0.5,
     "changelog": 0.3,
     "generated": 0.3,
@@ -210,9 +210,9 @@ def path_score(terms: QueryTerms, path: str) -> float:
 
 
 def names_file(terms: QueryTerms, path: str) -> bool:
-    """The query names the file itself (`update the CHANGES file`, `fix conftest`)."""
-    _, stem_words = path_tokens(path)
-    return any(_norm(part) in stem_words and len(part) > 2 for part in terms.parts)
+    """The query names the file itself (`update CHANGES`, `fix conftest`, `test_options.py`)."""
+    stem = PurePosixPath(path).stem.lower()
+    return any(word.lower() in (stem, PurePosixPath(path).name.lower()) for word in terms.words)
 
 
 def kind_prior(terms: QueryTerms, kind: str, path: str) -> float:

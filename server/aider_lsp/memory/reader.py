@@ -75,6 +75,11 @@ def read_chunk(
     return [read_file(root, path, old_hash, max_bytes) for path, old_hash in items]
 
 
+def worker_count() -> int:
+    """Worker processes for a large pass: one per core, at most MAX_WORKERS; 1 = none."""
+    return min(MAX_WORKERS, os.cpu_count() or 1)
+
+
 def _pool(workers: int) -> Executor:
     return ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn")
@@ -86,7 +91,7 @@ def read_all(
 ) -> Iterator[list[ReadResult]]:
     """Chunks of results in order; in worker processes when there are many files."""
     chunks = [items[start : start + CHUNK_FILES] for start in range(0, len(items), CHUNK_FILES)]
-    workers = min(MAX_WORKERS, os.cpu_count() or 1)
+    workers = worker_count()
     if len(items) < POOL_MIN_FILES or workers < 2:
         for chunk in chunks:
             yield read_chunk(str(root), chunk, max_bytes)

@@ -1,0 +1,284 @@
+"""The ranking's promises, on small real workspaces: the file a change would edit comes first.
+
+Code before its changelog entry, its docs and its licence; code before its tests; a
+function's docstring finds its file inside a long module; every match says why it ranked;
+the index keeps no copy of the text it indexes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.files import FileAccessManager
+from aider_lsp.memory import MemorySystem
+from aider_lsp.memory import index as index_module
+from aider_lsp.memory import reader as reader_module
+from aider_lsp.models import ContextGenerationInput
+from aider_lsp.settings import Settings
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _indexed(root: Path, db: Path | None = None) -> MemorySystem:
+    memory = MemorySystem(FileAccessManager(root), Settings(), db_path=db)
+    memory.index_all()
+    return memory
+
+
+def _paths(memory: MemorySystem, query: str) -> list[str]:
+    result = memory.search(ContextGenerationInput(query=query, max_results=10))
+    return [match.source_path or match.id for match in result.matches]
+
+
+CORE = '''"""The command-line options and their values."""
+
+
+class Option:
+    def __init__(self, name, type=None, flag_value=None, is_flag=None):
+        self.name = name
+        self.type = type
+        # a flag's value is converted by its type when a type is provided
+        if is_flag and type is not None:
+            self.flag_value = type(flag_value)
+        else:
+            self.flag_value = flag_value
+
+    def consume(self, args):
+        return args.pop(0) if args else self.flag_value
+'''
+
+FILLERS = {
+    "src/optlib/parser.py": '"""Split a command line into words and options."""\n\n'
+    "def split_words(line):\n    return line.split()\n",
+    "src/optlib/formatting.py": '"""Wrap help text to the terminal width."""\n\n'
+    "def wrap(text, width=78):\n    return text[:width]\n",
+    "src/optlib/termui.py": '"""Prompts, colours and progress bars for the terminal."""\n\n'
+    "def prompt(question):\n    return input(question)\n",
+    "src/optlib/shell.py": '"""Shell completion scripts for bash and zsh."""\n\n'
+    "def complete(words):\n    return sorted(words)\n",
+}
+
+CHANGES = """Changes
+=======
+
+Version 8.1.4
+-------------
+
+- Fix condition for setting flag value when type is provided. The flag value is
+  converted with the given type when the option is a flag. :issue:`2710`
+- Flag options show their default value in help when the flag value is set.
+- Document how the type of a flag value is chosen.
+"""
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    return make_library(tmp_path / "lib")
+
+
+def make_library(root: Path) -> Path:
+    """A small library: its code, changelog, docs, licence and tests."""
+    _write(root, "src/optlib/core.py", CORE)
+    _write(root, "src/optlib/__init__.py", '"""optlib: options for command lines."""\n')
+    for rel, text in FILLERS.items():
+        _write(root, rel, text)
+    _write(root, "CHANGES.rst", CHANGES)
+    _write(
+        root,
+        "docs/options.md",
+        "# Options\n\nA flag option has a flag value. When a type is provided the flag value"
+        " is converted; setting the flag value to a string keeps it a string.\n",
+    )
+    _write(
+        root,
+        "LICENSE.txt",
+        "Copyright 2014 Pallets. Redistribution and use in source and binary forms, with or"
+        " without modification, are permitted provided that the conditions are met: the"
+        " condition for setting the notice is provided when the type of use is a flag value.\n",
+    )
+    _write(
+        root,
+        "tests/test_options.py",
+        '"""Options: flag values, types and defaults."""\n\n'
+        "def test_flag_value_is_converted_by_type():\n"
+        "    option = Option('x', type=int, flag_value='1', is_flag=True)\n"
+        "    assert option.flag_value == 1  # the flag value follows the type\n\n"
+        "def test_flag_value_without_type():\n"
+        "    assert Option('x', flag_value='1', is_flag=True).flag_value == '1'\n",
+    )
+    return root
+
+
+def test_code_comes_before_its_changelog_docs_licence_and_tests(library: Path) -> None:
+    memory = _indexed(library)
+    try:
+        found = _paths(memory, "Fix condition for setting flag value when type is provided")
+        assert found[0] == "src/optlib/core.py"
+        for other in ("CHANGES.rst", "docs/options.md", "LICENSE.txt", "tests/test_options.py"):
+            assert found.index(other) > found.index("src/optlib/core.py")
+    finally:
+        memory.close()
+
+
+def test_a_query_about_the_other_kinds_finds_them(library: Path) -> None:
+    memory = _indexed(library)
+    try:
+        assert _paths(memory, "changelog: flag options show their default value in help")[0] == (
+            "CHANGES.rst"
+        )
+        assert _paths(memory, "tests for the flag value converted by type")[0] == (
+            "tests/test_options.py"
+        )
+        assert _paths(memory, "docs: setting the flag value to a string")[0] == "docs/options.md"
+        assert _paths(memory, "license conditions for redistribution")[0] == "LICENSE.txt"
+    finally:
+        memory.close()
+
+
+def _long_module(functions: int) -> str:
+    words = (
+        "parse render encode decode compile flush rotate merge split index buffer stream"
+        " token header cache queue socket frame chunk record"
+    ).split()
+    parts = ['"""A long module of many small helpers."""\n']
+    for number in range(functions):
+        a, b, c = words[number % 20], words[(number * 7) % 20], words[(number * 13) % 20]
+        parts.append(
+            f"\ndef {a}_{b}_{number}(value, retry=None):\n"
+            f'    """{a.title()} the {b} of a {c}; used by the {a} {c} step."""\n'
+            f"    result = [{c!r}, value, retry]\n"
+            f"    for item in result:\n        value = item or value\n"
+            f"    return value, {number}\n"
+        )
+        if number == 287:
+            parts.append(
+                "\ndef rebalance(pools, budget):\n"
+                '    """Spread the retry budget evenly across the worker pools.\n\n'
+                "    Pools that are idle give their share to the busy ones.\n"
+                '    """\n'
+                "    return {pool: budget / len(pools) for pool in pools}\n"
+            )
+    return "".join(parts)
+
+
+def test_a_functions_docstring_finds_its_file_in_a_long_module(tmp_path: Path) -> None:
+    root = tmp_path / "svc"
+    module = _long_module(500)
+    assert module.count("\n") > 3000
+    _write(root, "svc/helpers.py", module)
+    _write(
+        root,
+        "svc/pool.py",
+        '"""Worker pools."""\n\nclass WorkerPool:\n    """A pool of workers; each worker has a retry'
+        ' count."""\n\n    def spread(self, workers):\n        return workers\n',
+    )
+    _write(root, "svc/budget.py", '"""Budget accounting for retries."""\n\nBUDGET = 10\n')
+    memory = _indexed(root)
+    try:
+        result = memory.search(
+            ContextGenerationInput(query="spread the retry budget evenly across worker pools")
+        )
+        top = result.matches[0]
+        assert top.source_path == "svc/helpers.py"
+        assert top.metadata and any(
+            name.startswith("rebalance") for name in top.metadata["why"]["definitions"]
+        )
+    finally:
+        memory.close()
+
+
+def test_each_match_says_why_it_ranked(library: Path) -> None:
+    memory = _indexed(library)
+    try:
+        result = memory.search(ContextGenerationInput(query="flag value consume args"))
+        by_path = {m.source_path: m.metadata for m in result.matches if m.metadata}
+        core = by_path["src/optlib/core.py"]["why"]
+        assert core["kind"] == "code"
+        assert {"flag", "value", "consume"} <= set(core["terms"])
+        assert any(name.startswith("Option.consume") for name in core["definitions"])
+        changes = by_path["CHANGES.rst"]["why"]
+        assert changes["kind"] == "changelog" and "not about it" in changes["demoted"]
+    finally:
+        memory.close()
+
+
+def test_the_cli_prints_why(library: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aider_lsp", "--log-level", "WARNING", "context",
+         "--workspace", str(library), "flag value consume"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert "src/optlib/core.py" in first and "Option.consume" in first and "matches" in first
+
+
+def test_the_index_keeps_no_copy_of_the_text(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    sentence = "zebras quietly juggle seventeen purple accordions beneath lighthouse"
+    _write(root, "notes.py", f'"""Module."""\n\nX = 1  # {sentence}\n')
+    db = tmp_path / "index.sqlite3"
+    memory = _indexed(root, db)
+    try:
+        assert _paths(memory, "purple accordions lighthouse") == ["notes.py"]
+        memory.store.open().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob("index.sqlite3*"))
+        assert sentence.encode() not in stored and b"juggle seventeen" not in stored
+    finally:
+        memory.close()
+
+
+def test_updates_leave_no_stale_answers_and_compaction_rebuilds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "COMPACT_MIN_DEAD", 3)
+    root = tmp_path / "p"
+    for number in range(4):
+        _write(root, f"m{number}.py", f'"""Module {number} about walruses."""\n')
+    memory = _indexed(root)
+    try:
+        for number in range(4):
+            _write(root, f"m{number}.py", f'"""Module {number} about narwhals."""\n')
+            memory.update_paths_sync([f"m{number}.py"])
+        assert _paths(memory, "walruses") == []  # the old text's rows are dead, never answered
+        assert len(_paths(memory, "narwhals")) == 4
+        assert memory.store.needs_compaction()
+        stats = memory.index_all()
+        assert stats.read == 4 and not memory.store.needs_compaction()
+        assert len(_paths(memory, "narwhals")) == 4 and _paths(memory, "walruses") == []
+    finally:
+        memory.close()
+
+
+def test_a_large_pass_reads_in_worker_processes_with_the_same_result(
+    library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_process = _indexed(library)
+    expected = _paths(in_process, "Fix condition for setting flag value when type is provided")
+    in_process.close()
+    monkeypatch.setattr(reader_module, "POOL_MIN_FILES", 2)
+    monkeypatch.setattr(reader_module, "CHUNK_FILES", 2)
+    monkeypatch.setattr(reader_module, "worker_count", lambda: 2)  # even on a one-core machine
+    used: list[int] = []
+    original = reader_module._pool
+
+    def counting_pool(workers: int):  # type: ignore[no-untyped-def]
+        used.append(workers)
+        return original(workers)
+
+    monkeypatch.setattr(reader_module, "_pool", counting_pool)
+    pooled = MemorySystem(FileAccessManager(library), Settings(), db_path=library.parent / "p.sqlite3")
+    try:
+        stats = pooled.index_all()
+        assert used and stats.added == 10
+        assert _paths(pooled, "Fix condition for setting flag value when type is provided") == expected
+    finally:
+        pooled.close()
