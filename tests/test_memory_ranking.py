@@ -108,10 +108,10 @@ def make_library(root: Path) -> Path:
         root,
         "tests/test_options.py",
         '"""Options: flag values, types and defaults."""\n\n'
-        "def test_flag_value_is_converted_by_type():\n"
+        "def test_typed_flag():\n"
         "    option = Option('x', type=int, flag_value='1', is_flag=True)\n"
         "    assert option.flag_value == 1  # the flag value follows the type\n\n"
-        "def test_flag_value_without_type():\n"
+        "def test_untyped_flag():\n"
         "    assert Option('x', flag_value='1', is_flag=True).flag_value == '1'\n",
     )
     return root
@@ -134,7 +134,7 @@ def test_a_query_about_the_other_kinds_finds_them(library: Path) -> None:
         assert _paths(memory, "changelog: flag options show their default value in help")[0] == (
             "CHANGES.rst"
         )
-        assert _paths(memory, "tests for the flag value converted by type")[0] == (
+        assert _paths(memory, "tests for a typed flag")[0] == (
             "tests/test_options.py"
         )
         assert _paths(memory, "docs: setting the flag value to a string")[0] == "docs/options.md"

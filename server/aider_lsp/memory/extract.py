@@ -121,6 +121,9 @@ _PY_DOCSTRING = re.compile(
 _PY_MODULE_DOCSTRING = re.compile(
     r"""\A\ufeff?(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
 )
+_PY_PARAMETER = re.compile(r"[(,]\s*\**([A-Za-z_]\w*)")
+_CONVENTION_PARTS = frozenset({"test", "tests"})
+_IMPLICIT_PARAMETERS = frozenset({"self", "cls", "args", "kwargs", "mcs", "metacls"})
 _PY_ASSIGNMENT = re.compile(r"\n([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
 
 # What a file is, from its path: the ranking prefers the files a change would edit.
@@ -149,6 +152,14 @@ class Definition:
     kind: str  # "function" | "class" | "module"
     line: int
     text: str  # signature and docstring (Python), definition line and comment (others)
+    search_name: str = ""  # `Client.send_all` → `client send all`: set where it is extracted
+
+    def __post_init__(self) -> None:
+        if not self.search_name:  # computed in the (worker) process that extracts
+            # `test_parse_header`, `TestParser`: the prefix is a naming convention, not a
+            # word of the behaviour; in tens of thousands of units it only costs time
+            parts = [p for p in split_identifier(self.name) if p not in _CONVENTION_PARTS]
+            object.__setattr__(self, "search_name", " ".join(parts))
 
 
 @dataclass(frozen=True)
@@ -282,6 +293,12 @@ def _comment_above(text: str, start: int) -> str:
     return " ".join(reversed(lines))
 
 
+def _parameter_names(parameters: str) -> str:
+    """`(self, name: str, retries=3)` → `name retries`: the names, not self, types or defaults."""
+    names = _PY_PARAMETER.findall(parameters)
+    return " ".join(name for name in names if name not in _IMPLICIT_PARAMETERS)
+
+
 def _python_definitions(path: str, text: str) -> tuple[list[Definition], list[str]]:
     """Definitions with qualified names, signatures and docstrings; and module-level names."""
     definitions: list[Definition] = []
@@ -305,7 +322,7 @@ def _python_definitions(path: str, text: str) -> tuple[list[Definition], list[st
         line += text.count("\n", counted, match.start())
         counted = match.start()
         signature = _PY_SIGNATURE.match(text, match.end())
-        parameters = signature.group(1) or "" if signature else ""
+        parameters = _parameter_names(signature.group(1) or "") if signature else ""
         docstring = ""
         if signature:
             found = _PY_DOCSTRING.match(text, signature.end())

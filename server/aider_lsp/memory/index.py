@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .extract import Definition, split_identifier
+from .extract import Definition
 
 log = logging.getLogger(__name__)
 
@@ -456,7 +456,7 @@ class IndexStore:
                         unit_rows.append(
                             (unit, file_id, definition.name, definition.kind, definition.line)
                         )
-                        unit_fts_rows.append((unit, unit_name_text(definition.name), definition.text))
+                        unit_fts_rows.append((unit, definition.search_name, definition.text))
                         unit += 1
                     doc += 1
                 conn.executemany(
@@ -499,8 +499,3 @@ class IndexStore:
                 raise
         return removed
 
-
-def unit_name_text(name: str) -> str:
-    """A definition's name as searched: `Client.send_all` → `Client.send_all Client send all`."""
-    parts = split_identifier(name)
-    return f"{name} {' '.join(parts)}" if parts else name

@@ -5,10 +5,10 @@ definitions (`unit_fts`: a function's or class's name, signature and docstring, 
 docstring), so that a question about one function finds its file however long the module.
 Each gives bm25 scores, made relative to its own best hit; per file
 
-    relevance = prior(kind) × (0.55 × text + 0.45 × definition + 0.10 × path + 0.10 × identifier)
+    relevance = prior(kind) × (0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
 
-The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.5,
+The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
 the query is about that kind ("tests", "docs", "changelog", "license", …) or names the
 file. Query words adjacent in the question are also searched as a phrase, so "flag value"
@@ -28,8 +28,8 @@ from .index import SearchRow, UnitHit
 
 __all__ = ["is_test_path"]
 
-TEXT_WEIGHT = 0.55
-UNIT_WEIGHT = 0.45
+TEXT_WEIGHT = 0.65
+UNIT_WEIGHT = 0.35
 PATH_WEIGHT = 0.10
 IDENTIFIER_WEIGHT = 0.10
 TARGET_BOOST = 1.0
@@ -38,7 +38,7 @@ HISTORY_WEIGHT = 0.20
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
-    "test": 0.5,
+    "test": 0.7,
     "doc": 0.5,
     "changelog": 0.3,
     "generated": 0.3,
@@ -209,10 +209,16 @@ def path_score(terms: QueryTerms, path: str) -> float:
     return min(1.0, hits / (2.0 * min(len(terms.parts), 3)))
 
 
+@lru_cache(maxsize=65536)
+def _file_names(path: str) -> tuple[str, str]:
+    pure = PurePosixPath(path)
+    return pure.stem.lower(), pure.name.lower()
+
+
 def names_file(terms: QueryTerms, path: str) -> bool:
     """The query names the file itself (`update CHANGES`, `fix conftest`, `test_options.py`)."""
-    stem = PurePosixPath(path).stem.lower()
-    return any(word.lower() in (stem, PurePosixPath(path).name.lower()) for word in terms.words)
+    names = _file_names(path)
+    return any(word.lower() in names for word in terms.words)
 
 
 def kind_prior(terms: QueryTerms, kind: str, path: str) -> float:

@@ -9,15 +9,19 @@ This module imports only the standard library and its siblings, so a worker star
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
 from .extract import extract, file_kind, identifier_text, path_text
 from .index import FileRecord, content_hash
+
+log = logging.getLogger(__name__)
 
 POOL_MIN_FILES = 400  # below this a pass is faster without workers
 CHUNK_FILES = 48
@@ -51,13 +55,14 @@ def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> Rea
         return ReadResult(path, touched=True, size=stat.st_size, mtime=stat.st_mtime)
     text = data.decode("utf-8", errors="replace")
     info = extract(path, text)
+    kind = file_kind(path, info.language, text[:300])
     record = FileRecord(
         path=path,
         size=stat.st_size,
         mtime=stat.st_mtime,
         hash=digest,
         language=info.language,
-        kind=file_kind(path, info.language, text[:300]),
+        kind=kind,
         identifiers=info.identifiers,
         summary=info.summary,
         path_text=path_text(path),
@@ -96,10 +101,23 @@ def read_all(
         for chunk in chunks:
             yield read_chunk(str(root), chunk, max_bytes)
         return
-    executor = _pool(workers)
     try:
+        executor = _pool(workers)
         futures = [executor.submit(read_chunk, str(root), chunk, max_bytes) for chunk in chunks]
-        for future in futures:
-            yield future.result()
+    except (OSError, RuntimeError) as exc:  # no processes to be had: read here
+        log.warning("indexing without worker processes: %s", exc)
+        for chunk in chunks:
+            yield read_chunk(str(root), chunk, max_bytes)
+        return
+    try:
+        for position, future in enumerate(futures):
+            try:
+                results = future.result()
+            except BrokenProcessPool as exc:  # e.g. a host script without a __main__ guard
+                log.warning("worker processes failed (%s); reading in this process", exc)
+                for chunk in chunks[position:]:
+                    yield read_chunk(str(root), chunk, max_bytes)
+                return
+            yield results
     finally:
         executor.shutdown(wait=False, cancel_futures=True)

@@ -52,6 +52,7 @@ FIRST_QUERY_WAIT_S = 10.0
 RERANK_TEMPLATE = "internal:associative_matching"
 INDEX_RANKING = "(ranking: index bm25 over files and definitions + kind/path/identifier/editor boosts)"
 WHY_TERMS = 16
+STORE_BATCH_FILES = 256  # files per transaction: fewer commits and WAL checkpoints
 
 T = TypeVar("T")
 
@@ -213,16 +214,24 @@ class MemorySystem:
         stats: IndexStats,
         on_batch: Callable[[int], None] | None = None,
     ) -> None:
-        """Read (in worker processes for a large pass), then store, batch by batch."""
+        """Read (in worker processes for a large pass), then store in a few large transactions."""
         items = [(candidate.path, hashes.get(candidate.path)) for candidate in pending]
         batches = reader.read_all(self.files.root, items, self.settings.max_file_bytes)
+        waiting: list[reader.ReadResult] = []
+        # a large pass commits in large transactions; a small one file chunk by file chunk,
+        # so that a query during it already sees what was read
+        store_every = STORE_BATCH_FILES if len(items) >= reader.POOL_MIN_FILES else 1
         with closing(batches):
             for results in batches:
                 if self._stop.is_set():
-                    return
-                self._store_results(results, hashes, stats)
+                    break
+                waiting.extend(results)
+                if len(waiting) >= store_every:
+                    self._store_results(waiting, hashes, stats)
+                    waiting = []
                 if on_batch:
                     on_batch(len(results))
+        self._store_results(waiting, hashes, stats)
 
     def _store_results(
         self, results: list[reader.ReadResult], hashes: dict[str, str], stats: IndexStats
