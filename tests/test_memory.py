@@ -16,7 +16,6 @@ from aider_lsp.app import Application
 from aider_lsp.files import FileAccessManager
 from aider_lsp.memory import MemorySystem, apply_rerank, index as index_module
 from aider_lsp.memory import reader as reader_module
-from aider_lsp.memory import system as system_module
 from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
 from aider_lsp.settings import Settings
 

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .extract import Definition
 
@@ -75,6 +76,20 @@ CREATE VIRTUAL TABLE IF NOT EXISTS unit_fts USING fts5(
     name, text, content = '', {_TOKENIZER}
 );
 """
+
+# Ranked searches: the best `?` rows by bm25 (lower is better), joined to what they index.
+_FILE_SEARCH = (
+    "SELECT f.path, f.language, f.identifiers, f.summary, f.size, s.score, f.kind, f.doc FROM"
+    f" (SELECT rowid, bm25(fts, {', '.join(map(str, BM25_WEIGHTS))}) AS score FROM fts"
+    " WHERE fts MATCH ? ORDER BY score LIMIT ?) AS s JOIN files AS f ON f.doc = s.rowid"
+    " ORDER BY s.score"
+)
+_UNIT_SEARCH = (
+    "SELECT f.path, u.name, u.kind, u.line, s.score FROM"
+    f" (SELECT rowid, bm25(unit_fts, {', '.join(map(str, UNIT_BM25_WEIGHTS))}) AS score"
+    " FROM unit_fts WHERE unit_fts MATCH ? ORDER BY score LIMIT ?) AS s"
+    " JOIN units AS u ON u.id = s.rowid JOIN files AS f ON f.id = u.file_id ORDER BY s.score"
+)
 
 
 class IndexUnavailable(RuntimeError):
@@ -301,33 +316,24 @@ class IndexStore:
             dead = self._dead("dead_docs")
         return dead >= COMPACT_MIN_DEAD and dead > COMPACT_DEAD_RATIO * max(1, live)
 
+    def _top(self, sql: str, fts_query: str, limit: int, dead_key: str) -> list[tuple[Any, ...]]:
+        """The first `limit` live rows of a ranked query (dead rowids join to nothing)."""
+        with self._lock:
+            rows = self.open().execute(sql, (fts_query, limit + self._dead(dead_key))).fetchall()
+        return rows[:limit]
+
     def search(self, fts_query: str, limit: int) -> list[SearchRow]:
         """Top `limit` files for an FTS5 MATCH expression, best (lowest bm25) first."""
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        sql = (
-            "SELECT f.path, f.language, f.identifiers, f.summary, f.size, s.score, f.kind, f.doc"
-            f" FROM (SELECT rowid, bm25(fts, {weights}) AS score FROM fts WHERE fts MATCH ? "
-            "ORDER BY score LIMIT ?) AS s JOIN files AS f ON f.doc = s.rowid ORDER BY s.score"
-        )
-        with self._lock:
-            rows = self.open().execute(sql, (fts_query, limit + self._dead("dead_docs"))).fetchall()
         return [
             SearchRow(path, language, identifiers.split(), summary, size, score, kind, doc)
-            for path, language, identifiers, summary, size, score, kind, doc in rows[:limit]
+            for path, language, identifiers, summary, size, score, kind, doc in self._top(
+                _FILE_SEARCH, fts_query, limit, "dead_docs"
+            )
         ]
 
     def search_units(self, fts_query: str, limit: int) -> list[UnitHit]:
         """Top `limit` definitions for an FTS5 MATCH expression, best first."""
-        weights = ", ".join(str(w) for w in UNIT_BM25_WEIGHTS)
-        sql = (
-            "SELECT f.path, u.name, u.kind, u.line, s.score FROM (SELECT rowid, "
-            f"bm25(unit_fts, {weights}) AS score FROM unit_fts WHERE unit_fts MATCH ? "
-            "ORDER BY score LIMIT ?) AS s JOIN units AS u ON u.id = s.rowid "
-            "JOIN files AS f ON f.id = u.file_id ORDER BY s.score"
-        )
-        with self._lock:
-            rows = self.open().execute(sql, (fts_query, limit + self._dead("dead_units"))).fetchall()
-        return [UnitHit(*row) for row in rows[:limit]]
+        return [UnitHit(*row) for row in self._top(_UNIT_SEARCH, fts_query, limit, "dead_units")]
 
     def matching(self, fts_query: str, docs: Iterable[int]) -> set[int]:
         """Which of the file rowids `docs` match an FTS5 expression (for "why it ranked")."""

@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from .extract import is_test_path, split_identifier
+from .extract import split_identifier
 from .index import SearchRow, UnitHit
-
-__all__ = ["is_test_path"]
 
 TEXT_WEIGHT = 0.65
 UNIT_WEIGHT = 0.35
