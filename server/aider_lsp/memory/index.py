@@ -1,11 +1,13 @@
 """IndexStore: the workspace index as one SQLite file with two contentless FTS5 tables.
 
 Per file it keeps path, size, mtime, content hash, language, kind, identifiers and a summary
-(table `files`); per definition its qualified name, kind and line (table `units`). The
+(table `files`); per definition its qualified name and line (table `units`; a file's units
+have consecutive ids, so they are dropped by id range without an index). The
 searchable text lives only in the FTS5 indexes (`fts`: path / identifiers / summary / body
 of each file; `unit_fts`: name / signature and docstring of each definition), both
 contentless (`content=''`): the text itself is never stored, the files on disk are the
-content, and the database stays well under half the size of what it indexes.
+content. (`detail=column` would be smaller, but a contentless table without positions
+scores every bm25() as 0.)
 
 SQLite before 3.43 cannot delete a row from a contentless table without its old text, so
 a changed file gets fresh FTS rowids and its old ones become dead: searches skip them (a
@@ -37,7 +39,7 @@ from .extract import Definition
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
@@ -59,16 +61,16 @@ CREATE TABLE IF NOT EXISTS files (
     identifiers TEXT NOT NULL,
     summary TEXT NOT NULL,
     indexed_at REAL NOT NULL,
-    doc INTEGER NOT NULL UNIQUE
+    doc INTEGER NOT NULL UNIQUE,
+    first_unit INTEGER NOT NULL,
+    unit_count INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS units (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL,
     name TEXT NOT NULL,
-    kind TEXT NOT NULL,
     line INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS units_file ON units(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     path, identifiers, summary, body, content = '', {_TOKENIZER}
 );
@@ -85,7 +87,7 @@ _FILE_SEARCH = (
     " ORDER BY s.score"
 )
 _UNIT_SEARCH = (
-    "SELECT f.path, u.name, u.kind, u.line, s.score FROM"
+    "SELECT f.path, u.name, u.line, s.score FROM"
     f" (SELECT rowid, bm25(unit_fts, {', '.join(map(str, UNIT_BM25_WEIGHTS))}) AS score"
     " FROM unit_fts WHERE unit_fts MATCH ? ORDER BY score LIMIT ?) AS s"
     " JOIN units AS u ON u.id = s.rowid JOIN files AS f ON f.id = u.file_id ORDER BY s.score"
@@ -132,7 +134,6 @@ class UnitHit:
 
     path: str
     name: str
-    kind: str
     line: int
     bm25: float
 
@@ -412,8 +413,13 @@ class IndexStore:
                 )
 
     def _forget_units(self, conn: sqlite3.Connection, file_id: int) -> int:
-        gone = conn.execute("DELETE FROM units WHERE file_id = ?", (file_id,)).rowcount
-        return max(0, gone)
+        """Drop a file's units (a range of ids); their FTS rows become dead."""
+        first, count = conn.execute(
+            "SELECT first_unit, unit_count FROM files WHERE id = ?", (file_id,)
+        ).fetchone()
+        if count:
+            conn.execute("DELETE FROM units WHERE id >= ? AND id < ?", (first, first + count))
+        return int(count)
 
     def upsert_many(self, records: list[FileRecord]) -> None:
         """Insert or replace files in one transaction (a batch of the indexer)."""
@@ -439,11 +445,13 @@ class IndexStore:
                     values = (
                         record.size, record.mtime, record.hash, record.language, record.kind,
                         " ".join(record.identifiers), record.summary, now, doc,
+                        unit, len(record.definitions),
                     )
                     if row is None:
                         file_id = conn.execute(
-                            "INSERT INTO files(size, mtime, hash, language, kind, identifiers,"
-                            " summary, indexed_at, doc, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
+                            " indexed_at, doc, first_unit, unit_count, path)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (*values, record.path),
                         ).lastrowid
                     else:
@@ -452,16 +460,15 @@ class IndexStore:
                         dead_units += self._forget_units(conn, file_id)
                         conn.execute(
                             "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
-                            " identifiers = ?, summary = ?, indexed_at = ?, doc = ? WHERE id = ?",
+                            " identifiers = ?, summary = ?, indexed_at = ?, doc = ?, first_unit = ?,"
+                            " unit_count = ? WHERE id = ?",
                             (*values, file_id),
                         )
                     fts_rows.append(
                         (doc, record.path_text, record.identifier_text, record.summary, record.body)
                     )
                     for definition in record.definitions:
-                        unit_rows.append(
-                            (unit, file_id, definition.name, definition.kind, definition.line)
-                        )
+                        unit_rows.append((unit, file_id, definition.name, definition.line))
                         unit_fts_rows.append((unit, definition.search_name, definition.text))
                         unit += 1
                     doc += 1
@@ -470,7 +477,7 @@ class IndexStore:
                     fts_rows,
                 )
                 conn.executemany(
-                    "INSERT INTO units(id, file_id, name, kind, line) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO units(id, file_id, name, line) VALUES (?, ?, ?, ?)",
                     unit_rows,
                 )
                 conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)

@@ -144,6 +144,7 @@ def fts_expression(terms: QueryTerms) -> str:
     return " OR ".join(quoted(token) for token in [*term_tokens(terms), *terms.phrases])
 
 
+
 @lru_cache(maxsize=65536)
 def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
     """(all path words, file-name words), normalised: `src/HttpClient.py` → {src, http, client}."""
