@@ -86,10 +86,13 @@ class Extension implements CommandHost {
         } catch (error) {
             this.log.error(`the server did not start: ${String(error)}`);
             this.status.setState('error', String(error));
-            const choice = await vscode.window.showErrorMessage(`Aider: the server did not start: ${String(error)}`, 'Show Log');
-            if (choice === 'Show Log') {
-                this.log.show();
-            }
+            // not awaited: activation (and every command waiting for it) must not hang until the
+            // user dismisses this message; commands then say "the server is not running"
+            void vscode.window.showErrorMessage(`Aider: the server did not start: ${String(error)}`, 'Show Log').then((choice) => {
+                if (choice === 'Show Log') {
+                    this.log.show();
+                }
+            });
         }
     }
 
