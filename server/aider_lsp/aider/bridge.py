@@ -467,13 +467,18 @@ class AiderBridge:
 
     async def warm_up(self) -> bool:
         """Start the server ahead of the first edit (e.g. after `initialized`); the bundled
-        server then imports Aider in the background. False when not configured or it failed."""
+        server then imports Aider in the background. False when not configured or it failed.
+
+        Only before any server was started: once a call started one, warming up has nothing to
+        do, and after a cancelled edit stopped it, starting it again would undo that stop."""
         settings = self._get_settings()
         try:
             spec = launch_spec(settings, self.workspace)
         except ConfigurationProblem:
             return False
         async with self._lock:
+            if self.starts:
+                return self._conn is not None
             try:
                 async with asyncio.timeout(settings.timeouts.aider):
                     await self._ensure(spec)
