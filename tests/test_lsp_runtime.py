@@ -142,3 +142,35 @@ async def test_a_stale_unmodified_buffer_does_not_block_edits_or_undo(lsp: Any, 
         )
         edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
         assert not _refused_as_unsaved(edit), edit
+
+
+async def test_a_buffer_that_lags_behind_a_reload_does_not_block_the_next_edit(lsp: Any, workspace: Path) -> None:
+    """VS Code reloads a file changed on disk with a didChange; when the next edit writes the
+    file before the editor reloads again, the buffer holds the previous disk text: not unsaved
+    work (a workflow's second iteration was refused for it)."""
+    calc = workspace / "pkg" / "calc.py"
+    async with lsp(workspace, env={"AIDER_LSP_AIDER_MODEL": ""}) as client:
+        _open(client, calc, calc.read_text())
+        first_edit = "def add(a, b):\n    return b + a\n"
+        calc.write_text(first_edit)  # iteration 1's edit
+        client.text_document_did_change(  # the editor reloads it
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=calc.as_uri(), version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=first_edit)],
+            )
+        )
+        await execute(client, "aider-lsp.tools.list", {})  # didChange handled
+        calc.write_text("def add(a, b):\n    return a + b  # fixed\n")  # iteration 2, before the next reload
+        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        assert not _refused_as_unsaved(edit), edit
+        undo = await execute(client, "aider-lsp.workflow.undo", {})
+        assert not _refused_as_unsaved(undo), undo
+
+        client.text_document_did_change(  # now the user types: that is unsaved work
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=calc.as_uri(), version=3),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=first_edit + "# mine\n")],
+            )
+        )
+        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        assert _refused_as_unsaved(edit), edit

@@ -1,11 +1,13 @@
 """Open documents as the editor holds them: which are open, and which hold unsaved changes.
 
-A buffer is unsaved when the editor changed it since it was opened or saved (didChange after
-didOpen/didSave) and its text is not what is on disk, or when it was opened with text that is
-not on disk (a restored unsaved editor). A buffer the editor has not changed is not unsaved,
-even when the file changed on disk under it: after an edit, an editor that has not reloaded
-the file yet (Neovim until `:checktime`) still holds the old text, and refusing the next edit
-or undo for it would be wrong. Edits ask `unsaved_files` at each edit and undo.
+A buffer is unsaved when its text is neither what is on disk nor the last text it held in step
+with the disk (at didOpen, didSave, or a didChange that left it equal to the disk, such as the
+editor reloading a file changed on disk). So a buffer opened with text that is not on disk (a
+restored unsaved editor) or typed into is unsaved, while a buffer that only lags behind the
+disk is not: after an edit, an editor that has not reloaded the file yet (Neovim until
+`:checktime`, VS Code for the moment its watcher takes) still holds the earlier text, and
+refusing the next edit or undo for it would be wrong. Edits ask `unsaved_files` at each edit
+and undo.
 """
 
 from __future__ import annotations
@@ -36,27 +38,47 @@ def differs_from_disk(buffer_text: str, path: Path) -> bool:
     return disk.removeprefix("\ufeff") != buffer_text.removeprefix("\ufeff")
 
 
+def _may_equal_disk(text: str, path: Path) -> bool:
+    """A cheap size check before reading the file (didChange comes with every keystroke)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False
+    encoded = len(text.removeprefix("\ufeff").encode("utf-8", errors="replace"))
+    return size in (encoded, encoded + 3)  # + a UTF-8 BOM the buffer does not show
+
+
 class OpenDocuments:
-    """The editor's open documents (pygls's workspace) and which of them the editor changed."""
+    """The editor's open documents (pygls's workspace) and the text each last held in step with the disk."""
 
     def __init__(self, server: AiderLanguageServer) -> None:
         self.server = server
-        self.changed_by_editor: set[str] = set()  # keyed like pygls's workspace: unquoted URIs
+        self.in_step_with_disk: dict[str, str] = {}  # keyed like pygls's workspace: unquoted URIs
 
     # -- the editor's notifications ------------------------------------------------------------
     def opened(self, item: types.TextDocumentItem) -> None:
         """A buffer opened with text that is not on disk holds unsaved work from the start."""
-        path = self.path_of(item.uri)
-        if path is not None and differs_from_disk(item.text, path):
-            self.changed_by_editor.add(unquote(item.uri))
-        else:
-            self.changed_by_editor.discard(unquote(item.uri))
+        self.in_step_with_disk.pop(unquote(item.uri), None)
+        self._note_if_on_disk(item.uri, item.text)
 
     def changed(self, uri: str) -> None:
-        self.changed_by_editor.add(unquote(uri))
+        """After pygls applied the change: a buffer now equal to the disk (a reload) is in step."""
+        document = self.server.workspace.text_documents.get(unquote(uri))
+        if document is not None:
+            self._note_if_on_disk(uri, document.source)
 
-    def saved_or_closed(self, uri: str) -> None:
-        self.changed_by_editor.discard(unquote(uri))
+    def saved(self, uri: str) -> None:
+        document = self.server.workspace.text_documents.get(unquote(uri))
+        if document is not None:
+            self.in_step_with_disk[unquote(uri)] = document.source
+
+    def closed(self, uri: str) -> None:
+        self.in_step_with_disk.pop(unquote(uri), None)
+
+    def _note_if_on_disk(self, uri: str, text: str) -> None:
+        path = self.path_of(uri)
+        if path is not None and _may_equal_disk(text, path) and not differs_from_disk(text, path):
+            self.in_step_with_disk[unquote(uri)] = text
 
     # -- what the Application asks ---------------------------------------------------------------
     def workspace_relative(self, uri: str) -> str | None:
@@ -79,8 +101,8 @@ class OpenDocuments:
         """Workspace-relative paths of the open documents holding the editor's unsaved changes."""
         unsaved: list[str] = []
         for key, document in list(self.server.workspace.text_documents.items()):
-            if key not in self.changed_by_editor:
-                continue
+            if self.in_step_with_disk.get(key) == document.source:
+                continue  # the editor's text was on disk: at most it lags behind a later write
             # the document's own URI: pygls keys documents by an already-unquoted URI, which a
             # second decoding would turn `p%2520.py` (file `p%20.py`) into `p .py`
             relative = self.workspace_relative(document.uri)
@@ -109,9 +131,9 @@ def register(server: AiderLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def on_did_save(ls: AiderLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.documents.saved_or_closed(params.text_document.uri)
+        ls.documents.saved(params.text_document.uri)
         await indexing.on_saved(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_did_close(ls: AiderLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.documents.saved_or_closed(params.text_document.uri)
+        ls.documents.closed(params.text_document.uri)
