@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,19 @@ class FileAccessManager:
         self.max_file_bytes = max_file_bytes
         self.secret_patterns = tuple(DEFAULT_SECRET_PATTERNS) + tuple(secret_patterns)
 
+    @property
+    def secret_patterns(self) -> tuple[str, ...]:
+        """The built-in patterns followed by the user's `secretPatterns`."""
+        return self._secret_patterns
+
+    @secret_patterns.setter
+    def secret_patterns(self, patterns: tuple[str, ...]) -> None:
+        self._secret_patterns = tuple(patterns)
+        # every pattern as one regex: is_secret runs for each file of a workspace walk
+        self._secret_name = re.compile(
+            "|".join(fnmatch.translate(pattern.lower()) for pattern in self._secret_patterns)
+        )
+
     # -- paths ---------------------------------------------------------------------------
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """Absolute real path inside the workspace, or AccessDenied with the reason."""
@@ -170,17 +184,24 @@ class FileAccessManager:
         parts = [Path(os.fspath(path)).name, real.name]
         if any(part in SECRET_DIRECTORIES for part in Path(os.fspath(path)).parts + real.parts):
             return True
-        if any(
-            fnmatch.fnmatch(name.lower(), pattern.lower())
-            for name in parts
-            for pattern in self.secret_patterns
-        ):
+        if any(self._secret_name.match(name.lower()) for name in parts):
             return True
         user_patterns = self.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
         if not user_patterns:
             return False
         rels = {rel for rel in (self._workspace_relative(Path(os.fspath(path))), self._workspace_relative(real)) if rel}
         return any(_path_pattern_matches(rel, pattern) for rel in rels for pattern in user_patterns)
+
+    def is_secret_in_tree(self, rel: str) -> bool:
+        """`is_secret` for a workspace-relative POSIX path known to hold no symlink (a file
+        that a directory walk found): the same rules, without resolving anything."""
+        parts = rel.split("/")
+        if any(part in SECRET_DIRECTORIES for part in (*self.root.parts, *parts)):
+            return True
+        if self._secret_name.match(parts[-1].lower()):
+            return True
+        user_patterns = self.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
+        return any(_path_pattern_matches(rel, pattern) for pattern in user_patterns)
 
     def _workspace_relative(self, path: Path) -> str | None:
         """POSIX path relative to the root (lexically, then resolved), or None when outside."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 SUMMARY_CHARS = 300
@@ -111,12 +112,16 @@ _COMMENT_LINE = re.compile(r"^\s*(?://+|#+|--|;+|%+|\*+|/\*+|<!--)\s?(.*?)\s*(?:
 # Each blank or comment line can match only one way (no exponential backtracking on \r\n).
 # Patterns start with a literal "\n" (the text gets one in front): `re` then skips to each
 # newline quickly instead of trying `^` at every character.
-_PY_DEF = re.compile(r"\n([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
+# `[ \t]*+` is possessive: a failed line is not retried with less indentation (4x faster).
+_PY_DEF = re.compile(r"\n([ \t]*+)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
 _PY_SIGNATURE = re.compile(
     r"[ \t]*(?:\[[^\]\n]*\])?[ \t]*(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))?[^:\n]{0,200}:"
 )
+# A docstring in triple quotes (group 2), or on one line in single quotes (group 4).
 _PY_DOCSTRING = re.compile(
-    r"""[^\n]*\n(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
+    r"""[^\n]*\n(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*+[rRuU]{0,2}"""
+    r"""(?:(\"\"\"|\'\'\')(.*?)\1|(["'])((?:\\.|(?!\3)[^\\\n])*)\3)""",
+    re.S,
 )
 _PY_MODULE_DOCSTRING = re.compile(
     r"""\A\ufeff?(?:[ \t\r]*(?:\#[^\n]*)?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')(.*?)\1""", re.S
@@ -209,13 +214,23 @@ def file_kind(path: str, language: str, head: str = "") -> str:
 
 def split_identifier(name: str) -> list[str]:
     """`getHTTPResponse_code` → ['get', 'http', 'response', 'code'] (lowercase parts)."""
+    if "." in name:  # a qualified name: its components are cached, the whole rarely repeats
+        return [part for component in name.split(".") for part in _split_identifier(component)]
+    return list(_split_identifier(name))
+
+
+@lru_cache(maxsize=1 << 16)
+def _split_identifier(name: str) -> tuple[str, ...]:
+    """Cached: a workspace repeats its names (`self`, `value`, `__init__`) thousands of times."""
+    if name.isascii():
+        return tuple(piece.lower() for piece in _CAMEL_PARTS.findall(name))
     parts: list[str] = []
     for chunk in re.split(r"[_\-$.]+", name):
         if not chunk.isascii():  # camelCase rules are for ASCII names; keep others whole
             parts.append(chunk.lower())
             continue
         parts.extend(piece.lower() for piece in _CAMEL_PARTS.findall(chunk))
-    return [part for part in parts if part]
+    return tuple(part for part in parts if part)
 
 
 def identifier_text(identifiers: list[str]) -> str:
@@ -327,7 +342,7 @@ def _python_definitions(path: str, text: str) -> tuple[list[Definition], list[st
         if signature:
             found = _PY_DOCSTRING.match(text, signature.end())
             if found:
-                docstring = found.group(2)
+                docstring = found.group(2) if found.group(1) else found.group(4)
         body = f"{parameters} {docstring}" if docstring else parameters
         definitions.append(
             Definition(

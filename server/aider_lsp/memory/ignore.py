@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import pathspec
 
@@ -143,8 +144,8 @@ class IgnoreRules:
 
     def _stat_candidate(self, real: Path, rel: str) -> Candidate | None:
         try:
-            stat = real.stat()
-            if not real.is_file() or stat.st_size > self.max_file_bytes:
+            stat = os.stat(real)
+            if not S_ISREG(stat.st_mode) or stat.st_size > self.max_file_bytes:
                 return None
             with real.open("rb") as handle:
                 head = handle.read(BINARY_SNIFF_BYTES)
@@ -170,7 +171,7 @@ class IgnoreRules:
                     continue
                 if self.excludes.check_file(rel).include or self._git_ignored(rel, False):
                     continue
-                if self.files.is_secret(rel):
+                if self.files.is_secret_in_tree(rel):
                     continue
                 full = Path(current) / name
                 if full.is_symlink():

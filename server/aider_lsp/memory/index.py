@@ -1,13 +1,17 @@
 """IndexStore: the workspace index as one SQLite file with two contentless FTS5 tables.
 
-Per file it keeps path, size, mtime, content hash, language, kind, identifiers and a summary
-(table `files`); per definition its qualified name and line (table `units`; a file's units
-have consecutive ids, so they are dropped by id range without an index). The
+Per file it keeps path, size, mtime, content hash, language, kind, identifiers, a summary and
+its definitions' names and lines (table `files`; the definitions as one compressed list: a
+table row per definition took a sixth of the index). A file's definitions have consecutive
+FTS rowids from `first_unit`, so a definition hit finds its file by that range. The
 searchable text lives only in the FTS5 indexes (`fts`: path / identifiers / summary / body
 of each file; `unit_fts`: name / signature and docstring of each definition), both
 contentless (`content=''`): the text itself is never stored, the files on disk are the
 content. (`detail=column` would be smaller, but a contentless table without positions
-scores every bm25() as 0.)
+scores every bm25() as 0.) `unit_fts` keeps no column sizes (`columnsize=0`): bm25 then
+does not normalise by length, which suits definitions (a few words to a docstring, and the
+one that matches more of the question should win whatever its length), and scoring a
+matching row no longer reads its size from a table: a third of the time.
 
 SQLite before 3.43 cannot delete a row from a contentless table without its old text, so
 a changed file gets fresh FTS rowids and its old ones become dead: searches skip them (a
@@ -30,6 +34,7 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +44,14 @@ from .extract import Definition
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
 UNIT_BM25_WEIGHTS = (2.0, 1.0)
 COMPACT_DEAD_RATIO = 0.25
+FREQUENT_MIN_FRACTION = 0.01  # term statistics keep the terms in more than 1% of the files
+STATS_STALE_FRACTION = 0.1  # recomputed once a tenth of the files changed since
 COMPACT_MIN_DEAD = 200
 _TOKENIZER = "tokenize = 'porter unicode61 remove_diacritics 2'"
 
@@ -60,22 +67,17 @@ CREATE TABLE IF NOT EXISTS files (
     kind TEXT NOT NULL,
     identifiers TEXT NOT NULL,
     summary TEXT NOT NULL,
-    indexed_at REAL NOT NULL,
     doc INTEGER NOT NULL UNIQUE,
     first_unit INTEGER NOT NULL,
-    unit_count INTEGER NOT NULL
+    unit_count INTEGER NOT NULL,
+    units BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS units (
-    id INTEGER PRIMARY KEY,
-    file_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    line INTEGER NOT NULL
-);
+CREATE INDEX IF NOT EXISTS files_by_unit ON files(first_unit) WHERE unit_count > 0;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     path, identifiers, summary, body, content = '', {_TOKENIZER}
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS unit_fts USING fts5(
-    name, text, content = '', {_TOKENIZER}
+    name, text, content = '', columnsize = 0, {_TOKENIZER}
 );
 """
 
@@ -86,12 +88,31 @@ _FILE_SEARCH = (
     " WHERE fts MATCH ? ORDER BY score LIMIT ?) AS s JOIN files AS f ON f.doc = s.rowid"
     " ORDER BY s.score"
 )
+# A definition's file: the one whose unit range holds the rowid (dead rowids match none).
 _UNIT_SEARCH = (
-    "SELECT f.path, u.name, u.line, s.score FROM"
+    "SELECT f.path, s.rowid - f.first_unit, s.score FROM"
     f" (SELECT rowid, bm25(unit_fts, {', '.join(map(str, UNIT_BM25_WEIGHTS))}) AS score"
     " FROM unit_fts WHERE unit_fts MATCH ? ORDER BY score LIMIT ?) AS s"
-    " JOIN units AS u ON u.id = s.rowid JOIN files AS f ON f.id = u.file_id ORDER BY s.score"
+    " JOIN files AS f ON f.id = (SELECT id FROM files WHERE unit_count > 0 AND"
+    " first_unit <= s.rowid ORDER BY first_unit DESC LIMIT 1)"
+    " WHERE s.rowid < f.first_unit + f.unit_count ORDER BY s.score"
 )
+
+
+def pack_units(definitions: list[Definition]) -> bytes:
+    """A file's definitions as stored: `name<TAB>line` lines, compressed."""
+    return zlib.compress("\n".join(f"{d.name}\t{d.line}" for d in definitions).encode("utf-8"))
+
+
+def unpack_units(blob: bytes) -> list[str]:
+    """A file's definitions, in rowid order, as `name<TAB>line` entries (see `unit_entry`)."""
+    return zlib.decompress(blob).decode("utf-8").split("\n") if blob else []
+
+
+def unit_entry(entry: str) -> tuple[str, int]:
+    """`Client.send<TAB>12` → ("Client.send", 12)."""
+    name, _, line = entry.rpartition("\t")
+    return name, int(line)
 
 
 class IndexUnavailable(RuntimeError):
@@ -113,7 +134,17 @@ class FileRecord:
     path_text: str
     identifier_text: str
     body: str
-    definitions: list[Definition] = field(default_factory=list)
+    units: list[tuple[str, str]] = field(default_factory=list)  # (search name, text) per definition
+    packed_units: bytes = b""  # their names and lines (`pack_units`), stored in `files`
+
+    @classmethod
+    def with_definitions(cls, definitions: list[Definition], **fields: Any) -> FileRecord:
+        """A record whose definitions are searchable units (packed where it is built: a worker)."""
+        return cls(
+            units=[(d.search_name, d.text) for d in definitions],
+            packed_units=pack_units(definitions) if definitions else b"",
+            **fields,
+        )
 
 
 @dataclass(frozen=True)
@@ -130,11 +161,10 @@ class SearchRow:
 
 @dataclass(frozen=True)
 class UnitHit:
-    """A definition that matched, with its file."""
+    """A definition that matched: its file and its place among the file's definitions."""
 
     path: str
-    name: str
-    line: int
+    position: int
     bm25: float
 
 
@@ -166,6 +196,8 @@ class IndexStore:
         self._conn: sqlite3.Connection | None = None
         self.in_memory = db_path is None
         self.rebuilt_reason: str | None = None  # set when the file had to be recreated
+        self._frequent: dict[str, float] | None = None  # term → share of the files holding it
+        self._writes_since_stats = 0
 
     # -- opening -------------------------------------------------------------------------
     def _connect(self, target: str) -> sqlite3.Connection:
@@ -254,8 +286,7 @@ class IndexStore:
             conn = self.open()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("files", "units"):
-                    conn.execute(f"DELETE FROM {table}")
+                conn.execute("DELETE FROM files")
                 for table in ("fts", "unit_fts"):
                     conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
                 conn.execute("DELETE FROM meta WHERE key IN ('dead_docs', 'dead_units')")
@@ -263,10 +294,12 @@ class IndexStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            self._frequent = None
             conn.execute("VACUUM")
 
     def close(self) -> None:
         with self._lock:
+            self._frequent = None
             if self._conn is not None:
                 try:
                     self._conn.close()
@@ -336,6 +369,21 @@ class IndexStore:
         """Top `limit` definitions for an FTS5 MATCH expression, best first."""
         return [UnitHit(*row) for row in self._top(_UNIT_SEARCH, fts_query, limit, "dead_units")]
 
+    def unit_names(self, hits: list[UnitHit]) -> list[tuple[str, int]]:
+        """(qualified name, line) of definitions found by `search_units` (one file's, say)."""
+        names: list[tuple[str, int]] = []
+        unpacked: dict[str, list[str]] = {}
+        with self._lock:
+            conn = self.open()
+            for hit in hits:
+                if hit.path not in unpacked:
+                    row = conn.execute("SELECT units FROM files WHERE path = ?", (hit.path,)).fetchone()
+                    unpacked[hit.path] = unpack_units(row[0]) if row else []
+                entries = unpacked[hit.path]
+                if 0 <= hit.position < len(entries):
+                    names.append(unit_entry(entries[hit.position]))
+        return names
+
     def matching(self, fts_query: str, docs: Iterable[int]) -> set[int]:
         """Which of the file rowids `docs` match an FTS5 expression (for "why it ranked")."""
         wanted = list(docs)
@@ -366,6 +414,59 @@ class IndexStore:
                         path, language, identifiers.split(), summary, size, 0.0, kind, doc
                     )
         return found
+
+    # -- term statistics -------------------------------------------------------------------
+    def stems(self, tokens: list[str]) -> dict[str, tuple[str, ...]]:
+        """token → the terms the index's tokenizer makes of it (`Bytes` → ("byte",)).
+
+        The tokenizer is SQLite's: a scratch FTS5 table in the connection's temp schema runs
+        it, so the terms always agree with what the index holds."""
+        if not tokens:
+            return {}
+        with self._lock:
+            conn = self.open()
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_probe"
+                f" USING fts5(x, content = '', {_TOKENIZER})"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_terms"
+                " USING fts5vocab(temp, stem_probe, 'instance')"
+            )
+            conn.executemany(
+                "INSERT INTO temp.stem_probe(rowid, x) VALUES (?, ?)", list(enumerate(tokens))
+            )
+            rows = conn.execute("SELECT doc, term FROM temp.stem_terms ORDER BY doc, offset").fetchall()
+            conn.execute("INSERT INTO temp.stem_probe(stem_probe) VALUES ('delete-all')")
+        found: dict[int, list[str]] = {}
+        for doc, term in rows:
+            found.setdefault(doc, []).append(term)
+        return {token: tuple(found.get(position, ())) for position, token in enumerate(tokens)}
+
+    def frequent_terms(self) -> dict[str, float]:
+        """Terms in more than 1% of the files, with the share of files that hold them.
+
+        Read from the FTS index's own vocabulary (a fraction of a second) and kept until a
+        tenth of the files changed: frequencies move slowly."""
+        with self._lock:
+            if self._writes_since_stats > STATS_STALE_FRACTION * max(1, self.count()):
+                self._frequent = None
+                self._writes_since_stats = 0
+            if self._frequent is None:
+                self._frequent = self._count_frequent()
+            return self._frequent
+
+    def _count_frequent(self) -> dict[str, float]:
+        conn = self.open()
+        rows_indexed = self.count() + self._dead("dead_docs")  # dead rows are in the vocabulary
+        if rows_indexed == 0:
+            return {}
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts, 'row')")
+        rows = conn.execute(
+            "SELECT term, doc FROM temp.fts_terms WHERE doc > ?",
+            (FREQUENT_MIN_FRACTION * rows_indexed,),
+        ).fetchall()
+        return {term: min(1.0, docs / rows_indexed) for term, docs in rows}
 
     # -- writes --------------------------------------------------------------------------
     def touch(self, path: str, size: int, mtime: float) -> None:
@@ -412,80 +513,80 @@ class IndexStore:
                     (key, str(count)),
                 )
 
-    def _forget_units(self, conn: sqlite3.Connection, file_id: int) -> int:
-        """Drop a file's units (a range of ids); their FTS rows become dead."""
-        first, count = conn.execute(
-            "SELECT first_unit, unit_count FROM files WHERE id = ?", (file_id,)
-        ).fetchone()
-        if count:
-            conn.execute("DELETE FROM units WHERE id >= ? AND id < ?", (first, first + count))
-        return int(count)
-
     def upsert_many(self, records: list[FileRecord]) -> None:
-        """Insert or replace files in one transaction (a batch of the indexer)."""
+        """Insert or replace files in one transaction (a batch of the indexer).
+
+        A replaced file gets fresh FTS rowids; its old ones become dead (see the module doc).
+        """
         if not records:
             return
-        now = time.time()
         with self._lock:
             conn = self.open()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                existing = self._ids_of(conn, [record.path for record in records])
                 doc = self._next_ids(conn, "next_doc", len(records))
-                unit = self._next_ids(
-                    conn, "next_unit", sum(len(record.definitions) for record in records)
-                )
-                dead_docs = dead_units = 0
+                unit = self._next_ids(conn, "next_unit", sum(len(r.units) for r in records))
+                inserts: list[tuple[object, ...]] = []
+                updates: list[tuple[object, ...]] = []
                 fts_rows: list[tuple[object, ...]] = []
-                unit_rows: list[tuple[object, ...]] = []
                 unit_fts_rows: list[tuple[object, ...]] = []
+                dead_units = 0
                 for record in records:
-                    row = conn.execute(
-                        "SELECT id FROM files WHERE path = ?", (record.path,)
-                    ).fetchone()
                     values = (
                         record.size, record.mtime, record.hash, record.language, record.kind,
-                        " ".join(record.identifiers), record.summary, now, doc,
-                        unit, len(record.definitions),
+                        " ".join(record.identifiers), record.summary, doc, unit,
+                        len(record.units), record.packed_units,
                     )
-                    if row is None:
-                        file_id = conn.execute(
-                            "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
-                            " indexed_at, doc, first_unit, unit_count, path)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (*values, record.path),
-                        ).lastrowid
+                    if record.path in existing:
+                        file_id, old_units = existing[record.path]
+                        dead_units += old_units
+                        updates.append((*values, file_id))
                     else:
-                        file_id = row[0]
-                        dead_docs += 1
-                        dead_units += self._forget_units(conn, file_id)
-                        conn.execute(
-                            "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
-                            " identifiers = ?, summary = ?, indexed_at = ?, doc = ?, first_unit = ?,"
-                            " unit_count = ? WHERE id = ?",
-                            (*values, file_id),
-                        )
+                        inserts.append((*values, record.path))
                     fts_rows.append(
                         (doc, record.path_text, record.identifier_text, record.summary, record.body)
                     )
-                    for definition in record.definitions:
-                        unit_rows.append((unit, file_id, definition.name, definition.line))
-                        unit_fts_rows.append((unit, definition.search_name, definition.text))
+                    for search_name, text in record.units:
+                        unit_fts_rows.append((unit, search_name, text))
                         unit += 1
                     doc += 1
+                conn.executemany(
+                    "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
+                    " doc, first_unit, unit_count, units, path)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    inserts,
+                )
+                conn.executemany(
+                    "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
+                    " identifiers = ?, summary = ?, doc = ?, first_unit = ?, unit_count = ?,"
+                    " units = ? WHERE id = ?",
+                    updates,
+                )
                 conn.executemany(
                     "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
                     fts_rows,
                 )
-                conn.executemany(
-                    "INSERT INTO units(id, file_id, name, line) VALUES (?, ?, ?, ?)",
-                    unit_rows,
-                )
                 conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)
-                self._add_dead(conn, dead_docs, dead_units)
+                self._add_dead(conn, len(updates), dead_units)
                 conn.execute("COMMIT")
+                self._writes_since_stats += len(records)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    @staticmethod
+    def _ids_of(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[int, int]]:
+        """path → (file id, unit count) of the paths already indexed."""
+        found: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for path, file_id, units in conn.execute(
+                f"SELECT path, id, unit_count FROM files WHERE path IN ({marks})", chunk
+            ):
+                found[path] = (file_id, units)
+        return found
 
     def remove_many(self, paths: Iterable[str]) -> list[str]:
         """Drop files (and anything below them, for a deleted folder); returns what went."""
@@ -498,15 +599,16 @@ class IndexStore:
                 for path in paths:
                     prefix = path.rstrip("/") + "/"
                     rows = conn.execute(
-                        "SELECT id, path FROM files WHERE path = ? OR substr(path, 1, ?) = ?",
+                        "SELECT id, path, unit_count FROM files WHERE path = ? OR substr(path, 1, ?) = ?",
                         (path, len(prefix), prefix),
                     ).fetchall()
-                    for file_id, found in rows:
-                        dead_units += self._forget_units(conn, file_id)
+                    for file_id, found, units in rows:
+                        dead_units += units
                         conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
                         removed.append(found)
                 self._add_dead(conn, len(removed), dead_units)
                 conn.execute("COMMIT")
+                self._writes_since_stats += len(removed)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

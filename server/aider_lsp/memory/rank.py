@@ -59,6 +59,9 @@ KIND_WORDS: dict[str, frozenset[str]] = {
          "dependencies", "packaging", "build", "version", "yaml", "toml", "json"}
     ),
 }
+# A word in more than half the files is left out of the file search: bm25 gives it no
+# weight (its idf is zero), while scoring every file that holds it is most of a query's time.
+FILE_TERM_MAX_SHARE = 0.5
 MAX_QUERY_TERMS = 48
 MAX_PHRASES = 8
 FILE_CANDIDATES = 50
@@ -139,9 +142,29 @@ def term_tokens(terms: QueryTerms) -> list[str]:
     return tokens
 
 
-def fts_expression(terms: QueryTerms) -> str:
-    """`"w1" OR "w2" OR "w1 w2" …`: words, parts and phrases quoted (no FTS5 syntax leaks in)."""
-    return " OR ".join(quoted(token) for token in [*term_tokens(terms), *terms.phrases])
+def fts_expression(terms: QueryTerms, skip: frozenset[str] = frozenset()) -> str:
+    """`"w1" OR "w2" OR "w1 w2" …`: words, parts and phrases quoted (no FTS5 syntax leaks in).
+
+    Tokens in `skip` (see `frequent_tokens`) are left out; phrases are always kept."""
+    tokens = [token for token in term_tokens(terms) if token not in skip]
+    return " OR ".join(quoted(token) for token in [*tokens, *terms.phrases])
+
+
+def frequent_tokens(
+    tokens: list[str],
+    stems: dict[str, tuple[str, ...]],
+    frequent: dict[str, float],
+    max_share: float,
+) -> frozenset[str]:
+    """The one-term tokens found in more than `max_share` of a table's rows; the rarest kept."""
+    common = {
+        token for token in tokens
+        if len(stems.get(token, ())) == 1 and frequent.get(stems[token][0], 0.0) > max_share
+    }
+    if common and common.issuperset(tokens):  # keep the least frequent one to search for
+        rarest = min(tokens, key=lambda token: frequent.get(stems[token][0], 0.0))
+        common.discard(rarest)
+    return frozenset(common)
 
 
 

@@ -56,7 +56,8 @@ def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> Rea
     text = data.decode("utf-8", errors="replace")
     info = extract(path, text)
     kind = file_kind(path, info.language, text[:300])
-    record = FileRecord(
+    record = FileRecord.with_definitions(
+        info.definitions,
         path=path,
         size=stat.st_size,
         mtime=stat.st_mtime,
@@ -68,7 +69,6 @@ def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> Rea
         path_text=path_text(path),
         identifier_text=identifier_text(info.identifiers),
         body=text,
-        definitions=info.definitions,
     )
     return ReadResult(path, record=record, size=stat.st_size, mtime=stat.st_mtime, bytes_read=len(data))
 

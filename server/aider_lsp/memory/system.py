@@ -495,9 +495,9 @@ class MemorySystem:
         rows: list[rank.SearchRow] = []
         unit_hits: list[rank.UnitHit] = []
         if not terms.empty:
-            expression = rank.fts_expression(terms)
-            rows = self.store.search(expression, limit)
-            unit_hits = self.store.search_units(expression, max(rank.UNIT_CANDIDATES, 2 * limit))
+            file_query, unit_query = self._expressions(terms)
+            rows = self.store.search(file_query, limit)
+            unit_hits = self.store.search_units(unit_query, max(rank.UNIT_CANDIDATES, 2 * limit))
         found = {row.path for row in rows}
         unit_rows = self.store.lookup({hit.path for hit in unit_hits if hit.path not in found})
         history_rows: list[rank.SearchRow] = []
@@ -530,7 +530,10 @@ class MemorySystem:
                 continue
             chosen.append(item)
         words = self._matched_words(terms, chosen)
-        matches = [_match_item(item, words.get(item.row.doc, [])) for item in chosen]
+        matches = [
+            _match_item(item, words.get(item.row.doc, []), self.store.unit_names(item.units[:3]))
+            for item in chosen
+        ]
         if vanished:
             self.store.remove_many(vanished)
         total = self.store.count()
@@ -541,6 +544,14 @@ class MemorySystem:
             summary += f" Skipped {len(vanished)} file(s) that no longer exist: {', '.join(vanished[:5])}."
         summary += self._indexing_note()
         return AssociativeMatchResult(context_summary=summary, matches=matches)
+
+    def _expressions(self, terms: rank.QueryTerms) -> tuple[str, str]:
+        """The FTS5 queries for files (without the words in most files) and for definitions."""
+        tokens = rank.term_tokens(terms)
+        file_skip = rank.frequent_tokens(
+            tokens, self.store.stems(tokens), self.store.frequent_terms(), rank.FILE_TERM_MAX_SHARE
+        )
+        return rank.fts_expression(terms, file_skip), rank.fts_expression(terms)
 
     def _matched_words(self, terms: rank.QueryTerms, chosen: list[rank.Scored]) -> dict[int, list[str]]:
         """file rowid → the query words its text contains (stemmed as the index stems)."""
@@ -614,13 +625,15 @@ class MemorySystem:
             self._store.close()
 
 
-def why_ranked(item: rank.Scored, words: list[str]) -> dict[str, Any]:
+def why_ranked(
+    item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]
+) -> dict[str, Any]:
     """What a user needs to trust or correct a match: words, definitions, kind, editor."""
     why: dict[str, Any] = {"kind": item.row.kind}
     if words:
         why["terms"] = words
-    if item.units:
-        why["definitions"] = [f"{hit.name} (line {hit.line})" for hit in item.units[:3]]
+    if definitions:
+        why["definitions"] = [f"{name} (line {line})" for name, line in definitions]
     if item.prior < 1.0:
         why["demoted"] = f"{item.row.kind} file (x{item.prior:g}); the query is not about it"
     if item.target:
@@ -646,7 +659,9 @@ def describe_why(why: dict[str, Any]) -> str:
     return "; ".join(parts) or f"{why.get('kind', 'file')}"
 
 
-def _match_item(item: rank.Scored, words: list[str]) -> MatchItem:
+def _match_item(
+    item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]
+) -> MatchItem:
     row = item.row
     if row.summary:
         content = row.summary
@@ -664,7 +679,7 @@ def _match_item(item: rank.Scored, words: list[str]) -> MatchItem:
             "language": row.language,
             "size": row.size,
             "kind": row.kind,
-            "why": why_ranked(item, words),
+            "why": why_ranked(item, words, definitions),
             "signals": {
                 "text": round(item.text, 4),
                 "definition": round(item.unit, 4),
