@@ -192,6 +192,19 @@ def is_test_path(path: str) -> bool:
     )
 
 
+_TEST_AFFIX = re.compile(r"^tests?_|_tests?$|\.(?:test|spec)$|(?<=[a-z0-9])Tests?$")
+
+
+@lru_cache(maxsize=1 << 16)
+def subject_name(path: str) -> str:
+    """The name that ties a test to the code it tests: `tests/test_log_levels.py`,
+    `src/_log_levels.py` and `log_levels.test.ts` → `log_levels`: the file's stem without
+    test affixes or surrounding underscores, lowercase."""
+    name = PurePosixPath(path).name
+    stem = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    return _TEST_AFFIX.sub("", stem).strip("_").lower()
+
+
 def file_kind(path: str, language: str, head: str = "") -> str:
     """One of KINDS, from the path (and the first lines, for generated files)."""
     pure = PurePosixPath(path)

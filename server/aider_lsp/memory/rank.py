@@ -20,16 +20,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
-from .extract import split_identifier
+from .extract import split_identifier, subject_name
 from .index import SearchRow, UnitHit
 
 TEXT_WEIGHT = 0.65
 UNIT_WEIGHT = 0.35
 PATH_WEIGHT = 0.10
 IDENTIFIER_WEIGHT = 0.10
+UNIT_EXPONENT = 1.0
+# The code a matching test tests counts for at least this share of the test's score: above
+# the test itself (whose kind prior is 0.7) unless the query is about tests.
+TESTED_CODE_SHARE = 0.8
+MAX_TESTED_FILES = 3
+LINKED_TESTS = 15  # the tests among this many best file matches lend to the code they test
 TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
@@ -59,9 +65,11 @@ KIND_WORDS: dict[str, frozenset[str]] = {
          "dependencies", "packaging", "build", "version", "yaml", "toml", "json"}
     ),
 }
-# A word in more than half the files is left out of the file search: bm25 gives it no
-# weight (its idf is zero), while scoring every file that holds it is most of a query's time.
-FILE_TERM_MAX_SHARE = 0.5
+# A word in more than a quarter of the files (and in more than 200) is left out of the file
+# search: bm25 weighs it at most a sixth of a rare word, while scoring every file that holds
+# it is most of a query's time. Small workspaces keep every word (they are fast anyway).
+FILE_TERM_MAX_SHARE = 0.25
+FILE_TERM_MIN_FILES = 200
 MAX_QUERY_TERMS = 48
 MAX_PHRASES = 8
 FILE_CANDIDATES = 50
@@ -91,6 +99,29 @@ class QueryTerms:
     @property
     def empty(self) -> bool:
         return not self.words and not self.parts
+
+    # Derived once per query: `score` consults them for every candidate file.
+    @cached_property
+    def normalized_parts(self) -> tuple[str, ...]:
+        return tuple(_norm(part) for part in self.parts)
+
+    @cached_property
+    def lowered(self) -> frozenset[str]:
+        """Every word and part, lowercase (for the kind words and file names)."""
+        return frozenset(self.parts) | self.lowered_words
+
+    @cached_property
+    def lowered_words(self) -> frozenset[str]:
+        return frozenset(word.lower() for word in self.words)
+
+    @cached_property
+    def name_probes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Per word of 3+ letters, how it may stand among a file's defined names: as is,
+        private (`_word`) or a dunder (`__version__` for "version")."""
+        return tuple(
+            (low, (f" {low} ", f" _{low} ", f" __{low}__ "))
+            for low in (word.lower() for word in self.words if len(word) > 2)
+        )
 
 
 def _norm(word: str) -> str:
@@ -192,19 +223,26 @@ class Scored:
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
     units: list[UnitHit] = field(default_factory=list)  # the definitions that matched, best first
+    tested_by: str | None = None  # a test that matched better than this file, and tests it
+    test_content: float = 0.0  # that test's content score, before its kind prior
 
     @property
     def demoted(self) -> bool:
         return self.prior < 1.0
 
     @property
-    def total(self) -> float:
-        content = (
+    def content(self) -> float:
+        """What the file's own text, definitions, path and names say (before the kind prior)."""
+        return (
             TEXT_WEIGHT * self.text
             + UNIT_WEIGHT * self.unit
             + PATH_WEIGHT * self.path
             + IDENTIFIER_WEIGHT * self.identifier
         )
+
+    @property
+    def total(self) -> float:
+        content = max(self.content, TESTED_CODE_SHARE * self.test_content)
         return (
             self.prior * content
             + HISTORY_WEIGHT * self.history
@@ -222,8 +260,7 @@ def path_score(terms: QueryTerms, path: str) -> float:
         return 0.0
     all_words, stem_words = path_tokens(path)
     hits = 0.0
-    for part in terms.parts:
-        norm = _norm(part)
+    for norm in terms.normalized_parts:
         if norm in stem_words:
             hits += 2.0
         elif norm in all_words:
@@ -239,8 +276,8 @@ def _file_names(path: str) -> tuple[str, str]:
 
 def names_file(terms: QueryTerms, path: str) -> bool:
     """The query names the file itself (`update CHANGES`, `fix conftest`, `test_options.py`)."""
-    names = _file_names(path)
-    return any(word.lower() in names for word in terms.words)
+    stem, name = _file_names(path)
+    return stem in terms.lowered_words or name in terms.lowered_words
 
 
 def kind_prior(terms: QueryTerms, kind: str, path: str) -> float:
@@ -248,16 +285,20 @@ def kind_prior(terms: QueryTerms, kind: str, path: str) -> float:
     prior = KIND_PRIOR.get(kind, 1.0)
     if prior >= 1.0:
         return 1.0
-    words = {part for part in terms.parts} | {word.lower() for word in terms.words}
-    if words & KIND_WORDS.get(kind, frozenset()) or names_file(terms, path):
+    if not terms.lowered.isdisjoint(KIND_WORDS.get(kind, ())) or names_file(terms, path):
         return 1.0
     return prior
 
 
-def identifier_score(terms: QueryTerms, identifiers: Iterable[str]) -> float:
-    defined = " " + " ".join(identifiers).lower() + " "  # one lower() per file: hot path
-    exact = sum(1 for word in terms.words if len(word) > 2 and f" {word.lower()} " in defined)
-    return min(1.0, 0.5 * exact)
+def identifier_score(terms: QueryTerms, row: SearchRow) -> float:
+    """0.5 for each query word that is a name the file defines (at most 1)."""
+    defined = row.defined_names
+    found = sum(
+        1
+        for word, forms in terms.name_probes
+        if word in defined and any(form in defined for form in forms)  # most fail the first test
+    )
+    return min(1.0, 0.5 * found)
 
 
 def relative_text_scores(rows: list[SearchRow]) -> dict[str, float]:
@@ -280,7 +321,7 @@ def unit_scores(hits: list[UnitHit]) -> tuple[dict[str, float], dict[str, list[U
     for hit in hits:
         by_file.setdefault(hit.path, []).append(hit)
         if best < 0 and hit.path not in scores:
-            scores[hit.path] = max(0.0, hit.bm25 / best)
+            scores[hit.path] = max(0.0, hit.bm25 / best) ** UNIT_EXPONENT
     return scores, by_file
 
 
@@ -310,11 +351,35 @@ def score(
             text=text.get(row.path, 0.0),
             unit=units.get(row.path, 0.0),
             path=path_score(terms, row.path),
-            identifier=identifier_score(terms, row.identifiers),
+            identifier=identifier_score(terms, row),
             history=history.get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),
             units=units_by_file.get(row.path, []),
         )
+    link_tests_to_code(by_path.values())
     return sorted(by_path.values(), key=lambda s: (-s.total, s.row.path))
+
+
+def link_tests_to_code(candidates: Iterable[Scored]) -> None:
+    """A test that matches lends its score to the code it tests (same subject name and
+    language, `tests/test_log_levels.py` → `src/pkg/_log_levels.py`); ambiguous names
+    (more than MAX_TESTED_FILES code files) lend nothing."""
+    tests: dict[tuple[str, str], Scored] = {}
+    code: dict[tuple[str, str], list[Scored]] = {}
+    for item in candidates:
+        key = (subject_name(item.row.path), item.row.language)
+        if item.row.kind == "test":
+            if key not in tests or item.content > tests[key].content:
+                tests[key] = item
+        elif item.row.kind == "code":
+            code.setdefault(key, []).append(item)
+    for key, test in tests.items():
+        subjects = code.get(key, [])
+        if len(subjects) > MAX_TESTED_FILES:
+            continue
+        for subject in subjects:
+            if test.content > subject.test_content:
+                subject.test_content = test.content
+                subject.tested_by = test.row.path

@@ -18,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from .extract import extract, file_kind, identifier_text, path_text
+from .extract import extract, file_kind, identifier_text, path_text, subject_name
 from .index import FileRecord, content_hash
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> Rea
         path_text=path_text(path),
         identifier_text=identifier_text(info.identifiers),
         body=text,
+        subject=subject_name(path),
     )
     return ReadResult(path, record=record, size=stat.st_size, mtime=stat.st_mtime, bytes_read=len(data))
 

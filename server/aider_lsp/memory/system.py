@@ -40,7 +40,7 @@ from ..models import (
 from ..settings import Settings
 from ..state import ensure_state_dir
 from . import rank, reader
-from .extract import detect_language, file_kind
+from .extract import detect_language, file_kind, subject_name
 from .ignore import Candidate, IgnoreRules
 from .index import IndexStore, is_corruption
 
@@ -494,12 +494,17 @@ class MemorySystem:
         limit = max(rank.FILE_CANDIDATES, 5 * request.max_results)
         rows: list[rank.SearchRow] = []
         unit_hits: list[rank.UnitHit] = []
+        common = self._common_words(terms) if not terms.empty else frozenset()
         if not terms.empty:
-            file_query, unit_query = self._expressions(terms)
-            rows = self.store.search(file_query, limit)
-            unit_hits = self.store.search_units(unit_query, max(rank.UNIT_CANDIDATES, 2 * limit))
+            rows = self.store.search(rank.fts_expression(terms, common), limit)
+            unit_hits = self.store.search_units(
+                rank.fts_expression(terms), max(rank.UNIT_CANDIDATES, 2 * limit)
+            )
         found = {row.path for row in rows}
         unit_rows = self.store.lookup({hit.path for hit in unit_hits if hit.path not in found})
+        tested = self.store.tested_code(
+            subject_name(path) for path in self._leading_tests(rows, unit_hits, unit_rows)
+        )
         history_rows: list[rank.SearchRow] = []
         if request.history and request.history.strip():
             history_terms = rank.parse_query(request.history[-2000:])
@@ -511,7 +516,7 @@ class MemorySystem:
             terms,
             rows,
             unit_hits=unit_hits,
-            unit_rows=unit_rows,
+            unit_rows={**tested, **unit_rows},
             history_rows=history_rows,
             target_rows=targets,
             open_files=opened,
@@ -529,7 +534,7 @@ class MemorySystem:
                 vanished.append(item.row.path)
                 continue
             chosen.append(item)
-        words = self._matched_words(terms, chosen)
+        words = self._matched_words(terms, chosen, common)
         matches = [
             _match_item(item, words.get(item.row.doc, []), self.store.unit_names(item.units[:3]))
             for item in chosen
@@ -545,21 +550,36 @@ class MemorySystem:
         summary += self._indexing_note()
         return AssociativeMatchResult(context_summary=summary, matches=matches)
 
-    def _expressions(self, terms: rank.QueryTerms) -> tuple[str, str]:
-        """The FTS5 queries for files (without the words in most files) and for definitions."""
-        tokens = rank.term_tokens(terms)
-        file_skip = rank.frequent_tokens(
-            tokens, self.store.stems(tokens), self.store.frequent_terms(), rank.FILE_TERM_MAX_SHARE
-        )
-        return rank.fts_expression(terms, file_skip), rank.fts_expression(terms)
+    @staticmethod
+    def _leading_tests(
+        rows: list[rank.SearchRow], unit_hits: list[rank.UnitHit], unit_rows: dict[str, rank.SearchRow]
+    ) -> set[str]:
+        """The tests among the best text and definition matches: the code they test joins the
+        candidates (a test far down the list cannot lift anything into the answer)."""
+        kinds = {row.path: row.kind for row in [*rows, *unit_rows.values()]}
+        leading = [row.path for row in rows[: rank.LINKED_TESTS]]
+        leading += [hit.path for hit in unit_hits[: 2 * rank.LINKED_TESTS]]
+        return {path for path in leading if kinds.get(path) == "test"}
 
-    def _matched_words(self, terms: rank.QueryTerms, chosen: list[rank.Scored]) -> dict[int, list[str]]:
-        """file rowid → the query words its text contains (stemmed as the index stems)."""
+    def _common_words(self, terms: rank.QueryTerms) -> frozenset[str]:
+        """The query's words found in most files: left out of the file search and of "why"."""
+        tokens = rank.term_tokens(terms)
+        frequent = self.store.frequent_terms()
+        if not frequent:
+            return frozenset()
+        share = max(rank.FILE_TERM_MAX_SHARE, rank.FILE_TERM_MIN_FILES / max(1, self.store.count()))
+        return rank.frequent_tokens(tokens, self.store.stems(tokens), frequent, share)
+
+    def _matched_words(
+        self, terms: rank.QueryTerms, chosen: list[rank.Scored], common: frozenset[str]
+    ) -> dict[int, list[str]]:
+        """file rowid → the query words its text contains, but those in most files."""
         docs = [item.row.doc for item in chosen if item.row.doc]
         words: dict[int, list[str]] = {}
         if not docs or terms.empty:
             return words
-        for token in rank.term_tokens(terms)[:WHY_TERMS]:
+        tokens = [token for token in rank.term_tokens(terms) if token not in common]
+        for token in tokens[:WHY_TERMS]:
             for doc in self.store.matching(rank.quoted(token), docs):
                 words.setdefault(doc, []).append(token.lower())
         return words
@@ -634,6 +654,8 @@ def why_ranked(
         why["terms"] = words
     if definitions:
         why["definitions"] = [f"{name} (line {line})" for name, line in definitions]
+    if item.tested_by and item.test_content > item.content:
+        why["tested_by"] = item.tested_by
     if item.prior < 1.0:
         why["demoted"] = f"{item.row.kind} file (x{item.prior:g}); the query is not about it"
     if item.target:
@@ -652,6 +674,8 @@ def describe_why(why: dict[str, Any]) -> str:
         parts.append("defines " + ", ".join(why["definitions"]))
     if why.get("terms"):
         parts.append("matches " + ", ".join(why["terms"]))
+    if why.get("tested_by"):
+        parts.append(f"its test {why['tested_by']} matches")
     if why.get("open"):
         parts.append("open in the editor")
     if why.get("demoted"):
