@@ -113,3 +113,25 @@ def test_no_generated_path_reads_outside_or_secrets(
         return
     assert real == files.root or files.root in real.parents
     assert os.path.realpath(real) == str(real)
+
+
+def test_secret_patterns_changed_later_apply_at_once(workspace: Path) -> None:
+    (workspace / "vault.yaml").write_text("token: x")
+    files = FileAccessManager(workspace)
+    assert not files.is_secret("vault.yaml")
+    files.secret_patterns = (*files.secret_patterns, "vault.*")  # what a settings change does
+    assert files.is_secret("vault.yaml") and files.is_secret_in_tree("vault.yaml")
+
+
+def test_the_walks_secret_check_agrees_with_the_full_one(workspace: Path) -> None:
+    files = FileAccessManager(workspace, secret_patterns=["config/prod.yaml", "private/", "*.vault"])
+    paths = [
+        ".env", "app/.env.local", "keys/server.pem", "id_rsa.pub", "a/.ssh/config",
+        "config/prod.yaml", "config/dev.yaml", "private/notes.md", "src/private_api.py",
+        "data/x.vault", "src/app.py", "README.md", "docs/credentials.md", "CREDENTIALS.json",
+    ]
+    for rel in paths:
+        target = workspace / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("x")
+        assert files.is_secret_in_tree(rel) == files.is_secret(rel), rel

@@ -282,3 +282,61 @@ def test_a_large_pass_reads_in_worker_processes_with_the_same_result(
         assert _paths(pooled, "Fix condition for setting flag value when type is provided") == expected
     finally:
         pooled.close()
+
+
+def test_code_comes_before_the_test_that_matches_better(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    _write(
+        root,
+        "src/logkit/_log_levels.py",
+        '"""Level names and numbers."""\n\nLEVELS = {"debug": 10, "info": 20}\n\n'
+        "def filter_by_level(min_level):\n    return lambda event: event['level'] >= min_level\n",
+    )
+    _write(
+        root,
+        "tests/test_log_levels.py",
+        "def test_interpolation_in_filtered_calls():\n"
+        '    """Positional interpolation happens in filtered log calls too."""\n'
+        "    assert format_event('%s', 'x') == 'x'  # interpolation of filtered calls\n",
+    )
+    _write(root, "src/logkit/render.py", '"""Render events as text."""\n\ndef render(e):\n    return str(e)\n')
+    memory = _indexed(root)
+    try:
+        result = memory.search(ContextGenerationInput(query="Fix interpolation in filtered log calls"))
+        found = [m.source_path for m in result.matches]
+        assert found[:2] == ["src/logkit/_log_levels.py", "tests/test_log_levels.py"]
+        why = result.matches[0].metadata["why"]  # type: ignore[index]
+        assert why["tested_by"] == "tests/test_log_levels.py"
+        # asked about the tests, the test itself comes first
+        assert _paths(memory, "test interpolation in filtered log calls")[0] == "tests/test_log_levels.py"
+    finally:
+        memory.close()
+
+
+def test_a_one_line_docstring_in_single_quotes_is_searchable(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    filler = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n" for n in range(400))
+    _write(root, "ops.py", filler + "def ilshift(a, b):\n    \"Same as a <<= b, shifting the bits in place.\"\n    a <<= b\n")
+    _write(root, "bits.py", '"""Bit twiddling."""\n\ndef popcount(x):\n    return bin(x).count("1")\n')
+    memory = _indexed(root)
+    try:
+        result = memory.search(ContextGenerationInput(query="shifting the bits in place"))
+        assert result.matches[0].source_path == "ops.py"
+        assert any(d.startswith("ilshift") for d in result.matches[0].metadata["why"]["definitions"])  # type: ignore[index]
+    finally:
+        memory.close()
+
+
+def test_words_in_most_files_of_a_large_workspace_are_no_reason(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    for number in range(240):
+        _write(root, f"pkg/m{number}.py", f'"""Module {number}."""\n\ndef handler_{number}(request):\n    return request\n')
+    _write(root, "pkg/throttle.py", '"""Throttle each request with a token bucket."""\n\ndef throttle(request):\n    return request\n')
+    memory = _indexed(root)
+    try:
+        result = memory.search(ContextGenerationInput(query="token bucket for each request"))
+        assert result.matches[0].source_path == "pkg/throttle.py"
+        terms = result.matches[0].metadata["why"]["terms"]  # type: ignore[index]
+        assert "token" in terms and "bucket" in terms and "request" not in terms
+    finally:
+        memory.close()

@@ -11,7 +11,9 @@ content. (`detail=column` would be smaller, but a contentless table without posi
 scores every bm25() as 0.) `unit_fts` keeps no column sizes (`columnsize=0`): bm25 then
 does not normalise by length, which suits definitions (a few words to a docstring, and the
 one that matches more of the question should win whatever its length), and scoring a
-matching row no longer reads its size from a table: a third of the time.
+matching row no longer reads its size from a table: a third of the time. (SQLite then takes
+every row's size as -1 per column; at an average of exactly 6 words per definition bm25
+divides 0 by 0 and answers NULL: such scores count as 0, and the definitions signal rests.)
 
 SQLite before 3.43 cannot delete a row from a contentless table without its old text, so
 a changed file gets fresh FTS rowids and its old ones become dead: searches skip them (a
@@ -94,7 +96,8 @@ _FILE_SEARCH = (
 # A definition's file: the one whose unit range holds the rowid (dead rowids match none).
 _UNIT_SEARCH = (
     "SELECT f.path, s.rowid - f.first_unit, s.score FROM"
-    f" (SELECT rowid, bm25(unit_fts, {', '.join(map(str, UNIT_BM25_WEIGHTS))}) AS score"
+    f" (SELECT rowid, coalesce(bm25(unit_fts, {', '.join(map(str, UNIT_BM25_WEIGHTS))}), 0.0)"
+    " AS score"
     " FROM unit_fts WHERE unit_fts MATCH ? ORDER BY score LIMIT ?) AS s"
     " JOIN files AS f ON f.id = (SELECT id FROM files WHERE unit_count > 0 AND"
     " first_unit <= s.rowid ORDER BY first_unit DESC LIMIT 1)"

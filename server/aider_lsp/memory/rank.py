@@ -364,8 +364,10 @@ def score(
 
 def link_tests_to_code(candidates: Iterable[Scored]) -> None:
     """A test that matches lends its score to the code it tests (same subject name and
-    language, `tests/test_log_levels.py` → `src/pkg/_log_levels.py`); ambiguous names
-    (more than MAX_TESTED_FILES code files) lend nothing."""
+    language, `tests/test_log_levels.py` → `src/pkg/_log_levels.py`): what its text, path
+    and names say, not the definitions that matched in it (a query that finds a test
+    function's own docstring is about that test). Ambiguous names (more than
+    MAX_TESTED_FILES code files) lend nothing."""
     tests: dict[tuple[str, str], Scored] = {}
     code: dict[tuple[str, str], list[Scored]] = {}
     for item in candidates:
@@ -379,7 +381,8 @@ def link_tests_to_code(candidates: Iterable[Scored]) -> None:
         subjects = code.get(key, [])
         if len(subjects) > MAX_TESTED_FILES:
             continue
+        lent = test.content - UNIT_WEIGHT * test.unit  # its own definitions stay its own
         for subject in subjects:
-            if test.content > subject.test_content:
-                subject.test_content = test.content
+            if lent > subject.test_content:
+                subject.test_content = lent
                 subject.tested_by = test.row.path
