@@ -421,6 +421,25 @@ async def test_first_query_starts_the_index_itself(project: Path) -> None:
     await memory.aclose()
 
 
+async def test_a_query_right_after_start_up_waits_for_the_first_pass(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`initialized` starts the first pass; a query that arrives before it stored anything
+    waits for it instead of answering "no indexed file matches"."""
+    original = reader_module.read_file
+
+    def slow_read(root, path, old_hash, max_bytes):  # type: ignore[no-untyped-def]
+        time.sleep(0.1)
+        return original(root, path, old_hash, max_bytes)
+
+    monkeypatch.setattr(reader_module, "read_file", slow_read)
+    memory = _memory(project)
+    memory.start_indexing()
+    result = await memory.get_relevant_context_for(ContextGenerationInput(query="http client"))
+    assert result.matches and result.matches[0].source_path == "app/http_client.py"
+    await memory.aclose()
+
+
 async def test_llm_rerank_is_used_only_when_enabled(project: Path) -> None:
     calls: list[list[str]] = []
 

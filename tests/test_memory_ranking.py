@@ -316,7 +316,8 @@ def test_code_comes_before_the_test_that_matches_better(tmp_path: Path) -> None:
 def test_a_one_line_docstring_in_single_quotes_is_searchable(tmp_path: Path) -> None:
     root = tmp_path / "p"
     filler = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n" for n in range(400))
-    _write(root, "ops.py", filler + "def ilshift(a, b):\n    \"Same as a <<= b, shifting the bits in place.\"\n    a <<= b\n")
+    one_liner = 'def ilshift(a, b):\n    "Same as a <<= b, shifting the bits in place."\n    a <<= b\n'
+    _write(root, "ops.py", filler + one_liner)
     _write(root, "bits.py", '"""Bit twiddling."""\n\ndef popcount(x):\n    return bin(x).count("1")\n')
     memory = _indexed(root)
     try:
@@ -330,8 +331,10 @@ def test_a_one_line_docstring_in_single_quotes_is_searchable(tmp_path: Path) -> 
 def test_words_in_most_files_of_a_large_workspace_are_no_reason(tmp_path: Path) -> None:
     root = tmp_path / "big"
     for number in range(240):
-        _write(root, f"pkg/m{number}.py", f'"""Module {number}."""\n\ndef handler_{number}(request):\n    return request\n')
-    _write(root, "pkg/throttle.py", '"""Throttle each request with a token bucket."""\n\ndef throttle(request):\n    return request\n')
+        handler = f"def handler_{number}(request):\n    return request\n"
+        _write(root, f"pkg/m{number}.py", f'"""Module {number}."""\n\n' + handler)
+    throttle = "def throttle(request):\n    return request\n"
+    _write(root, "pkg/throttle.py", '"""Throttle each request with a token bucket."""\n\n' + throttle)
     memory = _indexed(root)
     try:
         result = memory.search(ContextGenerationInput(query="token bucket for each request"))

@@ -35,7 +35,6 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field

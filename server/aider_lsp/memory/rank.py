@@ -5,7 +5,8 @@ definitions (`unit_fts`: a function's or class's name, signature and docstring, 
 docstring), so that a question about one function finds its file however long the module.
 Each gives bm25 scores, made relative to its own best hit; per file
 
-    relevance = prior(kind) × (0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier)
+    content   = 0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier
+    relevance = prior(kind) × max(content, 0.8 × what a matching test of it says)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
@@ -30,7 +31,6 @@ TEXT_WEIGHT = 0.65
 UNIT_WEIGHT = 0.35
 PATH_WEIGHT = 0.10
 IDENTIFIER_WEIGHT = 0.10
-UNIT_EXPONENT = 1.0
 # The code a matching test tests counts for at least this share of the test's score: above
 # the test itself (whose kind prior is 0.7) unless the query is about tests.
 TESTED_CODE_SHARE = 0.8
@@ -187,7 +187,7 @@ def frequent_tokens(
     frequent: dict[str, float],
     max_share: float,
 ) -> frozenset[str]:
-    """The one-term tokens found in more than `max_share` of a table's rows; the rarest kept."""
+    """The one-term tokens found in more than `max_share` of the files; the rarest kept."""
     common = {
         token for token in tokens
         if len(stems.get(token, ())) == 1 and frequent.get(stems[token][0], 0.0) > max_share
@@ -223,8 +223,8 @@ class Scored:
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
     units: list[UnitHit] = field(default_factory=list)  # the definitions that matched, best first
-    tested_by: str | None = None  # a test that matched better than this file, and tests it
-    test_content: float = 0.0  # that test's content score, before its kind prior
+    tested_by: str | None = None  # the matching test that tests this file (`link_tests_to_code`)
+    test_content: float = 0.0  # what that test lends: its text, path and names score
 
     @property
     def demoted(self) -> bool:
@@ -321,7 +321,7 @@ def unit_scores(hits: list[UnitHit]) -> tuple[dict[str, float], dict[str, list[U
     for hit in hits:
         by_file.setdefault(hit.path, []).append(hit)
         if best < 0 and hit.path not in scores:
-            scores[hit.path] = max(0.0, hit.bm25 / best) ** UNIT_EXPONENT
+            scores[hit.path] = max(0.0, hit.bm25 / best)
     return scores, by_file
 
 
@@ -331,6 +331,7 @@ def score(
     *,
     unit_hits: list[UnitHit] | None = None,
     unit_rows: dict[str, SearchRow] | None = None,
+    tested_rows: dict[str, SearchRow] | None = None,
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
     open_files: Iterable[str] = (),
@@ -342,7 +343,13 @@ def score(
     targets = target_rows or {}
     opened = set(open_files)
     by_path: dict[str, Scored] = {}
-    candidates = [*rows, *(unit_rows or {}).values(), *(history_rows or []), *targets.values()]
+    candidates = [
+        *rows,
+        *(unit_rows or {}).values(),  # files found only by a definition
+        *(tested_rows or {}).values(),  # code that a matching test tests
+        *(history_rows or []),
+        *targets.values(),
+    ]
     for row in candidates:
         if row.path in by_path:
             continue
@@ -368,21 +375,18 @@ def link_tests_to_code(candidates: Iterable[Scored]) -> None:
     and names say, not the definitions that matched in it (a query that finds a test
     function's own docstring is about that test). Ambiguous names (more than
     MAX_TESTED_FILES code files) lend nothing."""
-    tests: dict[tuple[str, str], Scored] = {}
+    lent: dict[tuple[str, str], tuple[float, str]] = {}  # subject → (best loan, its test)
     code: dict[tuple[str, str], list[Scored]] = {}
     for item in candidates:
         key = (subject_name(item.row.path), item.row.language)
         if item.row.kind == "test":
-            if key not in tests or item.content > tests[key].content:
-                tests[key] = item
+            loan = item.content - UNIT_WEIGHT * item.unit  # its own definitions stay its own
+            if loan > lent.get(key, (0.0, ""))[0]:
+                lent[key] = (loan, item.row.path)
         elif item.row.kind == "code":
             code.setdefault(key, []).append(item)
-    for key, test in tests.items():
+    for key, (loan, test) in lent.items():
         subjects = code.get(key, [])
-        if len(subjects) > MAX_TESTED_FILES:
-            continue
-        lent = test.content - UNIT_WEIGHT * test.unit  # its own definitions stay its own
-        for subject in subjects:
-            if lent > subject.test_content:
-                subject.test_content = lent
-                subject.tested_by = test.row.path
+        if len(subjects) <= MAX_TESTED_FILES:
+            for subject in subjects:
+                subject.test_content, subject.tested_by = loan, test

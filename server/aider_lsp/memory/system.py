@@ -494,8 +494,9 @@ class MemorySystem:
         limit = max(rank.FILE_CANDIDATES, 5 * request.max_results)
         rows: list[rank.SearchRow] = []
         unit_hits: list[rank.UnitHit] = []
-        common = self._common_words(terms) if not terms.empty else frozenset()
+        common: frozenset[str] = frozenset()
         if not terms.empty:
+            common = self._common_words(terms)
             rows = self.store.search(rank.fts_expression(terms, common), limit)
             unit_hits = self.store.search_units(
                 rank.fts_expression(terms), max(rank.UNIT_CANDIDATES, 2 * limit)
@@ -516,7 +517,8 @@ class MemorySystem:
             terms,
             rows,
             unit_hits=unit_hits,
-            unit_rows={**tested, **unit_rows},
+            unit_rows=unit_rows,
+            tested_rows=tested,
             history_rows=history_rows,
             target_rows=targets,
             open_files=opened,
@@ -590,10 +592,15 @@ class MemorySystem:
         """Relevant files for a request; starts (and briefly awaits) the first index if needed."""
         if not request.effective_query:
             return AssociativeMatchResult(context_summary="No query given.", error="empty query")
-        if self._task is None and not self._progress.completed_once:
+        if not self._progress.completed_once:
+            # a never-indexed workspace: start the first pass (or join the one `initialized`
+            # started) and give it a moment, rather than answer from an empty index
             try:
-                self.start_indexing()
-                await self.wait_until_indexed(self.first_query_wait)
+                if self._task is None:
+                    self.start_indexing()
+                    await self.wait_until_indexed(self.first_query_wait)
+                elif await asyncio.to_thread(self.store.count) == 0:
+                    await self.wait_until_indexed(self.first_query_wait)
             except Exception as exc:  # the index cannot be opened at all
                 return AssociativeMatchResult(
                     context_summary="The workspace index is unavailable.", error=str(exc)
@@ -654,7 +661,7 @@ def why_ranked(
         why["terms"] = words
     if definitions:
         why["definitions"] = [f"{name} (line {line})" for name, line in definitions]
-    if item.tested_by and item.test_content > item.content:
+    if item.tested_by and rank.TESTED_CODE_SHARE * item.test_content > item.content:
         why["tested_by"] = item.tested_by
     if item.prior < 1.0:
         why["demoted"] = f"{item.row.kind} file (x{item.prior:g}); the query is not about it"
@@ -707,6 +714,7 @@ def _match_item(
             "signals": {
                 "text": round(item.text, 4),
                 "definition": round(item.unit, 4),
+                "tested": round(item.test_content, 4),
                 "prior": item.prior,
                 "path": round(item.path, 4),
                 "identifier": round(item.identifier, 4),
