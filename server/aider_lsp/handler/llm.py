@@ -25,7 +25,13 @@ from ..models import (
     failed_result,
 )
 from ..settings import Settings
-from .model_config import LLMConfigurationError, ModelConfig, build_model, resolve_model_config
+from .model_config import (
+    LLMConfigurationError,
+    ModelConfig,
+    build_model,
+    import_llm_libraries,
+    resolve_model_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +260,7 @@ class LLMInteractionManager:
         """
         history_config = history_config or HistoryConfigSettings()
         label = self.provider_identifier(model_override)
+        await asyncio.to_thread(import_llm_libraries)  # waits for a warm-up importing them
         try:
             model = self._model(model_override)
         except LLMConfigurationError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -119,11 +120,29 @@ def probe_endpoint(base_url: str, timeout: float = 3.0) -> tuple[bool, str]:
     return True, f"reachable{listed}"
 
 
+# pydantic-ai and the provider SDKs are imported on first use, by the warm-up's worker thread
+# or by a first call. Two threads importing them at once can meet a partially initialized
+# module ("cannot import name 'Model' … (most likely due to a circular import)"): one lock.
+LIBRARY_IMPORT_LOCK = threading.RLock()
+
+
+def import_llm_libraries() -> None:
+    """Import pydantic-ai's core under LIBRARY_IMPORT_LOCK (a dict lookup once imported)."""
+    with LIBRARY_IMPORT_LOCK:
+        import pydantic_ai  # noqa: F401
+        import pydantic_ai.models  # noqa: F401
+
+
 def build_model(settings: Settings, model_override: str | None = None) -> Model:
     """A pydantic-ai Model for the settings; LLMConfigurationError names what is missing."""
     config = resolve_model_config(settings, model_override)
     if config.problem:
         raise LLMConfigurationError(config.problem)
+    with LIBRARY_IMPORT_LOCK:
+        return _build_model(settings, config)
+
+
+def _build_model(settings: Settings, config: ModelConfig) -> Model:
     assert config.model_id is not None
     from pydantic_ai.exceptions import UserError
 
