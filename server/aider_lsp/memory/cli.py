@@ -2,7 +2,8 @@
 
 Brings the workspace index up to date (incrementally: a warm index re-reads nothing), then
 prints `score  path  (why)` lines (or `--json`): why = the definitions that matched, the
-query words the file contains, and whether its kind (test, doc, changelog, …) demoted it. Exit 0 with matches, 1 without, 2 on bad input.
+query words the file contains, the test that lifted it, and whether its kind (test, doc,
+changelog, …) demoted it. Exit 0 with matches, 1 without, 2 on bad input.
 """
 
 from __future__ import annotations

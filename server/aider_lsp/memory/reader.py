@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -94,7 +94,7 @@ def _pool(workers: int) -> Executor:
 
 def read_all(
     root: Path, items: list[tuple[str, str | None]], max_bytes: int
-) -> Iterator[list[ReadResult]]:
+) -> Generator[list[ReadResult], None, None]:
     """Chunks of results in order; in worker processes when there are many files."""
     chunks = [items[start : start + CHUNK_FILES] for start in range(0, len(items), CHUNK_FILES)]
     workers = worker_count()
