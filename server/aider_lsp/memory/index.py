@@ -36,7 +36,8 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -291,20 +292,27 @@ class IndexStore:
                 self._discard_file()
             self.open()
 
-    def clear(self) -> None:
-        """Empty every table (compaction: the next pass re-reads all files)."""
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the store's lock: committed, or rolled back on error."""
         with self._lock:
             conn = self.open()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute("DELETE FROM files")
-                for table in ("fts", "unit_fts"):
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
-                conn.execute("DELETE FROM meta WHERE key IN ('dead_docs', 'dead_units')")
+                yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def clear(self) -> None:
+        """Empty every table (compaction: the next pass re-reads all files)."""
+        with self._lock:
+            with self._writing() as conn:
+                conn.execute("DELETE FROM files")
+                for table in ("fts", "unit_fts"):
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+                conn.execute("DELETE FROM meta WHERE key IN ('dead_docs', 'dead_units')")
             self._frequent = None
             conn.execute("VACUUM")
 
@@ -344,11 +352,7 @@ class IndexStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:
-            self.open().execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+            _put_meta(self.open(), key, value)
 
     def _dead(self, key: str) -> int:
         value = self.get_meta(key)
@@ -497,39 +501,21 @@ class IndexStore:
         return {term: min(1.0, docs / rows_indexed) for term, docs in rows}
 
     # -- writes --------------------------------------------------------------------------
-    def touch(self, path: str, size: int, mtime: float) -> None:
-        """Same content, new stat (a save without changes, a `touch`)."""
-        with self._lock:
-            self.open().execute(
-                "UPDATE files SET size = ?, mtime = ? WHERE path = ?", (size, mtime, path)
-            )
-
     def touch_many(self, stats: list[tuple[str, int, float]]) -> None:
         """Several `touch`es in one transaction (a checkout that rewrote identical files)."""
         if not stats:
             return
-        with self._lock:
-            conn = self.open()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "UPDATE files SET size = ?, mtime = ? WHERE path = ?",
-                    [(size, mtime, path) for path, size, mtime in stats],
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._writing() as conn:
+            conn.executemany(
+                "UPDATE files SET size = ?, mtime = ? WHERE path = ?",
+                [(size, mtime, path) for path, size, mtime in stats],
+            )
 
     def _next_ids(self, conn: sqlite3.Connection, key: str, count: int) -> int:
         """Reserve `count` never-used FTS rowids (dead ones must not come back to life)."""
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         first = int(row[0]) if row else 1
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, str(first + count)),
-        )
+        _put_meta(conn, key, str(first + count))
         return first
 
     def _add_dead(self, conn: sqlite3.Connection, docs: int, units: int) -> None:
@@ -548,60 +534,53 @@ class IndexStore:
         """
         if not records:
             return
-        with self._lock:
-            conn = self.open()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                existing = self._ids_of(conn, [record.path for record in records])
-                doc = self._next_ids(conn, "next_doc", len(records))
-                unit = self._next_ids(conn, "next_unit", sum(len(r.units) for r in records))
-                inserts: list[tuple[object, ...]] = []
-                updates: list[tuple[object, ...]] = []
-                fts_rows: list[tuple[object, ...]] = []
-                unit_fts_rows: list[tuple[object, ...]] = []
-                dead_units = 0
-                for record in records:
-                    values = (
-                        record.size, record.mtime, record.hash, record.language, record.kind,
-                        " ".join(record.identifiers), record.summary, doc, unit,
-                        len(record.units), record.packed_units, record.subject,
-                    )
-                    if record.path in existing:
-                        file_id, old_units = existing[record.path]
-                        dead_units += old_units
-                        updates.append((*values, file_id))
-                    else:
-                        inserts.append((*values, record.path))
-                    fts_rows.append(
-                        (doc, record.path_text, record.identifier_text, record.summary, record.body)
-                    )
-                    for search_name, text in record.units:
-                        unit_fts_rows.append((unit, search_name, text))
-                        unit += 1
-                    doc += 1
-                conn.executemany(
-                    "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
-                    " doc, first_unit, unit_count, units, subject, path)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    inserts,
+        with self._writing() as conn:
+            existing = self._ids_of(conn, [record.path for record in records])
+            doc = self._next_ids(conn, "next_doc", len(records))
+            unit = self._next_ids(conn, "next_unit", sum(len(r.units) for r in records))
+            inserts: list[tuple[object, ...]] = []
+            updates: list[tuple[object, ...]] = []
+            fts_rows: list[tuple[object, ...]] = []
+            unit_fts_rows: list[tuple[object, ...]] = []
+            dead_units = 0
+            for record in records:
+                values = (
+                    record.size, record.mtime, record.hash, record.language, record.kind,
+                    " ".join(record.identifiers), record.summary, doc, unit,
+                    len(record.units), record.packed_units, record.subject,
                 )
-                conn.executemany(
-                    "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
-                    " identifiers = ?, summary = ?, doc = ?, first_unit = ?, unit_count = ?,"
-                    " units = ?, subject = ? WHERE id = ?",
-                    updates,
+                if record.path in existing:
+                    file_id, old_units = existing[record.path]
+                    dead_units += old_units
+                    updates.append((*values, file_id))
+                else:
+                    inserts.append((*values, record.path))
+                fts_rows.append(
+                    (doc, record.path_text, record.identifier_text, record.summary, record.body)
                 )
-                conn.executemany(
-                    "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
-                    fts_rows,
-                )
-                conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)
-                self._add_dead(conn, len(updates), dead_units)
-                conn.execute("COMMIT")
-                self._writes_since_stats += len(records)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                for search_name, text in record.units:
+                    unit_fts_rows.append((unit, search_name, text))
+                    unit += 1
+                doc += 1
+            conn.executemany(
+                "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
+                " doc, first_unit, unit_count, units, subject, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                inserts,
+            )
+            conn.executemany(
+                "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
+                " identifiers = ?, summary = ?, doc = ?, first_unit = ?, unit_count = ?,"
+                " units = ?, subject = ? WHERE id = ?",
+                updates,
+            )
+            conn.executemany(
+                "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
+                fts_rows,
+            )
+            conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)
+            self._add_dead(conn, len(updates), dead_units)
+            self._writes_since_stats += len(records)
 
     @staticmethod
     def _ids_of(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[int, int]]:
@@ -619,26 +598,25 @@ class IndexStore:
     def remove_many(self, paths: Iterable[str]) -> list[str]:
         """Drop files (and anything below them, for a deleted folder); returns what went."""
         removed: list[str] = []
-        with self._lock:
-            conn = self.open()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                dead_units = 0
-                for path in paths:
-                    prefix = path.rstrip("/") + "/"
-                    rows = conn.execute(
-                        "SELECT id, path, unit_count FROM files WHERE path = ? OR substr(path, 1, ?) = ?",
-                        (path, len(prefix), prefix),
-                    ).fetchall()
-                    for file_id, found, units in rows:
-                        dead_units += units
-                        conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
-                        removed.append(found)
-                self._add_dead(conn, len(removed), dead_units)
-                conn.execute("COMMIT")
-                self._writes_since_stats += len(removed)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._writing() as conn:
+            dead_units = 0
+            for path in paths:
+                prefix = path.rstrip("/") + "/"
+                rows = conn.execute(
+                    "SELECT id, path, unit_count FROM files WHERE path = ? OR substr(path, 1, ?) = ?",
+                    (path, len(prefix), prefix),
+                ).fetchall()
+                for file_id, found, units in rows:
+                    dead_units += units
+                    conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+                    removed.append(found)
+            self._add_dead(conn, len(removed), dead_units)
+            self._writes_since_stats += len(removed)
         return removed
 
+
+def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
