@@ -27,13 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from llm_server import ScriptedLLMServer, aider_whole, last_user_contains  # noqa: E402
-from raw_lsp import RawLspClient  # noqa: E402
-
-from aider_lsp import aider_env  # noqa: E402
-from aider_lsp.aider.bridge import AiderBridge  # noqa: E402
-from aider_lsp.files import FileAccessManager  # noqa: E402
-from aider_lsp.settings import load_settings  # noqa: E402
+from aider_lsp import aider_env
+from aider_lsp.aider.bridge import AiderBridge
+from aider_lsp.files import FileAccessManager
+from aider_lsp.settings import load_settings
+from llm_server import ScriptedLLMServer, aider_whole, last_user_contains
+from raw_lsp import RawLspClient
 
 MODEL = "openai/bench-coder"
 VERSIONS = {
@@ -57,7 +56,11 @@ def scripted_server() -> ScriptedLLMServer:
 
 def next_prompt(workspace: Path) -> str:
     """Ask for the version the file does not have, so every edit really changes it."""
-    return "Change the comment to v2" if "# v1" in (workspace / "calc.py").read_text() else "Change the comment to v1"
+    return (
+        "Change the comment to v2"
+        if "# v1" in (workspace / "calc.py").read_text()
+        else "Change the comment to v1"
+    )
 
 
 async def edit(bridge: AiderBridge, prompt: str) -> float:
@@ -71,7 +74,9 @@ async def edit(bridge: AiderBridge, prompt: str) -> float:
     return elapsed
 
 
-async def bench_bridge(workspace: Path, base_url: str, warm_runs: int, cold_runs: int) -> tuple[list[float], list[float]]:
+async def bench_bridge(
+    workspace: Path, base_url: str, warm_runs: int, cold_runs: int
+) -> tuple[list[float], list[float]]:
     settings = load_settings(
         {"baseUrl": base_url, "aiderModel": MODEL, "aiderServer": {"args": ["--edit-format", "whole"]}},
         environ={},
@@ -93,10 +98,14 @@ async def bench_bridge(workspace: Path, base_url: str, warm_runs: int, cold_runs
     return warm, cold
 
 
-def bench_lsp_first_edit(workspace: Path, base_url: str, delay: float, warm_runs: int) -> tuple[float, list[float]]:
+def bench_lsp_first_edit(
+    workspace: Path, base_url: str, delay: float, warm_runs: int
+) -> tuple[float, list[float]]:
     """The first edit asked `delay` seconds after the server started, then warm edits."""
     options = {"baseUrl": base_url, "aiderModel": MODEL, "aiderServer": {"args": ["--edit-format", "whole"]}}
-    client = RawLspClient(Path(tempfile.mkstemp(prefix="aider-bench-lsp-", suffix=".log")[1]), configuration=options)
+    client = RawLspClient(
+        Path(tempfile.mkstemp(prefix="aider-bench-lsp-", suffix=".log")[1]), configuration=options
+    )
     try:
         client.initialize(workspace, options)
         time.sleep(delay)  # the user opens a file, reads, then asks for an edit
@@ -135,17 +144,36 @@ def bench_cli(workspace: Path, base_url: str, runs: int) -> list[float]:
     times: list[float] = []
     for _ in range(runs):
         command = [
-            aider, "--message", next_prompt(workspace), "--yes-always", "--model", MODEL,
-            "--edit-format", "whole", "--no-git", "--no-auto-commits", "--no-check-update",
-            "--no-analytics", "--no-show-model-warnings", "--no-pretty", "--no-stream",
-            "--map-tokens", "0", "--no-auto-lint", "--no-show-release-notes",
-            "--chat-history-file", str(history / "chat.md"),
-            "--input-history-file", str(history / "input"),
+            aider,
+            "--message",
+            next_prompt(workspace),
+            "--yes-always",
+            "--model",
+            MODEL,
+            "--edit-format",
+            "whole",
+            "--no-git",
+            "--no-auto-commits",
+            "--no-check-update",
+            "--no-analytics",
+            "--no-show-model-warnings",
+            "--no-pretty",
+            "--no-stream",
+            "--map-tokens",
+            "0",
+            "--no-auto-lint",
+            "--no-show-release-notes",
+            "--chat-history-file",
+            str(history / "chat.md"),
+            "--input-history-file",
+            str(history / "input"),
             "calc.py",
         ]
         before = (workspace / "calc.py").read_text()
         started = time.perf_counter()
-        subprocess.run(command, cwd=workspace, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            command, cwd=workspace, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+        )
         times.append(time.perf_counter() - started)
         if (workspace / "calc.py").read_text() == before:
             raise SystemExit("the CLI run did not edit calc.py")
@@ -153,12 +181,16 @@ def bench_cli(workspace: Path, base_url: str, runs: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--warm", type=int, default=9)
     parser.add_argument("--cold", type=int, default=3)
     parser.add_argument("--cli", type=int, default=3)
     parser.add_argument("--lsp-warm", type=int, default=5)
-    parser.add_argument("--delay", type=float, default=10.0, help="seconds between start-up and the first edit")
+    parser.add_argument(
+        "--delay", type=float, default=10.0, help="seconds between start-up and the first edit"
+    )
     args = parser.parse_args()
     if not aider_env.is_ready():
         print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
@@ -177,7 +209,10 @@ def main() -> int:
     print(f"  cold bridge (new server+session) : {cold_ms:8.1f} ms  (n={len(cold)})")
     print(f"  aider CLI --message --yes-always : {cli_ms:8.1f} ms  (n={len(cli)})")
     ratio = warm_ms / cli_ms
-    print(f"  warm / CLI = {ratio:.3f}  (1/{cli_ms / warm_ms:.0f}; target <= 0.2): {'OK' if ratio <= 0.2 else 'MISSED'}")
+    print(
+        f"  warm / CLI = {ratio:.3f}  (1/{cli_ms / warm_ms:.0f}; target <= 0.2): "
+        f"{'OK' if ratio <= 0.2 else 'MISSED'}"
+    )
     print(f"  cold / CLI = {cold_ms / cli_ms:.3f}")
     first_ms, lsp_warm_ms = lsp_first * 1000, statistics.median(lsp_warm) * 1000
     print("Over LSP (aider-lsp serve, Aider started in the background after `initialized`):")

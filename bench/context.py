@@ -54,8 +54,29 @@ SKIP_DIRS = {"site-packages", "__pycache__", "dist-packages"}
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ACCEPTANCE_REPOS = ("click", "httpx")  # kept out of every benchmark
 SOURCE_SUFFIXES = {
-    ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c",
-    ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".lua", ".sh", ".pyx",
+    ".py",
+    ".pyi",
+    ".js",
+    ".mjs",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".go",
+    ".rs",
+    ".java",
+    ".kt",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".hpp",
+    ".cs",
+    ".rb",
+    ".php",
+    ".swift",
+    ".lua",
+    ".sh",
+    ".pyx",
 }
 CHANGELOG_FILE = re.compile(r"^(changes|changelog|history|news)\b", re.I)
 CHANGELOG_DIRS = {"changelog.d", "newsfragments", "changes"}
@@ -106,9 +127,7 @@ class Bm25Baseline:
         tokens = self.bm25s.tokenize([query], stopwords="en", show_progress=False)
         if not tokens.vocab:
             return []
-        docs, _ = self.retriever.retrieve(
-            tokens, k=min(k, len(self.paths)), show_progress=False, n_threads=1
-        )
+        docs, _ = self.retriever.retrieve(tokens, k=min(k, len(self.paths)), show_progress=False, n_threads=1)
         return [self.paths[i] for i in docs[0]]
 
 
@@ -236,7 +255,12 @@ def is_source(path: str) -> bool:
     if any(p.startswith("test") or p in ("docs", "doc", "examples", "benchmarks") for p in parts[:-1]):
         return False
     name = parts[-1]
-    return not (name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py" or name in ("setup.py", "noxfile.py", "conf.py"))
+    return not (
+        name.startswith("test_")
+        or name.endswith(("_test.py", "_tests.py"))
+        or name == "conftest.py"
+        or name in ("setup.py", "noxfile.py", "conf.py")
+    )
 
 
 def is_changelog(path: str) -> bool:
@@ -251,7 +275,11 @@ def clean_subject(subject: str) -> str:
 
 def clean_entry(text: str) -> str:
     """A changelog entry as a sentence: markup, issue numbers and links left out."""
-    text = re.sub(r":(?:issue|pr|user|gh|ref|class|func|meth|attr|mod|data|exc|obj):`~?([^`<]*)(?:<[^>]*>)?`", r"\1", text)
+    text = re.sub(
+        r":(?:issue|pr|user|gh|ref|class|func|meth|attr|mod|data|exc|obj):`~?([^`<]*)(?:<[^>]*>)?`",
+        r"\1",
+        text,
+    )
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"https?://\S+|#\d+|\bgh-\d+\b|`+|\*+", " ", text)
     text = re.sub(r"^\s*[-*+]\s+", "", text)
@@ -309,7 +337,9 @@ def history_commits(git_dir: Path, count: int, seed: int) -> list[Commit]:
     rng = random.Random(seed)
     subjects = [c for c in commits if len(clean_subject(c.subject).split()) >= 3]
     for commit in rng.sample(subjects, min(count, len(subjects))):
-        commit.queries.append(HistoryQuery("commit subject", clean_subject(commit.subject), set(commit.sources)))
+        commit.queries.append(
+            HistoryQuery("commit subject", clean_subject(commit.subject), set(commit.sources))
+        )
     with_changelog = [c for c in commits if c.changelog_paths]
     rng.shuffle(with_changelog)
     taken = 0
@@ -355,7 +385,9 @@ class TreeMirror:
             batch = subprocess.run(
                 ["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
                 input="".join(f"{tree[p]}\n" for p in written).encode(),
-                capture_output=True, check=True, timeout=300,
+                capture_output=True,
+                check=True,
+                timeout=300,
             ).stdout
             offset = 0
             for path in written:
@@ -380,7 +412,10 @@ def find_repositories(repos_dir: Path | None) -> tuple[list[tuple[str, Path]], l
     try:
         common = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            capture_output=True, text=True, check=True, timeout=30,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
         ).stdout.strip()
         found.append(("aider-lsp (this project)", Path(common)))
     except (subprocess.SubprocessError, OSError):
@@ -419,7 +454,7 @@ def run_history(repos: list[tuple[str, Path]], count: int, seed: int, work: Path
         folder.mkdir()
         mirror = TreeMirror(git_dir, folder)
         memory = MemorySystem(FileAccessManager(folder), Settings(), db_path=work / f"{folder.name}.sqlite3")
-        counts = {family: 0 for family in families}
+        counts = dict.fromkeys(families, 0)
         for position, commit in enumerate(commits):
             written, removed = mirror.checkout(commit.parent)
             if position == 0:
@@ -455,7 +490,9 @@ def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
 
 
-def run_stdlib(args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> tuple[list[Family], dict[str, float]]:
+def run_stdlib(
+    args: argparse.Namespace, work: Path, say: Callable[[str], None]
+) -> tuple[list[Family], dict[str, float]]:
     root = copy_stdlib(work / "stdlib")
     db = work / "db" / "index.sqlite3"
     files = FileAccessManager(root)
@@ -473,7 +510,11 @@ def run_stdlib(args: argparse.Namespace, work: Path, say: Callable[[str], None])
     rng = random.Random(args.seed)
     module_queries = module_docstring_queries(root, indexed, args.queries, args.seed)
     def_queries = definition_docstring_queries(root, indexed, args.queries, args.seed)
-    families = [Family("module docstring"), Family("def docstring"), Family("def docstring, 2/5 words dropped")]
+    families = [
+        Family("module docstring"),
+        Family("def docstring"),
+        Family("def docstring, 2/5 words dropped"),
+    ]
     for text, rel in module_queries:
         ask(memory, baseline, families[0], text, {rel})
     for text, rel in def_queries:
@@ -576,9 +617,14 @@ def report(families: list[Family], figures: dict[str, float], lines: list[str]) 
             targets.append(("commit subject R@5 >= 0.80", family.recall(family.ours, 5) >= 0.80))
     if figures:
         ratio = figures["db_mb"] / figures["corpus_mb"]
-        print(f"index size / corpus size: {figures['db_mb']:.1f} MB / {figures['corpus_mb']:.1f} MB = {ratio:.2f}")
-        print(f"full index: {figures['full_s']:.2f} s; bm25s: {figures['base_s']:.2f} s "
-              f"({figures['full_s'] / figures['base_s']:.2f}x)")
+        print(
+            f"index size / corpus size: {figures['db_mb']:.1f} MB / "
+            f"{figures['corpus_mb']:.1f} MB = {ratio:.2f}"
+        )
+        print(
+            f"full index: {figures['full_s']:.2f} s; bm25s: {figures['base_s']:.2f} s "
+            f"({figures['full_s'] / figures['base_s']:.2f}x)"
+        )
         print(f"incremental update, one file (median): {figures['update_ms']:.1f} ms")
         print(f"warm restart: {figures['warm_s']:.2f} s, {figures['warm_read']:.0f} files re-read")
         print(f"query p50 / p99 (stdlib): {figures['p50']:.1f} / {figures['p99']:.1f} ms")

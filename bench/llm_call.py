@@ -43,7 +43,9 @@ async def main() -> None:
     from aider_lsp.settings import Settings
 
     with ScriptedLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
-        server.add_rule(offers_tool("final_result"), json_output({"instructions": "do it", "files": ["a.py"]}))
+        server.add_rule(
+            offers_tool("final_result"), json_output({"instructions": "do it", "files": ["a.py"]})
+        )
         server.add_rule(any_request, text("plain answer"))
         (Path(tmp) / "a.py").write_text("x = 1\n")
         app = Application(tmp, Settings(model="openai:bench", base_url=server.base_url))
@@ -52,7 +54,8 @@ async def main() -> None:
 
         async def raw() -> None:
             await client.chat.completions.create(
-                model="bench", messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]
+                model="bench",
+                messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}],
             )
 
         async def handler_text() -> None:
@@ -80,12 +83,23 @@ async def main() -> None:
         "import time,sys; t=time.perf_counter(); import aider_lsp.app; "
         "print(time.perf_counter()-t, 'pydantic_ai' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
     first = subprocess.run(
-        [sys.executable, "-c", "import time; t=time.perf_counter(); import pydantic_ai.agent; print(time.perf_counter()-t)"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import time; t=time.perf_counter(); import pydantic_ai.agent; print(time.perf_counter()-t)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
-    print(f"import aider_lsp.app:               {float(out[0]) * 1000:7.1f} ms  (pydantic_ai imported: {out[1]})")
+    print(
+        f"import aider_lsp.app:               {float(out[0]) * 1000:7.1f} ms  "
+        f"(pydantic_ai imported: {out[1]})"
+    )
     print(f"deferred to the first LLM call:     {float(first) * 1000:7.1f} ms  (import pydantic_ai.agent)")
 
 

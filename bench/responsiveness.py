@@ -25,11 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from llm_server import Reply, ScriptedLLMServer, aider_whole, json_output, slow  # noqa: E402
-from raw_lsp import RawLspClient  # noqa: E402
-from test_workflow import BUGGY, HALF_FIXED, IS_AIDER, IS_ANALYSIS, IS_PLAN, PLAN, RETRY, TESTS  # noqa: E402
-
-from aider_lsp import aider_env  # noqa: E402
+from aider_lsp import aider_env
+from llm_server import Reply, ScriptedLLMServer, aider_whole, json_output, slow
+from raw_lsp import RawLspClient
+from test_workflow import BUGGY, HALF_FIXED, IS_AIDER, IS_ANALYSIS, IS_PLAN, PLAN, RETRY, TESTS
 
 NOTES = "def describe():\n    return 'calculator notes'\n"
 
@@ -85,17 +84,25 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def run_workflow(client: RawLspClient, retries: int) -> int:
-    goal = {"goal": "make the tests pass", "test_command": f"{sys.executable} -m unittest", "max_retries": retries}
+    goal = {
+        "goal": "make the tests pass",
+        "test_command": f"{sys.executable} -m unittest",
+        "max_retries": retries,
+    }
     return client.send_request(
         "workspace/executeCommand", {"command": "aider-lsp.workflow.run", "arguments": [goal]}
     )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--idle", type=int, default=300, help="cheap requests timed with nothing running")
     parser.add_argument("--retries", type=int, default=3)
-    parser.add_argument("--settle", type=float, default=10.0, help="seconds between start-up and the first run")
+    parser.add_argument(
+        "--settle", type=float, default=10.0, help="seconds between start-up and the first run"
+    )
     args = parser.parse_args()
     if not aider_env.is_ready():
         print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
@@ -109,7 +116,9 @@ def main() -> int:
         "aiderModel": "openai/scripted-coder",
         "aiderServer": {"args": ["--edit-format", "whole"]},
     }
-    client = RawLspClient(Path(tempfile.mkstemp(prefix="aider-bench-resp-", suffix=".log")[1]), configuration=options)
+    client = RawLspClient(
+        Path(tempfile.mkstemp(prefix="aider-bench-resp-", suffix=".log")[1]), configuration=options
+    )
     try:
         client.initialize(project, options)
         notes_uri = (project / "notes.py").as_uri()
@@ -132,7 +141,7 @@ def main() -> int:
         started = time.perf_counter()
         loaded: list[float] = []
         i = 0
-        while run_id not in client._responses:  # noqa: SLF001 - the raw client's answer table
+        while run_id not in client._responses:
             loaded.append(timed(requests[i % len(requests)]))
             i += 1
         run_seconds = time.perf_counter() - started

@@ -90,7 +90,8 @@ def main() -> None:
                     "id": req_id,
                     "result": {
                         "protocolVersion": message["params"].get("protocolVersion", "2024-11-05")
-                        if message["params"].get("protocolVersion") in ("2024-11-05", "2025-03-26", "2025-06-18")
+                        if message["params"].get("protocolVersion")
+                        in ("2024-11-05", "2025-03-26", "2025-06-18")
                         else "2024-11-05",
                         "capabilities": {"tools": {}},
                         "serverInfo": {"name": "fake-aider", "version": "0"},

@@ -8,6 +8,7 @@ registrations) and keeps stderr in a file for traceback checks.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -15,8 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
 
@@ -119,10 +121,8 @@ class RawLspClient:
         if method == "workspace/configuration":
             items = message.get("params", {}).get("items", [])
             result = [self.configuration for _ in items]
-        try:
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        except (BrokenPipeError, ValueError, OSError):
-            pass
 
     # -- API ----------------------------------------------------------------------------
     def send_request(self, method: str, params: Any = None) -> int:
@@ -136,7 +136,9 @@ class RawLspClient:
             while msg_id not in self._responses:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.eof:
-                    raise TimeoutError(f"no answer to request {msg_id}; stderr:\n{self.stderr_text()[-3000:]}")
+                    raise TimeoutError(
+                        f"no answer to request {msg_id}; stderr:\n{self.stderr_text()[-3000:]}"
+                    )
                 self._cond.wait(remaining)
             return self._responses[msg_id]
 
@@ -167,10 +169,14 @@ class RawLspClient:
     def initialize(
         self, root: Path | None, init_options: Any = None, *, capabilities: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        caps = capabilities if capabilities is not None else {
-            "workspace": {"configuration": True, "didChangeConfiguration": {"dynamicRegistration": True}},
-            "window": {"workDoneProgress": True},
-        }
+        caps = (
+            capabilities
+            if capabilities is not None
+            else {
+                "workspace": {"configuration": True, "didChangeConfiguration": {"dynamicRegistration": True}},
+                "window": {"workDoneProgress": True},
+            }
+        )
         params: dict[str, Any] = {"processId": os.getpid(), "capabilities": caps}
         if root is not None:
             params["rootUri"] = root.as_uri()

@@ -71,7 +71,11 @@ async def test_success_claim_without_a_change_is_a_failure(workspace: Path, tmp_
 
 @pytest.mark.parametrize(
     ("mode", "reason"),
-    [("nonjson", "output_format_failure"), ("error", "tool_execution_error"), ("iserror", "tool_execution_error")],
+    [
+        ("nonjson", "output_format_failure"),
+        ("error", "tool_execution_error"),
+        ("iserror", "tool_execution_error"),
+    ],
 )
 async def test_bad_replies_are_failures(workspace: Path, tmp_path: Path, mode: str, reason: str) -> None:
     bridge = make_bridge(workspace, fake_settings(mode, tmp_path))
@@ -97,7 +101,9 @@ async def test_hang_times_out_within_the_deadline_and_the_next_call_works(
         assert error_reason(result) == "execution_timeout"
         assert elapsed < 1.5 + 5, elapsed  # deadline plus a bounded kill
         hung_pid = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])["pid"]
-        assert not Path(f"/proc/{hung_pid}").exists() or "zombie" in Path(f"/proc/{hung_pid}/status").read_text()
+        assert (
+            not Path(f"/proc/{hung_pid}").exists() or "zombie" in Path(f"/proc/{hung_pid}/status").read_text()
+        )
 
         again = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
         assert again.status is TaskStatus.COMPLETE, again.content
@@ -193,7 +199,10 @@ def test_custom_server_args_expand_workspace_and_model(tmp_path: Path) -> None:
     settings = Settings.model_validate(
         {
             "aiderModel": "openai/m",
-            "aiderServer": {"command": "aider-mcp-server", "args": ["--current-working-dir", "${workspace}", "--editor-model", "${model}"]},
+            "aiderServer": {
+                "command": "aider-mcp-server",
+                "args": ["--current-working-dir", "${workspace}", "--editor-model", "${model}"],
+            },
         }
     )
     spec = launch_spec(settings, tmp_path)
@@ -252,8 +261,8 @@ async def test_changed_server_settings_restart_the_session(workspace: Path, tmp_
 async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from aider_lsp.executors.aider import AiderExecutors
     from aider_lsp.checkpoints import CheckpointStore
+    from aider_lsp.executors.aider import AiderExecutors
 
     files = FileAccessManager(workspace)
     settings = fake_settings("ok", tmp_path)
@@ -287,8 +296,8 @@ async def test_warm_up_starts_the_server_once(workspace: Path, tmp_path: Path) -
 async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from aider_lsp.executors.aider import AiderExecutors
     from aider_lsp.checkpoints import CheckpointStore, run_checkpoint
+    from aider_lsp.executors.aider import AiderExecutors
 
     files = FileAccessManager(workspace)
     settings = fake_settings("ok", tmp_path)

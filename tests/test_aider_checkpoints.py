@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aider_mcp.snapshots import Snapshot, unified_diff
-
+from aider_lsp.checkpoints import CheckpointStore
 from aider_lsp.executors.aider import AiderExecutors, apply_selection
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import Selection
-from aider_lsp.checkpoints import CheckpointStore
+from aider_mcp.snapshots import Snapshot, unified_diff
 
 
 def aider_writes(snapshot: Snapshot, root: Path, rel: str, text: str) -> None:

@@ -53,7 +53,9 @@ def test_aider_mcp_imports_nothing_from_aider_lsp() -> None:
                 assert "aider_lsp" not in line, (path, line)
 
 
-def test_setup_aider_subcommand_is_instant_when_ready(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_setup_aider_subcommand_is_instant_when_ready(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "env"
     python = aider_env.aider_python(root)
     python.parent.mkdir(parents=True)

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_whole, any_request
 from lsprotocol import types
 
 from aider_lsp import aider_env
 from conftest import execute
+from llm_server import aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -42,8 +42,12 @@ async def test_edit_selection_refuse_unsaved_and_undo_over_lsp(
     }
     async with lsp(workspace, init_options=options(llm_server)) as client:
         commands = set(client.initialize_result.capabilities.execute_command_provider.commands)
-        assert {"aider-lsp.aider.automatic", "aider-lsp.aider.interactive",
-                "aider-lsp.aider.listModels", "aider-lsp.workflow.undo"} <= commands
+        assert {
+            "aider-lsp.aider.automatic",
+            "aider-lsp.aider.interactive",
+            "aider-lsp.aider.listModels",
+            "aider-lsp.workflow.undo",
+        } <= commands
 
         # an open buffer with unsaved changes is never overwritten
         client.text_document_did_open(
@@ -51,14 +55,20 @@ async def test_edit_selection_refuse_unsaved_and_undo_over_lsp(
                 types.TextDocumentItem(uri=uri, language_id="python", version=1, text=ORIGINAL + "# typing\n")
             )
         )
-        refused = await execute(client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection})
+        refused = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection}
+        )
         assert refused["status"] == "FAILED"
         assert "unsaved changes" in refused["content"]
         assert calc.read_text() == ORIGINAL
         assert llm_server.chat_requests() == []
 
-        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
-        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection})
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+        )
+        edited = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "add type hints", "selection": selection}
+        )
         assert edited["status"] == "COMPLETE", edited["content"]
         assert calc.read_text() == EDITED
         assert "+def add(a: int, b: int) -> int:" in edited["content"]

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, slow, text
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
+from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, slow, text
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -94,9 +94,7 @@ async def test_diff_format_edit_applies_search_replace(workspace: Path, llm_serv
     assert "+    return b + a" in result.notes["diff"]
 
 
-async def test_prose_only_answer_is_not_a_success(
-    app: Application, workspace: Path, llm_server: Any
-) -> None:
+async def test_prose_only_answer_is_not_a_success(app: Application, workspace: Path, llm_server: Any) -> None:
     llm_server.add_rule(any_request, text("You could consider adding type hints. Good luck!"))
     result = await app.handle_task_command(
         "aider:automatic", {"prompt": "improve it", "file_context": ["pkg/calc.py"]}
@@ -148,9 +146,7 @@ async def test_files_another_program_writes_during_an_edit_are_not_the_edits(
     async def another_program() -> None:
         while not llm_server.chat_requests():  # Aider is waiting for its model
             await asyncio.sleep(0.05)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", OTHER_PROGRAM, str(workspace)
-        )
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", OTHER_PROGRAM, str(workspace))
         assert await process.wait() == 0
 
     result, _ = await asyncio.gather(
@@ -213,9 +209,7 @@ async def test_unsaved_and_secret_files_are_refused_before_aider_runs(
     assert app.aider.server_pid is None
 
 
-async def test_interactive_session_keeps_its_chat(
-    app: Application, workspace: Path, llm_server: Any
-) -> None:
+async def test_interactive_session_keeps_its_chat(app: Application, workspace: Path, llm_server: Any) -> None:
     llm_server.add_rule(any_request, text("add() returns the sum of its two arguments."), times=1)
     first = await app.handle_task_command(
         "aider:interactive", {"query": "what does add do?", "file_context": ["pkg/calc.py"]}
@@ -271,9 +265,7 @@ async def test_llm_errors_and_bad_paths_are_reported_not_raised(
     assert not (workspace.parent / "escape.py").exists()
 
 
-async def test_aider_stays_within_the_given_files(
-    app: Application, workspace: Path, llm_server: Any
-) -> None:
+async def test_aider_stays_within_the_given_files(app: Application, workspace: Path, llm_server: Any) -> None:
     # the reply edits a file outside the list, creates a new one, and mentions the secret
     llm_server.add_rule(
         any_request,

@@ -11,10 +11,15 @@ from aider_lsp import __version__
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIDER_LSP_") and not k.endswith("_API_KEY")}
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith("AIDER_LSP_") and not k.endswith("_API_KEY")
+    }
     return subprocess.run(
         [sys.executable, "-m", "aider_lsp", *args],
-        capture_output=True, text=True, env={**clean, **(env or {})}, timeout=60,
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=60,
     )
 
 
@@ -31,7 +36,9 @@ def test_doctor_names_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_doctor_reports_a_missing_provider_key(tmp_path: Path) -> None:
-    result = _cli("doctor", "--workspace", str(tmp_path), env={"AIDER_LSP_MODEL": "anthropic:claude-sonnet-4-5"})
+    result = _cli(
+        "doctor", "--workspace", str(tmp_path), env={"AIDER_LSP_MODEL": "anthropic:claude-sonnet-4-5"}
+    )
     assert result.returncode == 1 and "ANTHROPIC_API_KEY is not set" in result.stdout
 
 

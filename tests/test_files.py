@@ -53,8 +53,19 @@ def test_escapes_are_refused(files: FileAccessManager, path: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [".env", ".env.local", "prod.env", "server.pem", "tls.key", "id_rsa", "id_ed25519.pub",
-     "credentials.json", ".netrc", ".ssh/config", "my-credentials.json"],
+    [
+        ".env",
+        ".env.local",
+        "prod.env",
+        "server.pem",
+        "tls.key",
+        "id_rsa",
+        "id_ed25519.pub",
+        "credentials.json",
+        ".netrc",
+        ".ssh/config",
+        "my-credentials.json",
+    ],
 )
 def test_secrets_are_refused_for_models(files: FileAccessManager, workspace: Path, name: str) -> None:
     target = workspace / name
@@ -94,11 +105,29 @@ def test_list_and_info(files: FileAccessManager) -> None:
     assert info.is_secret and not info.is_binary
 
 
-path_parts = st.sampled_from(["..", ".", "pkg", "calc.py", "out-link", "outside.txt", ".env", "/", "//", "~", "%2e%2e", "file:", "\x00"])
+path_parts = st.sampled_from(
+    [
+        "..",
+        ".",
+        "pkg",
+        "calc.py",
+        "out-link",
+        "outside.txt",
+        ".env",
+        "/",
+        "//",
+        "~",
+        "%2e%2e",
+        "file:",
+        "\x00",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parts=st.lists(st.one_of(path_parts, st.text(max_size=8)), min_size=1, max_size=6), absolute=st.booleans())
+@given(
+    parts=st.lists(st.one_of(path_parts, st.text(max_size=8)), min_size=1, max_size=6), absolute=st.booleans()
+)
 def test_no_generated_path_reads_outside_or_secrets(
     files: FileAccessManager, parts: list[str], absolute: bool
 ) -> None:
@@ -126,9 +155,20 @@ def test_secret_patterns_changed_later_apply_at_once(workspace: Path) -> None:
 def test_the_walks_secret_check_agrees_with_the_full_one(workspace: Path) -> None:
     files = FileAccessManager(workspace, secret_patterns=["config/prod.yaml", "private/", "*.vault"])
     paths = [
-        ".env", "app/.env.local", "keys/server.pem", "id_rsa.pub", "a/.ssh/config",
-        "config/prod.yaml", "config/dev.yaml", "private/notes.md", "src/private_api.py",
-        "data/x.vault", "src/app.py", "README.md", "docs/credentials.md", "CREDENTIALS.json",
+        ".env",
+        "app/.env.local",
+        "keys/server.pem",
+        "id_rsa.pub",
+        "a/.ssh/config",
+        "config/prod.yaml",
+        "config/dev.yaml",
+        "private/notes.md",
+        "src/private_api.py",
+        "data/x.vault",
+        "src/app.py",
+        "README.md",
+        "docs/credentials.md",
+        "CREDENTIALS.json",
     ]
     for rel in paths:
         target = workspace / rel

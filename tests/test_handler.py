@@ -7,6 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from aider_lsp.app import Application
+from aider_lsp.handler import BaseHandler
+from aider_lsp.handler.model_config import resolve_model_config
+from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
+from aider_lsp.settings import Settings, load_settings
+from aider_lsp.tools import ToolRegistry
 from llm_server import (
     ScriptedLLMServer,
     any_request,
@@ -22,13 +29,6 @@ from llm_server import (
     tool_names,
 )
 
-from aider_lsp.app import Application
-from aider_lsp.handler import BaseHandler
-from aider_lsp.handler.model_config import resolve_model_config
-from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
-from aider_lsp.settings import Settings, load_settings
-from aider_lsp.tools import ToolRegistry
-
 
 def make_app(root: Path, server: ScriptedLLMServer, **settings: Any) -> Application:
     values: dict[str, Any] = {"model": "openai:scripted-model", "base_url": server.base_url}
@@ -43,7 +43,9 @@ def reason(result: Any) -> str:
     return result.notes["error"]["reason"]
 
 
-async def test_text_call_sends_system_prompt_and_reports_usage(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_text_call_sends_system_prompt_and_reports_usage(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(last_user_contains("hello"), text("hi back"))
     result = await app.handler.execute_llm_call("hello", system_prompt_override="YOU ARE A TEST")
@@ -76,19 +78,26 @@ async def test_data_context_reaches_the_system_prompt(workspace: Path, llm_serve
     assert "<file" not in system_prompt(llm_server.requests[-1])
 
 
-async def test_prime_with_a_query_uses_system_get_context(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_prime_with_a_query_uses_system_get_context(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     seen: list[dict[str, Any]] = []
 
     async def get_context(params: dict[str, Any]) -> Any:
         seen.append(params)
-        return complete_result('["README.md"]', notes={"file_paths": ["README.md"], "context_summary": "docs"})
+        return complete_result(
+            '["README.md"]', notes={"file_paths": ["README.md"], "context_summary": "docs"}
+        )
 
     # A handler over its own registry, with a stand-in context tool.
     handler = BaseHandler(settings=app.settings, tools=ToolRegistry(), files=app.files, shell=app.shell)
-    assert (await handler.prime_data_context(query="readme")).notes["error"]["reason"] == "context_retrieval_failure"
+    assert (await handler.prime_data_context(query="readme")).notes["error"][
+        "reason"
+    ] == "context_retrieval_failure"
     assert handler.register_tool(
-        ToolSpec(name="system:get_context", description="find files", input_schema={"type": "object"}), get_context
+        ToolSpec(name="system:get_context", description="find files", input_schema={"type": "object"}),
+        get_context,
     )
     primed = await handler.prime_data_context(query="readme")
     assert primed.notes["file_paths"] == ["README.md"] and seen[0]["query"] == "readme"
@@ -126,7 +135,8 @@ async def test_model_tool_call_runs_the_real_tool(workspace: Path, llm_server: S
     app = make_app(workspace, llm_server)
     llm_server.add_rule(has_tool_result("system_read_files"), text("the file adds numbers"))
     llm_server.add_rule(
-        offers_tool("system_read_files"), tool_call("system_read_files", {"file_paths": ["pkg/calc.py", ".env"]})
+        offers_tool("system_read_files"),
+        tool_call("system_read_files", {"file_paths": ["pkg/calc.py", ".env"]}),
     )
     result = await app.handler.execute_llm_call("read calc")
     assert result.content == "the file adds numbers"
@@ -137,10 +147,13 @@ async def test_model_tool_call_runs_the_real_tool(workspace: Path, llm_server: S
     assert result.notes["usage"]["requests"] == 2
 
 
-async def test_output_type_and_model_override_reach_the_server(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_output_type_and_model_override_reach_the_server(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(
-        offers_tool("final_result"), lambda req: tool_call("final_result", {"instructions": "go", "files": ["a.py"]})
+        offers_tool("final_result"),
+        lambda req: tool_call("final_result", {"instructions": "go", "files": ["a.py"]}),
     )
     result = await app.handler.execute_llm_call(
         "plan", output_type_override=DevelopmentPlan, model_override="openai:other-model"
@@ -167,7 +180,8 @@ async def test_history_config_is_honoured(workspace: Path, llm_server: ScriptedL
     assert users == ["second message", "third"]
 
     await h.execute_llm_call(
-        "private", history_config=HistoryConfigSettings(use_session_history=False, record_in_session_history=False)
+        "private",
+        history_config=HistoryConfigSettings(use_session_history=False, record_in_session_history=False),
     )
     assert [m["role"] for m in llm_server.requests[-1]["messages"]] == ["system", "user"]
     await h.execute_llm_call("fourth")
@@ -187,11 +201,17 @@ async def test_rate_limit_then_success_is_retried(workspace: Path, llm_server: S
     assert len(llm_server.requests) == 2
 
 
-async def test_server_errors_end_as_llm_error_with_provider_message(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_server_errors_end_as_llm_error_with_provider_message(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(
-        any_request, fault(503, {"error": {"message": "backend overloaded, try later", "type": "server_error"}},
-                           retry_after=0.01)
+        any_request,
+        fault(
+            503,
+            {"error": {"message": "backend overloaded, try later", "type": "server_error"}},
+            retry_after=0.01,
+        ),
     )
     result = await app.handler.execute_llm_call("go")
     assert reason(result) == "llm_error"
@@ -200,7 +220,9 @@ async def test_server_errors_end_as_llm_error_with_provider_message(workspace: P
     assert "usage" in result.notes
 
 
-async def test_timeout_and_malformed_body_are_llm_errors(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_timeout_and_malformed_body_are_llm_errors(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server, timeouts={"llm": 0.3})
     app.handler.llm.request_retries = 0
     llm_server.add_rule(last_user_contains("slow"), slow(1.5, text("too late")))
@@ -220,7 +242,9 @@ async def test_missing_model_or_key_is_a_configuration_error(
     assert "AIDER_LSP_MODEL" in result.content and "aiderLsp.model" in result.content
 
     app = Application(workspace, load_settings({"model": "anthropic:claude-sonnet-4-5"}, environ={}))
-    result = await app.tasks.execute_template("user:generate-plan-from-goal", {"goal": "g", "context_string": "c"})
+    result = await app.tasks.execute_template(
+        "user:generate-plan-from-goal", {"goal": "g", "context_string": "c"}
+    )
     assert reason(result) == "configuration_error" and "ANTHROPIC_API_KEY" in result.content
     assert llm_server.requests == []
 
@@ -239,9 +263,13 @@ def test_model_config_with_base_url_uses_chat_completions(monkeypatch: pytest.Mo
     assert resolve_model_config(Settings(model="ollama:qwen2.5-coder")).base_url.endswith("/v1")
 
 
-async def test_execute_file_path_command_keeps_existing_confined_files(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_execute_file_path_command_keeps_existing_confined_files(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
-    result = await app.handler.execute_file_path_command("printf 'pkg/calc.py\\nnope.py\\n/etc/passwd\\nREADME.md\\n'")
+    result = await app.handler.execute_file_path_command(
+        "printf 'pkg/calc.py\\nnope.py\\n/etc/passwd\\nREADME.md\\n'"
+    )
     assert result.notes["file_paths"] == ["pkg/calc.py", "README.md"]
     assert set(result.notes["skipped"]) == {"nope.py", "/etc/passwd"}
 
@@ -263,7 +291,9 @@ async def test_ollama_models_and_api_key_reach_an_openai_compatible_server(
     assert (await app.handler.execute_llm_call("hi")).content == "ok"
     assert llm_server.requests[-1]["model"] == "qwen2.5-coder"
 
-    app = Application(workspace, Settings(model="openai:m", base_url=llm_server.base_url, api_key="sk-from-settings"))
+    app = Application(
+        workspace, Settings(model="openai:m", base_url=llm_server.base_url, api_key="sk-from-settings")
+    )
     await app.handler.execute_llm_call("hi")
     assert llm_server.request_headers[-1]["authorization"] == "Bearer sk-from-settings"
     assert app.handler.get_provider_identifier() == f"openai-compatible:m@{llm_server.base_url}"
@@ -323,7 +353,9 @@ async def test_large_tool_answers_are_capped(workspace: Path, llm_server: Script
     assert "HEAD" in sent and "TAIL" in sent and "characters omitted" in sent
 
 
-async def test_cost_is_reported_when_known_and_capped_by_budget(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_cost_is_reported_when_known_and_capped_by_budget(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server, model="openai:gpt-4o")  # a priced model name, served locally
     llm_server.add_rule(any_request, text("ok"))
     first = await app.handler.execute_llm_call("one")

@@ -11,15 +11,24 @@ from llm_server import ScriptedLLMServer
 
 
 def _doctor(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIDER_LSP_") and not k.endswith("_API_KEY")}
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith("AIDER_LSP_") and not k.endswith("_API_KEY")
+    }
     return subprocess.run(
         [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
-        capture_output=True, text=True, env={**clean, **env}, timeout=60,
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        timeout=60,
     )
 
 
-def test_doctor_reports_a_reachable_openai_compatible_endpoint(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
-    result = _doctor(tmp_path, {"AIDER_LSP_MODEL": "openai:scripted-model", "AIDER_LSP_BASE_URL": llm_server.base_url})
+def test_doctor_reports_a_reachable_openai_compatible_endpoint(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    result = _doctor(
+        tmp_path, {"AIDER_LSP_MODEL": "openai:scripted-model", "AIDER_LSP_BASE_URL": llm_server.base_url}
+    )
     out = result.stdout
     assert "[ok] model: openai:scripted-model (served as 'scripted-model')" in out
     assert "[ok] endpoint: OpenAI-compatible (chat completions)" in out and "scripted-model" in out
@@ -29,6 +38,12 @@ def test_doctor_reports_a_reachable_openai_compatible_endpoint(tmp_path: Path, l
 
 def test_doctor_reports_an_unreachable_endpoint_and_a_prefixless_model(tmp_path: Path) -> None:
     result = _doctor(tmp_path, {"AIDER_LSP_MODEL": "m", "AIDER_LSP_BASE_URL": "http://127.0.0.1:9/v1"})
-    assert result.returncode == 1 and "[MISSING] endpoint" in result.stdout and "cannot reach" in result.stdout
+    assert (
+        result.returncode == 1 and "[MISSING] endpoint" in result.stdout and "cannot reach" in result.stdout
+    )
     result = _doctor(tmp_path, {"AIDER_LSP_MODEL": "gpt-4.1"})
-    assert result.returncode == 1 and "no provider prefix" in result.stdout and "AIDER_LSP_BASE_URL" in result.stdout
+    assert (
+        result.returncode == 1
+        and "no provider prefix" in result.stdout
+        and "AIDER_LSP_BASE_URL" in result.stdout
+    )

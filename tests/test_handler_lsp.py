@@ -10,7 +10,9 @@ from conftest import execute
 async def test_prime_context_then_reset(lsp, workspace: Path, llm_server) -> None:
     options = {"model": "openai:scripted-model", "baseUrl": llm_server.base_url}
     async with lsp(workspace, init_options=options) as client:
-        primed = await execute(client, "aider-lsp.handler.primeContext", {"initial_files": ["pkg/calc.py", ".env"]})
+        primed = await execute(
+            client, "aider-lsp.handler.primeContext", {"initial_files": ["pkg/calc.py", ".env"]}
+        )
         assert primed["status"] == "COMPLETE", primed
         assert primed["notes"]["file_paths"] == ["pkg/calc.py"]
         assert primed["notes"]["skipped_files"] == [".env"]

@@ -46,7 +46,9 @@ def test_streaming_text_tool_call_and_usage(llm_server: ScriptedLLMServer) -> No
     llm_server.add_rule(last_user_contains("long"), text("x" * 100))
     chunks = list(
         _client(llm_server).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "long"}], stream=True,
+            model="m",
+            messages=[{"role": "user", "content": "long"}],
+            stream=True,
             stream_options={"include_usage": True},
         )
     )
@@ -55,10 +57,15 @@ def test_streaming_text_tool_call_and_usage(llm_server: ScriptedLLMServer) -> No
     assert any(c.usage and c.usage.total_tokens > 0 for c in chunks)
 
     llm_server.add_rule(offers_tool("read"), tool_call("read", {"path": "a.py"}))
-    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {}}}}
+    ]
     chunks = list(
         _client(llm_server).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "go"}], tools=tools, stream=True  # type: ignore[arg-type]
+            model="m",
+            messages=[{"role": "user", "content": "go"}],
+            tools=tools,
+            stream=True,  # type: ignore[arg-type]
         )
     )
     args = "".join(
@@ -73,7 +80,9 @@ def test_json_output_uses_final_result_tool_or_text(llm_server: ScriptedLLMServe
     llm_server.add_rule(lambda r: True, json_output({"a": 1}))
     tools = [{"type": "function", "function": {"name": "final_result", "parameters": {"type": "object"}}}]
     r = _client(llm_server).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "x"}], tools=tools  # type: ignore[arg-type]
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        tools=tools,  # type: ignore[arg-type]
     )
     call = r.choices[0].message.tool_calls[0]  # type: ignore[index]
     assert call.function.name == "final_result" and json.loads(call.function.arguments) == {"a": 1}  # type: ignore[union-attr]
@@ -92,7 +101,9 @@ def test_times_and_faults_then_success(llm_server: ScriptedLLMServer) -> None:
 
 def test_unmatched_is_a_loud_500(llm_server: ScriptedLLMServer) -> None:
     with pytest.raises(openai.InternalServerError) as ei:
-        _client(llm_server).chat.completions.create(model="m", messages=[{"role": "user", "content": "nobody home"}])
+        _client(llm_server).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "nobody home"}]
+        )
     assert "nobody home" in str(ei.value)
     assert len(llm_server.unmatched) == 1
 
@@ -106,12 +117,14 @@ def test_malformed_truncated_slow_callable_and_models(llm_server: ScriptedLLMSer
         lambda req: text("echo:" + req["model"]),
     )
     c = _client(llm_server)
-    with pytest.raises(Exception):
+    with pytest.raises(json.JSONDecodeError):  # a body that is not JSON
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": "bad"}])
-    with pytest.raises(Exception):
+    with pytest.raises(openai.APIConnectionError):  # the stream ends before [DONE]
         list(c.chat.completions.create(model="m", messages=[{"role": "user", "content": "cut"}], stream=True))
     with pytest.raises(openai.APITimeoutError):
-        _client(llm_server, timeout=0.3).chat.completions.create(model="m", messages=[{"role": "user", "content": "slow"}])
+        _client(llm_server, timeout=0.3).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "slow"}]
+        )
     r = c.chat.completions.create(model="mx", messages=[{"role": "user", "content": "echo"}])
     assert r.choices[0].message.content == "echo:mx"
     with urllib.request.urlopen(llm_server.base_url + "/models") as resp:
@@ -130,13 +143,28 @@ def test_context_manager_stops() -> None:
 def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:
     from llm_server import aider_diff, aider_whole, is_aider_diff_format
 
-    llm_server.add_rule(is_aider_diff_format, aider_diff([("a.py", "x = 1", "x = 2"), ("new.py", "", "y = 3")]))
+    llm_server.add_rule(
+        is_aider_diff_format, aider_diff([("a.py", "x = 1", "x = 2"), ("new.py", "", "y = 3")])
+    )
     llm_server.add_rule(lambda r: True, aider_whole({"a.py": "x = 2"}))
     c = _client(llm_server)
-    diff = c.chat.completions.create(
-        model="m", messages=[{"role": "system", "content": "Use SEARCH/REPLACE blocks"}, {"role": "user", "content": "x"}]
-    ).choices[0].message.content or ""
+    diff = (
+        c.chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "system", "content": "Use SEARCH/REPLACE blocks"},
+                {"role": "user", "content": "x"},
+            ],
+        )
+        .choices[0]
+        .message.content
+        or ""
+    )
     assert "a.py\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```" in diff
     assert "new.py\n```\n<<<<<<< SEARCH\n=======\ny = 3\n>>>>>>> REPLACE" in diff
-    whole = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]).choices[0].message.content
+    whole = (
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        .choices[0]
+        .message.content
+    )
     assert "a.py\n```\nx = 2\n```" in (whole or "")

@@ -24,7 +24,7 @@ def _alive(pid: int) -> bool:
 
 def _slow_test_command(pid_file: Path) -> str:
     script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
-    return f"{sys.executable} -c \"{script}\""
+    return f'{sys.executable} -c "{script}"'
 
 
 async def _wait_for_pid(pid_file: Path) -> int:

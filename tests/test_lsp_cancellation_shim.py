@@ -46,8 +46,15 @@ async def test_cancel_request_reaches_the_commands_task() -> None:
         await inner
         return "finished"
 
-    _receive(server, {"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand",
-                      "params": {"command": "shim.wait", "arguments": []}})
+    _receive(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "workspace/executeCommand",
+            "params": {"command": "shim.wait", "arguments": []},
+        },
+    )
     await asyncio.wait_for(started.wait(), 5)
     assert seen["future"] is not None, "pygls no longer keeps the request's future where the shim looks"
     assert not seen["future"].done()

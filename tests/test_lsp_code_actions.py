@@ -4,14 +4,14 @@ the workflow and edit-selection actions point at their commands; nothing runs un
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import pytest
-from llm_server import aider_whole, any_request
 from lsprotocol import types
 
 from aider_lsp import aider_env
 from conftest import execute
+from llm_server import aider_whole, any_request
 from test_aider_lsp import options
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -49,7 +49,6 @@ def read_code_actions_as_sent(client: Any) -> None:
         return converter.structure(obj, kind)  # type: ignore[no-any-return]
 
     converter.register_structure_hook(types.Command | types.CodeAction, structure)
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)
 
 
 async def code_actions(
@@ -79,7 +78,11 @@ async def test_actions_are_declared_and_cheap(lsp: Any, workspace: Path, llm_ser
         diagnostic = ruff_diagnostic()
         actions = await code_actions(client, uri, diagnostic.range, [diagnostic])
         by_title = {action.title: action for action in actions or []}
-        assert set(by_title) == {"Fix with Aider", "Edit selection with Aider", "Run Aider workflow on this file"}
+        assert set(by_title) == {
+            "Fix with Aider",
+            "Edit selection with Aider",
+            "Run Aider workflow on this file",
+        }
 
         fix = by_title["Fix with Aider"]
         assert fix.kind == types.CodeActionKind.QuickFix

@@ -85,9 +85,7 @@ async def test_read_files_refuses_every_escape(lsp, tree: Path) -> None:
             assert reason, label
 
 
-async def test_bad_arguments_are_invalid_params_and_the_server_goes_on(
-    lsp, workspace: Path
-) -> None:
+async def test_bad_arguments_are_invalid_params_and_the_server_goes_on(lsp, workspace: Path) -> None:
     async with lsp(workspace) as client:
         with pytest.raises(JsonRpcInvalidParams, match="file_paths"):
             await execute(client, "aider-lsp.system.readFiles", {"file_paths": "pkg/calc.py"})
@@ -103,9 +101,7 @@ async def test_bad_arguments_are_invalid_params_and_the_server_goes_on(
         assert result["notes"]["files_read_count"] == 1
 
 
-async def test_settings_come_from_init_options_configuration_and_environment(
-    lsp, workspace: Path
-) -> None:
+async def test_settings_come_from_init_options_configuration_and_environment(lsp, workspace: Path) -> None:
     """A bad setting is reported to the user by name, and the server keeps serving."""
     async with lsp(workspace, init_options={"maxRetries": "many"}) as client:
         await client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)

@@ -11,7 +11,9 @@ from pathlib import Path
 from raw_lsp import RawLspClient, server_env
 
 
-def test_a_huge_malformed_request_is_answered_and_the_next_one_at_once(tmp_path: Path, workspace: Path) -> None:
+def test_a_huge_malformed_request_is_answered_and_the_next_one_at_once(
+    tmp_path: Path, workspace: Path
+) -> None:
     client = RawLspClient(tmp_path / "stderr.txt")
     try:
         client.initialize(workspace)
@@ -49,7 +51,10 @@ def test_an_editor_closing_the_pipe_before_the_shutdown_answer_leaves_no_traceba
 ) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "aider_lsp", "serve"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
     )
     assert process.stdin and process.stdout and process.stderr
     initialize = {

@@ -12,7 +12,10 @@ from lsprotocol import types
 
 from conftest import execute
 
-FAILING = f"{sys.executable} -c \"import sys; print('1 passed'); print('E assert 1 == 2', file=sys.stderr); sys.exit(1)\""
+FAILING = (
+    f"{sys.executable} -c \"import sys; print('1 passed'); "
+    "print('E assert 1 == 2', file=sys.stderr); sys.exit(1)\""
+)
 
 
 def _kinds(client: Any, token: Any) -> list[str]:
@@ -87,16 +90,24 @@ async def test_one_bad_setting_is_reported_once_across_sources(lsp: Any, workspa
     bad = {"maxRetries": "many"}
     async with lsp(workspace, init_options=bad, configuration=bad) as client:
         await execute(client, "aider-lsp.tools.list", {})  # after the configuration pull
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"aiderLsp": bad}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": bad})
+        )
         await execute(client, "aider-lsp.tools.list", {})
         assert len(_settings_messages(client, "maxRetries")) == 1, [m.message for m in client.messages]
         other = {"maxRetries": "many", "timeouts": {"llm": -1}}
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"aiderLsp": other}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": other})
+        )
         await execute(client, "aider-lsp.tools.list", {})
         assert len(_settings_messages(client, "timeouts.llm")) == 1
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"aiderLsp": {}}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": {}})
+        )
         await execute(client, "aider-lsp.tools.list", {})
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"aiderLsp": bad}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": bad})
+        )
         await execute(client, "aider-lsp.tools.list", {})  # fixed, then broken again: shown again
         assert len(_settings_messages(client, "maxRetries")) == 3
 
@@ -121,7 +132,9 @@ async def test_a_stale_unmodified_buffer_does_not_block_edits_or_undo(lsp: Any, 
         _open(client, calc, calc.read_text())
         await execute(client, "aider-lsp.tools.list", {})  # didOpen handled
         calc.write_text("def add(a, b):\n    return b + a\n")  # the edit changed the file on disk
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert not _refused_as_unsaved(edit), edit
         assert edit["notes"]["error"]["reason"] == "configuration_error", edit  # got past the guard
         undo = await execute(client, "aider-lsp.workflow.undo", {})
@@ -133,18 +146,24 @@ async def test_a_stale_unmodified_buffer_does_not_block_edits_or_undo(lsp: Any, 
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text="# mine\n")],
             )
         )
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert _refused_as_unsaved(edit), edit
 
         calc.write_text("# mine\n")  # the editor saved it
         client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=calc.as_uri()))
         )
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert not _refused_as_unsaved(edit), edit
 
 
-async def test_a_buffer_that_lags_behind_a_reload_does_not_block_the_next_edit(lsp: Any, workspace: Path) -> None:
+async def test_a_buffer_that_lags_behind_a_reload_does_not_block_the_next_edit(
+    lsp: Any, workspace: Path
+) -> None:
     """VS Code reloads a file changed on disk with a didChange; when the next edit writes the
     file before the editor reloads again, the buffer holds the previous disk text: not unsaved
     work (a workflow's second iteration was refused for it)."""
@@ -161,7 +180,9 @@ async def test_a_buffer_that_lags_behind_a_reload_does_not_block_the_next_edit(l
         )
         await execute(client, "aider-lsp.tools.list", {})  # didChange handled
         calc.write_text("def add(a, b):\n    return a + b  # fixed\n")  # iteration 2, before the next reload
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert not _refused_as_unsaved(edit), edit
         undo = await execute(client, "aider-lsp.workflow.undo", {})
         assert not _refused_as_unsaved(undo), undo
@@ -172,5 +193,7 @@ async def test_a_buffer_that_lags_behind_a_reload_does_not_block_the_next_edit(l
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text=first_edit + "# mine\n")],
             )
         )
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert _refused_as_unsaved(edit), edit

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_whole, any_request
 
 from aider_lsp import aider_env
 from conftest import execute
+from llm_server import aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
 
@@ -64,4 +64,3 @@ async def test_aider_server_starts_after_initialized_and_serves_the_first_edit(
         assert (workspace / "pkg" / "calc.py").read_text() == EDITED
         assert aider_servers(workspace) == warm, "the first edit started another Aider server"
     assert aider_servers(workspace) == set(), "the Aider server outlived the language server"
-

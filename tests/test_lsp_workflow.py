@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_whole, all_of, json_output, last_user_contains
 from lsprotocol import types
 
 from aider_lsp import aider_env
 from conftest import execute
+from llm_server import aider_whole, all_of, json_output, last_user_contains
 from raw_lsp import alive
 from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
@@ -29,13 +29,19 @@ from test_workflow import (  # the calc project whose test fails, and its script
     TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
-    project,  # noqa: F401 - a fixture, used by name
+    write_calc_project,
 )
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
     reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
 )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_calc_project(tmp_path)
+
 
 MULTIPLY_ASSERT = 10  # 0-based LSP line of `self.assertEqual(multiply(3, 4), 12)`
 FAILURE = {"verdict": "FAILURE", "message": "multiply is beyond me"}
@@ -123,14 +129,22 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED}))
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED}))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED})
+    )
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
+    )
     test_uri = (project / "test_calc.py").as_uri()
     async with lsp(project, init_options=options(llm_server)) as client:
         commands = set(client.initialize_result.capabilities.execute_command_provider.commands)
         assert {"aider-lsp.workflow.run", "aider-lsp.diagnostics.clear"} <= commands
         run = asyncio.ensure_future(
-            execute(client, "aider-lsp.workflow.run", {"goal": "make the tests pass", "test_command": TEST_COMMAND})
+            execute(
+                client,
+                "aider-lsp.workflow.run",
+                {"goal": "make the tests pass", "test_command": TEST_COMMAND},
+            )
         )
         failing = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT))
         diagnostic = next(d for d in failing if d.range.start.line == MULTIPLY_ASSERT)
@@ -151,7 +165,9 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
         assert list(client.diagnostics[test_uri]) == []  # cleared on SUCCESS
         assert all(not found for found in client.diagnostics.values())
         messages = [getattr(report, "message", None) for report in progress_of(client, "Aider workflow")]
-        assert "Iteration 1/3: running tests" in messages and "Iteration 2/3: analysing the result" in messages
+        assert (
+            "Iteration 1/3: running tests" in messages and "Iteration 2/3: analysing the result" in messages
+        )
         assert progress_of(client, "Aider workflow")[-1].kind == "end"
 
 
@@ -171,7 +187,9 @@ async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
         )
         published = record_publishes(client)
         result = await execute(
-            client, "aider-lsp.workflow.run", {"goal": "fix calc", "test_command": TEST_COMMAND, "max_retries": 1}
+            client,
+            "aider-lsp.workflow.run",
+            {"goal": "fix calc", "test_command": TEST_COMMAND, "max_retries": 1},
         )
         assert result["status"] == "FAILED"
         found = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT))
@@ -179,7 +197,9 @@ async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
         assert {params.version for params in published if params.uri == test_uri} == {7}
         # the analysis' advice sits on the plan's file, line 0, as information
         advice = await wait_for_diagnostics(client, (project / "calc.py").as_uri(), bool)
-        assert [(d.range.start.line, d.severity) for d in advice] == [(0, types.DiagnosticSeverity.Information)]
+        assert [(d.range.start.line, d.severity) for d in advice] == [
+            (0, types.DiagnosticSeverity.Information)
+        ]
         assert "multiply is beyond me" in advice[0].message
 
         # our own diagnostic offers "Fix with Aider" on its file
@@ -241,7 +261,9 @@ async def test_second_run_refused_while_one_runs_then_progress_cancel(
         token = next(
             token
             for token, reports in client.progress_reports.items()
-            if reports and getattr(reports[0], "title", None) == "Aider workflow" and reports[-1].kind != "end"
+            if reports
+            and getattr(reports[0], "title", None) == "Aider workflow"
+            and reports[-1].kind != "end"
         )
         client.protocol.notify(
             types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)

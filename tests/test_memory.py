@@ -14,7 +14,8 @@ import pytest
 
 from aider_lsp.app import Application
 from aider_lsp.files import FileAccessManager
-from aider_lsp.memory import MemorySystem, apply_rerank, index as index_module
+from aider_lsp.memory import MemorySystem, apply_rerank
+from aider_lsp.memory import index as index_module
 from aider_lsp.memory import reader as reader_module
 from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
 from aider_lsp.settings import Settings
@@ -311,9 +312,7 @@ def test_files_deleted_while_the_server_was_down_are_dropped(project: Path) -> N
     again.close()
 
 
-def test_corrupt_index_is_rebuilt_with_a_log_line(
-    project: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_corrupt_index_is_rebuilt_with_a_log_line(project: Path, caplog: pytest.LogCaptureFixture) -> None:
     memory = _memory(project)
     memory.index_all()
     memory.close()
@@ -470,11 +469,11 @@ async def test_llm_rerank_is_used_only_when_enabled(project: Path) -> None:
 
 
 def test_apply_rerank_accepts_the_template_answer_shapes() -> None:
-    items = [
-        MatchItem(id=p, content="", relevance_score=0.5, source_path=p) for p in ("a", "b", "c")
-    ]
-    answer = {"context_summary": "x", "matches": [{"source_path": "c", "relevance_score": 0.9},
-                                                  {"id": "zzz", "source_path": "zzz"}]}
+    items = [MatchItem(id=p, content="", relevance_score=0.5, source_path=p) for p in ("a", "b", "c")]
+    answer = {
+        "context_summary": "x",
+        "matches": [{"source_path": "c", "relevance_score": 0.9}, {"id": "zzz", "source_path": "zzz"}],
+    }
     ranked = apply_rerank(items, answer)
     assert [m.id for m in ranked] == ["c", "a", "b"] and ranked[0].relevance_score == 0.9
     assert [m.id for m in apply_rerank(items, json.dumps(["b", "a"]))][:2] == ["b", "a"]
@@ -543,7 +542,7 @@ def test_any_query_text_answers_without_error(tmp_path: Path) -> None:
 
     root = tmp_path / "p"
     _write(root, "a.py", '"""Parse AND tokenize NEAR the input."""\ndef tokenize(): pass\n')
-    _write(root, "b.md", "# Notes\n\nSome * notes: (with) ^syntax \"quotes\".\n")
+    _write(root, "b.md", '# Notes\n\nSome * notes: (with) ^syntax "quotes".\n')
     _write(root, ".env", "TOKEN=tokenize-notes-parse\n")
     memory = _memory(root)
     memory.index_all()

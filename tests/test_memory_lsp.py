@@ -29,11 +29,13 @@ def _project(root: Path) -> Path:
 def _index_end_messages(client: Any) -> list[str]:
     messages = []
     for reports in client.progress_reports.values():
-        if reports and isinstance(reports[0], types.WorkDoneProgressBegin):
-            if reports[0].title == "Indexing workspace" and isinstance(
-                reports[-1], types.WorkDoneProgressEnd
-            ):
-                messages.append(reports[-1].message or "")
+        if (
+            reports
+            and isinstance(reports[0], types.WorkDoneProgressBegin)
+            and reports[0].title == "Indexing workspace"
+            and isinstance(reports[-1], types.WorkDoneProgressEnd)
+        ):
+            messages.append(reports[-1].message or "")
     return messages
 
 
@@ -148,9 +150,7 @@ async def test_rename_in_the_editor_moves_the_file_in_the_index(lsp, tmp_path: P
         old, new = root / "app" / "retry.py", root / "app" / "backoff.py"
         old.rename(new)
         client.workspace_did_rename_files(
-            types.RenameFilesParams(
-                files=[types.FileRename(old_uri=old.as_uri(), new_uri=new.as_uri())]
-            )
+            types.RenameFilesParams(files=[types.FileRename(old_uri=old.as_uri(), new_uri=new.as_uri())])
         )
         for _ in range(100):
             if (await _top(client, "exponential backoff"))[:1] == ["app/backoff.py"]:

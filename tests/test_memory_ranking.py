@@ -134,9 +134,7 @@ def test_a_query_about_the_other_kinds_finds_them(library: Path) -> None:
         assert _paths(memory, "changelog: flag options show their default value in help")[0] == (
             "CHANGES.rst"
         )
-        assert _paths(memory, "tests for a typed flag")[0] == (
-            "tests/test_options.py"
-        )
+        assert _paths(memory, "tests for a typed flag")[0] == "tests/test_options.py"
         assert _paths(memory, "docs: setting the flag value to a string")[0] == "docs/options.md"
         assert _paths(memory, "license conditions for redistribution")[0] == "LICENSE.txt"
     finally:
@@ -212,9 +210,20 @@ def test_each_match_says_why_it_ranked(library: Path) -> None:
 
 def test_the_cli_prints_why(library: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "aider_lsp", "--log-level", "WARNING", "context",
-         "--workspace", str(library), "flag value consume"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "aider_lsp",
+            "--log-level",
+            "WARNING",
+            "context",
+            "--workspace",
+            str(library),
+            "flag value consume",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
@@ -299,7 +308,9 @@ def test_code_comes_before_the_test_that_matches_better(tmp_path: Path) -> None:
         '    """Positional interpolation happens in filtered log calls too."""\n'
         "    assert format_event('%s', 'x') == 'x'  # interpolation of filtered calls\n",
     )
-    _write(root, "src/logkit/render.py", '"""Render events as text."""\n\ndef render(e):\n    return str(e)\n')
+    _write(
+        root, "src/logkit/render.py", '"""Render events as text."""\n\ndef render(e):\n    return str(e)\n'
+    )
     memory = _indexed(root)
     try:
         result = memory.search(ContextGenerationInput(query="Fix interpolation in filtered log calls"))

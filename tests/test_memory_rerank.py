@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llm_server import ScriptedLLMServer, json_output, last_user_message, offers_tool
-
 from aider_lsp.app import Application
 from aider_lsp.settings import Settings
+from llm_server import ScriptedLLMServer, json_output, last_user_message, offers_tool
 
 
 def _project(root: Path) -> Path:
@@ -19,9 +18,7 @@ def _project(root: Path) -> Path:
     return root
 
 
-async def test_rerank_reorders_through_the_template(
-    tmp_path: Path, llm_server: ScriptedLLMServer
-) -> None:
+async def test_rerank_reorders_through_the_template(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
     root = _project(tmp_path / "proj")
     settings = Settings(model="openai:ranker", base_url=llm_server.base_url, context_rerank=True)
     app = Application(root, settings)
@@ -32,10 +29,18 @@ async def test_rerank_reorders_through_the_template(
             {
                 "context_summary": "notes first",
                 "matches": [
-                    {"id": "app/backoff_docs.md", "content": "notes", "relevance_score": 0.95,
-                     "source_path": "app/backoff_docs.md"},
-                    {"id": "app/retry.py", "content": "code", "relevance_score": 0.6,
-                     "source_path": "app/retry.py"},
+                    {
+                        "id": "app/backoff_docs.md",
+                        "content": "notes",
+                        "relevance_score": 0.95,
+                        "source_path": "app/backoff_docs.md",
+                    },
+                    {
+                        "id": "app/retry.py",
+                        "content": "code",
+                        "relevance_score": 0.6,
+                        "source_path": "app/retry.py",
+                    },
                 ],
             }
         ),

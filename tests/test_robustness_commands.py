@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from raw_lsp import RawLspClient
 
 from aider_lsp.lsp.commands import COMMANDS
+from raw_lsp import RawLspClient
 
 INVALID_PARAMS = -32602
 
@@ -67,10 +67,18 @@ BAD_FIELDS: dict[str, list[tuple[dict[str, Any], str]]] = {
         ({"prompt": None}, "prompt"),
         ({"prompt": "x", "file_context": 5}, "file_context"),
         ({"prompt": "x", "selection": {"uri": 5}}, "selection.uri"),
-        ({"prompt": "x", "selection": {"uri": "file:///a.py", "range": {"start": "a"}}}, "selection.range.start"),
         (
-            {"prompt": "x", "selection": {"uri": "file:///a.py", "range": {"start": {"line": -1, "character": 0},
-                                                                            "end": {"line": 0, "character": 0}}}},
+            {"prompt": "x", "selection": {"uri": "file:///a.py", "range": {"start": "a"}}},
+            "selection.range.start",
+        ),
+        (
+            {
+                "prompt": "x",
+                "selection": {
+                    "uri": "file:///a.py",
+                    "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}},
+                },
+            },
             "selection.range.start.line",
         ),
     ],
@@ -133,7 +141,14 @@ def test_paths_and_uris_as_editors_send_them(client: RawLspClient, odd_workspace
         result = client.execute("aider-lsp.system.readFiles", {"file_paths": [path]})["result"]
         assert result["notes"]["files_read_count"] == 1, (path, result["notes"])
         assert expected in result["content"], path
-    for path in ["pkg\\calc.py", "C:\\Users\\me\\calc.py", "file:///C:/Users/me/calc.py", "file:///", ".", ".env"]:
+    for path in [
+        "pkg\\calc.py",
+        "C:\\Users\\me\\calc.py",
+        "file:///C:/Users/me/calc.py",
+        "file:///",
+        ".",
+        ".env",
+    ]:
         result = client.execute("aider-lsp.system.readFiles", {"file_paths": [path]})["result"]
         assert result["status"] == "COMPLETE" and result["notes"]["files_read_count"] == 0, path
         assert result["notes"]["skipped_reasons"][0]["reason"], path
@@ -154,8 +169,10 @@ def test_malformed_requests_are_answered_and_notifications_do_not_pop_up(
 
     # malformed notifications: logged for the user (Output), no "Error in server" pop-up
     client.notify("textDocument/didOpen", {"textDocument": {"uri": 5}})
-    client.notify("textDocument/didChange", {"textDocument": {"uri": "file:///never/opened.py", "version": 2},
-                                             "contentChanges": [{"text": "y"}]})
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": "file:///never/opened.py", "version": 2}, "contentChanges": [{"text": "y"}]},
+    )
     client.notify("workspace/didChangeConfiguration", None)
     client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": "bogus", "type": 2}]})
     client.notify("textDocument/didSave", {"textDocument": {"uri": "untitled:Untitled-1"}})
@@ -230,12 +247,29 @@ def test_unsaved_buffers_with_odd_names_are_never_overwritten(
     llm_server.add_rule(any_request, aider_whole({name: "X = 2\n"}))
     raw = RawLspClient(tmp_path / "stderr.txt")
     try:
-        raw.initialize(odd_workspace, {"baseUrl": llm_server.base_url, "aiderModel": "openai/scripted-coder",
-                                       "aiderServer": {"args": ["--edit-format", "whole"]}})
-        raw.notify("textDocument/didOpen", {"textDocument": {
-            "uri": target.as_uri(), "languageId": "python", "version": 1, "text": "X = 1  # typing\n"}})
-        for arguments in ({"prompt": "x", "file_context": [name]},
-                          {"prompt": "x", "selection": {"uri": target.as_uri(), "text": "X = 1"}}):
+        raw.initialize(
+            odd_workspace,
+            {
+                "baseUrl": llm_server.base_url,
+                "aiderModel": "openai/scripted-coder",
+                "aiderServer": {"args": ["--edit-format", "whole"]},
+            },
+        )
+        raw.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": target.as_uri(),
+                    "languageId": "python",
+                    "version": 1,
+                    "text": "X = 1  # typing\n",
+                }
+            },
+        )
+        for arguments in (
+            {"prompt": "x", "file_context": [name]},
+            {"prompt": "x", "selection": {"uri": target.as_uri(), "text": "X = 1"}},
+        ):
             result = raw.execute("aider-lsp.aider.automatic", arguments, timeout=120)["result"]
             assert result["status"] == "FAILED", result
             assert "unsaved changes" in result["content"], result

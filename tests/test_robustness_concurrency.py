@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
-from raw_lsp import RawLspClient
 
 from aider_lsp import aider_env
+from llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
+from raw_lsp import RawLspClient
 
 needs_aider = pytest.mark.skipif(
     not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"
@@ -39,7 +39,10 @@ def _edit(client: RawLspClient, prompt: str, files: list[str]) -> int:
 @needs_aider
 def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: Path) -> None:
     with ScriptedLLMServer() as llm:
-        llm.add_rule(any_request, slow(4, aider_whole({"pkg/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n"})))
+        llm.add_rule(
+            any_request,
+            slow(4, aider_whole({"pkg/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n"})),
+        )
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
             client.initialize(workspace, _options(llm))
@@ -47,7 +50,9 @@ def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: 
             assert llm.wait_for_requests(1, 60)
             started = time.monotonic()
             context = client.execute("aider-lsp.system.getContext", {"query": "add"}, timeout=10)["result"]
-            read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]}, timeout=10)["result"]
+            read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]}, timeout=10)[
+                "result"
+            ]
             assert time.monotonic() - started < 3, "a read waited for the edit"
             assert "pkg/calc.py" in json.loads(context["content"])
             assert ORIGINAL in read["content"]  # the edit has not landed yet
@@ -66,7 +71,10 @@ def test_two_edits_at_once_on_one_workspace(tmp_path: Path, workspace: Path) -> 
     """Both are answered, one after the other; both changes land; undo takes back the last."""
     (workspace / "pkg" / "other.py").write_text("X = 1\n")
     with ScriptedLLMServer() as llm:
-        llm.add_rule(last_user_contains("first"), slow(2, aider_whole({"pkg/calc.py": "def add(a, b):\n    return b + a\n"})))
+        llm.add_rule(
+            last_user_contains("first"),
+            slow(2, aider_whole({"pkg/calc.py": "def add(a, b):\n    return b + a\n"})),
+        )
         llm.add_rule(last_user_contains("second"), aider_whole({"pkg/other.py": "X = 2\n"}))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
@@ -108,12 +116,16 @@ def test_commands_during_the_first_indexing_pass(tmp_path: Path) -> None:
     try:
         client.initialize(root)
         burst = [
-            client.send_request("workspace/executeCommand", {
-                "command": "aider-lsp.system.getContext", "arguments": [{"query": "needle haystack"}]})
+            client.send_request(
+                "workspace/executeCommand",
+                {"command": "aider-lsp.system.getContext", "arguments": [{"query": "needle haystack"}]},
+            )
             for _ in range(5)
         ] + [
-            client.send_request("workspace/executeCommand", {
-                "command": "aider-lsp.system.readFiles", "arguments": [{"file_paths": ["pkg7/needle.py"]}]})
+            client.send_request(
+                "workspace/executeCommand",
+                {"command": "aider-lsp.system.readFiles", "arguments": [{"file_paths": ["pkg7/needle.py"]}]},
+            )
             for _ in range(5)
         ]
         for msg_id in burst:
@@ -122,7 +134,10 @@ def test_commands_during_the_first_indexing_pass(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while True:
             context = client.execute("aider-lsp.system.getContext", {"query": "needle haystack"})["result"]
-            if json.loads(context["content"])[:1] == ["pkg7/needle.py"] and "in progress" not in context["notes"]["context_summary"]:
+            if (
+                json.loads(context["content"])[:1] == ["pkg7/needle.py"]
+                and "in progress" not in context["notes"]["context_summary"]
+            ):
                 break
             assert time.monotonic() < deadline, context["notes"]["context_summary"]
             time.sleep(0.5)

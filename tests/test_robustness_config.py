@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from raw_lsp import server_env
 
 from aider_lsp import aider_env
 from conftest import execute
+from raw_lsp import server_env
 
 NO_KEYS = {"OPENAI_API_KEY": "", "GROQ_API_KEY": "", "ANTHROPIC_API_KEY": ""}
 
@@ -21,7 +21,10 @@ NO_KEYS = {"OPENAI_API_KEY": "", "GROQ_API_KEY": "", "ANTHROPIC_API_KEY": ""}
 def _doctor(workspace: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(workspace)],
-        capture_output=True, text=True, timeout=60, env=server_env({**NO_KEYS, **env}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env({**NO_KEYS, **env}),
     )
 
 
@@ -35,13 +38,15 @@ def _doctor(workspace: Path, env: dict[str, str]) -> subprocess.CompletedProcess
         pytest.param({"AIDER_LSP_MODEL": "gpt-4.1"}, "provider prefix", id="no-prefix"),
         pytest.param(
             {"AIDER_LSP_MODEL": "openai:m", "AIDER_LSP_BASE_URL": "http://127.0.0.1:1/v1"},
-            "cannot reach", id="unreachable-endpoint",
+            "cannot reach",
+            id="unreachable-endpoint",
         ),
         pytest.param({"AIDER_LSP_TIMEOUTS": "{not json"}, "AIDER_LSP_TIMEOUTS", id="bad-json-variable"),
         pytest.param({"AIDER_LSP_MAX_RETRIES": "many"}, "maxRetries", id="bad-value"),
         pytest.param(
             {"AIDER_LSP_AIDER_SERVER": '{"command": "/no/such/aider-server"}'},
-            "custom command not found", id="missing-aider-command",
+            "custom command not found",
+            id="missing-aider-command",
         ),
     ],
 )
@@ -69,12 +74,18 @@ async def test_commands_name_the_missing_variable_over_lsp(lsp: Any, workspace: 
     """No Aider model, no API key: FAILED configuration_error that says what to set — not
     Aider retrying a keyless provider for a minute and then blaming its servers."""
     async with lsp(workspace, init_options={"maxRetries": 0}, env=NO_KEYS) as client:
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert edit["status"] == "FAILED"
         assert edit["notes"]["error"]["reason"] == "configuration_error"
         assert "AIDER_LSP_AIDER_MODEL" in edit["content"]
-    async with lsp(workspace, init_options={"model": "openai:gpt-4.1", "maxRetries": 0}, env=NO_KEYS) as client:
-        edit = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]})
+    async with lsp(
+        workspace, init_options={"model": "openai:gpt-4.1", "maxRetries": 0}, env=NO_KEYS
+    ) as client:
+        edit = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
+        )
         assert edit["status"] == "FAILED", edit
         assert edit["notes"]["error"]["reason"] == "configuration_error", edit
         assert "OPENAI_API_KEY" in edit["content"]

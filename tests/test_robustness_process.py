@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import ScriptedLLMServer, aider_whole, any_request, json_output, offers_tool, slow
-from raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
 
 from aider_lsp import aider_env
+from llm_server import ScriptedLLMServer, aider_whole, any_request, json_output, offers_tool, slow
+from raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
 
 needs_aider = pytest.mark.skipif(
     not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"
@@ -53,12 +53,25 @@ def test_stdout_is_only_lsp_frames_while_libraries_print(tmp_path: Path, workspa
     with ScriptedLLMServer() as llm:
         llm.add_rule(
             offers_tool("final_result"),
-            json_output({"context_summary": "s", "matches": [
-                {"id": "pkg/calc.py", "content": "c", "relevance_score": 0.9, "source_path": "pkg/calc.py"}]}),
+            json_output(
+                {
+                    "context_summary": "s",
+                    "matches": [
+                        {
+                            "id": "pkg/calc.py",
+                            "content": "c",
+                            "relevance_score": 0.9,
+                            "source_path": "pkg/calc.py",
+                        }
+                    ],
+                }
+            ),
         )
         client = RawLspClient(tmp_path / "stderr.txt", env={"PYTHONWARNINGS": "always"})
         try:
-            client.initialize(workspace, _options(llm, contextRerank=True, testCommand=f"{sys.executable} noisy.py"))
+            client.initialize(
+                workspace, _options(llm, contextRerank=True, testCommand=f"{sys.executable} noisy.py")
+            )
             context = client.execute("aider-lsp.system.getContext", {"query": "add numbers"}, timeout=60)
             assert context["result"]["status"] == "COMPLETE", context
             assert llm.chat_requests(), "the re-ranking LLM call was not made"
@@ -83,8 +96,10 @@ def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
             client.initialize(workspace, _options(llm))
             client.send_request(
                 "workspace/executeCommand",
-                {"command": "aider-lsp.aider.automatic",
-                 "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}]},
+                {
+                    "command": "aider-lsp.aider.automatic",
+                    "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}],
+                },
             )
             assert llm.wait_for_requests(1, 60), client.stderr_text()[-2000:]
             aider = children_of(client.process.pid)
@@ -115,8 +130,10 @@ def test_a_killed_server_does_not_leave_aider_editing(tmp_path: Path, workspace:
             client.initialize(workspace, _options(llm))
             client.send_request(
                 "workspace/executeCommand",
-                {"command": "aider-lsp.aider.automatic",
-                 "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}]},
+                {
+                    "command": "aider-lsp.aider.automatic",
+                    "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}],
+                },
             )
             assert llm.wait_for_requests(1, 60)
             aider = children_of(client.process.pid)
@@ -150,7 +167,9 @@ def test_tcp_mode_answers_initialize_and_exits(tmp_path: Path, workspace: Path) 
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
     )
     try:
         deadline = time.monotonic() + 20
@@ -163,13 +182,32 @@ def test_tcp_mode_answers_initialize_and_exits(tmp_path: Path, workspace: Path) 
                 time.sleep(0.1)
         with connection:
             stream = connection.makefile("rb")
-            connection.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "processId": None, "capabilities": {}, "rootUri": workspace.as_uri()}}))
+            connection.sendall(
+                _frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {"processId": None, "capabilities": {}, "rootUri": workspace.as_uri()},
+                    }
+                )
+            )
             answer = _read_frame(stream)
-            assert "aider-lsp.tools.list" in answer["result"]["capabilities"]["executeCommandProvider"]["commands"]
+            assert (
+                "aider-lsp.tools.list"
+                in answer["result"]["capabilities"]["executeCommandProvider"]["commands"]
+            )
             connection.sendall(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-            connection.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-                                       "params": {"command": "aider-lsp.tools.list", "arguments": [{}]}}))
+            connection.sendall(
+                _frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "workspace/executeCommand",
+                        "params": {"command": "aider-lsp.tools.list", "arguments": [{}]},
+                    }
+                )
+            )
             while (listed := _read_frame(stream)).get("id") != 2:
                 pass
             assert listed["result"]["status"] == "COMPLETE"

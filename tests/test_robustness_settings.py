@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import ScriptedLLMServer, json_output, offers_tool
 from lsprotocol import types
 
 from aider_lsp.settings import SettingsError, load_settings
 from conftest import execute
+from llm_server import ScriptedLLMServer, json_output, offers_tool
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,12 @@ async def test_changes_mid_session_reach_the_next_call(lsp: Any, workspace: Path
     with ScriptedLLMServer() as first, ScriptedLLMServer() as second:
         _ranker(first)
         _ranker(second)
-        options = {"model": "openai:ranker", "baseUrl": first.base_url, "contextRerank": True, "maxRetries": 0}
+        options = {
+            "model": "openai:ranker",
+            "baseUrl": first.base_url,
+            "contextRerank": True,
+            "maxRetries": 0,
+        }
         async with lsp(workspace, init_options=options) as client:
             assert await _rerank_model(client, first) == "ranker"
 

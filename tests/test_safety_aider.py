@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
+from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -99,7 +99,9 @@ async def test_an_llm_reply_cannot_write_outside_the_workspace_or_into_git(
             preface="I also need .env and README.md for this.",
         ),
     )
-    result = await app.handle_task_command("aider:automatic", {"prompt": "swap", "file_context": ["pkg/calc.py"]})
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "swap", "file_context": ["pkg/calc.py"]}
+    )
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (tree / "pkg" / "calc.py").read_text() == EDITED
     for path in (
@@ -177,7 +179,9 @@ async def test_a_tracked_secret_mentioned_by_prompt_or_reply_never_joins_the_cha
     subprocess.run([*git, "commit", "-qm", "tracked secrets happen"], check=True)
     llm_server.add_rule(
         any_request,
-        aider_whole({"pkg/calc.py": EDITED}, preface="To do this I need .env and config.yaml; please add them."),
+        aider_whole(
+            {"pkg/calc.py": EDITED}, preface="To do this I need .env and config.yaml; please add them."
+        ),
     )
     result = await app.handle_task_command(
         "aider:automatic",
@@ -215,7 +219,9 @@ async def test_the_repo_map_never_shows_secret_files(tmp_path: Path, llm_server:
     app = Application(root, settings)
     llm_server.add_rule(any_request, aider_whole({"pkg/a.py": "from pkg.secrets import login\nA = 2\n"}))
     try:
-        result = await app.handle_task_command("aider:automatic", {"prompt": "bump A", "file_context": ["pkg/a.py"]})
+        result = await app.handle_task_command(
+            "aider:automatic", {"prompt": "bump A", "file_context": ["pkg/a.py"]}
+        )
     finally:
         await app.aclose()
     assert result.status is TaskStatus.COMPLETE, result.content
@@ -238,7 +244,9 @@ async def test_provider_keys_pasted_into_an_aider_prompt_are_redacted(
     assert "mistral-KEY-0123456789" not in sent and "[REDACTED:MISTRAL_API_KEY]" in sent
 
 
-async def test_an_edit_keeps_crlf_line_endings_and_a_bom(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_an_edit_keeps_crlf_line_endings_and_a_bom(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "win.py").write_bytes(b"A = 1\r\nB = 2\r\nC = 3\r\n")
@@ -253,9 +261,13 @@ async def test_an_edit_keeps_crlf_line_endings_and_a_bom(tmp_path: Path, llm_ser
         environ={},
     )
     app = Application(root, settings)
-    llm_server.add_rule(any_request, aider_diff([("win.py", "B = 2\n", "B = 22\n"), ("bom.py", "Y = 2\n", "Y = 22\n")]))
+    llm_server.add_rule(
+        any_request, aider_diff([("win.py", "B = 2\n", "B = 22\n"), ("bom.py", "Y = 2\n", "Y = 22\n")])
+    )
     try:
-        result = await app.handle_task_command("aider:automatic", {"prompt": "b", "file_context": ["win.py", "bom.py"]})
+        result = await app.handle_task_command(
+            "aider:automatic", {"prompt": "b", "file_context": ["win.py", "bom.py"]}
+        )
     finally:
         await app.aclose()
     assert result.status is TaskStatus.COMPLETE, result.content

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aider_lsp.files import FileAccessManager
 from aider_lsp.checkpoints import CheckpointStore
+from aider_lsp.files import FileAccessManager
 
 
 def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> None:

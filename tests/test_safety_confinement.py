@@ -10,11 +10,10 @@ import json
 import os
 from pathlib import Path
 
-from llm_server import ScriptedLLMServer, any_request, json_output
-
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings
+from llm_server import ScriptedLLMServer, any_request, json_output
 
 OUTSIDE_TEXT = "OUTSIDE-CONTENT-42"
 
@@ -44,7 +43,9 @@ async def test_no_reader_leaves_the_workspace(tmp_path: Path, llm_server: Script
     try:
         read = await app.handle_task_command("system:read_files", {"file_paths": escapes})
         primed = await app.handler.prime_data_context("notes sibling outside", escapes)
-        found = await app.handle_task_command("system:get_context", {"query": "notes outside", "target_files": escapes})
+        found = await app.handle_task_command(
+            "system:get_context", {"query": "notes outside", "target_files": escapes}
+        )
     finally:
         await app.aclose()
     assert read.notes["files_read_count"] == 0 and set(read.notes["skipped_files"]) == set(escapes)
@@ -64,7 +65,9 @@ async def test_a_plan_naming_outside_paths_or_git_hooks_is_sent_back(
     llm_server.add_rule(any_request, json_output({"instructions": "x", "files": bad}), times=1)
     llm_server.add_rule(any_request, json_output({"instructions": "x", "files": ["pkg/calc.py"]}))
     try:
-        plan = await app.handle_task_command("user:generate-plan-from-goal", {"goal": "g", "context_string": "c"})
+        plan = await app.handle_task_command(
+            "user:generate-plan-from-goal", {"goal": "g", "context_string": "c"}
+        )
     finally:
         await app.aclose()
     assert plan.status is TaskStatus.COMPLETE, plan.content

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import execute
-from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
 from lsprotocol import types
 
 from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
+from conftest import execute
+from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -90,17 +90,25 @@ async def test_unsaved_buffers_survive_every_aider_path_over_lsp(
     async with lsp(tree, init_options=options(llm_server)) as client:
         # a chat session that holds a.py (a.py clean at that time)
         llm_server.add_rule(any_request, text("a.py defines A."), times=1)
-        first = await execute(client, "aider-lsp.aider.interactive", {"prompt": "what is A?", "file_context": ["pkg/a.py"]})
+        first = await execute(
+            client, "aider-lsp.aider.interactive", {"prompt": "what is A?", "file_context": ["pkg/a.py"]}
+        )
         assert first["status"] == "COMPLETE", first["content"]
         session_id = first["notes"]["session_id"]
 
         llm_server.add_rule(any_request, aider_whole({"pkg/a.py": A1, "pkg/b.py": B1}))
         uri_a = open_unsaved(client, a, "A = 1  # my unsaved work\n")
-        auto = await execute(client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
-        chat = await execute(client, "aider-lsp.aider.interactive", {"prompt": "bump", "file_context": ["pkg/a.py"]})
+        auto = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]}
+        )
+        chat = await execute(
+            client, "aider-lsp.aider.interactive", {"prompt": "bump", "file_context": ["pkg/a.py"]}
+        )
         # the session's next turn names only b.py, but Aider still holds a.py in its chat
         later = await execute(
-            client, "aider-lsp.aider.interactive", {"prompt": "bump both", "file_context": ["pkg/b.py"], "session_id": session_id}
+            client,
+            "aider-lsp.aider.interactive",
+            {"prompt": "bump both", "file_context": ["pkg/b.py"], "session_id": session_id},
         )
         for result in (auto, chat, later):
             assert result["status"] == "FAILED" and "unsaved changes" in result["content"], result
@@ -109,7 +117,9 @@ async def test_unsaved_buffers_survive_every_aider_path_over_lsp(
         close(client, uri_a)
 
         # an edit of b.py, then b.py changed in the editor: undo must not overwrite the buffer
-        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "bump b", "file_context": ["pkg/b.py"]})
+        edited = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "bump b", "file_context": ["pkg/b.py"]}
+        )
         assert edited["status"] == "COMPLETE", edited["content"]
         assert b.read_text() == B1
         uri_b = open_unsaved(client, b, "B = 2  # refined by hand\n")
@@ -146,17 +156,22 @@ async def test_undo_walks_back_new_files_two_edits_and_a_half_failed_edit(
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
     subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
     subprocess.run(
-        ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"], check=True
+        ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+        check=True,
     )
     app = Application(tree, load_settings(options(llm_server, "diff"), environ={}))
     try:
         # edit 1 creates a new file
         llm_server.add_rule(any_request, aider_diff([("pkg/new.py", "", "N = 1\n")]), times=1)
-        one = await app.handle_task_command("aider:automatic", {"prompt": "add new", "file_context": ["pkg/new.py"]})
+        one = await app.handle_task_command(
+            "aider:automatic", {"prompt": "add new", "file_context": ["pkg/new.py"]}
+        )
         assert one.ok and (tree / "pkg" / "new.py").read_text() == "N = 1\n", one.content
         # edit 2 changes a.py
         llm_server.add_rule(any_request, aider_diff([("pkg/a.py", A0, A1)]), times=1)
-        two = await app.handle_task_command("aider:automatic", {"prompt": "bump a", "file_context": ["pkg/a.py"]})
+        two = await app.handle_task_command(
+            "aider:automatic", {"prompt": "bump a", "file_context": ["pkg/a.py"]}
+        )
         assert two.ok and (tree / "pkg" / "a.py").read_text() == A1, two.content
         # edit 3 fails halfway: b.py's block applies, a.py's SEARCH text does not exist
         llm_server.add_rule(
@@ -170,9 +185,13 @@ async def test_undo_walks_back_new_files_two_edits_and_a_half_failed_edit(
         # nothing of ours shows in git status: only the user's files
         status = subprocess.run(
             ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=all"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
-        assert sorted(line[3:] for line in status.splitlines()) == ["pkg/a.py", "pkg/b.py", "pkg/new.py"], status
+        assert sorted(line[3:] for line in status.splitlines()) == ["pkg/a.py", "pkg/b.py", "pkg/new.py"], (
+            status
+        )
 
         assert app.aider_tools.undo().ok
         assert (tree / "pkg" / "b.py").read_text() == B0 and (tree / "pkg" / "a.py").read_text() == A1
@@ -181,10 +200,15 @@ async def test_undo_walks_back_new_files_two_edits_and_a_half_failed_edit(
         assert app.aider_tools.undo().ok
         assert not (tree / "pkg" / "new.py").exists()
         assert app.aider_tools.undo().content == "Nothing to undo."
-        assert subprocess.run(
-            ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=all"],
-            capture_output=True, text=True, check=True,
-        ).stdout == ""
+        assert (
+            subprocess.run(
+                ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=all"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            == ""
+        )
     finally:
         await app.aclose()
 
@@ -218,7 +242,8 @@ async def test_cancelled_edit_leaves_files_untouched_and_no_aider_process(
             client.protocol.send_request_async(
                 types.WORKSPACE_EXECUTE_COMMAND,
                 types.ExecuteCommandParams(
-                    command="aider-lsp.aider.automatic", arguments=[{"prompt": "bump", "file_context": ["pkg/a.py"]}]
+                    command="aider-lsp.aider.automatic",
+                    arguments=[{"prompt": "bump", "file_context": ["pkg/a.py"]}],
                 ),
                 msg_id=msg_id,
             )
@@ -249,10 +274,14 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
     later_work = A1 + "# an hour of my own work, saved\n"
     llm_server.add_rule(any_request, aider_whole({"pkg/a.py": A1}))
     async with lsp(tree, init_options=options(llm_server)) as client:
-        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
+        edited = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]}
+        )
         assert edited["status"] == "COMPLETE" and a.read_text() == A1, edited
         a.write_text(later_work)  # the user kept working and saved
-        client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=a.as_uri())))
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=a.as_uri()))
+        )
         undo = await execute(client, "aider-lsp.workflow.undo", {})
         assert undo["status"] == "FAILED" and "changed since the edit" in undo["content"], undo
         assert a.read_text() == later_work
@@ -263,10 +292,10 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
 
 
 def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
+    from aider_lsp.checkpoints import CheckpointStore
     from aider_lsp.executors.aider import AiderExecutors
     from aider_lsp.files import FileAccessManager
     from aider_lsp.models import complete_result
-    from aider_lsp.checkpoints import CheckpointStore
 
     root = tmp_path / "ws"
     (root / "pkg").mkdir(parents=True)
@@ -307,7 +336,9 @@ async def test_concurrent_edits_are_undone_one_at_a_time(
     assert a.read_text() == A0
 
 
-async def test_undo_waits_for_a_running_edit(app: Application, tree: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_undo_waits_for_a_running_edit(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
     llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1})))
     running = asyncio.ensure_future(
         app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
@@ -329,7 +360,9 @@ async def test_a_whole_file_reply_that_elides_code_does_not_delete_it(
     big.write_text(original)
     lazy = "def f0(x):\n    return x * 100\n\n# ... rest of the functions unchanged ...\n"
     llm_server.add_rule(any_request, aider_whole({"pkg/big.py": lazy}))
-    result = await app.handle_task_command("aider:automatic", {"prompt": "make f0 multiply", "file_context": ["pkg/big.py"]})
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "make f0 multiply", "file_context": ["pkg/big.py"]}
+    )
     assert big.read_text() == original  # the seven other functions are still there
     assert result.status is TaskStatus.FAILED
     assert result.notes["reverted_files"][0]["path"] == "pkg/big.py"
@@ -363,7 +396,9 @@ async def test_undo_after_a_conflicting_edit_keeps_the_users_save(
     saved = "A = 1  # saved during the edit\n"
     llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1, "pkg/b.py": B1})))
     running = asyncio.ensure_future(
-        app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py", "pkg/b.py"]})
+        app.handle_task_command(
+            "aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py", "pkg/b.py"]}
+        )
     )
     assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
     a.write_text(saved)

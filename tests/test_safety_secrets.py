@@ -14,13 +14,21 @@ import os
 from pathlib import Path
 from typing import Any
 
-from conftest import execute
-from llm_server import ScriptedLLMServer, any_request, has_tool_result, not_, system_prompt, text, tool_call, tool_calls
-
 from aider_lsp.app import Application
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings
+from conftest import execute
+from llm_server import (
+    ScriptedLLMServer,
+    any_request,
+    has_tool_result,
+    not_,
+    system_prompt,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 SECRETS = {
     ".env": "ENVSECRET111",
@@ -69,21 +77,31 @@ def test_user_secret_patterns_with_folders_are_honoured(tmp_path: Path) -> None:
     for rel in ("config/dev.yaml", "src/deploy/app.yml", "pkg/calc.py"):
         assert not files.is_secret(rel), rel
     assert files.is_secret(".git/config")  # may hold a token in a remote URL
-    for rel in (".pgpass", "infra/terraform.tfstate", "infra/terraform.tfstate.backup", "keys/deploy.ppk", "vault.kdbx"):
+    for rel in (
+        ".pgpass",
+        "infra/terraform.tfstate",
+        "infra/terraform.tfstate.backup",
+        "keys/deploy.ppk",
+        "vault.kdbx",
+    ):
         assert files.is_secret(rel), rel
 
 
-async def test_no_secret_reaches_the_model_through_any_read_path(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_no_secret_reaches_the_model_through_any_read_path(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
     root = build_secret_workspace(tmp_path / "ws")
     app = make_app(root, llm_server)
     results: list[Any] = []
     try:
-        read = await app.handle_task_command("system:read_files", {"file_paths": ALL_PATHS + ["pkg/calc.py"]})
+        read = await app.handle_task_command("system:read_files", {"file_paths": [*ALL_PATHS, "pkg/calc.py"]})
         assert read.ok and read.notes["files_read_count"] == 1
         assert set(read.notes["skipped_files"]) == set(ALL_PATHS)
         results.append(read.model_dump())
         for query in ("password secret key", "config prod yaml", "ssh notes git config"):
-            found = await app.handle_task_command("system:get_context", {"query": query, "target_files": ALL_PATHS})
+            found = await app.handle_task_command(
+                "system:get_context", {"query": query, "target_files": ALL_PATHS}
+            )
             results.append(found.model_dump())
             assert not set(found.notes.get("file_paths") or []) & set(ALL_PATHS), found.notes
         primed = await app.handler.prime_data_context("password secret key config", ALL_PATHS)
@@ -101,7 +119,9 @@ async def test_no_secret_reaches_the_model_through_any_read_path(tmp_path: Path,
                 ]
             ),
         )
-        llm_server.add_rule(any_request, tool_call("final_result", {"instructions": "swap", "files": ["pkg/calc.py"]}))
+        llm_server.add_rule(
+            any_request, tool_call("final_result", {"instructions": "swap", "files": ["pkg/calc.py"]})
+        )
         plan = await app.handle_task_command(
             "user:generate-plan-from-goal",
             {"goal": "fix add", "context_string": "see the config", "file_context": json.dumps(ALL_PATHS)},
@@ -116,16 +136,24 @@ async def test_no_secret_reaches_the_model_through_any_read_path(tmp_path: Path,
     assert leaked(results) == []
 
 
-async def test_secrets_stay_out_through_the_language_server(tmp_path: Path, lsp: Any, llm_server: ScriptedLLMServer) -> None:
+async def test_secrets_stay_out_through_the_language_server(
+    tmp_path: Path, lsp: Any, llm_server: ScriptedLLMServer
+) -> None:
     root = build_secret_workspace(tmp_path / "ws")
     options = {"model": "openai:scripted", "baseUrl": llm_server.base_url, "secretPatterns": USER_PATTERNS}
     llm_server.add_rule(any_request, text("noted"))
     async with lsp(root, init_options=options) as client:
         read = await execute(client, "aider-lsp.system.readFiles", {"file_paths": ALL_PATHS})
         primed = await execute(
-            client, "aider-lsp.handler.primeContext", {"query": "password secret config", "initial_files": ALL_PATHS}
+            client,
+            "aider-lsp.handler.primeContext",
+            {"query": "password secret config", "initial_files": ALL_PATHS},
         )
-        context = await execute(client, "aider-lsp.system.getContext", {"query": "password secret yaml", "target_files": ALL_PATHS})
+        context = await execute(
+            client,
+            "aider-lsp.system.getContext",
+            {"query": "password secret yaml", "target_files": ALL_PATHS},
+        )
     assert primed["status"] == "COMPLETE", primed
     assert leaked([read, primed, context]) == []
     assert leaked(llm_server.requests) == []
@@ -142,7 +170,9 @@ async def test_provider_keys_printed_by_tests_or_in_files_never_reach_the_model(
     root = tmp_path / "ws"
     root.mkdir()
     (root / "show_env.py").write_text("import os\nprint(dict(os.environ))\nraise SystemExit(1)\n")
-    (root / "conf.py").write_text(f"FALLBACK_KEY = {key!r}\nOTHER = {settings_key!r}\n")  # hardcoded by the user
+    (root / "conf.py").write_text(
+        f"FALLBACK_KEY = {key!r}\nOTHER = {settings_key!r}\n"
+    )  # hardcoded by the user
     settings = Settings(
         model="openai:scripted",
         base_url=llm_server.base_url,
@@ -156,8 +186,12 @@ async def test_provider_keys_printed_by_tests_or_in_files_never_reach_the_model(
         tests = await app.run_tests()
         output = tests.notes.get("stdout") or tests.content
         assert key in output  # the user's test really printed it
-        llm_server.add_rule(not_(has_tool_result()), tool_call("system_read_files", {"file_paths": ["conf.py"]}))
-        llm_server.add_rule(any_request, tool_call("final_result", {"verdict": "FAILURE", "message": "env dump"}))
+        llm_server.add_rule(
+            not_(has_tool_result()), tool_call("system_read_files", {"file_paths": ["conf.py"]})
+        )
+        llm_server.add_rule(
+            any_request, tool_call("final_result", {"verdict": "FAILURE", "message": "env dump"})
+        )
         with caplog.at_level(logging.DEBUG):
             analysis = await app.handle_task_command(
                 "user:evaluate-and-retry-analysis",

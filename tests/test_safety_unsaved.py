@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import execute
 from lsprotocol import types
+
+from conftest import execute
 
 
 def _open(client: Any, path: Path, text: str) -> None:
@@ -33,9 +34,13 @@ async def test_crlf_and_bom_files_open_unchanged_are_not_unsaved(lsp: Any, tmp_p
         _open(client, bom, "C = 3\n")
         _open(client, lf, "D = 4\r\n")  # really different from the disk
         for name in ("crlf.py", "bom.py"):
-            result = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": [name]})
+            result = await execute(
+                client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": [name]}
+            )
             assert result["notes"]["error"]["reason"] == "configuration_error", result  # got past the guard
-        changed = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["lf.py"]})
+        changed = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["lf.py"]}
+        )
         assert "unsaved changes" in changed["content"], changed
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
@@ -43,5 +48,7 @@ async def test_crlf_and_bom_files_open_unchanged_are_not_unsaved(lsp: Any, tmp_p
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text="A = 1\r\nB = 22\r\n")],
             )
         )
-        edited = await execute(client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["crlf.py"]})
+        edited = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["crlf.py"]}
+        )
         assert "unsaved changes" in edited["content"], edited

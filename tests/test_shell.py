@@ -14,7 +14,7 @@ from aider_lsp.shell import CommandExecutor, cap_output
 
 async def test_exit_code_and_both_streams(tmp_path: Path) -> None:
     script = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
-    result = await CommandExecutor(tmp_path).execute(f"{sys.executable} -c \"{script}\"")
+    result = await CommandExecutor(tmp_path).execute(f'{sys.executable} -c "{script}"')
     assert result.status.value == "COMPLETE"  # a failing test run is not a tool failure
     assert result.notes["exit_code"] == 3 and result.notes["success"] is False
     assert result.notes["stdout"].strip() == "out" and result.notes["stderr"].strip() == "err"
@@ -37,7 +37,7 @@ async def test_timeout_kills_children(tmp_path: Path) -> None:
         f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
     )
     executor = CommandExecutor(tmp_path)
-    result = await executor.execute(f"{sys.executable} -c \"{script}\"", timeout=1.5)
+    result = await executor.execute(f'{sys.executable} -c "{script}"', timeout=1.5)
     assert result.notes["error"]["reason"] == "execution_timeout"
     assert result.notes["duration_s"] < 10
     child = int(pid_file.read_text())
@@ -48,7 +48,7 @@ async def test_timeout_kills_children(tmp_path: Path) -> None:
 async def test_cancel_kills_the_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    task = asyncio.create_task(CommandExecutor(tmp_path).run(f"{sys.executable} -c \"{script}\""))
+    task = asyncio.create_task(CommandExecutor(tmp_path).run(f'{sys.executable} -c "{script}"'))
     for _ in range(100):
         if pid_file.exists() and pid_file.read_text():
             break
@@ -62,7 +62,7 @@ async def test_cancel_kills_the_group(tmp_path: Path) -> None:
 
 async def test_output_cap_keeps_head_and_tail(tmp_path: Path) -> None:
     script = "print('FIRST'); print('x' * 100000); print('LAST-ERROR')"
-    result = await CommandExecutor(tmp_path, output_cap=1000).execute(f"{sys.executable} -c \"{script}\"")
+    result = await CommandExecutor(tmp_path, output_cap=1000).execute(f'{sys.executable} -c "{script}"')
     out = result.notes["stdout"]
     assert out.startswith("FIRST") and out.rstrip().endswith("LAST-ERROR")
     assert "bytes omitted" in out and len(out) < 1200

@@ -7,17 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import (
-    ScriptedLLMServer,
-    any_request,
-    json_output,
-    last_user_message,
-    offers_tool,
-    system_prompt,
-    system_prompt_contains,
-    tool_call,
-    tool_names,
-)
 
 from aider_lsp.app import Application
 from aider_lsp.models import (
@@ -29,6 +18,17 @@ from aider_lsp.models import (
 )
 from aider_lsp.settings import Settings
 from aider_lsp.tasks import TaskTemplate
+from llm_server import (
+    ScriptedLLMServer,
+    any_request,
+    json_output,
+    last_user_message,
+    offers_tool,
+    system_prompt,
+    system_prompt_contains,
+    tool_call,
+    tool_names,
+)
 
 PLAN = "user:generate-plan-from-goal"
 ANALYSIS = "user:evaluate-and-retry-analysis"
@@ -63,13 +63,24 @@ async def test_plan_template_returns_a_validated_plan(workspace: Path, llm_serve
     app = make_app(workspace, llm_server)
     llm_server.add_rule(
         system_prompt_contains("development plan"),
-        json_output({"instructions": "Make add() concatenate strings.", "files": ["pkg/calc.py"],
-                     "test_command": "pytest -q"}),
+        json_output(
+            {
+                "instructions": "Make add() concatenate strings.",
+                "files": ["pkg/calc.py"],
+                "test_command": "pytest -q",
+            }
+        ),
     )
-    result = await app.handle_task_command(PLAN, {"goal": "support strings in add", "context_string": "calc module"})
+    result = await app.handle_task_command(
+        PLAN, {"goal": "support strings in add", "context_string": "calc module"}
+    )
     assert result.status is TaskStatus.COMPLETE, result
     plan = result.parsed_content
-    assert isinstance(plan, DevelopmentPlan) and plan.files == ["pkg/calc.py"] and plan.test_command == "pytest -q"
+    assert (
+        isinstance(plan, DevelopmentPlan)
+        and plan.files == ["pkg/calc.py"]
+        and plan.test_command == "pytest -q"
+    )
     assert json.loads(result.content)["instructions"].startswith("Make add()")
     assert result.notes["template"] == PLAN and result.notes["usage"]["total_tokens"] > 0
     sent = llm_server.requests[-1]
@@ -79,7 +90,9 @@ async def test_plan_template_returns_a_validated_plan(workspace: Path, llm_serve
     assert "system_execute_shell_command" not in tool_names(sent)
 
 
-async def test_analysis_receives_test_output_and_returns_retry(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_analysis_receives_test_output_and_returns_retry(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(
         offers_tool("final_result"),
@@ -95,7 +108,9 @@ async def test_analysis_receives_test_output_and_returns_retry(workspace: Path, 
     assert "iteration 1 of at most 3" in system_prompt(llm_server.requests[-1])
 
 
-async def test_invalid_output_is_retried_then_output_format_failure(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_invalid_output_is_retried_then_output_format_failure(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     # RETRY without next_prompt violates CombinedAnalysisResult; then plain broken JSON.
     llm_server.add_rule(any_request, json_output({"verdict": "RETRY", "message": "x"}), times=1)
@@ -111,7 +126,9 @@ async def test_invalid_output_is_retried_then_output_format_failure(workspace: P
     assert result.notes["usage"]["requests"] == expected
 
 
-async def test_valid_output_after_one_bad_answer_succeeds(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_valid_output_after_one_bad_answer_succeeds(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, tool_call("final_result", {"files": ["a.py"]}), times=1)
     llm_server.add_rule(any_request, json_output({"instructions": "fixed", "files": ["a.py"]}))
@@ -120,7 +137,9 @@ async def test_valid_output_after_one_bad_answer_succeeds(workspace: Path, llm_s
     assert len(llm_server.requests) == 2
 
 
-async def test_missing_parameter_is_input_validation_failure(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_missing_parameter_is_input_validation_failure(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     params = analysis_params()
     del params["test_stderr"], params["iteration"]
@@ -133,18 +152,26 @@ async def test_missing_parameter_is_input_validation_failure(workspace: Path, ll
     assert llm_server.requests == []
 
 
-async def test_values_are_not_expanded_again_and_optional_inputs(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_values_are_not_expanded_again_and_optional_inputs(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, json_output({"instructions": "x", "files": []}))
-    await app.tasks.execute_template(PLAN, {"goal": "literal {{context_string}} here", "context_string": "CTX"})
+    await app.tasks.execute_template(
+        PLAN, {"goal": "literal {{context_string}} here", "context_string": "CTX"}
+    )
     user = last_user_message(llm_server.requests[-1])
     assert "literal {{context_string}} here" in user
     assert "Files the user pointed at:\n(none)" in user
-    await app.tasks.execute_template(PLAN, {"goal": "g", "context_string": "c", "file_context": ["pkg/calc.py"]})
+    await app.tasks.execute_template(
+        PLAN, {"goal": "g", "context_string": "c", "file_context": ["pkg/calc.py"]}
+    )
     assert '"pkg/calc.py"' in last_user_message(llm_server.requests[-1])
 
 
-async def test_template_model_and_tools_overrides_reach_the_server(workspace: Path, llm_server: ScriptedLLMServer) -> None:
+async def test_template_model_and_tools_overrides_reach_the_server(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, json_output({"instructions": "x", "files": []}))
     await app.tasks.execute_template(
@@ -170,11 +197,29 @@ async def test_associative_matching_template(workspace: Path, llm_server: Script
     app = make_app(workspace, llm_server)
     llm_server.add_rule(
         offers_tool("final_result"),
-        json_output({"context_summary": "calc", "matches": [
-            {"id": "pkg/calc.py", "content": "defines add", "relevance_score": 0.9, "source_path": "pkg/calc.py"}]}),
+        json_output(
+            {
+                "context_summary": "calc",
+                "matches": [
+                    {
+                        "id": "pkg/calc.py",
+                        "content": "defines add",
+                        "relevance_score": 0.9,
+                        "source_path": "pkg/calc.py",
+                    }
+                ],
+            }
+        ),
     )
-    candidates = [{"id": "pkg/calc.py", "content": "def add", "relevance_score": 0.4, "content_type": "file_content",
-                   "source_path": "pkg/calc.py"}]
+    candidates = [
+        {
+            "id": "pkg/calc.py",
+            "content": "def add",
+            "relevance_score": 0.4,
+            "content_type": "file_content",
+            "source_path": "pkg/calc.py",
+        }
+    ]
     result = await app.handle_task_command(
         "internal:associative_matching", {"query": "addition", "candidates": candidates, "max_results": 1}
     )
@@ -188,8 +233,9 @@ async def test_associative_matching_template(workspace: Path, llm_server: Script
 def test_templates_reject_undeclared_placeholders(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server)
     with pytest.raises(ValueError, match="undeclared"):
-        app.tasks.register_template(TaskTemplate(name="x", description="d", instructions="{{nope}}", prompt="p",
-                                                 inputs=()))
+        app.tasks.register_template(
+            TaskTemplate(name="x", description="d", instructions="{{nope}}", prompt="p", inputs=())
+        )
     names = {t["name"] for t in app.tasks.list_templates()}
     assert {PLAN, ANALYSIS, "user:analyze-aider-result", "internal:associative_matching"} <= names
 
@@ -198,7 +244,9 @@ def test_templates_reject_undeclared_placeholders(workspace: Path, llm_server: S
 async def test_output_modes_for_servers_without_tool_calls(
     workspace: Path, llm_server: ScriptedLLMServer, mode: str
 ) -> None:
-    app = Application(workspace, Settings(model="openai:local", base_url=llm_server.base_url, output_mode=mode))
+    app = Application(
+        workspace, Settings(model="openai:local", base_url=llm_server.base_url, output_mode=mode)
+    )
     llm_server.add_rule(any_request, json_output({"instructions": "edit it", "files": ["pkg/calc.py"]}))
     result = await app.tasks.execute_template(PLAN, {"goal": "g", "context_string": "c"})
     assert isinstance(result.parsed_content, DevelopmentPlan), result
@@ -215,15 +263,21 @@ async def test_plan_paths_outside_the_workspace_are_sent_back_to_the_model(
     workspace: Path, llm_server: ScriptedLLMServer
 ) -> None:
     app = make_app(workspace, llm_server)
-    llm_server.add_rule(any_request, json_output({"instructions": "x", "files": ["../../etc/passwd", ".env"]}), times=1)
-    llm_server.add_rule(any_request, json_output({"instructions": "x", "files": ["pkg/calc.py", "pkg/new.py"]}))
+    llm_server.add_rule(
+        any_request, json_output({"instructions": "x", "files": ["../../etc/passwd", ".env"]}), times=1
+    )
+    llm_server.add_rule(
+        any_request, json_output({"instructions": "x", "files": ["pkg/calc.py", "pkg/new.py"]})
+    )
     result = await app.tasks.execute_template(PLAN, {"goal": "g", "context_string": "c"})
     assert result.parsed_content.files == ["pkg/calc.py", "pkg/new.py"]
     feedback = json.dumps(llm_server.requests[1]["messages"][-1])
     assert "../../etc/passwd" in feedback and ".env" in feedback and "outside the workspace" in feedback
 
     llm_server.clear_rules()
-    llm_server.add_rule(any_request, json_output({"verdict": "RETRY", "message": "m", "next_prompt": "p",
-                                                 "next_files": ["/etc/hosts"]}))
+    llm_server.add_rule(
+        any_request,
+        json_output({"verdict": "RETRY", "message": "m", "next_prompt": "p", "next_files": ["/etc/hosts"]}),
+    )
     result = await app.tasks.execute_template(ANALYSIS, analysis_params())
     assert result.notes["error"]["reason"] == "output_format_failure"

@@ -126,7 +126,9 @@ def test_a_frame_outside_the_workspace_is_skipped_for_the_innermost_inside(works
 
 def test_nothing_parsed_falls_back_on_the_plan_files(workspace: Path) -> None:
     output = "checking...\nsomething went wrong somewhere\n=== 3 failed ===\n"
-    findings = parse_test_output(output, "", workspace, exit_code=2, fallback_files=["pkg/calc.py", "nope.py"])
+    findings = parse_test_output(
+        output, "", workspace, exit_code=2, fallback_files=["pkg/calc.py", "nope.py"]
+    )
     assert located(findings) == [("pkg/calc.py", 0, 0)]
     assert findings[0].message == "3 failed"
     assert parse_test_output(output, "", workspace, exit_code=0, fallback_files=["pkg/calc.py"]) == []

@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from aider_lsp import aider_env
+from aider_lsp.app import Application, RequestContext
+from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
+from aider_lsp.settings import load_settings
 from llm_server import (
     Reply,
     aider_whole,
@@ -22,11 +27,6 @@ from llm_server import (
     slow,
     system_prompt_contains,
 )
-
-from aider_lsp import aider_env
-from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
-from aider_lsp.settings import load_settings
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -58,13 +58,18 @@ RETRY = {
 SUCCESS = {"verdict": "SUCCESS", "message": "all tests pass"}
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def write_calc_project(tmp_path: Path) -> Path:
+    """The calc project whose multiply test fails."""
     root = tmp_path / "calcproj"
     root.mkdir()
     (root / "calc.py").write_text(BUGGY)
     (root / "test_calc.py").write_text(TESTS)
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_calc_project(tmp_path)
 
 
 def make_app(root: Path, base_url: str, **extra: Any) -> Application:
@@ -111,8 +116,12 @@ def analysis_by_exit_code(request: dict[str, Any]) -> Reply:
 def script_two_iterations(llm_server: Any) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED}))
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED}))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED})
+    )
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
+    )
 
 
 async def test_failing_iteration_then_retry_reaches_success(
@@ -148,7 +157,9 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert usage["requests"] == 3 and usage["total_tokens"] > 0  # plan + two analyses
     # the planner saw the open file and the goal
     plan_request = llm_server.chat_requests()[0]
-    assert "make the tests pass" in str(plan_request["messages"]) and "calc.py" in str(plan_request["messages"])
+    assert "make the tests pass" in str(plan_request["messages"]) and "calc.py" in str(
+        plan_request["messages"]
+    )
 
 
 async def test_undo_after_success_restores_and_removes_created_files(
@@ -173,7 +184,9 @@ async def test_undo_after_success_restores_and_removes_created_files(
 async def test_max_retries_reached_is_a_failure(app: Application, project: Path, llm_server: Any) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED}))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
+    )
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED.replace("a + b", "a + b + 0")}))
     seen = Recorder()
     result = await app.run_workflow(
@@ -226,8 +239,12 @@ async def test_a_second_run_is_refused_while_one_runs(
 
 async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any) -> None:
     app = make_app(project, llm_server.base_url, budget={"maxTokens": 500})
-    plan = Reply(kind="json", obj=PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
-    retry = Reply(kind="json", obj=RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390})
+    plan = Reply(
+        kind="json", obj=PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    )
+    retry = Reply(
+        kind="json", obj=RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390}
+    )
     llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_ANALYSIS, retry)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))

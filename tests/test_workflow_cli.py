@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import aider_whole, all_of, fault, json_output, not_, system_prompt_contains
 
 from aider_lsp import aider_env
+from llm_server import aider_whole, all_of, fault, json_output, not_, system_prompt_contains
 
 CLI = [sys.executable, "-m", "aider_lsp"]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator"
@@ -68,23 +68,40 @@ def test_usage_and_configuration_errors_exit_2(project: Path) -> None:
     assert no_model.returncode == 2
     assert "AIDER_LSP_MODEL" in no_model.stderr and "Traceback" not in no_model.stderr
     no_aider_model = run_cli(
-        "run", "--workspace", str(project), "--goal", "fix", "--test", "true",
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "fix",
+        "--test",
+        "true",
         env=clean_env(AIDER_LSP_MODEL="openai:gpt-4.1", OPENAI_API_KEY="sk-test"),
     )
     assert no_aider_model.returncode == 2 and "AIDER_LSP_AIDER_MODEL" in no_aider_model.stderr
     no_goal = run_cli("run", "--workspace", str(project), env=clean_env())
     assert no_goal.returncode == 2 and "--goal" in no_goal.stderr
-    blank_goal = run_cli("run", "--workspace", str(project), "--goal", "  ", "--test", "true", env=clean_env())
+    blank_goal = run_cli(
+        "run", "--workspace", str(project), "--goal", "  ", "--test", "true", env=clean_env()
+    )
     assert blank_goal.returncode == 2 and "goal" in blank_goal.stderr
-    missing = run_cli("run", "--workspace", str(project / "nope"), "--goal", "x", "--test", "true", env=clean_env())
+    missing = run_cli(
+        "run", "--workspace", str(project / "nope"), "--goal", "x", "--test", "true", env=clean_env()
+    )
     assert missing.returncode == 2 and "not a directory" in missing.stderr
 
 
 def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
     done = run_cli(
-        "run", "--workspace", str(project), "--goal", "make double double", "--test",
-        f"{sys.executable} -m unittest", "--json", env=model_env(llm_server),
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--test",
+        f"{sys.executable} -m unittest",
+        "--json",
+        env=model_env(llm_server),
     )
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
@@ -99,8 +116,14 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
     llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "the test passes"}))
     done = run_cli(
-        "run", "--workspace", str(project), "--goal", "make double double",
-        "--test", f"{sys.executable} -m unittest", env=model_env(llm_server),
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--test",
+        f"{sys.executable} -m unittest",
+        env=model_env(llm_server),
     )
     assert done.returncode == 0, done.stderr
     assert "SUCCESS: the test passes" in done.stdout
@@ -113,18 +136,30 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
 
 
 @needs_aider
-def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(project: Path, llm_server: Any, tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
+    project: Path, llm_server: Any, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "test.pid"
     (project / "slow_test.py").write_text(
-        "import os, time\n"
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(120)\n"
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
     )
     llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
     process = subprocess.Popen(
-        [*CLI, "run", "--workspace", str(project), "--goal", "fix", "--test", f"{sys.executable} slow_test.py"],
-        env=model_env(llm_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            *CLI,
+            "run",
+            "--workspace",
+            str(project),
+            "--goal",
+            "fix",
+            "--test",
+            f"{sys.executable} slow_test.py",
+        ],
+        env=model_env(llm_server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 180

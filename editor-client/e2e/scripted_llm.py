@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any
 
 from aider_lsp import scripted_llm as llm
 
@@ -43,11 +44,9 @@ def replace_once(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def versions(original: str) -> Dict[str, str]:
+def versions(original: str) -> dict[str, str]:
     """calculator.py after each scripted edit, starting from the example's buggy text."""
-    documented = replace_once(
-        original, "def add(a, b):\n", 'def add(a, b):\n    """The sum of a and b."""\n'
-    )
+    documented = replace_once(original, "def add(a, b):\n", 'def add(a, b):\n    """The sum of a and b."""\n')
     half_fixed = replace_once(documented, "return b - a", "return a - b")
     fixed = replace_once(
         half_fixed, "return sum(values) / len(values)", "return sum(values) / len(values) if values else 0"
@@ -55,22 +54,25 @@ def versions(original: str) -> Dict[str, str]:
     reviewed = "# Reviewed.\n" + documented
     quick_fixed = "# Reviewed.\n" + fixed
     return {
-        "documented": documented, "half_fixed": half_fixed, "fixed": fixed,
-        "reviewed": reviewed, "quick_fixed": quick_fixed,
+        "documented": documented,
+        "half_fixed": half_fixed,
+        "fixed": fixed,
+        "reviewed": reviewed,
+        "quick_fixed": quick_fixed,
     }
 
 
-def says(phrase: str) -> Callable[[Dict[str, Any]], bool]:
+def says(phrase: str) -> Callable[[dict[str, Any]], bool]:
     """Matches a request whose last user message contains `phrase` (any case)."""
     return lambda r: phrase.lower() in llm.last_user_message(r).lower()
 
 
-def mentions(phrase: str) -> Callable[[Dict[str, Any]], bool]:
+def mentions(phrase: str) -> Callable[[dict[str, Any]], bool]:
     """Matches a request any of whose messages contains `phrase` (any case)."""
     return lambda r: any(phrase.lower() in llm.message_text(m).lower() for m in r.get("messages", []))
 
 
-def asks_for_verdict(request: Dict[str, Any]) -> bool:
+def asks_for_verdict(request: dict[str, Any]) -> bool:
     """An analysis request: its output schema has a `verdict` (a plan's has not)."""
     return "verdict" in json.dumps([request.get("tools"), request.get("response_format")])
 
@@ -81,21 +83,32 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
     planner, coder = llm.model_is(PLANNER), llm.model_is(CODER)
     analysis, plan = llm.all_of(planner, asks_for_verdict), llm.all_of(planner, llm.not_(asks_for_verdict))
 
-    server.add_rule(llm.all_of(plan, mentions(GOAL_REVIEW)),
-                    llm.json_output({"instructions": MARK_REVIEWED, "files": [FILE], "test_command": None}))
-    server.add_rule(plan, llm.json_output({"instructions": FIX_SUBTRACT, "files": [FILE], "test_command": None}))
-    server.add_rule(llm.all_of(analysis, mentions(GOAL_REVIEW)),
-                    llm.json_output({"verdict": "FAILURE", "message": REVIEW_VERDICT}))
+    server.add_rule(
+        llm.all_of(plan, mentions(GOAL_REVIEW)),
+        llm.json_output({"instructions": MARK_REVIEWED, "files": [FILE], "test_command": None}),
+    )
+    server.add_rule(
+        plan, llm.json_output({"instructions": FIX_SUBTRACT, "files": [FILE], "test_command": None})
+    )
+    server.add_rule(
+        llm.all_of(analysis, mentions(GOAL_REVIEW)),
+        llm.json_output({"verdict": "FAILURE", "message": REVIEW_VERDICT}),
+    )
 
-    def judge(request: Dict[str, Any]) -> Any:
+    def judge(request: dict[str, Any]) -> Any:
         if "Exit code: 0" in llm.last_user_message(request):
             return llm.json_output({"verdict": "SUCCESS", "message": "All tests pass."})
-        return llm.json_output({"verdict": "RETRY", "message": "average([]) raises ZeroDivisionError",
-                                "next_prompt": FIX_AVERAGE})
+        return llm.json_output(
+            {
+                "verdict": "RETRY",
+                "message": "average([]) raises ZeroDivisionError",
+                "next_prompt": FIX_AVERAGE,
+            }
+        )
 
     server.add_rule(analysis, judge)
 
-    def held_fix(request: Dict[str, Any]) -> Any:
+    def held_fix(request: dict[str, Any]) -> Any:
         gate.wait()
         return llm.aider_whole({FILE: v["fixed"]})
 
@@ -107,10 +120,13 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
     server.add_rule(coder, llm.aider_whole({FILE: v["quick_fixed"]}))
 
 
-def summary(request: Dict[str, Any]) -> Dict[str, Any]:
+def summary(request: dict[str, Any]) -> dict[str, Any]:
     """What the log keeps of a request: enough to see which rule it met."""
-    return {"model": request.get("model"), "last_user": llm.last_user_message(request)[-1500:],
-            "verdict_schema": asks_for_verdict(request)}
+    return {
+        "model": request.get("model"),
+        "last_user": llm.last_user_message(request)[-1500:],
+        "verdict_schema": asks_for_verdict(request),
+    }
 
 
 def main() -> None:
@@ -138,9 +154,15 @@ def main() -> None:
     finally:
         gate.set()
         if args.log:
-            args.log.write_text(json.dumps(
-                {"requests": [summary(r) for r in server.chat_requests()],
-                 "unmatched": [summary(r) for r in server.unmatched]}, indent=1))
+            args.log.write_text(
+                json.dumps(
+                    {
+                        "requests": [summary(r) for r in server.chat_requests()],
+                        "unmatched": [summary(r) for r in server.unmatched],
+                    },
+                    indent=1,
+                )
+            )
         server.stop()
 
 

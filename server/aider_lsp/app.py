@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from .aider.bridge import AiderBridge, aider_model_for
+from .checkpoints import CheckpointStore
 from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
@@ -39,13 +40,17 @@ from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
 from .tools import ToolRegistry
-from .checkpoints import CheckpointStore
 
 log = logging.getLogger(__name__)
 
 # what the Aider bridge's MCP client imports on first use (about 0.7 s, several under load)
-MCP_CLIENT_MODULES = ("anyio", "mcp.types", "mcp.client.session", "mcp.shared.exceptions", "mcp.shared.message")
-
+MCP_CLIENT_MODULES = (
+    "anyio",
+    "mcp.types",
+    "mcp.client.session",
+    "mcp.shared.exceptions",
+    "mcp.shared.message",
+)
 
 
 def _no_progress(message: str, percentage: int | None) -> None:
@@ -89,9 +94,7 @@ class Application:
         self.shell = CommandExecutor(self.workspace, output_cap=settings.output_cap_bytes)
         self.tools = ToolRegistry()
         # Workspace index: cheap to build; the database opens on first use / start_indexing.
-        self.memory = MemorySystem(
-            self.files, settings, reranker=task_reranker(self.handle_task_command)
-        )
+        self.memory = MemorySystem(self.files, settings, reranker=task_reranker(self.handle_task_command))
         self._register_system_tools()
         # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
         self.handler = BaseHandler(
@@ -147,23 +150,16 @@ class Application:
             command, timeout=self.settings.timeouts.test, use_shell=self.settings.test_shell
         )
 
-    async def handle_task_command(
-        self, identifier: str, params: dict[str, Any] | None = None
-    ) -> TaskResult:
+    async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
         """Run a direct tool or a template by id; unknown ids → FAILED template_not_found."""
         params = {} if params is None else params
         if not isinstance(params, dict):
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE, "task parameters must be an object"
-            )
+            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "task parameters must be an object")
         if identifier in self.tools:
             return await self.tools.execute(identifier, params)
         if self.tasks.has_template(identifier):
             return await self.tasks.execute_template(identifier, params)
-        return failed_result(
-            ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}"
-        )
-
+        return failed_result(ErrorReason.TEMPLATE_NOT_FOUND, f"no tool or template named {identifier!r}")
 
     async def warm_up(self) -> bool:
         """Get ready for the first request, in the background once the editor is connected.
@@ -233,9 +229,7 @@ class Application:
         }
         if outcome.status is WorkflowStatus.SUCCESS:
             return complete_result(outcome.content, notes=notes, parsed=notes["workflow"])
-        result = failed_result(
-            outcome.reason or ErrorReason.UNEXPECTED_ERROR, outcome.content, notes=notes
-        )
+        result = failed_result(outcome.reason or ErrorReason.UNEXPECTED_ERROR, outcome.content, notes=notes)
         result.parsed_content = notes["workflow"]
         return result
 

@@ -201,7 +201,10 @@ class CheckpointStore:
                     original = None if blob is None else _fingerprint(directory / blob)
                     if now not in (checkpoint.after[rel], original):
                         skipped.append(
-                            {"path": rel, "reason": "changed since the edit (undo would discard those changes)"}
+                            {
+                                "path": rel,
+                                "reason": "changed since the edit (undo would discard those changes)",
+                            }
                         )
                         continue
                 if blob is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from . import __version__
 from .settings import Settings, SettingsError, env_var_for, load_settings
 
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -79,8 +80,12 @@ def check_aider_env(settings: Settings) -> list[Check]:
 
         command = settings.aider_server.command
         found = shutil.which(command)
-        detail = f"custom: {command}" if found else (
-            f"custom command not found: {command} (aiderLsp.aiderServer.command / AIDER_LSP_AIDER_SERVER)"
+        detail = (
+            f"custom: {command}"
+            if found
+            else (
+                f"custom command not found: {command} (aiderLsp.aiderServer.command / AIDER_LSP_AIDER_SERVER)"
+            )
         )
         return [Check("aider server", found is not None, detail)]
     return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
@@ -134,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         default=os.environ.get("AIDER_LSP_LOG_LEVEL"),
-        help="log level on stderr (default INFO; WARNING for run, demo and undo, which show their own progress)",
+        help="log level on stderr (default INFO; WARNING for run, demo and undo, "
+        "which show their own progress)",
     )
     commands = parser.add_subparsers(dest="command")
     serve_parser = commands.add_parser("serve", help="run the language server on stdio")
@@ -162,14 +168,20 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--workspace", type=Path, default=Path.cwd())
     run_parser.add_argument("--goal", required=True, help="what the code should do")
     run_parser.add_argument("--test", metavar="COMMAND", help="the test command (default: testCommand)")
-    run_parser.add_argument("--max-retries", type=int, metavar="N", help="Aider attempts (default: maxRetries)")
+    run_parser.add_argument(
+        "--max-retries", type=int, metavar="N", help="Aider attempts (default: maxRetries)"
+    )
     run_parser.add_argument("--context", default="", help="anything the planner should know")
-    run_parser.add_argument("--files", nargs="+", metavar="FILE", help="files to work on (workspace-relative)")
+    run_parser.add_argument(
+        "--files", nargs="+", metavar="FILE", help="files to work on (workspace-relative)"
+    )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     demo_parser = commands.add_parser(
         "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
     )
-    demo_parser.add_argument("--example", type=Path, help="the example project (default: examples/calculator)")
+    demo_parser.add_argument(
+        "--example", type=Path, help="the example project (default: examples/calculator)"
+    )
     demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     undo_parser = commands.add_parser("undo", help="restore the files of the last workflow run or Aider edit")
     undo_parser.add_argument("--workspace", type=Path, default=Path.cwd())

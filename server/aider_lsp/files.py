@@ -72,7 +72,9 @@ def _path_pattern_matches(rel: str, pattern: str) -> bool:
     prefixes = ["/".join(components[: i + 1]) for i in range(len(components))]
     if anchored:
         return any(fnmatch.fnmatch(prefix, pat) for prefix in prefixes)
-    suffixes = ["/".join(components[i:j]) for i in range(len(components)) for j in range(i + 1, len(components) + 1)]
+    suffixes = [
+        "/".join(components[i:j]) for i in range(len(components)) for j in range(i + 1, len(components) + 1)
+    ]
     return any(fnmatch.fnmatch(part, pat) for part in suffixes)
 
 
@@ -189,7 +191,11 @@ class FileAccessManager:
         user_patterns = self.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
         if not user_patterns:
             return False
-        rels = {rel for rel in (self._workspace_relative(Path(os.fspath(path))), self._workspace_relative(real)) if rel}
+        rels = {
+            rel
+            for rel in (self._workspace_relative(Path(os.fspath(path))), self._workspace_relative(real))
+            if rel
+        }
         return any(_path_pattern_matches(rel, pattern) for rel in rels for pattern in user_patterns)
 
     def is_secret_in_tree(self, rel: str) -> bool:

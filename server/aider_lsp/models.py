@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -26,14 +26,13 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
 # The editor's files with unsaved changes (workspace-relative), asked for at each edit.
 UnsavedFiles = Callable[[], Collection[str]]
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFORMATION = "information"
@@ -58,13 +57,13 @@ class Finding(BaseModel):
 FindingsCallback = Callable[[list[Finding]], None]
 
 
-class TaskStatus(str, Enum):
+class TaskStatus(StrEnum):
     COMPLETE = "COMPLETE"
     CONTINUATION = "CONTINUATION"
     FAILED = "FAILED"
 
 
-class ErrorReason(str, Enum):
+class ErrorReason(StrEnum):
     """Why a task failed; `notes.error.reason` holds one of these values."""
 
     INPUT_VALIDATION_FAILURE = "input_validation_failure"
@@ -159,7 +158,7 @@ class DevelopmentPlan(BaseModel):
         return files
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     SUCCESS = "SUCCESS"
     RETRY = "RETRY"
     FAILURE = "FAILURE"
@@ -196,7 +195,7 @@ class AssociativeMatchResult(BaseModel):
 
 
 class DataContext(BaseModel):
-    retrieved_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    retrieved_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     source_query: str | None = None
     items: list[MatchItem] = Field(default_factory=list)
     overall_summary: str | None = None
@@ -366,6 +365,8 @@ def parse_args(model: type[ArgsT], params: dict[str, Any]) -> ArgsT | TaskResult
         return model.model_validate(params)
     except ValidationError as exc:
         return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, validation_message(exc))
+
+
 class WorkflowRequest(BaseModel):
     """What the editor or the CLI asks of a workflow run (plan → edit → test → analyse)."""
 
@@ -383,7 +384,7 @@ class WorkflowRequest(BaseModel):
         return goal
 
 
-class WorkflowStatus(str, Enum):
+class WorkflowStatus(StrEnum):
     SUCCESS = "SUCCESS"
     FAILURE = "FAILURE"
 

@@ -16,16 +16,18 @@ SECRET_ENV_NAME = re.compile(r"(API_KEY|ACCESS_KEY|SECRET|TOKEN|PASSWORD|PASSWD)
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
 
 
-def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> dict[str, str]:
+def secret_values(
+    environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()
+) -> dict[str, str]:
     """value → variable name for every credential-looking variable, plus explicit values."""
     environ = os.environ if environ is None else environ
     found: dict[str, str] = {}
     for name, value in environ.items():
         if SECRET_ENV_NAME.search(name) and value and len(value.strip()) >= MIN_SECRET_LENGTH:
             found.setdefault(value.strip(), name)
-    for value in extra:
-        if value and len(value.strip()) >= MIN_SECRET_LENGTH:
-            found.setdefault(value.strip(), "apiKey")
+    for explicit in extra:
+        if explicit and len(explicit.strip()) >= MIN_SECRET_LENGTH:
+            found.setdefault(explicit.strip(), "apiKey")
     return found
 
 

@@ -21,43 +21,45 @@ message names the request's last user message, and is recorded in ``unmatched``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any
 
 __all__ = [
-    "ScriptedLLMServer",
     "Reply",
+    "ScriptedLLMServer",
+    "aider_diff",
+    "aider_whole",
+    "all_of",
+    "any_message_contains",
+    "any_of",
+    "any_request",
+    "fault",
+    "has_tool_result",
+    "is_aider_diff_format",
+    "is_streaming",
+    "json_output",
+    "last_user_contains",
+    "last_user_message",
+    "malformed",
+    "message_text",
+    "model_is",
+    "not_",
+    "offers_tool",
+    "slow",
+    "system_prompt",
+    "system_prompt_contains",
     "text",
     "tool_call",
     "tool_calls",
-    "json_output",
-    "fault",
-    "slow",
-    "malformed",
-    "truncated_stream",
-    "aider_whole",
-    "aider_diff",
-    "is_aider_diff_format",
-    "any_request",
-    "system_prompt_contains",
-    "last_user_contains",
-    "any_message_contains",
-    "offers_tool",
-    "has_tool_result",
-    "model_is",
-    "is_streaming",
-    "all_of",
-    "any_of",
-    "not_",
-    "system_prompt",
-    "last_user_message",
     "tool_names",
-    "message_text",
+    "truncated_stream",
 ]
 
 
@@ -69,32 +71,32 @@ class Reply:
     """What the server answers; build it with the helper functions below."""
 
     kind: str
-    content: Optional[str] = None
-    calls: List[Dict[str, Any]] = field(default_factory=list)
+    content: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
     obj: Any = None
     status: int = 200
     body: Any = None
-    headers: Dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
-    then: Optional["ReplyLike"] = None
-    finish_reason: Optional[str] = None
-    usage: Optional[Dict[str, int]] = None
+    then: ReplyLike | None = None
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
 
 
-ReplyLike = Union[Reply, Callable[[Dict[str, Any]], "ReplyLike"]]
+ReplyLike = Reply | Callable[[dict[str, Any]], "ReplyLike"]
 
 
-def text(content: str, *, finish_reason: str = "stop", usage: Optional[Dict[str, int]] = None) -> Reply:
+def text(content: str, *, finish_reason: str = "stop", usage: dict[str, int] | None = None) -> Reply:
     """A plain assistant text message."""
     return Reply(kind="text", content=content, finish_reason=finish_reason, usage=usage)
 
 
-def tool_call(name: str, arguments: Dict[str, Any], *, content: Optional[str] = None) -> Reply:
+def tool_call(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Reply:
     """An assistant message that calls one tool with ``arguments``."""
     return tool_calls([(name, arguments)], content=content)
 
 
-def tool_calls(calls: List[Any], *, content: Optional[str] = None) -> Reply:
+def tool_calls(calls: list[Any], *, content: str | None = None) -> Reply:
     """An assistant message with several tool calls: a list of (name, arguments) pairs."""
     return Reply(
         kind="tools",
@@ -117,8 +119,8 @@ def fault(
     status: int,
     body: Any = None,
     *,
-    headers: Optional[Dict[str, str]] = None,
-    retry_after: Optional[float] = None,
+    headers: dict[str, str] | None = None,
+    retry_after: float | None = None,
 ) -> Reply:
     """An HTTP error answer (e.g. 429 with Retry-After, 500, 503)."""
     hdrs = dict(headers or {})
@@ -142,16 +144,16 @@ def truncated_stream(content: str = "partial answer") -> Reply:
     return Reply(kind="truncated", content=content)
 
 
-def aider_whole(files: Dict[str, str], *, preface: str = "Here are the updated files.") -> Reply:
+def aider_whole(files: dict[str, str], *, preface: str = "Here are the updated files.") -> Reply:
     """An answer in Aider's `whole` edit format: each file's full new content after its path."""
     blocks = [preface] if preface else []
     for path, content in files.items():
         body = content if content.endswith("\n") else content + "\n"
-        blocks.append("%s\n```\n%s```" % (path, body))
+        blocks.append(f"{path}\n```\n{body}```")
     return text("\n\n".join(blocks) + "\n")
 
 
-def aider_diff(edits: List[Any], *, preface: str = "Here are the changes.") -> Reply:
+def aider_diff(edits: list[Any], *, preface: str = "Here are the changes.") -> Reply:
     """An answer in Aider's `diff` edit format: (path, search, replace) SEARCH/REPLACE blocks.
 
     An empty ``search`` creates a new file.
@@ -161,7 +163,7 @@ def aider_diff(edits: List[Any], *, preface: str = "Here are the changes.") -> R
         search_part = search if (not search or search.endswith("\n")) else search + "\n"
         replace_part = replace if (not replace or replace.endswith("\n")) else replace + "\n"
         blocks.append(
-            "%s\n```\n<<<<<<< SEARCH\n%s=======\n%s>>>>>>> REPLACE\n```" % (path, search_part, replace_part)
+            f"{path}\n```\n<<<<<<< SEARCH\n{search_part}=======\n{replace_part}>>>>>>> REPLACE\n```"
         )
     return text("\n\n".join(blocks) + "\n")
 
@@ -169,14 +171,14 @@ def aider_diff(edits: List[Any], *, preface: str = "Here are the changes.") -> R
 # --------------------------------------------------------------------------- request helpers
 
 
-def message_text(message: Dict[str, Any]) -> str:
+def message_text(message: dict[str, Any]) -> str:
     """The text of one chat message (string content or a list of content parts)."""
     content = message.get("content")
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    parts: List[str] = []
+    parts: list[str] = []
     if isinstance(content, list):
         for part in content:
             if isinstance(part, dict):
@@ -187,14 +189,14 @@ def message_text(message: Dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def system_prompt(request: Dict[str, Any]) -> str:
+def system_prompt(request: dict[str, Any]) -> str:
     """All system (and developer) messages of a request, joined."""
     return "\n".join(
         message_text(m) for m in request.get("messages", []) if m.get("role") in ("system", "developer")
     )
 
 
-def last_user_message(request: Dict[str, Any]) -> str:
+def last_user_message(request: dict[str, Any]) -> str:
     """The text of the last user message of a request ('' if none)."""
     for m in reversed(request.get("messages", [])):
         if m.get("role") == "user":
@@ -202,9 +204,9 @@ def last_user_message(request: Dict[str, Any]) -> str:
     return ""
 
 
-def tool_names(request: Dict[str, Any]) -> List[str]:
+def tool_names(request: dict[str, Any]) -> list[str]:
     """Names of the tools offered in a request."""
-    names: List[str] = []
+    names: list[str] = []
     for t in request.get("tools") or []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict) and "name" in fn:
@@ -214,10 +216,10 @@ def tool_names(request: Dict[str, Any]) -> List[str]:
     return names
 
 
-Matcher = Callable[[Dict[str, Any]], bool]
+Matcher = Callable[[dict[str, Any]], bool]
 
 
-def any_request(request: Dict[str, Any]) -> bool:
+def any_request(request: dict[str, Any]) -> bool:
     """Matches every request."""
     return True
 
@@ -244,14 +246,14 @@ def offers_tool(name: str) -> Matcher:
     return lambda r: name in tool_names(r)
 
 
-def has_tool_result(name: Optional[str] = None) -> Matcher:
+def has_tool_result(name: str | None = None) -> Matcher:
     """Matches when the current turn (after the last user message) holds a tool result.
 
     With ``name``, only a result for a call to that tool counts. Use it to answer the
     follow-up request that a client sends after running the tool you asked for.
     """
 
-    def match(r: Dict[str, Any]) -> bool:
+    def match(r: dict[str, Any]) -> bool:
         msgs = r.get("messages", [])
         start = 0
         for i, m in enumerate(msgs):
@@ -269,7 +271,7 @@ def has_tool_result(name: Optional[str] = None) -> Matcher:
     return match
 
 
-def is_aider_diff_format(request: Dict[str, Any]) -> bool:
+def is_aider_diff_format(request: dict[str, Any]) -> bool:
     """Matches Aider requests that expect SEARCH/REPLACE blocks (the `diff` edit formats)."""
     return "SEARCH/REPLACE" in system_prompt(request)
 
@@ -279,7 +281,7 @@ def model_is(name: str) -> Matcher:
     return lambda r: r.get("model") == name
 
 
-def is_streaming(request: Dict[str, Any]) -> bool:
+def is_streaming(request: dict[str, Any]) -> bool:
     """Matches streaming requests."""
     return bool(request.get("stream"))
 
@@ -306,7 +308,7 @@ def not_(matcher: Matcher) -> Matcher:
 class _Rule:
     match: Matcher
     reply: ReplyLike
-    times: Optional[int]
+    times: int | None
 
 
 def _estimate_tokens(s: str) -> int:
@@ -316,20 +318,20 @@ def _estimate_tokens(s: str) -> int:
 class ScriptedLLMServer:
     """An OpenAI-compatible chat-completions server answering from scripted rules."""
 
-    def __init__(self, models: Optional[List[str]] = None) -> None:
-        self.requests: List[Dict[str, Any]] = []
-        self.request_headers: List[Dict[str, str]] = []
-        self.unmatched: List[Dict[str, Any]] = []
-        self.models: List[str] = list(models or ["scripted-model"])
+    def __init__(self, models: list[str] | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.unmatched: list[dict[str, Any]] = []
+        self.models: list[str] = list(models or ["scripted-model"])
         self.always_stream_usage: bool = True
-        self._rules: List[_Rule] = []
+        self._rules: list[_Rule] = []
         self._lock = threading.Lock()
-        self._httpd: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
         self.base_url: str = ""
 
     # -- lifecycle
-    def start(self) -> "ScriptedLLMServer":
+    def start(self) -> ScriptedLLMServer:
         """Bind 127.0.0.1 on a random port and serve in a daemon thread."""
         if self._httpd is not None:
             return self
@@ -342,7 +344,7 @@ class ScriptedLLMServer:
         httpd.daemon_threads = True
         self._httpd = httpd
         self.port = httpd.server_address[1]
-        self.base_url = "http://127.0.0.1:%d/v1" % self.port
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-llm", daemon=True
         )
@@ -357,14 +359,14 @@ class ScriptedLLMServer:
         self._httpd.server_close()
         self._httpd = None
 
-    def __enter__(self) -> "ScriptedLLMServer":
+    def __enter__(self) -> ScriptedLLMServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
     # -- rules
-    def add_rule(self, match: Matcher, reply: ReplyLike, *, times: Optional[int] = None) -> None:
+    def add_rule(self, match: Matcher, reply: ReplyLike, *, times: int | None = None) -> None:
         """Answer requests matching ``match`` with ``reply`` (at most ``times`` times if given)."""
         with self._lock:
             self._rules.append(_Rule(match, reply, times))
@@ -381,7 +383,7 @@ class ScriptedLLMServer:
             self.request_headers.clear()
             self.unmatched.clear()
 
-    def chat_requests(self) -> List[Dict[str, Any]]:
+    def chat_requests(self) -> list[dict[str, Any]]:
         """Recorded chat-completions request bodies (all recorded bodies are chat requests)."""
         with self._lock:
             return list(self.requests)
@@ -396,7 +398,7 @@ class ScriptedLLMServer:
             time.sleep(0.01)
         return False
 
-    def _choose(self, request: Dict[str, Any]) -> Optional[ReplyLike]:
+    def _choose(self, request: dict[str, Any]) -> ReplyLike | None:
         with self._lock:
             for rule in self._rules:
                 if rule.times is not None and rule.times <= 0:
@@ -416,11 +418,11 @@ class _Handler(BaseHTTPRequestHandler):
     scripted: ScriptedLLMServer
     protocol_version = "HTTP/1.0"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     # -- plumbing
-    def _send_json(self, status: int, obj: Any, headers: Optional[Dict[str, str]] = None) -> None:
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(obj).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -444,7 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
         else:
-            self._send_json(404, {"error": {"message": "not found: %s" % self.path, "type": "not_found"}})
+            self._send_json(404, {"error": {"message": f"not found: {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -452,34 +454,37 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             request = json.loads(raw.decode("utf-8") or "{}")
         except ValueError:
-            self._send_json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+            self._send_json(
+                400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}}
+            )
             return
         path = self.path.split("?")[0].rstrip("/")
-        if not (path.endswith("/chat/completions") or path.endswith("/completions")):
-            self._send_json(404, {"error": {"message": "not found: %s" % self.path, "type": "not_found"}})
+        if not (path.endswith(("/chat/completions", "/completions"))):
+            self._send_json(404, {"error": {"message": f"not found: {self.path}", "type": "not_found"}})
             return
         srv = self.scripted
         with srv._lock:
             srv.requests.append(request)
             srv.request_headers.append({k.lower(): v for k, v in self.headers.items()})
-        reply: Optional[ReplyLike] = srv._choose(request)
+        reply: ReplyLike | None = srv._choose(request)
         if reply is None:
             with srv._lock:
                 srv.unmatched.append(request)
-            msg = "ScriptedLLMServer: no rule matched this request (model=%r, tools=%r); last user message: %r" % (
+            msg = (
+                "ScriptedLLMServer: no rule matched this request (model={!r}, tools={!r}); "
+                "last user message: {!r}"
+            ).format(
                 request.get("model"),
                 tool_names(request),
                 last_user_message(request)[:2000],
             )
             self._send_json(500, {"error": {"message": msg, "type": "server_error", "code": "no_rule"}})
             return
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._answer(request, reply)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     # -- answers
-    def _resolve(self, request: Dict[str, Any], reply: ReplyLike) -> Reply:
+    def _resolve(self, request: dict[str, Any], reply: ReplyLike) -> Reply:
         depth = 0
         while not isinstance(reply, Reply):
             reply = reply(request)
@@ -488,7 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise RuntimeError("callable reply did not return a Reply")
         return reply
 
-    def _answer(self, request: Dict[str, Any], reply_like: ReplyLike) -> None:
+    def _answer(self, request: dict[str, Any], reply_like: ReplyLike) -> None:
         reply = self._resolve(request, reply_like)
         while reply.kind == "slow":
             time.sleep(reply.seconds)
@@ -498,7 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
             if body is None:
                 body = {
                     "error": {
-                        "message": "scripted fault %d" % reply.status,
+                        "message": f"scripted fault {reply.status}",
                         "type": "rate_limit_error" if reply.status == 429 else "server_error",
                         "code": str(reply.status),
                     }
@@ -526,16 +531,18 @@ class _Handler(BaseHTTPRequestHandler):
 
         content, calls, finish = self._message_parts(request, reply)
         prompt_tokens = sum(_estimate_tokens(message_text(m)) for m in request.get("messages", [])) + 1
-        completion_tokens = _estimate_tokens(content or "") + sum(
-            _estimate_tokens(c["function"]["arguments"]) for c in calls
-        ) + 1
+        completion_tokens = (
+            _estimate_tokens(content or "")
+            + sum(_estimate_tokens(c["function"]["arguments"]) for c in calls)
+            + 1
+        )
         usage = reply.usage or {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
         model = request.get("model") or "scripted-model"
-        cid = "chatcmpl-%s" % uuid.uuid4().hex[:12]
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
 
         if reply.kind == "truncated":
@@ -544,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
         if request.get("stream"):
             self._stream(request, cid, created, model, content, calls, finish, usage)
             return
-        message: Dict[str, Any] = {"role": "assistant", "content": content}
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
         self._send_json(
@@ -559,9 +566,9 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _message_parts(self, request: Dict[str, Any], reply: Reply) -> Any:
+    def _message_parts(self, request: dict[str, Any], reply: Reply) -> Any:
         """(content, tool_calls in OpenAI shape, finish_reason) for a reply."""
-        calls_in: List[Dict[str, Any]] = []
+        calls_in: list[dict[str, Any]] = []
         content = reply.content
         finish = reply.finish_reason or "stop"
         if reply.kind == "json":
@@ -580,14 +587,17 @@ class _Handler(BaseHTTPRequestHandler):
             args = c["arguments"]
             calls.append(
                 {
-                    "id": "call_%s" % uuid.uuid4().hex[:12],
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
                     "type": "function",
-                    "function": {"name": c["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                    "function": {
+                        "name": c["name"],
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
                 }
             )
         return content, calls, finish
 
-    def _sse_start(self, announced_length: Optional[int] = None) -> None:
+    def _sse_start(self, announced_length: int | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -598,25 +608,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _sse(self, obj: Any) -> None:
         data = obj if isinstance(obj, str) else json.dumps(obj)
-        self.wfile.write(("data: %s\n\n" % data).encode("utf-8"))
+        self.wfile.write((f"data: {data}\n\n").encode())
         self.wfile.flush()
 
     def _stream(
         self,
-        request: Dict[str, Any],
+        request: dict[str, Any],
         cid: str,
         created: int,
         model: str,
-        content: Optional[str],
-        calls: List[Dict[str, Any]],
+        content: str | None,
+        calls: list[dict[str, Any]],
         finish: str,
-        usage: Dict[str, int],
+        usage: dict[str, int],
     ) -> None:
         base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
         self._sse_start()
 
-        def chunk(delta: Dict[str, Any], finish_reason: Optional[str] = None) -> Dict[str, Any]:
-            return dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}])
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return dict(
+                base, choices=[{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
+            )
 
         self._sse(chunk({"role": "assistant", "content": ""}))
         if content:
@@ -641,25 +653,47 @@ class _Handler(BaseHTTPRequestHandler):
             )
             step = 24
             for i in range(0, len(args), step):
-                self._sse(chunk({"tool_calls": [{"index": idx, "function": {"arguments": args[i : i + step]}}]}))
+                self._sse(
+                    chunk({"tool_calls": [{"index": idx, "function": {"arguments": args[i : i + step]}}]})
+                )
         self._sse(chunk({}, finish))
         include = bool((request.get("stream_options") or {}).get("include_usage"))
         if include or self.scripted.always_stream_usage:
             self._sse(dict(base, choices=[], usage=usage))
         self._sse("[DONE]")
 
-    def _truncated(self, request: Dict[str, Any], cid: str, created: int, model: str, content: str) -> None:
+    def _truncated(self, request: dict[str, Any], cid: str, created: int, model: str, content: str) -> None:
         if request.get("stream"):
             # announce more bytes than are sent: the client sees an incomplete body
             self._sse_start(announced_length=100000)
             base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
-            self._sse(dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))
-            self._sse(dict(base, choices=[{"index": 0, "delta": {"content": content[: max(1, len(content) // 2)]}, "finish_reason": None}]))
+            self._sse(
+                dict(
+                    base,
+                    choices=[
+                        {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                    ],
+                )
+            )
+            self._sse(
+                dict(
+                    base,
+                    choices=[
+                        {
+                            "index": 0,
+                            "delta": {"content": content[: max(1, len(content) // 2)]},
+                            "finish_reason": None,
+                        }
+                    ],
+                )
+            )
             # half an event, then the connection drops without [DONE]
             self.wfile.write(b'data: {"id": "' + cid.encode() + b'", "choi')
             self.wfile.flush()
         else:
-            data = json.dumps({"id": cid, "choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+            data = json.dumps(
+                {"id": cid, "choices": [{"message": {"role": "assistant", "content": content}}]}
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data) + 100))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
@@ -102,8 +102,14 @@ class Settings(_Camel):
     debug: bool = False
 
     _check_nul = field_validator(
-        "model", "base_url", "api_key", "aider_model", "test_command", "context_index_path",
-        "context_excludes", "secret_patterns",
+        "model",
+        "base_url",
+        "api_key",
+        "aider_model",
+        "test_command",
+        "context_index_path",
+        "context_excludes",
+        "secret_patterns",
     )(_no_nul)
 
 
@@ -134,7 +140,7 @@ def env_var_for(field_name: str) -> str:
 
 
 @functools.cache
-def _environment_reader() -> type[EnvSettingsSource]:
+def _environment_reader() -> Callable[[Mapping[str, str]], EnvSettingsSource]:
     """pydantic-settings' reading of `AIDER_LSP_*` (JSON values, `__` nesting) for Settings'
     fields, from a given mapping. Imported only when such a variable exists: it costs a
     noticeable part of the server's start-up."""

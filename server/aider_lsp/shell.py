@@ -8,6 +8,7 @@ A non-zero exit is a COMPLETE result carrying the exit code: the analysis needs 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import signal
@@ -44,10 +45,8 @@ def cap_output(data: bytes, cap: int) -> str:
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class CommandExecutor:
@@ -91,7 +90,7 @@ class CommandExecutor:
         timed_out = False
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
             _kill_group(process)
             stdout, stderr = await process.communicate()
@@ -112,18 +111,14 @@ class CommandExecutor:
             timed_out=timed_out,
         )
 
-    async def execute(
-        self, command: str, *, timeout: float = 300.0, use_shell: bool = False
-    ) -> TaskResult:
+    async def execute(self, command: str, *, timeout: float = 300.0, use_shell: bool = False) -> TaskResult:
         """The `system:execute_shell_command` answer: exit code, stdout and stderr in notes."""
         try:
             output = await self.run(command, timeout=timeout, use_shell=use_shell)
         except ValueError as exc:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
         except (FileNotFoundError, PermissionError) as exc:
-            return failed_result(
-                ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}"
-            )
+            return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}")
         notes = {
             "command": command,
             "exit_code": output.exit_code,

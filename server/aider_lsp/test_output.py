@@ -63,7 +63,12 @@ class _Collector:
         return rel.as_posix()
 
     def add(
-        self, raw_path: str, line: int, column: int, message: str, source: str,
+        self,
+        raw_path: str,
+        line: int,
+        column: int,
+        message: str,
+        source: str,
         severity: Severity = Severity.ERROR,
     ) -> bool:
         rel = self.relative(raw_path)
@@ -99,9 +104,9 @@ def parse_test_output(
         _located_lines(lines, collector, used | summary)
         _pytest_summary(lines, collector, summary)
     if not collector.findings and exit_code not in (0, None):
-        summary = summary_line(stdout, stderr) or f"the test command failed (exit code {exit_code})"
+        failure = summary_line(stdout, stderr) or f"the test command failed (exit code {exit_code})"
         for path in fallback_files:
-            collector.add(path, 0, 0, summary, "tests")
+            collector.add(path, 0, 0, failure, "tests")
     return collector.findings
 
 
@@ -126,7 +131,11 @@ def _pytest_sections(lines: list[str], out: _Collector) -> set[int]:
             index += 1
             continue
         end = index + 1
-        while end < len(lines) and not _PYTEST_HEADER.match(lines[end]) and not _PYTEST_SECTION_END.match(lines[end]):
+        while (
+            end < len(lines)
+            and not _PYTEST_HEADER.match(lines[end])
+            and not _PYTEST_SECTION_END.match(lines[end])
+        ):
             end += 1
         section = range(index, end)
         used.update(section)
@@ -249,7 +258,14 @@ def _located_lines(lines: Iterable[str], out: _Collector, used: set[int]) -> Non
             continue
         message = match.group("msg").strip()
         column = int(match.group("col") or 0)
-        out.add(match.group("path"), int(match.group("line")), column, message, _source(message), _severity(message))
+        out.add(
+            match.group("path"),
+            int(match.group("line")),
+            column,
+            message,
+            _source(message),
+            _severity(message),
+        )
 
 
 def _severity(message: str) -> Severity:

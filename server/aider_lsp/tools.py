@@ -58,6 +58,4 @@ class ToolRegistry:
         try:
             return await tool.execute(params)
         except Exception as exc:  # a tool bug must not crash the server
-            return failed_result(
-                ErrorReason.TOOL_EXECUTION_ERROR, f"{tool.spec.name} failed: {exc}"
-            )
+            return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"{tool.spec.name} failed: {exc}")

@@ -8,6 +8,7 @@ the original stdout. stdin likewise: the transport keeps a private copy and fd 0
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -86,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             low = app._mcp_server
             await low.run(read_stream, write_stream, low.create_initialization_options())
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

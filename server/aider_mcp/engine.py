@@ -37,7 +37,11 @@ def secret_patterns_from_env(environ: Any = None) -> list[str]:
         value = json.loads(raw) if raw else []
     except ValueError:
         return []
-    return [str(item) for item in value if isinstance(item, str) and item.strip()] if isinstance(value, list) else []
+    return (
+        [str(item) for item in value if isinstance(item, str) and item.strip()]
+        if isinstance(value, list)
+        else []
+    )
 
 
 def matches_secret(rel: str, patterns: list[str]) -> bool:
@@ -56,7 +60,11 @@ def matches_secret(rel: str, patterns: list[str]) -> bool:
         if anchored:
             spans = ["/".join(components[: i + 1]) for i in range(len(components))]
         else:
-            spans = ["/".join(components[i:j]) for i in range(len(components)) for j in range(i + 1, len(components) + 1)]
+            spans = [
+                "/".join(components[i:j])
+                for i in range(len(components))
+                for j in range(i + 1, len(components) + 1)
+            ]
         if any(fnmatch.fnmatch(span, pat) for span in spans):
             return True
     return False
@@ -94,6 +102,8 @@ def _make_io_class() -> Any:
     class CapturingIO(InputOutput):
         """Aider's IO that answers yes, never prompts, and keeps the errors it printed."""
 
+        newline: str | None  # set by InputOutput.__init__ (None: the platform's line ending)
+
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.errors: list[str] = []
@@ -102,7 +112,9 @@ def _make_io_class() -> Any:
             self.snapshot: Snapshot | None = None  # set for each run: guards writes
             self.allow_outside_edits = False
 
-        def confirm_ask(self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any) -> bool:
+        def confirm_ask(
+            self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any
+        ) -> bool:
             """Yes to everything except widening the file set: mentioned files and URLs are not
             added to the chat (their content would reach the LLM: secrets, other projects), and
             existing files outside the editable list are not edited unless allowed."""
@@ -325,11 +337,13 @@ class AiderEngine:
         if reverted:
             # a whole-file reply that elided code would have deleted it: the file is kept
             result["reverted_files"] = reverted
-            result["errors"] = [*result.get("errors", []), *(f"{r['path']}: not written, {r['reason']}" for r in reverted)]
+            result["errors"] = [
+                *result.get("errors", []),
+                *(f"{r['path']}: not written, {r['reason']}" for r in reverted),
+            ]
         if not outcome.success:
-            result["message"] = (
-                "Aider made no change to the editable files"
-                + (f": {coder.io.errors[-1]}" if coder.io.errors else "")
+            result["message"] = "Aider made no change to the editable files" + (
+                f": {coder.io.errors[-1]}" if coder.io.errors else ""
             )
         return result
 

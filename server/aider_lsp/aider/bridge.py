@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from aider_mcp.snapshots import unified_diff  # stdlib-only helper shipped alongside
 
 from .. import aider_env
@@ -196,8 +195,7 @@ def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
         )
     if not model:
         raise ConfigurationProblem(
-            "no Aider model: set aiderLsp.aiderModel (or aiderLsp.model), "
-            f"or {env_var_for('aider_model')}"
+            f"no Aider model: set aiderLsp.aiderModel (or aiderLsp.model), or {env_var_for('aider_model')}"
         )
     if not aider_env.is_ready():
         raise ConfigurationProblem(
@@ -364,7 +362,9 @@ class AiderBridge:
         async def reader() -> None:
             buffer = b""
             async with read_send:
-                with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                with contextlib.suppress(
+                    anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+                ):
                     while True:
                         chunk = await process.stdout.receive()
                         buffer += chunk
@@ -455,9 +455,7 @@ class AiderBridge:
 
     async def _ensure(self, spec: LaunchSpec) -> _Connection:
         conn = self._conn
-        if conn is not None and (
-            not conn.alive or conn.spec != spec or not await self._responsive(conn)
-        ):
+        if conn is not None and (not conn.alive or conn.spec != spec or not await self._responsive(conn)):
             await self._stop_connection()
             conn = None
         if conn is None:
@@ -618,9 +616,7 @@ class AiderBridge:
                 ErrorReason.TOOL_EXECUTION_ERROR, f"{tool_name} failed: {raw[:2000] or 'no detail'}"
             )
         if not texts:
-            return failed_result(
-                ErrorReason.OUTPUT_FORMAT_FAILURE, f"{tool_name} returned no text content"
-            )
+            return failed_result(ErrorReason.OUTPUT_FORMAT_FAILURE, f"{tool_name} returned no text content")
         try:
             payload = json.loads(raw)
         except json.JSONDecodeError:
@@ -690,7 +686,15 @@ class AiderBridge:
             "created_files": payload.get("created_files", []),
             "reply": payload.get("reply", ""),
         }
-        for key in ("session_id", "turn", "errors", "declined_files", "refused_files", "reverted_files", "conflicts"):
+        for key in (
+            "session_id",
+            "turn",
+            "errors",
+            "declined_files",
+            "refused_files",
+            "reverted_files",
+            "conflicts",
+        ):
             if key in payload:
                 notes[key] = payload[key]
         if changed_by_others:  # changed on disk by someone else during the edit, like a save
@@ -710,4 +714,3 @@ class AiderBridge:
 
 def _tail_note(tail: str) -> dict[str, Any]:
     return {"server_stderr": tail} if tail else {}
-

@@ -181,7 +181,9 @@ class AiderExecutors:
         if isinstance(args, TaskResult):
             return args
         if not args.prompt.strip():
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change")
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change"
+            )
         paths, problem = await self._resolve_files(args.file_context, args.prompt)
         if problem:
             return problem
@@ -191,7 +193,10 @@ class AiderExecutors:
         readonly, problem = self._resolve_readonly(args.readonly_files)
         if problem:
             return problem
-        call: dict[str, Any] = {"ai_coding_prompt": self._for_model(args.prompt), "relative_editable_files": paths}
+        call: dict[str, Any] = {
+            "ai_coding_prompt": self._for_model(args.prompt),
+            "relative_editable_files": paths,
+        }
         if readonly:
             call["relative_readonly_files"] = readonly
         result = await self._checkpointed_edit(paths, args.prompt, "aider_ai_code", call)
@@ -230,7 +235,9 @@ class AiderExecutors:
             return await self.bridge.call_aider_tool("aider_chat_end", {"session_id": session_id})
         message = args.query
         if message is None or not message.strip():
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing query (or prompt): the message to Aider")
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "missing query (or prompt): the message to Aider"
+            )
         paths, problem = await self._resolve_files(args.file_context, message)
         if problem:
             return problem

@@ -32,7 +32,6 @@ from ..tools import ToolExecutor, ToolRegistry
 from .llm import LLMInteractionManager, log_debug
 from .model_config import resolve_model_config
 
-
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
     "user's workspace with Aider and checks the result with the user's test command. "
@@ -73,7 +72,7 @@ class BaseHandler:
         base_system_prompt: str = DEFAULT_BASE_PROMPT,
         llm: LLMInteractionManager | None = None,
     ) -> None:
-        self._settings = settings if callable(settings) else (lambda: settings)  # type: ignore[assignment]
+        self._settings = settings if callable(settings) else (lambda: settings)
         self.tools = tools
         self.files = files
         self.shell = shell
@@ -132,8 +131,12 @@ class BaseHandler:
     ) -> TaskResult:
         """Fill the data context from explicit files and/or a context query (system:get_context)."""
         files = list(initial_files or [])
-        if not isinstance(initial_files, (list, tuple, type(None))) or not all(isinstance(f, str) for f in files):
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "initial_files must be a list of paths")
+        if not isinstance(initial_files, (list, tuple, type(None))) or not all(
+            isinstance(f, str) for f in files
+        ):
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "initial_files must be a list of paths"
+            )
         if not (query and query.strip()) and not files:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "give a query or initial_files")
         wanted: list[tuple[str, float]] = [(path, 1.0) for path in files]
@@ -193,7 +196,9 @@ class BaseHandler:
                 else:
                     found.items.append(item)
         else:
-            found.files = [(path, 0.5) for path in answer.notes.get("file_paths") or [] if isinstance(path, str)]
+            found.files = [
+                (path, 0.5) for path in answer.notes.get("file_paths") or [] if isinstance(path, str)
+            ]
         return found
 
     def _read_context_files(
@@ -311,7 +316,10 @@ class BaseHandler:
             result = await self._run_model_tool(name, params)
             notes = dict(result.notes)
             if isinstance(notes.get("error"), dict):
-                notes["error"] = {**notes["error"], "message": redact(str(notes["error"].get("message", "")), secrets)}
+                notes["error"] = {
+                    **notes["error"],
+                    "message": redact(str(notes["error"].get("message", "")), secrets),
+                }
             return result.model_copy(update={"content": redact(result.content, secrets), "notes": notes})
 
         return await self.llm.execute_call(

@@ -265,7 +265,9 @@ class LLMInteractionManager:
             model = self._model(model_override)
         except LLMConfigurationError as exc:
             return failed_result(
-                ErrorReason.CONFIGURATION_ERROR, str(exc), notes={"model": label, "usage": _usage_dict(None, [], label)}
+                ErrorReason.CONFIGURATION_ERROR,
+                str(exc),
+                notes={"model": label, "usage": _usage_dict(None, [], label)},
             )
         if self.budget is not None and (why := self.budget.exhausted()):
             return failed_result(ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True})
@@ -274,7 +276,16 @@ class LLMInteractionManager:
         run_usage = RunUsage()
         try:
             result = await self._run_agent(
-                prompt, model, system_prompt, tools, run_tool, output_type, history_config, output_check, run_usage, label
+                prompt,
+                model,
+                system_prompt,
+                tools,
+                run_tool,
+                output_type,
+                history_config,
+                output_check,
+                run_usage,
+                label,
             )
         except asyncio.CancelledError:
             raise
@@ -308,8 +319,14 @@ class LLMInteractionManager:
             "max_retries": self.request_retries,
         }
         history = self._history(history_config)
-        log_debug(self.debug, "LLM call model=%s tools=%s output=%s history=%d msgs", label,
-                  [t.provider_name for t in tools], getattr(output_type, "__name__", "str"), len(history))
+        log_debug(
+            self.debug,
+            "LLM call model=%s tools=%s output=%s history=%d msgs",
+            label,
+            [t.provider_name for t in tools],
+            getattr(output_type, "__name__", "str"),
+            len(history),
+        )
         log_debug(self.debug, "system prompt:\n%s", system_prompt)
         return await self._get_agent(output_type, settings.output_mode).run(
             prompt,
@@ -338,18 +355,24 @@ class LLMInteractionManager:
         )
 
         if isinstance(exc, ContentFilterError):
-            return self._failed(ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label)
+            return self._failed(
+                ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label
+            )
         if isinstance(exc, UnexpectedModelBehavior):
             return self._failed(
                 ErrorReason.OUTPUT_FORMAT_FAILURE,
                 f"the model did not return valid {getattr(output_type, '__name__', 'output')}: {exc}",
-                run_usage, [], label,
+                run_usage,
+                [],
+                label,
             )
         if isinstance(exc, UsageLimitExceeded):
             return self._failed(
                 ErrorReason.LLM_ERROR,
                 f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
-                run_usage, [], label,
+                run_usage,
+                [],
+                label,
             )
         if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
@@ -422,12 +445,13 @@ class LLMInteractionManager:
             if result.ok:
                 return _cap(result.content)
             error = result.error
-            return f"ERROR ({error.reason.value if error else 'failed'}): {error.message if error else result.content}"
+            if error is None:
+                return f"ERROR (failed): {result.content}"
+            return f"ERROR ({error.reason.value}): {error.message}"
 
         return tool_cls.from_schema(
             call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
         )
-
 
 
 def _cap(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:

@@ -64,7 +64,11 @@ def resolve_model_config(
     base_url = (settings.base_url or "").strip() or None
     if model_id is None:
         return ModelConfig(
-            None, base_url, None, None, None,
+            None,
+            base_url,
+            None,
+            None,
+            None,
             "no model configured: set aiderLsp.model or AIDER_LSP_MODEL "
             "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:qwen2.5-coder)",
         )
@@ -81,7 +85,11 @@ def resolve_model_config(
         return ModelConfig(model_id, base_url, prefix or "openai", name, source, None)
     if prefix is None:
         return ModelConfig(
-            model_id, None, None, name, None,
+            model_id,
+            None,
+            None,
+            name,
+            None,
             f"model {model_id!r} has no provider prefix: use provider:name (e.g. openai:{name}) "
             "in aiderLsp.model / AIDER_LSP_MODEL, or set aiderLsp.baseUrl / AIDER_LSP_BASE_URL "
             "for an OpenAI-compatible server",
@@ -99,7 +107,11 @@ def resolve_model_config(
         if env.get(var):
             return ModelConfig(model_id, None, prefix, name, var, None)
     return ModelConfig(
-        model_id, None, prefix, name, None,
+        model_id,
+        None,
+        prefix,
+        name,
+        None,
         f"{' or '.join(key_vars)} is not set: set {key_vars[0]} (or aiderLsp.apiKey) to use {prefix} models",
     )
 
@@ -108,14 +120,16 @@ def probe_endpoint(base_url: str, timeout: float = 3.0) -> tuple[bool, str]:
     """GET {base_url}/models: is the OpenAI-compatible server reachable? (for `doctor`)."""
     url = base_url.rstrip("/") + "/models"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - user's endpoint
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             data = json.loads(response.read().decode("utf-8", errors="replace") or "{}")
     except urllib.error.HTTPError as exc:
         # Reachable; some servers need a key for /models or do not implement it.
         return True, f"reachable ({url} answered {exc.code})"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return False, f"cannot reach {url}: {getattr(exc, 'reason', exc)}"
-    models = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
+    models = (
+        [m.get("id") for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
+    )
     listed = f"; models: {', '.join(str(m) for m in models[:8])}" if models else ""
     return True, f"reachable{listed}"
 
@@ -129,7 +143,7 @@ LIBRARY_IMPORT_LOCK = threading.RLock()
 def import_llm_libraries() -> None:
     """Import pydantic-ai's core under LIBRARY_IMPORT_LOCK (a dict lookup once imported)."""
     with LIBRARY_IMPORT_LOCK:
-        import pydantic_ai  # noqa: F401
+        import pydantic_ai
         import pydantic_ai.models  # noqa: F401
 
 
@@ -168,7 +182,9 @@ def _build_model(settings: Settings, config: ModelConfig) -> Model:
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            return AnthropicModel(config.model_name or "", provider=AnthropicProvider(api_key=settings.api_key))
+            return AnthropicModel(
+                config.model_name or "", provider=AnthropicProvider(api_key=settings.api_key)
+            )
         from pydantic_ai.models import infer_model
 
         return infer_model(config.model_id)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
 
@@ -121,7 +120,9 @@ def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> lis
             types.CodeAction(
                 title=EDIT_SELECTION_TITLE,
                 kind=types.CodeActionKind.RefactorRewrite,
-                command=types.Command(title=EDIT_SELECTION_TITLE, command=CLIENT_EDIT_SELECTION, arguments=[argument]),
+                command=types.Command(
+                    title=EDIT_SELECTION_TITLE, command=CLIENT_EDIT_SELECTION, arguments=[argument]
+                ),
             )
         )
     if _wanted(types.CodeActionKind.Source, only):

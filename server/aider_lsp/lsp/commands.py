@@ -100,7 +100,7 @@ def task_command(identifier: str) -> CommandRunner:
 
 
 async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
-    tools = [
+    tools: list[dict[str, Any]] = [
         {
             "name": spec.name,
             "alias": spec.provider_name,
@@ -137,9 +137,7 @@ async def _get_context(app: Application, params: GetContextParams, ctx: RequestC
     return await app.handle_task_command("system:get_context", args)
 
 
-async def _prime_context(
-    app: Application, params: PrimeContextParams, ctx: RequestContext
-) -> TaskResult:
+async def _prime_context(app: Application, params: PrimeContextParams, ctx: RequestContext) -> TaskResult:
     return await app.handler.prime_data_context(params.query, params.initial_files)
 
 
@@ -148,9 +146,7 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
     return app.handler.reset()
 
 
-async def _aider_automatic(
-    app: Application, params: AiderAutomaticParams, ctx: RequestContext
-) -> TaskResult:
+async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: RequestContext) -> TaskResult:
     args = params.model_dump(exclude_none=True, exclude={"selection"})
     if params.selection is not None:
         try:
@@ -169,9 +165,7 @@ async def _aider_interactive(
     return await app.aider_tools.interactive(params.model_dump(exclude_none=True))
 
 
-async def _aider_list_models(
-    app: Application, params: ListModelsParams, ctx: RequestContext
-) -> TaskResult:
+async def _aider_list_models(app: Application, params: ListModelsParams, ctx: RequestContext) -> TaskResult:
     return await app.aider_tools.list_models(params.substring or "")
 
 
@@ -192,12 +186,8 @@ COMMANDS: list[CommandSpec] = [
         "Read workspace files",
     ),
     CommandSpec("aider-lsp.tools.list", NoParams, _list_tools, "List registered tools"),
-    CommandSpec(
-        "aider-lsp.system.getContext", GetContextParams, _get_context, "Find relevant files"
-    ),
-    CommandSpec(
-        "aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"
-    ),
+    CommandSpec("aider-lsp.system.getContext", GetContextParams, _get_context, "Find relevant files"),
+    CommandSpec("aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"),
     CommandSpec("aider-lsp.handler.reset", NoParams, _handler_reset, "Reset the conversation"),
     CommandSpec(
         "aider-lsp.aider.automatic",
@@ -222,7 +212,5 @@ COMMANDS: list[CommandSpec] = [
         long_running=True,
     ),
     CommandSpec("aider-lsp.workflow.undo", UndoParams, _workflow_undo, "Undo the last edit"),
-    CommandSpec(
-        "aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True
-    ),
+    CommandSpec("aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True),
 ]

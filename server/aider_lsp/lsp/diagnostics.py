@@ -45,10 +45,7 @@ def _line_range(lines: Sequence[str], finding: Finding, units: Any) -> types.Ran
     else from its first non-blank character) when the text is known, else an empty range."""
     line = max(finding.line - 1, 0)
     text = lines[line].rstrip("\r\n") if line < len(lines) else ""
-    if finding.column > 0:
-        start = min(finding.column - 1, len(text))
-    else:
-        start = len(text) - len(text.lstrip())
+    start = min(finding.column - 1, len(text)) if finding.column > 0 else len(text) - len(text.lstrip())
     start_units = units.client_num_units(text[:start])
     end_units = max(units.client_num_units(text), start_units)
     return types.Range(
@@ -160,7 +157,7 @@ def register(server: AiderLanguageServer) -> None:
     """The `aider-lsp.diagnostics.clear` command (the store is the server's `diagnostic_store`)."""
 
     @server.command(CLEAR_COMMAND)
-    def clear_diagnostics(ls, *args: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]  # pygls injects `ls` by name
+    def clear_diagnostics(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1 or (args and args[0] not in (None, {}, [])):
             raise JsonRpcInvalidParams(f"{CLEAR_COMMAND} takes no argument (or an empty object)")
         count = ls.diagnostic_store.clear()

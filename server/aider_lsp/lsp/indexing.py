@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -26,7 +27,9 @@ log = logging.getLogger(__name__)
 
 async def register_file_watchers(ls: AiderLanguageServer) -> None:
     """Ask the client to report file changes made outside the editor (git, Aider, tools)."""
-    if not get_capability(ls.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False):
+    if not get_capability(
+        ls.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False
+    ):
         return
     registration = types.Registration(
         id=str(uuid.uuid4()),
@@ -36,9 +39,7 @@ async def register_file_watchers(ls: AiderLanguageServer) -> None:
         ),
     )
     try:
-        await ls.client_register_capability_async(
-            types.RegistrationParams(registrations=[registration])
-        )
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
     except Exception as exc:  # the index still follows didSave
         log.warning("client refused file watching: %s", exc)
 
@@ -69,7 +70,7 @@ async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
         await ls.app.memory.update_paths([relative])
 
 
-async def on_watched_files_changed(ls: AiderLanguageServer, changes: list[types.FileEvent]) -> None:
+async def on_watched_files_changed(ls: AiderLanguageServer, changes: Sequence[types.FileEvent]) -> None:
     if ls.app is None:
         return
     updated: list[str] = []

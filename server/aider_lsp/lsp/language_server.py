@@ -62,7 +62,7 @@ class AiderLanguageServer(LanguageServer):
         """Commands wait for the client's settings, but never hang on a silent client."""
         try:
             await asyncio.wait_for(self.configured.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("no workspace/configuration answer within %.0f s; using what is known", timeout)
             self.configured.set()
 

@@ -27,7 +27,9 @@ class WorkDone:
 
     `outcome` is the message the progress ends with (set it when the job's result is known)."""
 
-    def __init__(self, server: LanguageServer | None, token: types.ProgressToken | None, cancellable: bool) -> None:
+    def __init__(
+        self, server: LanguageServer | None, token: types.ProgressToken | None, cancellable: bool
+    ) -> None:
         self.server = server
         self.token = token
         self.cancellable = cancellable
@@ -97,4 +99,3 @@ async def work_done_progress(
     finally:
         progress.end(token, types.WorkDoneProgressEnd(message=work.outcome))
         progress.tokens.pop(token, None)
-

@@ -114,7 +114,7 @@ class AiderProtocol(LanguageServerProtocol):
             self.detailed_converter.structure(_pruned(data), message_type)
         except Exception as exc:
             try:
-                return _bounded(transform_error(exc, path="$"))  # type: ignore[arg-type]
+                return _bounded(transform_error(exc, path="$"))
             except Exception:
                 return _bounded([str(exc)])
         return _bounded([f"{type(first).__name__}: {first}"])  # the bad value was past the cut
@@ -129,7 +129,9 @@ class AiderProtocol(LanguageServerProtocol):
         method = getattr(message, "method", None)
         is_request = getattr(message, "id", None) is not None
         if method == "exit":
-            self.exit_code = 0 if self.shutdown_received else 1  # the spec's codes; pygls' sys.exit is swallowed
+            self.exit_code = (
+                0 if self.shutdown_received else 1
+            )  # the spec's codes; pygls' sys.exit is swallowed
         if self.shutdown_received and method and is_request:
             # pygls drops requests after shutdown silently; the spec wants an InvalidRequest answer
             error = JsonRpcInvalidRequest(f"the server is shutting down: {method} refused")
@@ -157,4 +159,3 @@ class AiderProtocol(LanguageServerProtocol):
         """The `workDoneToken` of the executeCommand request being handled, if it had one."""
         msg_id = self.msg_id
         return self.work_done_tokens.pop(msg_id, None) if msg_id is not None else None
-

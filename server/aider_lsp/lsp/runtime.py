@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
-from ..app import RequestContext
 from ..models import ErrorReason, TaskResult, failed_result
 from . import cancellation
 from .commands import COMMANDS, CommandParams, CommandSpec

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import BinaryIO, cast
 
 from . import code_actions, configuration, diagnostics, documents, indexing, lifecycle, runtime
 from .language_server import AiderLanguageServer
@@ -36,7 +37,7 @@ def serve_stdio() -> int:
     transport = lifecycle.PipeToClient(os.dup(1))
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, transport)
+    server.start_io(sys.stdin.buffer, cast(BinaryIO, transport))  # pygls calls write/flush/close only
     return server.protocol.exit_code
 
 

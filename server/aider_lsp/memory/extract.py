@@ -187,9 +187,7 @@ def detect_language(path: str) -> str:
 def is_test_path(path: str) -> bool:
     """tests/…, test/…, test_x.py, x_test.go, x.test.ts, x.spec.js, FooTest.java."""
     pure = PurePosixPath(path)
-    return bool(_TEST_NAME.search(pure.name)) or any(
-        part.lower() in _TEST_DIRS for part in pure.parts[:-1]
-    )
+    return bool(_TEST_NAME.search(pure.name)) or any(part.lower() in _TEST_DIRS for part in pure.parts[:-1])
 
 
 _TEST_AFFIX = re.compile(r"^tests?_|_tests?$|\.(?:test|spec)$|(?<=[a-z0-9])Tests?$")
@@ -212,7 +210,7 @@ def file_kind(path: str, language: str, head: str = "") -> str:
     folders = {part.lower() for part in pure.parts[:-1]}
     if _LICENCE_NAME.match(name):
         return "licence"
-    if _CHANGELOG_NAME.match(name) or folders & _CHANGELOG_DIRS and language in _DOC_LANGUAGES:
+    if _CHANGELOG_NAME.match(name) or (folders & _CHANGELOG_DIRS and language in _DOC_LANGUAGES):
         return "changelog"
     if _GENERATED_NAME.search(name) or _GENERATED_HEADER.search(head[:300]):
         return "generated"

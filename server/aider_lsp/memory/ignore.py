@@ -77,9 +77,7 @@ class IgnoreRules:
             return self._gitignores.get(directory)
         spec: pathspec.GitIgnoreSpec | None = None
         try:
-            text = (self.root / directory / ".gitignore").read_text(
-                encoding="utf-8", errors="replace"
-            )
+            text = (self.root / directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
         except OSError:
             pass
         else:
@@ -162,9 +160,7 @@ class IgnoreRules:
         for current, dirnames, filenames in os.walk(self.root / start):
             rel_dir = Path(current).relative_to(self.root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir
-            dirnames[:] = sorted(
-                d for d in dirnames if not self._dir_ignored(_join(rel_dir, d))
-            )
+            dirnames[:] = sorted(d for d in dirnames if not self._dir_ignored(_join(rel_dir, d)))
             for name in sorted(filenames):
                 rel = _join(rel_dir, name)
                 if name.startswith(ALWAYS_EXCLUDED_PREFIXES):

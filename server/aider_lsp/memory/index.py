@@ -417,11 +417,15 @@ class IndexStore:
             return {}
         marks = ", ".join("?" for _ in wanted)
         with self._lock:
-            rows = self.open().execute(
-                "SELECT path, language, identifiers, summary, size, kind, doc FROM files"
-                f" WHERE subject IN ({marks}) AND kind = 'code'",
-                wanted,
-            ).fetchall()
+            rows = (
+                self.open()
+                .execute(
+                    "SELECT path, language, identifiers, summary, size, kind, doc FROM files"
+                    f" WHERE subject IN ({marks}) AND kind = 'code'",
+                    wanted,
+                )
+                .fetchall()
+            )
         return {
             path: SearchRow(path, language, identifiers.split(), summary, size, 0.0, kind, doc)
             for path, language, identifiers, summary, size, kind, doc in rows
@@ -465,9 +469,7 @@ class IndexStore:
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_terms"
                 " USING fts5vocab(temp, stem_probe, 'instance')"
             )
-            conn.executemany(
-                "INSERT INTO temp.stem_probe(rowid, x) VALUES (?, ?)", list(enumerate(tokens))
-            )
+            conn.executemany("INSERT INTO temp.stem_probe(rowid, x) VALUES (?, ?)", list(enumerate(tokens)))
             rows = conn.execute("SELECT doc, term FROM temp.stem_terms ORDER BY doc, offset").fetchall()
             conn.execute("INSERT INTO temp.stem_probe(stem_probe) VALUES ('delete-all')")
         found: dict[int, list[str]] = {}
@@ -545,9 +547,18 @@ class IndexStore:
             dead_units = 0
             for record in records:
                 values = (
-                    record.size, record.mtime, record.hash, record.language, record.kind,
-                    " ".join(record.identifiers), record.summary, doc, unit,
-                    len(record.units), record.packed_units, record.subject,
+                    record.size,
+                    record.mtime,
+                    record.hash,
+                    record.language,
+                    record.kind,
+                    " ".join(record.identifiers),
+                    record.summary,
+                    doc,
+                    unit,
+                    len(record.units),
+                    record.packed_units,
+                    record.subject,
                 )
                 if record.path in existing:
                     file_id, old_units = existing[record.path]
@@ -555,9 +566,7 @@ class IndexStore:
                     updates.append((*values, file_id))
                 else:
                     inserts.append((*values, record.path))
-                fts_rows.append(
-                    (doc, record.path_text, record.identifier_text, record.summary, record.body)
-                )
+                fts_rows.append((doc, record.path_text, record.identifier_text, record.summary, record.body))
                 for search_name, text in record.units:
                     unit_fts_rows.append((unit, search_name, text))
                     unit += 1

@@ -52,8 +52,21 @@ TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "pytest", "
 KIND_WORDS: dict[str, frozenset[str]] = {
     "test": TEST_WORDS | {"fixture", "fixtures", "conftest", "coverage"},
     "doc": frozenset(
-        {"doc", "docs", "documentation", "document", "documented", "readme", "guide",
-         "tutorial", "manual", "sphinx", "mkdocs", "example", "examples"}
+        {
+            "doc",
+            "docs",
+            "documentation",
+            "document",
+            "documented",
+            "readme",
+            "guide",
+            "tutorial",
+            "manual",
+            "sphinx",
+            "mkdocs",
+            "example",
+            "examples",
+        }
     ),
     "changelog": frozenset(
         {"changelog", "changelogs", "changes", "history", "news", "towncrier", "release", "releases"}
@@ -61,8 +74,23 @@ KIND_WORDS: dict[str, frozenset[str]] = {
     "licence": frozenset({"license", "licence", "licensing", "copyright", "notice"}),
     "generated": frozenset({"generated", "regenerate", "lock", "lockfile", "protobuf"}),
     "config": frozenset(
-        {"config", "configuration", "ci", "workflow", "pyproject", "setup", "tox", "dependency",
-         "dependencies", "packaging", "build", "version", "yaml", "toml", "json"}
+        {
+            "config",
+            "configuration",
+            "ci",
+            "workflow",
+            "pyproject",
+            "setup",
+            "tox",
+            "dependency",
+            "dependencies",
+            "packaging",
+            "build",
+            "version",
+            "yaml",
+            "toml",
+            "json",
+        }
     ),
 }
 # A word in more than a quarter of the files (and in more than 200) is left out of the file
@@ -189,14 +217,14 @@ def frequent_tokens(
 ) -> frozenset[str]:
     """The one-term tokens found in more than `max_share` of the files; the rarest kept."""
     common = {
-        token for token in tokens
+        token
+        for token in tokens
         if len(stems.get(token, ())) == 1 and frequent.get(stems[token][0], 0.0) > max_share
     }
     if common and common.issuperset(tokens):  # keep the least frequent one to search for
         rarest = min(tokens, key=lambda token: frequent.get(stems[token][0], 0.0))
         common.discard(rarest)
     return frozenset(common)
-
 
 
 @lru_cache(maxsize=65536)

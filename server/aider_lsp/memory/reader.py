@@ -74,9 +74,7 @@ def read_file(root: str, path: str, old_hash: str | None, max_bytes: int) -> Rea
     return ReadResult(path, record=record, size=stat.st_size, mtime=stat.st_mtime, bytes_read=len(data))
 
 
-def read_chunk(
-    root: str, items: list[tuple[str, str | None]], max_bytes: int
-) -> list[ReadResult]:
+def read_chunk(root: str, items: list[tuple[str, str | None]], max_bytes: int) -> list[ReadResult]:
     """A worker's unit of work: several files, so that pickling costs little per file."""
     return [read_file(root, path, old_hash, max_bytes) for path, old_hash in items]
 
@@ -87,9 +85,7 @@ def worker_count() -> int:
 
 
 def _pool(workers: int) -> Executor:
-    return ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn")
-    )
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def read_all(

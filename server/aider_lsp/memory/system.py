@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -282,9 +282,7 @@ class MemorySystem:
         candidates = list(rules.walk())
         seen = {candidate.path for candidate in candidates}
         # the restart shortcut: same size and mtime = not even read
-        pending = [
-            c for c in candidates if known.get(c.path, (None, None, None))[:2] != (c.size, c.mtime)
-        ]
+        pending = [c for c in candidates if known.get(c.path, (None, None, None))[:2] != (c.size, c.mtime)]
         stats.scanned = len(candidates)
         stats.unchanged = len(candidates) - len(pending)
         self._progress.total = len(candidates)
@@ -313,10 +311,15 @@ class MemorySystem:
         self.last_stats = stats
         report(f"Indexed {stats.scanned} files ({stats.read} read)", 100)
         log.info(
-            "workspace index: %d files, %d read, %d added, %d updated, %d removed, %d skipped"
-            " in %.2fs (%s)",
-            stats.scanned, stats.read, stats.added, stats.updated, stats.removed,
-            len(stats.skipped), stats.seconds, store.location,
+            "workspace index: %d files, %d read, %d added, %d updated, %d removed, %d skipped in %.2fs (%s)",
+            stats.scanned,
+            stats.read,
+            stats.added,
+            stats.updated,
+            stats.removed,
+            len(stats.skipped),
+            stats.seconds,
+            store.location,
         )
         if stats.skipped:
             log.info("skipped while indexing: %s", "; ".join(stats.skipped[:20]))
@@ -394,9 +397,7 @@ class MemorySystem:
                 pending.append(candidate)
 
         def apply() -> IndexStats | None:
-            hashes = {
-                c.path: digest for c in pending if (digest := self.store.stored_hash(c.path))
-            }
+            hashes = {c.path: digest for c in pending if (digest := self.store.stored_hash(c.path))}
             self._index_candidates(pending, hashes, stats)
             if gone:
                 stats.removed = len(self.store.remove_many(gone))
@@ -586,9 +587,7 @@ class MemorySystem:
                 words.setdefault(doc, []).append(token.lower())
         return words
 
-    async def get_relevant_context_for(
-        self, request: ContextGenerationInput
-    ) -> AssociativeMatchResult:
+    async def get_relevant_context_for(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """Relevant files for a request; starts (and briefly awaits) the first index if needed."""
         if not request.effective_query:
             return AssociativeMatchResult(context_summary="No query given.", error="empty query")
@@ -614,9 +613,7 @@ class MemorySystem:
     def rerank_enabled(self) -> bool:
         return bool(self.reranker is not None and self.settings.context_rerank and self.settings.model)
 
-    async def _maybe_rerank(
-        self, query: str, result: AssociativeMatchResult
-    ) -> AssociativeMatchResult:
+    async def _maybe_rerank(self, query: str, result: AssociativeMatchResult) -> AssociativeMatchResult:
         if not self.rerank_enabled:
             return result
         assert self.reranker is not None
@@ -640,10 +637,8 @@ class MemorySystem:
         """Stop the background pass (between batches) and close the database."""
         self._stop.set()
         if self._task is not None and not self._task.done():
-            try:
+            with suppress(Exception):  # timed out, or the pass failed: close anyway
                 await asyncio.wait_for(asyncio.shield(self._task), timeout=5)
-            except (asyncio.TimeoutError, Exception):
-                pass
         self.close()
 
     def close(self) -> None:
@@ -652,9 +647,7 @@ class MemorySystem:
             self._store.close()
 
 
-def why_ranked(
-    item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]
-) -> dict[str, Any]:
+def why_ranked(item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]) -> dict[str, Any]:
     """What a user needs to trust or correct a match: words, definitions, kind, editor."""
     why: dict[str, Any] = {"kind": item.row.kind}
     if words:
@@ -690,9 +683,7 @@ def describe_why(why: dict[str, Any]) -> str:
     return "; ".join(parts) or f"{why.get('kind', 'file')}"
 
 
-def _match_item(
-    item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]
-) -> MatchItem:
+def _match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]) -> MatchItem:
     row = item.row
     if row.summary:
         content = row.summary

@@ -75,7 +75,9 @@ class TaskSystem:
             return failed_result(ErrorReason.TEMPLATE_NOT_FOUND, f"no template named {name!r}")
         params = {} if params is None else params
         if not isinstance(params, dict):
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "template parameters must be an object")
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "template parameters must be an object"
+            )
         missing = [key for key in template.inputs if key not in params]
         if missing:
             return failed_result(
@@ -89,8 +91,10 @@ class TaskSystem:
         model = model_override or params.get("model_override")
         if model is not None and not isinstance(model, str):
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "model_override must be a string")
-        tools = tools_override if tools_override is not None else (
-            list(template.allowed_tools) if template.allowed_tools is not None else None
+        tools = (
+            tools_override
+            if tools_override is not None
+            else (list(template.allowed_tools) if template.allowed_tools is not None else None)
         )
         instructions = render(template.instructions, values)
         system_prompt = self.handler.build_system_prompt(

@@ -79,9 +79,7 @@ PLAN = TaskTemplate(
         "Answer only through the structured output."
     ),
     prompt=(
-        "Goal:\n{{goal}}\n\n"
-        "Context:\n{{context_string}}\n\n"
-        "Files the user pointed at:\n{{file_context}}"
+        "Goal:\n{{goal}}\n\nContext:\n{{context_string}}\n\nFiles the user pointed at:\n{{file_context}}"
     ),
     inputs=("goal", "context_string"),
     optional_inputs=("file_context",),

@@ -60,7 +60,8 @@ class ProgressDisplay:
         cost = usage.get("cost")
         money = f"${cost:.4f}" if cost is not None else "cost n/a"
         elapsed = time.monotonic() - self.started
-        return f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}] {self.phase} · {usage.get('total_tokens', 0)} tokens · {money}"
+        clock = f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}]"
+        return f"{clock} {self.phase} · {usage.get('total_tokens', 0)} tokens · {money}"
 
     def on_progress(self, message: str, percentage: int | None) -> None:
         self.phase = message
@@ -98,7 +99,11 @@ class ProgressDisplay:
 
 
 def run_workflow_command(
-    workspace: Path, request_fields: dict[str, Any], *, as_json: bool = False, settings: Settings | None = None
+    workspace: Path,
+    request_fields: dict[str, Any],
+    *,
+    as_json: bool = False,
+    settings: Settings | None = None,
 ) -> int:
     """Check the configuration, run the workflow (`request_fields`: a WorkflowRequest's fields),
     print the result; returns the exit code."""
@@ -114,7 +119,7 @@ def run_workflow_command(
     workspace = workspace.expanduser().resolve()
     problem = configuration_problem(settings, workspace)
     if problem is None and not (request.test_command or settings.test_command):
-        problem = f"no test command: pass --test \"…\" or set {env_var_for('test_command')}"
+        problem = f'no test command: pass --test "…" or set {env_var_for("test_command")}'
     if problem:
         print(f"aider-lsp run: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -160,7 +165,10 @@ async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as
 
 def _spent(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     cost = None if now.get("cost") is None else float(now["cost"]) - float(start.get("cost") or 0.0)
-    return {"total_tokens": int(now.get("total_tokens") or 0) - int(start.get("total_tokens") or 0), "cost": cost}
+    return {
+        "total_tokens": int(now.get("total_tokens") or 0) - int(start.get("total_tokens") or 0),
+        "cost": cost,
+    }
 
 
 def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
@@ -171,14 +179,18 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
     print(f"\n{status}{reason}: {result.content}", file=out)
     plan = run.get("plan")
     if plan:
-        print(f"\nPlan: {plan['instructions']}\n  files: {', '.join(plan['files']) or '(chosen by Aider)'}", file=out)
+        print(
+            f"\nPlan: {plan['instructions']}\n  files: {', '.join(plan['files']) or '(chosen by Aider)'}",
+            file=out,
+        )
     for item in run.get("iterations", []):
         test = item.get("test") or {}
         print(f"\nIteration {item['iteration']}: {item['prompt']}", file=out)
         if item.get("aider", {}).get("error"):
             print(f"  Aider: {item['aider']['error']['message']}", file=out)
         else:
-            print(f"  Aider changed: {', '.join(item.get('aider', {}).get('changed_files') or []) or 'nothing'}", file=out)
+            changed = item.get("aider", {}).get("changed_files") or []
+            print(f"  Aider changed: {', '.join(changed) or 'nothing'}", file=out)
         if test:
             print(f"  tests: exit code {test.get('exit_code')} ({test.get('command')})", file=out)
         for finding in item.get("findings", [])[:10]:
@@ -189,9 +201,10 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
             print(f"  analysis: {analysis['verdict']}: {analysis['message']}", file=out)
     usage = run.get("usage") or {}
     cost = usage.get("cost")
+    money = f"${cost:.4f}" if cost is not None else "n/a"
     print(
         f"\nSpent: {usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} request(s) to the "
-        f"planning model, cost {'$%.4f' % cost if cost is not None else 'n/a'} (Aider's own calls not counted)",
+        f"planning model, cost {money} (Aider's own calls not counted)",
         file=out,
     )
     diff = result.notes.get("diff")

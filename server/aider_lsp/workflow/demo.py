@@ -50,10 +50,13 @@ def script_calculator(server: ScriptedLLMServer, source: str) -> None:
         IS_PLAN,
         json_output({"instructions": PLAN_INSTRUCTIONS, "files": ["calculator.py"], "test_command": None}),
     )
-    server.add_rule(all_of(IS_AIDER, last_user_contains("make average return 0")),
-                    aider_whole({"calculator.py": both_fixed}))
-    server.add_rule(all_of(IS_AIDER, last_user_contains("fix subtract")),
-                    aider_whole({"calculator.py": subtract_fixed}))
+    server.add_rule(
+        all_of(IS_AIDER, last_user_contains("make average return 0")),
+        aider_whole({"calculator.py": both_fixed}),
+    )
+    server.add_rule(
+        all_of(IS_AIDER, last_user_contains("fix subtract")), aider_whole({"calculator.py": subtract_fixed})
+    )
     server.add_rule(IS_ANALYSIS, _analyst)
 
 
@@ -61,23 +64,30 @@ def _analyst(request: dict[str, Any]) -> Reply:
     """SUCCESS when the real test run passed, else RETRY with the next instruction."""
     asked = last_user_message(request)
     if "Exit code: 0" in asked:
-        return json_output({"verdict": "SUCCESS", "message": "All the tests pass: subtract and average are fixed."})
+        return json_output(
+            {"verdict": "SUCCESS", "message": "All the tests pass: subtract and average are fixed."}
+        )
     message = "test_average_of_nothing_is_zero still fails with ZeroDivisionError in average()."
     if "ZeroDivisionError" not in asked:
         message = "The tests still fail."
-    return json_output({"verdict": "RETRY", "message": message, "next_prompt": RETRY_PROMPT,
-                        "next_files": ["calculator.py"]})
+    return json_output(
+        {"verdict": "RETRY", "message": message, "next_prompt": RETRY_PROMPT, "next_files": ["calculator.py"]}
+    )
 
 
 def run_demo(example: Path | None = None, *, as_json: bool = False, keep: bool = True) -> int:
     """Copy the example, serve the scripted model, run the workflow on the copy."""
     source_dir = (example or EXAMPLE).expanduser().resolve()
     if not (source_dir / "calculator.py").is_file():
-        print(f"aider-lsp demo: the example project is missing: {source_dir} (pass --example DIR)", file=sys.stderr)
+        print(
+            f"aider-lsp demo: the example project is missing: {source_dir} (pass --example DIR)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     print(
         "aider-lsp demo: OFFLINE DEMO with a scripted model on 127.0.0.1 (no key, no network; the "
-        "edits are made by the real Aider) — set AIDER_LSP_MODEL and AIDER_LSP_AIDER_MODEL to use your own model.",
+        "edits are made by the real Aider) — set AIDER_LSP_MODEL and AIDER_LSP_AIDER_MODEL "
+        "to use your own model.",
         file=sys.stderr,
     )
     workspace = Path(tempfile.mkdtemp(prefix="aider-lsp-demo-")) / source_dir.name

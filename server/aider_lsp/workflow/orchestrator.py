@@ -297,8 +297,10 @@ class CodingWorkflowOrchestrator:
         cost = None
         if now.get("cost") is not None:
             cost = float(now["cost"]) - float(start.get("cost") or 0.0)
-        spent = {key: int(now.get(key) or 0) - int(start.get(key) or 0)
-                 for key in ("input_tokens", "output_tokens", "total_tokens", "requests")}
+        spent = {
+            key: int(now.get(key) or 0) - int(start.get(key) or 0)
+            for key in ("input_tokens", "output_tokens", "total_tokens", "requests")
+        }
         return WorkflowUsage(**spent, cost=cost)
 
     def usage(self) -> WorkflowUsage:
@@ -314,8 +316,12 @@ class CodingWorkflowOrchestrator:
                 continue
             if (self.app.workspace / rel).is_file():
                 findings.append(
-                    Finding(path=rel, message=f"{analysis.verdict.value}: {analysis.message}",
-                            severity=Severity.INFORMATION, source="analysis")
+                    Finding(
+                        path=rel,
+                        message=f"{analysis.verdict.value}: {analysis.message}",
+                        severity=Severity.INFORMATION,
+                        source="analysis",
+                    )
                 )
         return findings
 
@@ -357,14 +363,21 @@ class CodingWorkflowOrchestrator:
             (created if before is None else changed).append(rel)
             old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
             new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            diff.extend(difflib.unified_diff(
-                old, new, "/dev/null" if before is None else f"a/{rel}",
-                "/dev/null" if after is None else f"b/{rel}",
-            ))
+            diff.extend(
+                difflib.unified_diff(
+                    old,
+                    new,
+                    "/dev/null" if before is None else f"a/{rel}",
+                    "/dev/null" if after is None else f"b/{rel}",
+                )
+            )
         return changed, created, "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
     def _result(
-        self, status: WorkflowStatus, content: str, reason: ErrorReason | None = None,
+        self,
+        status: WorkflowStatus,
+        content: str,
+        reason: ErrorReason | None = None,
         details: str | None = None,
     ) -> WorkflowResult:
         return WorkflowResult(
