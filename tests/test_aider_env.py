@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,6 +35,37 @@ def test_ready_needs_the_stamp_of_the_current_requirements(tmp_path: Path) -> No
     lines: list[str] = []
     assert aider_env.setup(root=tmp_path, log=lines.append) == tmp_path
     assert "already set up" in lines[0]
+
+
+def test_a_creation_cut_short_is_created_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A venv whose creation was interrupted (a python, no pip, no marker) is rebuilt whole,
+    never completed in place; a complete venv whose install was cut short is only completed."""
+    python = aider_env.aider_python(tmp_path)
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)  # what an interrupted `venv` leaves: the interpreter only
+    created: list[Path] = []
+
+    def create(self: object, root: Path) -> None:
+        created.append(Path(root))
+
+    monkeypatch.setattr(aider_env.venv.EnvBuilder, "create", create)
+    commands: list[list[str]] = []
+
+    def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout="0.86.2\n", stderr="")
+
+    monkeypatch.setattr(aider_env.subprocess, "run", run)
+    monkeypatch.setattr(aider_env, "sync_server_package", lambda root=None: tmp_path)
+    aider_env.setup(root=tmp_path, log=lambda line: None)
+    assert created == [tmp_path]
+    assert any("pip" in command for command in commands)
+    assert aider_env.is_ready(tmp_path)
+    # the install was cut short after the venv was complete: the venv is kept
+    (tmp_path / aider_env.STAMP_NAME).unlink()
+    aider_env.setup(root=tmp_path, log=lambda line: None)
+    assert created == [tmp_path]
+    assert aider_env.is_ready(tmp_path)
 
 
 def test_server_package_is_copied_without_our_site_packages(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ AIDER_VERSION = "0.86.2"
 MCP_REQUIREMENT = "mcp>=1.9,<2"
 REQUIREMENTS = (f"aider-chat=={AIDER_VERSION}", MCP_REQUIREMENT)
 STAMP_NAME = "aider-lsp-ready"
+CREATED_NAME = "aider-lsp-venv-created"  # written once the venv itself (python + pip) is complete
 ENV_OVERRIDE = "AIDER_LSP_AIDER_ENV"
 
 
@@ -141,9 +142,12 @@ def setup(
         log(f"Aider environment already set up at {root}")
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
-    if not aider_python(root).exists():
+    created = root / CREATED_NAME
+    if not (aider_python(root).exists() and created.exists()):
+        # (re)created whole: a creation cut short (no pip yet) is never taken for a venv
         log(f"Creating the Aider environment at {root} ...")
         venv.EnvBuilder(with_pip=True, clear=True).create(root)
+        created.touch()
     python = str(aider_python(root))
     log(f"Installing {' '.join(REQUIREMENTS)} (this takes a few minutes) ...")
     command = [
