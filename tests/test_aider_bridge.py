@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.aider.bridge import AiderBridge, aider_model_for, launch_spec, server_environment
+from aider_lsp.aider.bridge import AiderBridge
+from aider_lsp.aider.launch import aider_model_for, launch_spec, server_environment
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings, load_settings

@@ -233,6 +233,21 @@ class CheckpointStore:
         }
 
 
+def snapshot_files(files: FileAccessManager, paths: Iterable[str]) -> dict[str, bytes | None]:
+    """Each file's bytes now, before an edit (None: it does not exist), to compare with after.
+
+    The one in-memory snapshot (the bridge's per call, the workflow's per run; checkpoints keep
+    theirs on disk). A path outside the workspace or unreadable is left out: nothing to compare."""
+    contents: dict[str, bytes | None] = {}
+    for rel in paths:
+        try:
+            real = files.resolve(rel)
+            contents[rel] = real.read_bytes() if real.is_file() else None
+        except (OSError, AccessDenied):
+            continue
+    return contents
+
+
 def _fingerprint(path: Path) -> str | None:
     """sha256 of a file's bytes, None when it is not a file."""
     if not path.is_file():
