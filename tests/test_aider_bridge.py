@@ -321,3 +321,34 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
         assert store.saved() == []
     finally:
         await bridge.aclose()
+
+
+async def test_an_edit_without_files_edits_the_files_the_memory_finds(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """No file_context: the bridge asks the MemorySystem for the prompt's files and keeps the
+    existing, confined, non-secret ones (a file deleted since it was indexed is dropped)."""
+    from aider_lsp.checkpoints import CheckpointStore
+    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.memory import MemorySystem
+
+    (workspace / "pkg" / "gone.py").write_text("def add_twice(a, b):\n    return add(add(a, b), b)\n")
+    files = FileAccessManager(workspace)
+    memory = MemorySystem(files, Settings(), db_path=tmp_path / "index.sqlite3")
+    memory.index_all()
+    (workspace / "pkg" / "gone.py").unlink()
+    settings = fake_settings("ok", tmp_path)
+    bridge = AiderBridge(files, lambda: settings, memory=memory)
+    executors = AiderExecutors(bridge, files, CheckpointStore(files))
+    try:
+        result = await executors.automatic({"prompt": "make add return a + b + 0"})
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert result.notes["files"][0] == "pkg/calc.py", result.notes["files"]
+        assert not {"pkg/gone.py", ".env"} & set(result.notes["files"])
+        assert bridge.get_file_context() == result.notes["files"]
+        editable = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])["params"]["arguments"]
+        assert editable["relative_editable_files"] == result.notes["files"]
+        assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
+    finally:
+        await bridge.aclose()
+        memory.close()
