@@ -172,11 +172,10 @@ class AiderExecutors:
         the editable list (one by one: a path outside the workspace must not drop the others)."""
         conflicts = outcome.conflicts  # saved by the user during the edit: their change, not Aider's
         outside = outcome.files_outside_editable
-        created = [
-            path
-            for path in outside
-            if path in outcome.created_files and self._cover_created(checkpoint, path)
-        ]
+        created: list[str] = []
+        for path in outside:
+            if path in outcome.created_files and self._cover_created(checkpoint, path):
+                created.append(path)
         not_covered = [p for p in outside if p not in created]
         if not (outcome.changed_files or created or not owned):
             self.checkpoints.discard(checkpoint)
