@@ -352,3 +352,20 @@ async def test_an_edit_without_files_edits_the_files_the_memory_finds(
     finally:
         await bridge.aclose()
         memory.close()
+
+
+def test_an_answer_without_usage_reports_none_not_zero() -> None:
+    from aider_lsp.aider.results import EditedFiles, ToolReply, edit_outcome
+
+    files = EditedFiles(["a.py"], {"a.py": b"x = 1\n"}, {"a.py": b"x = 2\n"})
+    answer = {"success": True, "diff": "d", "changed_files": ["a.py"]}
+    silent = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=True)
+    assert silent.success and silent.usage is None and "usage" not in silent.to_task_result().notes
+    usage = {"prompt_tokens": 120, "completion_tokens": 30, "cost": 0.002}
+    counted = edit_outcome(
+        "aider_ai_code", ToolReply((json.dumps({**answer, "usage": usage}),)), files, bundled=True
+    )
+    assert counted.usage is not None and counted.usage.prompt_tokens == 120
+    assert counted.to_task_result().notes["usage"] == usage
+    foreign = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=False)
+    assert foreign.diff.startswith("diff --aider-mcp a/a.py") and "+x = 2" in foreign.diff
