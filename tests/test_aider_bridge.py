@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.aider.bridge import AiderBridge, aider_model_for, launch_spec, server_environment
+from aider_lsp.aider.bridge import AiderBridge
+from aider_lsp.aider.launch import aider_model_for, launch_spec, server_environment
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings, load_settings
@@ -320,3 +321,51 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
         assert store.saved() == []
     finally:
         await bridge.aclose()
+
+
+async def test_an_edit_without_files_edits_the_files_the_memory_finds(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """No file_context: the bridge asks the MemorySystem for the prompt's files and keeps the
+    existing, confined, non-secret ones (a file deleted since it was indexed is dropped)."""
+    from aider_lsp.checkpoints import CheckpointStore
+    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.memory import MemorySystem
+
+    (workspace / "pkg" / "gone.py").write_text("def add_twice(a, b):\n    return add(add(a, b), b)\n")
+    files = FileAccessManager(workspace)
+    memory = MemorySystem(files, Settings(), db_path=tmp_path / "index.sqlite3")
+    memory.index_all()
+    (workspace / "pkg" / "gone.py").unlink()
+    settings = fake_settings("ok", tmp_path)
+    bridge = AiderBridge(files, lambda: settings, memory=memory)
+    executors = AiderExecutors(bridge, files, CheckpointStore(files))
+    try:
+        result = await executors.automatic({"prompt": "make add return a + b + 0"})
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert result.notes["files"][0] == "pkg/calc.py", result.notes["files"]
+        assert not {"pkg/gone.py", ".env"} & set(result.notes["files"])
+        assert bridge.get_file_context() == result.notes["files"]
+        editable = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])["params"]["arguments"]
+        assert editable["relative_editable_files"] == result.notes["files"]
+        assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
+    finally:
+        await bridge.aclose()
+        memory.close()
+
+
+def test_an_answer_without_usage_reports_none_not_zero() -> None:
+    from aider_lsp.aider.results import EditedFiles, ToolReply, edit_outcome
+
+    files = EditedFiles(["a.py"], {"a.py": b"x = 1\n"}, {"a.py": b"x = 2\n"})
+    answer = {"success": True, "diff": "d", "changed_files": ["a.py"]}
+    silent = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=True)
+    assert silent.success and silent.usage is None and "usage" not in silent.to_task_result().notes
+    usage = {"prompt_tokens": 120, "completion_tokens": 30, "cost": 0.002}
+    counted = edit_outcome(
+        "aider_ai_code", ToolReply((json.dumps({**answer, "usage": usage}),)), files, bundled=True
+    )
+    assert counted.usage is not None and counted.usage.prompt_tokens == 120
+    assert counted.to_task_result().notes["usage"] == usage
+    foreign = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=False)
+    assert foreign.diff.startswith("diff --aider-mcp a/a.py") and "+x = 2" in foreign.diff

@@ -77,6 +77,17 @@ async def test_whole_format_edit_changes_the_file_and_reports_the_diff(
     assert not any(name.startswith(".aider.") for name in leftovers), leftovers
 
 
+async def test_an_edit_without_files_edits_the_files_the_memory_finds(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    result = await app.handle_task_command("aider:automatic", {"prompt": "make add return a + b + 0"})
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert result.notes["files"][0] == "pkg/calc.py" and ".env" not in result.notes["files"]
+    assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+    assert "sk-secret-do-not-leak" not in str(llm_server.chat_requests())
+
+
 async def test_diff_format_edit_applies_search_replace(workspace: Path, llm_server: Any) -> None:
     llm_server.add_rule(
         is_aider_diff_format,

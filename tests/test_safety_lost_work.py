@@ -293,9 +293,9 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
 
 def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
     from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.executors.aider import AiderExecutors, to_task_result
     from aider_lsp.files import FileAccessManager
-    from aider_lsp.models import complete_result
+    from aider_lsp.models import AiderEditOutcome
 
     root = tmp_path / "ws"
     (root / "pkg").mkdir(parents=True)
@@ -306,12 +306,18 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
     (root / "pkg" / "a.py").write_text(A1)
     (root / "pkg" / "new.py").write_text("N = 1\n")
     created = ["../escape.py", "pkg/new.py"]  # what a server without confinement may report
-    result = complete_result(
-        "diff",
-        notes={"changed_files": ["pkg/a.py"], "files_outside_editable": created, "created_files": created},
+    outcome = AiderEditOutcome(
+        tool="aider_ai_code",
+        success=True,
+        server_success=True,
+        changed_files=["pkg/a.py"],
+        files_outside_editable=created,
+        created_files=created,
     )
-    executors._settle_checkpoint(checkpoint, result)
+    cover = executors._settle_checkpoint(checkpoint, outcome)
+    result = to_task_result(outcome, ["pkg/a.py"], cover)
     assert result.notes["not_covered_by_undo"] == ["../escape.py"]
+    assert result.notes["checkpoint_id"] == checkpoint.id
     assert executors.undo().ok
     assert not (root / "pkg" / "new.py").exists() and not (root / "pkg" / "a.py").exists()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from aider_lsp.aider.bridge import aider_model_for
+from aider_lsp.aider.launch import aider_model_for
 from aider_lsp.app import Application
 from aider_lsp.checkpoints import CheckpointStore
 from aider_lsp.files import FileAccessManager

@@ -3,7 +3,8 @@
 aider-chat pins exact versions that cannot be installed beside mcp 2.x and pydantic-ai 2.x,
 so the bundled Aider MCP server (package `aider_mcp`) runs in its own venv in a per-user
 cache folder. `aider-lsp setup-aider` creates it once (a stamp file makes reruns instant);
-`doctor` and the AiderBridge ask `is_ready()` / `aider_python()` / `server_command()`.
+`doctor` and the bridge's launch configuration (aider/launch.py) ask `is_ready()` /
+`aider_python()` / `server_command()`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .aider.bridge import AiderBridge, aider_model_for
+from .aider.bridge import AiderBridge
+from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
 from .executors import aider as aider_executors
 from .executors import system
@@ -43,14 +44,9 @@ from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-# what the Aider bridge's MCP client imports on first use (about 0.7 s, several under load)
-MCP_CLIENT_MODULES = (
-    "anyio",
-    "mcp.types",
-    "mcp.client.session",
-    "mcp.shared.exceptions",
-    "mcp.shared.message",
-)
+# what the Aider bridge imports on first use: its session module, which brings mcp and anyio
+# (aider/mcp_sdk.py; about 0.7 s, several under load)
+MCP_CLIENT_MODULES = ("aider_lsp.aider.session",)
 
 
 def _no_progress(message: str, percentage: int | None) -> None:

@@ -180,48 +180,22 @@ class CheckpointStore:
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
             return {"checkpoint": None, "restored": [], "deleted": [], "skipped": []}
-        skip_rel = set()
-        for path in skip:
-            try:
-                skip_rel.add(self.files.relative(path))
-            except AccessDenied:
-                continue
+        skip_rel = self._relative_paths(skip)
         restored: list[str] = []
         deleted: list[str] = []
         skipped: list[dict[str, str]] = []
-        directory = self._dir(checkpoint.id)
         for rel, blob in sorted(checkpoint.files.items()):
-            if rel in skip_rel:
-                skipped.append({"path": rel, "reason": "open in the editor with unsaved changes"})
-                continue
             try:
-                real = self.files.resolve(rel)
-                if not force and rel in checkpoint.after:
-                    now = _fingerprint(real)
-                    original = None if blob is None else _fingerprint(directory / blob)
-                    if now not in (checkpoint.after[rel], original):
-                        skipped.append(
-                            {
-                                "path": rel,
-                                "reason": "changed since the edit (undo would discard those changes)",
-                            }
-                        )
-                        continue
-                if blob is None:
-                    if real.is_file():
-                        real.unlink()
-                        deleted.append(rel)
+                why = self._why_not_restore(checkpoint, rel, skip_rel, force)
+                if why is not None:
+                    skipped.append({"path": rel, "reason": why})
                     continue
-                real.parent.mkdir(parents=True, exist_ok=True)
-                data = (directory / blob).read_bytes()
-                if not real.is_file() or real.read_bytes() != data:
-                    tmp = real.with_name(f".{real.name}.aider-lsp-restore")
-                    tmp.write_bytes(data)
-                    shutil.copymode(directory / blob, tmp)  # the file's mode when recorded
-                    os.replace(tmp, real)
-                    restored.append(rel)
+                done = self._restore_file(checkpoint, rel, blob)
             except (OSError, AccessDenied) as exc:
                 skipped.append({"path": rel, "reason": str(exc)})
+                continue
+            if done:
+                (restored if blob is not None else deleted).append(rel)
         if not skipped:
             self.discard(checkpoint)
         return {
@@ -231,6 +205,64 @@ class CheckpointStore:
             "deleted": deleted,
             "skipped": skipped,
         }
+
+    def _relative_paths(self, paths: Collection[str]) -> set[str]:
+        """Workspace-relative forms of `paths` (those outside the workspace dropped)."""
+        relative = set()
+        for path in paths:
+            with contextlib.suppress(AccessDenied):
+                relative.add(self.files.relative(path))
+        return relative
+
+    def _why_not_restore(
+        self, checkpoint: Checkpoint, rel: str, skip_rel: set[str], force: bool
+    ) -> str | None:
+        """Why undo must leave this file alone (None: restore it): unsaved in the editor, or
+        changed since the edit (neither as the edit left it nor as it was before), unless forced."""
+        if rel in skip_rel:
+            return "open in the editor with unsaved changes"
+        if force or rel not in checkpoint.after:
+            return None
+        blob = checkpoint.files[rel]
+        now = _fingerprint(self.files.resolve(rel))
+        original = None if blob is None else _fingerprint(self._dir(checkpoint.id) / blob)
+        if now in (checkpoint.after[rel], original):
+            return None
+        return "changed since the edit (undo would discard those changes)"
+
+    def _restore_file(self, checkpoint: Checkpoint, rel: str, blob: str | None) -> bool:
+        """Put one file back (delete it when it did not exist); True when something was done."""
+        real = self.files.resolve(rel)
+        if blob is None:
+            if not real.is_file():
+                return False
+            real.unlink()
+            return True
+        source = self._dir(checkpoint.id) / blob
+        real.parent.mkdir(parents=True, exist_ok=True)
+        data = source.read_bytes()
+        if real.is_file() and real.read_bytes() == data:
+            return False
+        tmp = real.with_name(f".{real.name}.aider-lsp-restore")
+        tmp.write_bytes(data)
+        shutil.copymode(source, tmp)  # the file's mode when recorded
+        os.replace(tmp, real)
+        return True
+
+
+def snapshot_files(files: FileAccessManager, paths: Iterable[str]) -> dict[str, bytes | None]:
+    """Each file's bytes now, before an edit (None: it does not exist), to compare with after.
+
+    The one in-memory snapshot (the bridge's per call, the workflow's per run; checkpoints keep
+    theirs on disk). A path outside the workspace or unreadable is left out: nothing to compare."""
+    contents: dict[str, bytes | None] = {}
+    for rel in paths:
+        try:
+            real = files.resolve(rel)
+            contents[rel] = real.read_bytes() if real.is_file() else None
+        except (OSError, AccessDenied):
+            continue
+    return contents
 
 
 def _fingerprint(path: Path) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..aider.bridge import AiderBridge
@@ -18,6 +19,7 @@ from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
 from ..files import AccessDenied, FileAccessManager, Refusal
 from ..models import (
     AiderAutomaticArgs,
+    AiderEditOutcome,
     AiderInteractiveArgs,
     ErrorReason,
     Selection,
@@ -58,6 +60,31 @@ def _refused(refusals: list[Refusal]) -> TaskResult:
     )
 
 
+@dataclass(frozen=True)
+class UndoCover:
+    """What undo covers after an edit: the checkpoint kept (None: dropped, nothing changed)
+    and the files Aider touched that it cannot restore."""
+
+    checkpoint_id: str | None = None
+    not_covered: list[str] = field(default_factory=list)
+
+
+def to_task_result(
+    outcome: AiderEditOutcome, files: list[str], cover: UndoCover, *, fallback: str | None = None
+) -> TaskResult:
+    """The one place an edit becomes the seeds' TaskResult: the bridge's outcome plus the
+    files it was given, what undo covers and, for a chat turn, the fallback taken."""
+    final = outcome.model_copy(
+        update={
+            "files": files,
+            "checkpoint_id": cover.checkpoint_id,
+            "not_covered_by_undo": cover.not_covered,
+            "fallback": fallback,
+        }
+    )
+    return final.to_task_result()
+
+
 class AiderExecutors:
     """The two Aider tools plus listModels and undo, sharing one bridge and checkpoint store."""
 
@@ -81,14 +108,8 @@ class AiderExecutors:
     async def _resolve_files(
         self, file_context: list[str] | None, prompt: str
     ) -> tuple[list[str], TaskResult | None]:
-        """Editable files: file_context, else the bridge's file context, else the memory's best."""
-        if file_context is not None:
-            paths = file_context
-        else:
-            paths = self.bridge.get_file_context()
-            if not paths and self.bridge.memory is not None:
-                found = await self.bridge.get_context_for_query(prompt)
-                paths = [m.source_path for m in found.matches if m.source_path][:MEMORY_FILE_LIMIT]
+        """Editable files: file_context, else the files the memory finds for the prompt."""
+        paths = file_context if file_context is not None else await self._context_files(prompt)
         clean, refused = self.files.model_safe_files(paths)
         if refused:
             return [], _refused(refused)
@@ -98,6 +119,16 @@ class AiderExecutors:
                 "no files to edit: pass file_context (workspace-relative paths)",
             )
         return clean, None
+
+    async def _context_files(self, prompt: str) -> list[str]:
+        """The prompt's best files by the bridge's file context (see aider/bridge.py): the
+        memory's matches, only those that exist, stay inside and are not secret."""
+        if self.bridge.memory is None:
+            return []
+        found = await self.bridge.get_context_for_query(prompt)
+        matches = [m.source_path for m in found.matches if m.source_path]
+        self.bridge.set_file_context(matches[:MEMORY_FILE_LIMIT], source="memory")
+        return self.bridge.get_file_context()
 
     def _for_model(self, text: str) -> str:
         """Aider sends the prompt to its LLM: credential values (e.g. in pasted test output) are
@@ -134,39 +165,42 @@ class AiderExecutors:
             return active, False
         return self.checkpoints.create(paths, label=label), True
 
-    def _settle_checkpoint(self, checkpoint: Any, result: TaskResult, owned: bool = True) -> None:
-        """Keep the checkpoint only when files changed; include files Aider created outside."""
-        conflicts = result.notes.get("conflicts") or []
-        changed = [p for p in result.notes.get("changed_files") or [] if p not in conflicts]
-        if conflicts:  # saved by the user during the edit: their change, not Aider's
-            result.notes["changed_files"] = changed
-        outside = result.notes.get("files_outside_editable") or []
+    def _settle_checkpoint(
+        self, checkpoint: Checkpoint, outcome: AiderEditOutcome, owned: bool = True
+    ) -> UndoCover:
+        """Keep the checkpoint only when files changed; include files Aider created outside
+        the editable list (one by one: a path outside the workspace must not drop the others)."""
+        conflicts = outcome.conflicts  # saved by the user during the edit: their change, not Aider's
+        outside = outcome.files_outside_editable
         created: list[str] = []
         for path in outside:
-            if path not in (result.notes.get("created_files") or []):
-                continue
-            try:  # one by one: a path outside the workspace must not drop the others
-                self.checkpoints.add(checkpoint, [path], absent=True)
+            if path in outcome.created_files and self._cover_created(checkpoint, path):
                 created.append(path)
-            except (OSError, AccessDenied):
-                continue
-        uncovered = [p for p in outside if p not in created]
-        if uncovered:
-            result.notes["not_covered_by_undo"] = uncovered
-        if changed or created or not owned:
-            result.notes["checkpoint_id"] = checkpoint.id
-            with contextlib.suppress(OSError, AccessDenied):
-                if owned and conflicts:  # this edit did not touch them: nothing of it to undo
-                    self.checkpoints.forget(checkpoint, conflicts)
-                self.checkpoints.record_after(checkpoint, user_changed=conflicts)
-        else:
+        not_covered = [p for p in outside if p not in created]
+        if not (outcome.changed_files or created or not owned):
             self.checkpoints.discard(checkpoint)
+            return UndoCover(not_covered=not_covered)
+        with contextlib.suppress(OSError, AccessDenied):
+            if owned and conflicts:  # this edit did not touch them: nothing of it to undo
+                self.checkpoints.forget(checkpoint, conflicts)
+            self.checkpoints.record_after(checkpoint, user_changed=conflicts)
+        return UndoCover(checkpoint.id, not_covered)
 
-    async def _call(self, checkpoint: Checkpoint, owned: bool, tool: str, call: dict[str, Any]) -> TaskResult:
+    def _cover_created(self, checkpoint: Checkpoint, path: str) -> bool:
+        """Record a file the edit created as "did not exist" (undo deletes it); False when it cannot be."""
+        try:
+            self.checkpoints.add(checkpoint, [path], absent=True)
+            return True
+        except (OSError, AccessDenied):
+            return False
+
+    async def _call(
+        self, checkpoint: Checkpoint, owned: bool, tool: str, call: dict[str, Any]
+    ) -> AiderEditOutcome:
         """The bridge call; when cancelled (the bridge stops the server), a checkpoint of files
         that did not change is dropped so the next undo reaches the previous edit."""
         try:
-            return await self.bridge.call_aider_tool(tool, call)
+            return await self.bridge.edit(tool, call)
         except asyncio.CancelledError:
             if owned:
                 with contextlib.suppress(OSError, AccessDenied):
@@ -199,27 +233,30 @@ class AiderExecutors:
         }
         if readonly:
             call["relative_readonly_files"] = readonly
-        result = await self._checkpointed_edit(paths, args.prompt, "aider_ai_code", call)
-        result.notes.setdefault("files", paths)
-        return result
+        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, "aider_ai_code", call)
+        return to_task_result(outcome, paths, cover, fallback=fallback)
 
     async def _checkpointed_edit(
         self, paths: list[str], label: str, tool_name: str, call: dict[str, Any]
-    ) -> TaskResult:
+    ) -> tuple[AiderEditOutcome, UndoCover, str | None]:
         """Checkpoint, edit and settle as one, under the edit lock: concurrent edits would
-        snapshot the same 'before' and undo would skip the first edit."""
+        snapshot the same 'before' and undo would skip the first edit. Returns the outcome,
+        what undo covers, and the fallback taken (a chat turn on a server without chats)."""
         async with self._edit_lock:
             checkpoint, owned = self._checkpoint(paths, label)
-            result = await self._call(checkpoint, owned, tool_name, call)
-            if tool_name == "aider_chat" and not result.ok and _unknown_tool(result.content, tool_name):
+            outcome = await self._call(checkpoint, owned, tool_name, call)
+            fallback = None
+            if (
+                tool_name == "aider_chat"
+                and outcome.error
+                and _unknown_tool(outcome.error.message, tool_name)
+            ):
                 # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
-                result = await self.bridge.call_aider_tool(
+                outcome = await self.bridge.edit(
                     "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
                 )
-                result.notes["session_id"] = None
-                result.notes["fallback"] = "aider_ai_code: this Aider server keeps no chat sessions"
-            self._settle_checkpoint(checkpoint, result, owned)
-            return result
+                fallback = "aider_ai_code: this Aider server keeps no chat sessions"
+            return outcome, self._settle_checkpoint(checkpoint, outcome, owned), fallback
 
     async def interactive(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat: `AiderInteractiveArgs` {query|prompt, file_context?,
@@ -250,15 +287,17 @@ class AiderExecutors:
         call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
-        result = await self._checkpointed_edit(paths, message, "aider_chat", call)
-        kept = result.notes.get("session_id")
-        if isinstance(kept, str) and kept:
-            held = self._session_files.setdefault(kept, [])
-            for path in [*paths, *(result.notes.get("created_files") or [])]:
-                if isinstance(path, str) and path not in held:
-                    held.append(path)
-        result.notes.setdefault("files", paths)
-        return result
+        outcome, cover, fallback = await self._checkpointed_edit(paths, message, "aider_chat", call)
+        if fallback is None and outcome.session_id:
+            self._remember_session_files(outcome.session_id, [*paths, *outcome.created_files])
+        return to_task_result(outcome, paths, cover, fallback=fallback)
+
+    def _remember_session_files(self, session_id: str, paths: list[str]) -> None:
+        """The files a chat holds, for its later turns' checks and checkpoints."""
+        held = self._session_files.setdefault(session_id, [])
+        for path in paths:
+            if isinstance(path, str) and path not in held:
+                held.append(path)
 
     async def list_models(self, substring: str = "") -> TaskResult:
         """Models the Aider server knows (optionally filtered)."""

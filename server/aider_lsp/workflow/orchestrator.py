@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..checkpoints import Checkpoint, run_checkpoint
+from ..checkpoints import Checkpoint, run_checkpoint, snapshot_files
 from ..files import AccessDenied
 from ..models import (
     CombinedAnalysisResult,
@@ -327,14 +327,7 @@ class CodingWorkflowOrchestrator:
 
     def _remember_originals(self, paths: Sequence[str]) -> None:
         """Each file's bytes before the run first touched it (None: it did not exist)."""
-        for path in paths:
-            if path in self._originals:
-                continue
-            try:
-                real = self.app.files.resolve(path)
-                self._originals[path] = real.read_bytes() if real.is_file() else None
-            except (OSError, AccessDenied):
-                continue
+        self._originals.update(snapshot_files(self.app.files, [p for p in paths if p not in self._originals]))
 
     def _settle(self, checkpoint: Checkpoint) -> None:
         """Drop the run's checkpoint when nothing it covers changed (undo would do nothing)."""

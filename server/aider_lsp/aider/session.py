@@ -1,0 +1,339 @@
+"""The Aider MCP server as a child process with one persistent MCP session over its stdio.
+
+Why persistent: starting Aider costs seconds (imports, litellm); a warm session edits in
+milliseconds plus the LLM's time. The server runs in its own process group, its stderr goes
+to a temp log (its tail is shown with a failure). Each call pings first (a server killed
+since the last call is caught before a request is sent), runs under the caller's deadline,
+and stops the server on a timeout, a broken connection or a cancellation, so that the next
+call starts a new one and a cancelled edit cannot land later. The caller (the bridge) runs
+one call at a time. This module imports mcp (through mcp_sdk): the bridge imports it on
+first use only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from .failures import CallContext, ServerStartError, classify, describe
+from .launch import LaunchSpec
+from .mcp_sdk import (
+    ClientSession,
+    SessionMessage,
+    anyio,
+    get_default_environment,
+    mcp_types,
+    terminate_posix_process_tree,
+)
+from .results import CallFailure, ToolReply
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_BYTES = 4000
+PING_SECONDS = 5.0
+STDIN_CLOSE_GRACE = 0.3  # the bundled server exits at once when its stdin closes
+SIGTERM_GRACE = 1.0  # then the group gets SIGTERM, and SIGKILL after this
+STOP_WAIT_SECONDS = 6.0
+
+_STDOUT_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+_STDIN_CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+
+def _tail(path: Path) -> str:
+    """The end of the server's stderr log ("" when it is gone)."""
+    try:
+        data = path.read_bytes()[-STDERR_TAIL_BYTES:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace").strip()
+
+
+@dataclass
+class _Connection:
+    """A running server: its process, the MCP session, and the task that owns both."""
+
+    spec: LaunchSpec
+    process: Any
+    session: ClientSession
+    owner: asyncio.Task[None]
+    stop: asyncio.Event
+    stderr_path: Path
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None and not self.closed.is_set()
+
+    def stderr_tail(self) -> str:
+        return _tail(self.stderr_path)
+
+
+@dataclass
+class _Start:
+    """What the owner task of a server being started shares with the caller of `_start`."""
+
+    spec: LaunchSpec
+    process: Any
+    stderr_path: Path
+    ready: asyncio.Future[_Connection]
+    stop: asyncio.Event
+    conn: _Connection | None = None
+
+
+@dataclass
+class _CallState:
+    """How far a call got: starting the server, or calling the tool on it."""
+
+    stage: str = "start"
+    conn: _Connection | None = None
+
+
+class ServerSession:
+    """One persistent server and session; `call` starts (or restarts) it as needed."""
+
+    def __init__(self) -> None:
+        self._conn: _Connection | None = None
+        self.starts = 0  # how many servers were started (restarts are visible)
+
+    @property
+    def pid(self) -> int | None:
+        """The running server's pid (tests kill it to check the restart)."""
+        conn = self._conn
+        return conn.process.pid if conn is not None and conn.alive else None
+
+    @property
+    def running(self) -> bool:
+        return self._conn is not None
+
+    # -- calls -----------------------------------------------------------------------------
+    async def call(
+        self, spec: LaunchSpec, tool_name: str, params: dict[str, Any], deadline: float
+    ) -> ToolReply | CallFailure:
+        """Call one tool within `deadline` seconds (server start included); a failure is
+        classified, never raised, except cancellation, which stops the server first."""
+        state = _CallState()
+        try:
+            async with asyncio.timeout(deadline):
+                state.conn = await self._ensure(spec)
+                state.stage = "call"
+                result = await state.conn.session.call_tool(tool_name, params)
+        except asyncio.CancelledError:
+            # a cancelled edit must not land later: stop the server with it
+            await asyncio.shield(self.stop())
+            raise
+        except Exception as exc:
+            return await self._failed(
+                exc, CallContext(tool_name, state.stage, spec.command, deadline, *self._state(state))
+            )
+        texts = tuple(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
+        return ToolReply(texts, bool(result.is_error))
+
+    def _state(self, state: _CallState) -> tuple[bool, str]:
+        """(alive, stderr tail) of the server the failed call was talking to."""
+        conn = state.conn or self._conn
+        return (state.conn is None or state.conn.alive), (conn.stderr_tail() if conn else "")
+
+    async def _failed(self, exc: Exception, where: CallContext) -> CallFailure:
+        failure = classify(exc, where)
+        if failure.server_broken:
+            await self.stop()
+        return failure
+
+    async def warm_up(self, spec: LaunchSpec, deadline: float) -> bool:
+        """Start the server ahead of the first call; False (and nothing left running) when it failed."""
+        try:
+            async with asyncio.timeout(deadline):
+                await self._ensure(spec)
+            return True
+        except Exception as exc:
+            log.warning("could not pre-start the Aider MCP server: %s", describe(exc))
+            await self.stop()
+            return False
+
+    async def _ensure(self, spec: LaunchSpec) -> _Connection:
+        """The running connection for `spec`: a dead, unresponsive or differently launched
+        server is stopped and a new one started."""
+        conn = self._conn
+        if conn is not None and (not conn.alive or conn.spec != spec or not await self._responsive(conn)):
+            await self.stop()
+            conn = None
+        if conn is None:
+            conn = await self._start(spec)
+            self._conn = conn
+        return conn
+
+    async def _responsive(self, conn: _Connection) -> bool:
+        """A ping before each call: a server killed since the last call is caught here,
+        before a request is sent to it (its exit may not have been noticed yet)."""
+        try:
+            with anyio.fail_after(PING_SECONDS):
+                await conn.session.send_ping()
+            return conn.alive
+        except Exception:
+            return False
+
+    # -- process lifecycle -----------------------------------------------------------------
+    async def _start(self, spec: LaunchSpec) -> _Connection:
+        """Spawn the server in its own process group and initialise an MCP session."""
+        process, stderr_path = await _spawn(spec)
+        self.starts += 1
+        start = _Start(
+            spec, process, stderr_path, asyncio.get_running_loop().create_future(), asyncio.Event()
+        )
+        owner = asyncio.create_task(_own(start), name="aider-mcp-session")
+        try:
+            return await asyncio.shield(start.ready)
+        except BaseException:
+            start.stop.set()
+            _kill_group(process.pid, signal.SIGKILL)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(owner), 5)
+            raise
+
+    async def stop(self) -> None:
+        """Stop the server and its process group; the next call starts a new one."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        conn.stop.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(conn.owner), STOP_WAIT_SECONDS)
+        with contextlib.suppress(OSError):
+            conn.stderr_path.unlink()
+
+
+async def _spawn(spec: LaunchSpec) -> tuple[Any, Path]:
+    """The server process (a new session: its own process group) and its stderr log."""
+    fd, stderr_name = tempfile.mkstemp(prefix="aider-mcp-", suffix=".log")
+    stderr_file = os.fdopen(fd, "wb")
+    try:
+        process = await anyio.open_process(
+            [spec.command, *spec.args],
+            env=get_default_environment() | dict(spec.env),
+            cwd=spec.cwd,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(stderr_name)
+        raise
+    finally:
+        stderr_file.close()
+    return process, Path(stderr_name)
+
+
+async def _own(start: _Start) -> None:
+    """Owner task: pumps the pipes, holds the session open until told to stop.
+
+    Why not the SDK's `stdio_client`, which also starts the server in a new session and
+    stops it by closing stdin, then SIGTERM and SIGKILL of the group: it does not hand out
+    the process, so the bridge could neither tell that the server died (`alive`, checked
+    before each call without a round trip) nor name its pid (`server_pid`), and its fixed
+    grace periods (2 s + 2 s) slow down a cancelled edit. What is kept here is only that:
+    the pipe pumps around our own process; the environment and the group kill are the SDK's.
+    """
+    try:
+        await _serve(start)
+    except BaseException as exc:
+        if not start.ready.done():
+            start.ready.set_exception(ServerStartError(describe(exc)))
+    finally:
+        if start.conn is not None:
+            start.conn.closed.set()
+        await _terminate(start.process)
+        _settle_start(start)
+
+
+async def _serve(start: _Start) -> None:
+    """Run the pipe pumps and the MCP session until `start.stop` is set."""
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def read() -> None:
+        await _pump_stdout(start.process, read_send)
+        if start.conn is not None:
+            start.conn.closed.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        group.start_soon(_pump_stdin, start.process, write_recv)
+        try:
+            async with ClientSession(read_recv, write_send) as session:
+                await session.initialize()
+                owner = cast("asyncio.Task[None]", asyncio.current_task())  # the owner task itself
+                start.conn = _Connection(
+                    start.spec, start.process, session, owner, start.stop, start.stderr_path
+                )
+                start.ready.set_result(start.conn)
+                await start.stop.wait()
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def _pump_stdout(process: Any, send: Any) -> None:
+    """Server stdout → session: one JSON-RPC message a line; a stray print is an error item."""
+    buffer = b""
+    async with send:
+        with contextlib.suppress(*_STDOUT_CLOSED):
+            while True:
+                buffer += await process.stdout.receive()
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await send.send(_message(line))
+
+
+def _message(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line))
+    except ValueError as exc:  # a stray print on the server's stdout
+        log.warning("aider server wrote non-JSON-RPC to stdout: %r", line[:200])
+        return exc
+
+
+async def _pump_stdin(process: Any, receive: Any) -> None:
+    """Session → server stdin, one JSON line per message."""
+    async with receive:
+        with contextlib.suppress(*_STDIN_CLOSED):
+            async for message in receive:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((data + "\n").encode("utf-8"))
+
+
+def _settle_start(start: _Start) -> None:
+    """After the owner ends: a start that never got ready fails with the server's stderr
+    tail; the log of a server that never ran a session is removed."""
+    if not start.ready.done():
+        start.ready.set_exception(ServerStartError("the Aider MCP server exited during start"))
+    if start.conn is not None:
+        return
+    error = start.ready.exception() if not start.ready.cancelled() else None
+    if isinstance(error, ServerStartError):
+        error.stderr_tail = _tail(start.stderr_path)
+    with contextlib.suppress(OSError):
+        start.stderr_path.unlink()
+
+
+async def _terminate(process: Any) -> None:
+    """Close stdin (the server's cue to exit), then the SDK's SIGTERM → SIGKILL of the
+    whole process group, strays included even when the server itself already exited."""
+    with anyio.CancelScope(shield=True):
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+        with anyio.move_on_after(STDIN_CLOSE_GRACE):
+            while process.returncode is None:
+                await anyio.sleep(0.02)
+        await terminate_posix_process_tree(process, SIGTERM_GRACE)
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
