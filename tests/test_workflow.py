@@ -174,11 +174,11 @@ async def test_undo_after_success_restores_and_removes_created_files(
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (project / "helpers.py").exists()
     assert result.notes["created_files"] == ["helpers.py"] and result.notes["checkpoint_id"]
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
     assert (project / "calc.py").read_text() == BUGGY
     assert not (project / "helpers.py").exists()
-    assert app.aider_tools.undo().content == "Nothing to undo."
+    assert app.undo().content == "Nothing to undo."
 
 
 async def test_max_retries_reached_is_a_failure(app: Application, project: Path, llm_server: Any) -> None:
@@ -262,4 +262,4 @@ async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any
     assert "budget" in result.content
     # what was done stays undoable
     assert (project / "calc.py").read_text() == HALF_FIXED
-    assert app.aider_tools.undo().ok and (project / "calc.py").read_text() == BUGGY
+    assert app.undo().ok and (project / "calc.py").read_text() == BUGGY
