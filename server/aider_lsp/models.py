@@ -438,7 +438,10 @@ class WorkflowUsage(BaseModel):
 
 
 class WorkflowIteration(BaseModel):
-    """One edit → test → analysis round, as the run's history records it."""
+    """One edit → test → analysis round, as the run's history records it (each step's outcome
+    makes a new record: none is changed once made)."""
+
+    model_config = ConfigDict(frozen=True)
 
     iteration: int
     prompt: str

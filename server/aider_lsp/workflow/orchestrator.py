@@ -123,25 +123,24 @@ class CodingWorkflowOrchestrator:
         prompt, files = plan.instructions, list(plan.files or editor_files)
         for number in range(1, self.max_iterations + 1):
             self._check_budget()
-            record = WorkflowIteration(iteration=number, prompt=prompt, files=files)
-            self.iterations.append(record)
+            self.iterations.append(WorkflowIteration(iteration=number, prompt=prompt, files=files))
             label = f"Iteration {number}/{self.max_iterations}"
             step = 100 * (number - 1) // self.max_iterations
             ctx.report_progress(f"{label}: Aider is editing", step)
-            files = await self._edit(record, prompt, files)
+            files = await self._edit(prompt, files)
 
             ctx.report_progress(f"{label}: running tests", step)
-            test = await self._test(record, test_command, files)
+            test = await self._test(test_command, files)
 
             self._check_budget()
             ctx.report_progress(f"{label}: analysing the result", step)
-            analysis = await self._analyse(record, number, prompt, files, test_command, test)
+            analysis = await self._analyse(number, prompt, files, test_command, test)
             self.analysis = analysis
             if analysis.verdict is Verdict.SUCCESS:
                 ctx.report_findings([])
                 ctx.report_progress("Done: the goal is reached", 100)
                 return self._result(WorkflowStatus.SUCCESS, analysis.message)
-            ctx.report_findings([*record.findings, *self._analysis_findings(analysis, files)])
+            ctx.report_findings([*test.findings, *self._analysis_findings(analysis, files)])
             if analysis.verdict is Verdict.FAILURE:
                 raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
             prompt = analysis.next_prompt or prompt
@@ -189,7 +188,7 @@ class CodingWorkflowOrchestrator:
         self.plan = plan
         return plan
 
-    async def _edit(self, record: WorkflowIteration, prompt: str, files: list[str]) -> list[str]:
+    async def _edit(self, prompt: str, files: list[str]) -> list[str]:
         """One Aider edit through the executors; returns the files for the next steps."""
         self._remember_originals(files)
         params: dict[str, Any] = {"prompt": prompt}
@@ -197,22 +196,21 @@ class CodingWorkflowOrchestrator:
             params["file_context"] = files
         result = await self.app.handle_task_command("aider:automatic", params)
         self.final_aider = result
-        record.aider = _aider_summary(result)
         edited = [p for p in result.notes.get("files") or files if isinstance(p, str)]
         self._remember_originals(edited)
         for created in result.notes.get("created_files") or []:
             self._originals.setdefault(created, None)
-        record.files = edited
+        self._record(aider=_aider_summary(result), files=edited)
         self._stop_on_failure(result, "the Aider edit failed")
         return edited
 
-    async def _test(self, record: WorkflowIteration, command: str, files: list[str]) -> CommandRun:
+    async def _test(self, command: str, files: list[str]) -> CommandRun:
         run = await self.app.run_tests(command, fallback_files=files)
         if not run.ran and run.error is not None:  # the command could not run at all
             raise _RunEnded(
                 run.error.reason, f"the test command could not run: {run.error.message}", run.error.message
             )
-        record.test = {
+        test = {
             "command": command,
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
@@ -220,12 +218,11 @@ class CodingWorkflowOrchestrator:
             "stdout": run.stdout,
             "stderr": run.stderr,
         }
-        record.findings = list(run.findings)
+        self._record(test=test, findings=list(run.findings))
         return run
 
     async def _analyse(
         self,
-        record: WorkflowIteration,
         number: int,
         prompt: str,
         files: list[str],
@@ -253,10 +250,14 @@ class CodingWorkflowOrchestrator:
         analysis = result.parsed_content
         if not isinstance(analysis, CombinedAnalysisResult):
             analysis = CombinedAnalysisResult.model_validate_json(result.content)
-        record.analysis = analysis.model_dump(mode="json")
+        self._record(analysis=analysis.model_dump(mode="json"))
         return analysis
 
     # -- helpers -----------------------------------------------------------------------------
+    def _record(self, **step: Any) -> None:
+        """Add a step's outcome to the current iteration's history (a new record, not a change)."""
+        self.iterations[-1] = self.iterations[-1].model_copy(update=step)
+
     def _stop_on_failure(self, result: TaskResult, what: str) -> None:
         """A FAILED step ends the run with its reason (over budget → budget_exceeded)."""
         if result.ok:
