@@ -268,14 +268,15 @@ async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
     files = FileAccessManager(workspace)
     settings = fake_settings("ok", tmp_path)
     bridge = AiderBridge(files, lambda: settings)
-    executors = AiderExecutors(bridge, files, CheckpointStore(files))
+    store = CheckpointStore(files)
+    executors = AiderExecutors(bridge, files, store)
     try:
         result = await executors.interactive({"query": "edit it", "file_context": ["pkg/calc.py"]})
         assert result.status is TaskStatus.COMPLETE, result.content
         assert result.notes["session_id"] is None and "fallback" in result.notes
         assert "# edited by fake" in (workspace / "pkg" / "calc.py").read_text()
-        undo = executors.undo()
-        assert undo.status is TaskStatus.COMPLETE
+        undo = store.restore()
+        assert undo.restored == ("pkg/calc.py",) and not undo.skipped
         assert "# edited by fake" not in (workspace / "pkg" / "calc.py").read_text()
     finally:
         await bridge.aclose()
@@ -313,8 +314,8 @@ async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
                 assert result.ok, result.content
         assert (workspace / "pkg" / "calc.py").read_text().count("# edited by fake") == 2
         assert [cp.label for cp in store.saved()] == ["goal: edit twice"]
-        undo = executors.undo()
-        assert undo.ok and (workspace / "pkg" / "calc.py").read_text() == original
+        undo = store.restore()
+        assert not undo.skipped and (workspace / "pkg" / "calc.py").read_text() == original
         assert store.saved() == []
         with run_checkpoint(store, "nothing happens"):
             pass

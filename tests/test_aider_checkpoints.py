@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aider_lsp.app import Application
 from aider_lsp.checkpoints import CheckpointStore
-from aider_lsp.executors.aider import AiderExecutors, apply_selection
+from aider_lsp.executors.aider import apply_selection
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import Selection
+from aider_lsp.settings import Settings
 from aider_mcp.snapshots import Snapshot, unified_diff
 
 
@@ -84,31 +86,29 @@ def test_checkpoint_restores_contents_and_deletes_created_files(workspace: Path)
     calc.write_text("more broken\n")
 
     report = store.restore()
-    assert report["checkpoint"] == second.id and calc.read_text() == "broken\n"
+    assert report.checkpoint == second.id and calc.read_text() == "broken\n"
     report = store.restore()
-    assert report["checkpoint"] == checkpoint.id
+    assert report.checkpoint == checkpoint.id
     assert calc.read_text() == original
     assert not (workspace / "pkg" / "new.py").exists() and not (workspace / "made.txt").exists()
-    assert sorted(report["deleted"]) == ["made.txt", "pkg/new.py"]
-    assert store.restore()["checkpoint"] is None
+    assert sorted(report.deleted) == ["made.txt", "pkg/new.py"]
+    assert store.restore().checkpoint is None
     # the state folder ignores itself in git
     assert (workspace / ".aider-lsp" / ".gitignore").read_text().strip().endswith("*")
 
 
 def test_undo_skips_unsaved_files_and_keeps_the_checkpoint(workspace: Path) -> None:
-    files = FileAccessManager(workspace)
-    store = CheckpointStore(files)
-    store.create(["pkg/calc.py", "README.md"], label="edit")
+    unsaved = ["pkg/calc.py"]
+    app = Application(workspace, Settings(), unsaved_files=lambda: unsaved)
+    app.checkpoints.create(["pkg/calc.py", "README.md"], label="edit")
     (workspace / "pkg" / "calc.py").write_text("changed\n")
     (workspace / "README.md").write_text("changed\n")
-    unsaved = ["pkg/calc.py"]
-    executors = AiderExecutors(bridge=None, files=files, checkpoints=store, unsaved_files=lambda: unsaved)  # type: ignore[arg-type]
-    result = executors.undo()
+    result = app.undo()
     assert result.status.value == "FAILED" and "pkg/calc.py" in result.content
     assert (workspace / "README.md").read_text() == "# demo\n"
     assert (workspace / "pkg" / "calc.py").read_text() == "changed\n"  # the editor's buffer wins
     unsaved.clear()  # the user saved or reverted: asked again at the next undo
-    again = executors.undo()
+    again = app.undo()
     assert again.status.value == "COMPLETE"
     assert (workspace / "pkg" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 

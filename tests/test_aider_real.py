@@ -132,11 +132,11 @@ async def test_new_file_shows_in_the_diff_and_undo_removes_it(
     assert (workspace / "pkg" / "util.py").read_text() == "def twice(x):\n    return 2 * x\n"
     assert "+++ b/pkg/util.py" in result.notes["diff"] and "new file" in result.notes["diff"]
 
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
     assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
     assert not (workspace / "pkg" / "util.py").exists()
-    assert app.aider_tools.undo().content == "Nothing to undo."
+    assert app.undo().content == "Nothing to undo."
 
 
 OTHER_PROGRAM = """
@@ -173,7 +173,7 @@ async def test_files_another_program_writes_during_an_edit_are_not_the_edits(
         assert name not in result.notes["diff"], result.notes["diff"]
     assert "build.log" not in result.notes["created_files"]
 
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
     assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
     assert (workspace / "build.log").read_text() == "written by another program\n"
@@ -295,6 +295,6 @@ async def test_aider_stays_within_the_given_files(app: Application, workspace: P
     assert (workspace / "pkg" / "extra.py").read_text() == "X = 1\n"  # new files are allowed
     assert result.notes["files_outside_editable"] == ["pkg/extra.py"]
     assert "sk-secret-do-not-leak" not in str(llm_server.requests)  # .env never sent
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.ok and not (workspace / "pkg" / "extra.py").exists()
     assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL

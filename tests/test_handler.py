@@ -91,7 +91,9 @@ async def test_prime_with_a_query_uses_system_get_context(
         )
 
     # A handler over its own registry, with a stand-in context tool.
-    handler = BaseHandler(settings=app.settings, tools=ToolRegistry(), files=app.files, shell=app.shell)
+    handler = BaseHandler(
+        settings=app.current_settings, tools=ToolRegistry(), files=app.files, shell=app.shell
+    )
     assert (await handler.prime_data_context(query="readme")).notes["error"][
         "reason"
     ] == "context_retrieval_failure"

@@ -21,24 +21,24 @@ def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> 
     frozen.chmod(0o644)
     frozen.write_text("changed\n")
     report = store.restore()
-    assert sorted(report["restored"]) == ["frozen.txt", "run.sh"]
+    assert sorted(report.restored) == ["frozen.txt", "run.sh"] and not report.skipped
     assert script.read_text() == "#!/bin/sh\necho 1\n" and script.stat().st_mode & 0o777 == 0o755
     assert frozen.read_text() == "keep\n" and frozen.stat().st_mode & 0o777 == 0o444
 
 
 def test_undo_skips_a_checkpoint_left_by_an_interrupted_edit(tmp_path: Path) -> None:
-    from aider_lsp.executors.aider import AiderExecutors
+    from aider_lsp.app import Application
+    from aider_lsp.settings import Settings
 
     a = tmp_path / "a.py"
     a.write_text("A = 1\n")
-    files = FileAccessManager(tmp_path)
-    store = CheckpointStore(files)
-    executors = AiderExecutors(bridge=None, files=files, checkpoints=store)  # type: ignore[arg-type]
+    app = Application(tmp_path, Settings())
+    store = app.checkpoints
     done = store.create(["a.py"], label="first edit")
     a.write_text("A = 2\n")
     store.record_after(done)
     store.create(["a.py"], label="edit killed before it wrote")  # never settled, nothing changed
-    undo = executors.undo()
+    undo = app.undo()
     assert undo.ok and undo.notes["label"] == "first edit", undo.content
     assert a.read_text() == "A = 1\n"
-    assert executors.undo().content == "Nothing to undo."
+    assert app.undo().content == "Nothing to undo."

@@ -145,7 +145,7 @@ async def test_a_session_turn_is_checkpointed_for_every_file_the_session_holds(
     assert second.status is TaskStatus.COMPLETE, second.content
     assert (tree / "pkg" / "a.py").read_text() == A1
     assert sorted(second.notes["changed_files"]) == ["pkg/a.py", "pkg/b.py"]
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.ok, undo.content
     assert (tree / "pkg" / "a.py").read_text() == A0 and (tree / "pkg" / "b.py").read_text() == B0
 
@@ -193,13 +193,13 @@ async def test_undo_walks_back_new_files_two_edits_and_a_half_failed_edit(
             status
         )
 
-        assert app.aider_tools.undo().ok
+        assert app.undo().ok
         assert (tree / "pkg" / "b.py").read_text() == B0 and (tree / "pkg" / "a.py").read_text() == A1
-        assert app.aider_tools.undo().ok
+        assert app.undo().ok
         assert (tree / "pkg" / "a.py").read_text() == A0
-        assert app.aider_tools.undo().ok
+        assert app.undo().ok
         assert not (tree / "pkg" / "new.py").exists()
-        assert app.aider_tools.undo().content == "Nothing to undo."
+        assert app.undo().content == "Nothing to undo."
         assert (
             subprocess.run(
                 ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=all"],
@@ -318,7 +318,8 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
     result = to_task_result(outcome, ["pkg/a.py"], cover)
     assert result.notes["not_covered_by_undo"] == ["../escape.py"]
     assert result.notes["checkpoint_id"] == checkpoint.id
-    assert executors.undo().ok
+    report = store.restore()
+    assert report.deleted == ("pkg/a.py", "pkg/new.py") and not report.skipped
     assert not (root / "pkg" / "new.py").exists() and not (root / "pkg" / "a.py").exists()
 
 
@@ -336,9 +337,9 @@ async def test_concurrent_edits_are_undone_one_at_a_time(
     )
     assert first.ok and second.ok, (first.content, second.content)
     assert a.read_text() == "A = 3\n"
-    assert app.aider_tools.undo().ok
+    assert app.undo().ok
     assert a.read_text() == A1  # back to the first edit's result, not past it
-    assert app.aider_tools.undo().ok
+    assert app.undo().ok
     assert a.read_text() == A0
 
 
@@ -350,11 +351,11 @@ async def test_undo_waits_for_a_running_edit(
         app.handle_task_command("aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]})
     )
     assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
-    early = app.aider_tools.undo()
+    early = app.undo()
     assert early.status is TaskStatus.FAILED and "running" in early.content
     assert (await running).ok
     assert (tree / "pkg" / "a.py").read_text() == A1
-    assert app.aider_tools.undo().ok
+    assert app.undo().ok
     assert (tree / "pkg" / "a.py").read_text() == A0
 
 
@@ -411,6 +412,6 @@ async def test_undo_after_a_conflicting_edit_keeps_the_users_save(
     result = await running
     assert result.ok and result.notes["changed_files"] == ["pkg/b.py"], result.notes
     assert a.read_text() == saved and b.read_text() == B1
-    undo = app.aider_tools.undo()
+    undo = app.undo()
     assert undo.ok and undo.notes["restored"] == ["pkg/b.py"], undo.content
     assert b.read_text() == B0 and a.read_text() == saved

@@ -184,7 +184,7 @@ async def test_provider_keys_printed_by_tests_or_in_files_never_reach_the_model(
     app.handler.llm.request_retries = 1
     try:
         tests = await app.run_tests()
-        output = tests.notes.get("stdout") or tests.content
+        output = tests.stdout
         assert key in output  # the user's test really printed it
         llm_server.add_rule(
             not_(has_tool_result()), tool_call("system_read_files", {"file_paths": ["conf.py"]})
@@ -203,7 +203,7 @@ async def test_provider_keys_printed_by_tests_or_in_files_never_reach_the_model(
                     "aider_diff": "",
                     "test_command": settings.test_command,
                     "test_stdout": output,
-                    "test_stderr": tests.notes.get("stderr", ""),
+                    "test_stderr": tests.stderr,
                     "test_exit_code": "1",
                     "previous_files": "show_env.py",
                     "iteration": "1",

@@ -9,24 +9,34 @@ from pathlib import Path
 
 import pytest
 
+from aider_lsp.results import command_result
 from aider_lsp.shell import CommandExecutor, cap_output
 
 
 async def test_exit_code_and_both_streams(tmp_path: Path) -> None:
     script = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
-    result = await CommandExecutor(tmp_path).execute(f'{sys.executable} -c "{script}"')
-    assert result.status.value == "COMPLETE"  # a failing test run is not a tool failure
-    assert result.notes["exit_code"] == 3 and result.notes["success"] is False
-    assert result.notes["stdout"].strip() == "out" and result.notes["stderr"].strip() == "err"
+    run = await CommandExecutor(tmp_path).execute(f'{sys.executable} -c "{script}"')
+    assert run.error is None and run.ran and not run.passed  # a failing test run is not a tool failure
+    assert run.exit_code == 3 and run.stdout.strip() == "out" and run.stderr.strip() == "err"
+    result = command_result(run)  # system:execute_shell_command's answer on the wire
+    assert result.status.value == "COMPLETE" and result.content == run.stdout
+    assert result.notes == {
+        "command": run.command,
+        "exit_code": 3,
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "duration_s": run.duration_s,
+        "success": False,
+    }
 
 
 async def test_runs_in_the_workspace_without_a_shell(tmp_path: Path) -> None:
     (tmp_path / "marker.txt").write_text("here")
     executor = CommandExecutor(tmp_path)
     result = await executor.execute("cat marker.txt ; echo injected")
-    assert "injected" not in result.notes["stdout"]  # `;` is an argument, not a shell operator
+    assert "injected" not in result.stdout  # `;` is an argument, not a shell operator
     shell = await executor.execute("cat marker.txt && echo chained", use_shell=True)
-    assert shell.notes["stdout"] == "herechained\n"
+    assert shell.stdout == "herechained\n"
 
 
 async def test_timeout_kills_children(tmp_path: Path) -> None:
@@ -37,9 +47,12 @@ async def test_timeout_kills_children(tmp_path: Path) -> None:
         f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
     )
     executor = CommandExecutor(tmp_path)
-    result = await executor.execute(f'{sys.executable} -c "{script}"', timeout=1.5)
-    assert result.notes["error"]["reason"] == "execution_timeout"
-    assert result.notes["duration_s"] < 10
+    run = await executor.execute(f'{sys.executable} -c "{script}"', timeout=1.5)
+    assert run.timed_out and run.exit_code is None and run.ran
+    assert run.error is not None and run.error.reason == "execution_timeout"
+    assert run.duration_s < 10
+    result = command_result(run)  # FAILED on the wire, the output kept
+    assert result.notes["error"]["reason"] == "execution_timeout" and result.notes["exit_code"] is None
     child = int(pid_file.read_text())
     await asyncio.sleep(0.2)
     assert not _alive(child)
@@ -63,7 +76,7 @@ async def test_cancel_kills_the_group(tmp_path: Path) -> None:
 async def test_output_cap_keeps_head_and_tail(tmp_path: Path) -> None:
     script = "print('FIRST'); print('x' * 100000); print('LAST-ERROR')"
     result = await CommandExecutor(tmp_path, output_cap=1000).execute(f'{sys.executable} -c "{script}"')
-    out = result.notes["stdout"]
+    out = result.stdout
     assert out.startswith("FIRST") and out.rstrip().endswith("LAST-ERROR")
     assert "bytes omitted" in out and len(out) < 1200
 
@@ -74,13 +87,15 @@ def test_cap_output_is_exact_below_the_cap() -> None:
 
 @pytest.mark.parametrize("command", ["", "   ", "a\x00b", "'unterminated"])
 async def test_bad_commands_are_input_failures(tmp_path: Path, command: str) -> None:
-    result = await CommandExecutor(tmp_path).execute(command)
-    assert result.notes["error"]["reason"] == "input_validation_failure"
+    run = await CommandExecutor(tmp_path).execute(command)
+    assert not run.ran and run.error is not None and run.error.reason == "input_validation_failure"
+    assert command_result(run).notes == {"error": run.error.model_dump(mode="json")}
 
 
 async def test_missing_program_is_a_tool_failure(tmp_path: Path) -> None:
-    result = await CommandExecutor(tmp_path).execute("no-such-program-xyz --flag")
-    assert result.notes["error"]["reason"] == "tool_execution_error"
+    run = await CommandExecutor(tmp_path).execute("no-such-program-xyz --flag")
+    assert run.error is not None and run.error.reason == "tool_execution_error"
+    assert command_result(run).notes["error"]["reason"] == "tool_execution_error"
 
 
 def _alive(pid: int) -> bool:

@@ -153,6 +153,8 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert "Iteration 2/3: analysing the result" in seen.progress
     assert result.notes["changed_files"] == ["calc.py"]
     assert "+    return a * b" in result.notes["diff"]
+    # the run's diff has the format of an edit's: one `diff --aider-mcp a/X b/X` section per file
+    assert result.notes["diff"].startswith("diff --aider-mcp a/calc.py b/calc.py\n--- a/calc.py\n")
     usage = run["usage"]
     assert usage["requests"] == 3 and usage["total_tokens"] > 0  # plan + two analyses
     # the planner saw the open file and the goal
@@ -174,11 +176,12 @@ async def test_undo_after_success_restores_and_removes_created_files(
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (project / "helpers.py").exists()
     assert result.notes["created_files"] == ["helpers.py"] and result.notes["checkpoint_id"]
-    undo = app.aider_tools.undo()
+    assert "diff --aider-mcp a/helpers.py b/helpers.py\nnew file\n--- /dev/null\n" in result.notes["diff"]
+    undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
     assert (project / "calc.py").read_text() == BUGGY
     assert not (project / "helpers.py").exists()
-    assert app.aider_tools.undo().content == "Nothing to undo."
+    assert app.undo().content == "Nothing to undo."
 
 
 async def test_max_retries_reached_is_a_failure(app: Application, project: Path, llm_server: Any) -> None:
@@ -262,4 +265,4 @@ async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any
     assert "budget" in result.content
     # what was done stays undoable
     assert (project / "calc.py").read_text() == HALF_FIXED
-    assert app.aider_tools.undo().ok and (project / "calc.py").read_text() == BUGGY
+    assert app.undo().ok and (project / "calc.py").read_text() == BUGGY

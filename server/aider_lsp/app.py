@@ -1,8 +1,11 @@
 """Application: builds the services once and dispatches task commands.
 
-The LSP layer calls `handle_task_command(identifier, params)`; identifiers are direct tools
-(`system:read_files`, `aider:automatic`, …) or TaskSystem templates (`user:…`).
-Services never import this module's callers (the LSP layer).
+The LSP layer, the CLI and the workflow call its methods, never the services behind them:
+`handle_task_command(identifier, params)` runs a direct tool (`system:read_files`,
+`aider:automatic`, …) or a TaskSystem template (`user:…`); the other methods are the editor's
+commands and what a workflow run needs (workflow/host.py names those). Services never import
+this module's callers (the LSP layer, the workflow). Settings flow one way: the Application
+holds them, and services read them through `current_settings` at each use.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import asyncio
 import importlib
 import logging
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from .aider.bridge import AiderBridge
@@ -24,22 +28,28 @@ from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
 from .handler.model_config import LLMConfigurationError, build_model
-from .memory import MemorySystem, task_reranker
+from .memory import IndexStats, MemorySystem, task_reranker
 from .models import (
+    AssociativeMatchResult,
+    CommandRun,
+    ContextGenerationInput,
     ErrorReason,
-    Finding,
-    FindingsCallback,
     ProgressCallback,
+    RequestContext,
+    Selection,
+    TaskError,
     TaskResult,
+    ToolSpec,
     UnsavedFiles,
     WorkflowRequest,
-    WorkflowStatus,
-    complete_result,
+    WorkflowUsage,
     failed_result,
 )
+from .results import undo_result, workflow_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
+from .test_output import parse_test_output
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -47,26 +57,6 @@ log = logging.getLogger(__name__)
 # what the Aider bridge imports on first use: its session module, which brings mcp and anyio
 # (aider/mcp_sdk.py; about 0.7 s, several under load)
 MCP_CLIENT_MODULES = ("aider_lsp.aider.session",)
-
-
-def _no_progress(message: str, percentage: int | None) -> None:
-    """Default progress sink: nothing to report to."""
-
-
-def _no_findings(findings: list[Finding]) -> None:
-    """Default findings sink: nobody shows them."""
-
-
-@dataclass
-class RequestContext:
-    """What the caller (the editor, the CLI) gives a request: where to report progress and
-    findings (test failures, analysis; the LSP layer publishes them as diagnostics), and the
-    workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
-    here: the Application asks its `unsaved_files` provider at each edit."""
-
-    report_progress: ProgressCallback = _no_progress
-    report_findings: FindingsCallback = _no_findings
-    open_files: list[str] = field(default_factory=list)
 
 
 class Application:
@@ -81,6 +71,7 @@ class Application:
         """`unsaved_files` tells which files the editor holds with unsaved changes (asked at
         each edit and undo, which refuse to overwrite them); without an editor there are none."""
         self.settings = settings
+        self.unsaved_files = unsaved_files
         self.files = FileAccessManager(
             workspace,
             max_file_bytes=settings.max_file_bytes,
@@ -94,12 +85,12 @@ class Application:
         self._register_system_tools()
         # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
         self.handler = BaseHandler(
-            settings=lambda: self.settings, tools=self.tools, files=self.files, shell=self.shell
+            settings=self.current_settings, tools=self.tools, files=self.files, shell=self.shell
         )
         self.tasks = TaskSystem(self.handler)
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)
-        self.aider = AiderBridge(self.files, lambda: self.settings, memory=self.memory)
+        self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
         self.aider_tools = aider_executors.AiderExecutors(
             self.aider, self.files, self.checkpoints, unsaved_files
         )
@@ -125,26 +116,143 @@ class Application:
 
         self.tools.register(system.EXECUTE_SHELL_SPEC, execute_shell_command)
 
+    # -- settings ----------------------------------------------------------------------------
+    def current_settings(self) -> Settings:
+        """The settings in force: the provider every service reads at each use."""
+        return self.settings
+
     def update_settings(self, settings: Settings) -> None:
-        """Settings changed in the editor: later calls use the new values."""
+        """Settings changed in the editor: services read the new ones at their next use. The
+        file rules and the output cap are plain limits of their own, set here; the index is
+        told because new excludes mean a new indexing pass."""
         self.settings = settings
         self.files.secret_patterns = DEFAULT_SECRET_PATTERNS + tuple(settings.secret_patterns)
         self.files.max_file_bytes = settings.max_file_bytes
         self.shell.output_cap = settings.output_cap_bytes
         self.memory.update_settings(settings)
-        self.handler.set_debug_mode(settings.debug)
 
-    async def run_tests(self, command: str | None = None) -> TaskResult:
-        """Run the user's test command (the argument, else the `testCommand` setting)."""
+    # -- what the editor, the CLI and a workflow run call ------------------------------------
+    async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
+        """Run the user's test command (the argument, else the `testCommand` setting); a failing
+        run carries the failures it printed on file:line (`fallback_files`: where to put those
+        that name no file)."""
         command = command or self.settings.test_command
         if not command:
-            return failed_result(
-                ErrorReason.CONFIGURATION_ERROR,
-                "no test command: set aiderLsp.testCommand or AIDER_LSP_TEST_COMMAND",
+            return CommandRun(
+                command="",
+                error=TaskError(
+                    reason=ErrorReason.CONFIGURATION_ERROR,
+                    message="no test command: set aiderLsp.testCommand or AIDER_LSP_TEST_COMMAND",
+                ),
             )
-        return await self.shell.execute(
+        run = await self.shell.execute(
             command, timeout=self.settings.timeouts.test, use_shell=self.settings.test_shell
         )
+        if not run.ran or run.exit_code == 0:
+            return run
+        findings = parse_test_output(
+            run.stdout,
+            run.stderr,
+            self.workspace,
+            exit_code=-1 if run.timed_out or run.exit_code is None else run.exit_code,
+            fallback_files=list(fallback_files),
+        )
+        return run.model_copy(update={"findings": tuple(findings)})
+
+    async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
+        """The workspace files most relevant to a query (the index)."""
+        return await self.memory.get_relevant_context_for(request)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """Every registered tool (`aider-lsp.tools.list`)."""
+        return self.tools.specs()
+
+    async def prime_context(self, query: str | None, initial_files: Sequence[str] | None) -> TaskResult:
+        """Fill the conversation's data context from files and/or a query."""
+        return await self.handler.prime_data_context(query, initial_files)
+
+    def reset_conversation(self) -> TaskResult:
+        """Forget the conversation history and the data context."""
+        return self.handler.reset()
+
+    async def aider_edit(self, params: dict[str, Any], selection: Selection | None = None) -> TaskResult:
+        """One Aider edit (`aider:automatic` arguments); an editor selection is folded into the
+        prompt and its file leads the file context."""
+        if selection is not None:
+            try:
+                params = dict(params)
+                params["prompt"], params["file_context"] = aider_executors.apply_selection(
+                    self.files, params.get("prompt", ""), params.get("file_context"), selection
+                )
+            except ValueError as exc:
+                return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        return await self.aider_tools.automatic(params)
+
+    async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
+        """One turn of a kept Aider chat (`aider:interactive` arguments)."""
+        return await self.aider_tools.interactive(params)
+
+    async def aider_models(self, substring: str = "") -> TaskResult:
+        """The models the Aider server knows (optionally filtered)."""
+        return await self.aider_tools.list_models(substring)
+
+    def undo(self, *, force: bool = False) -> TaskResult:
+        """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
+
+        Files open with unsaved changes, or changed since the edit (later work), are left alone
+        unless `force`; refused while an edit runs (it would restore files Aider is writing)."""
+        if self.aider_tools.editing:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                "an Aider edit is running: undo when it has finished (or cancel it first)",
+            )
+        self.checkpoints.drop_interrupted()
+        return undo_result(self.checkpoints.restore(skip=self.unsaved_files(), force=force))
+
+    def spent(self) -> WorkflowUsage:
+        """Tokens, requests and cost of the LLM calls so far in this session (not Aider's own)."""
+        totals = self.handler.usage_totals
+        return WorkflowUsage(
+            input_tokens=int(totals.get("input_tokens") or 0),
+            output_tokens=int(totals.get("output_tokens") or 0),
+            total_tokens=int(totals.get("total_tokens") or 0),
+            requests=int(totals.get("requests") or 0),
+            cost=None if totals.get("cost") is None else float(totals["cost"]),
+        )
+
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
+        """Cap the LLM calls that follow (one workflow run): over budget → FAILED."""
+        self.handler.set_budget(max_tokens, max_cost)
+
+    def clear_budget(self) -> None:
+        self.handler.clear_budget()
+
+    async def start_aider(self) -> bool:
+        """Start the Aider server now (ahead of the first edit); whether it runs."""
+        return await self.aider.warm_up()
+
+    async def index_workspace(self, progress: ProgressCallback | None = None) -> IndexStats:
+        """Index the workspace (one pass at a time; a call during a pass joins it)."""
+        return await self.memory.start_indexing(progress)
+
+    async def files_changed(self, updated: Sequence[str] = (), deleted: Sequence[str] = ()) -> None:
+        """Workspace files saved, created or deleted (workspace-relative): the index follows."""
+        if deleted:
+            await self.memory.remove_paths(list(deleted))
+        if updated:
+            await self.memory.update_paths(list(updated))
+
+    async def files_renamed(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Files renamed in the editor (old, new): old names leave the index, new ones come."""
+        await self.memory.rename_paths(list(pairs))
+
+    def resolve_path(self, path: str | os.PathLike[str]) -> Path:
+        """A path confined to the workspace (AccessDenied outside it)."""
+        return self.files.resolve(path)
+
+    def relative_path(self, path: str | os.PathLike[str]) -> str:
+        """The workspace-relative form of a confined path or file URI (AccessDenied outside it)."""
+        return self.files.relative(path)
 
     async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
         """Run a direct tool or a template by id; unknown ids → FAILED template_not_found."""
@@ -215,19 +323,7 @@ class Application:
                 return failed_result(ErrorReason.UNEXPECTED_ERROR, f"the workflow failed: {exc}")
         finally:
             self._workflow_running = False
-        changed, created, diff = orchestrator.changes()
-        notes: dict[str, Any] = {
-            "workflow": outcome.model_dump(mode="json"),
-            "changed_files": changed,
-            "created_files": created,
-            "diff": diff,
-            "checkpoint_id": orchestrator.checkpoint.id if orchestrator.checkpoint else None,
-        }
-        if outcome.status is WorkflowStatus.SUCCESS:
-            return complete_result(outcome.content, notes=notes, parsed=notes["workflow"])
-        result = failed_result(outcome.reason or ErrorReason.UNEXPECTED_ERROR, outcome.content, notes=notes)
-        result.parsed_content = notes["workflow"]
-        return result
+        return workflow_result(outcome, orchestrator.changes())
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""

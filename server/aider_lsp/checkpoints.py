@@ -15,17 +15,20 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from .files import AccessDenied, FileAccessManager
+from .models import RestoreReport, SkippedFile, SkipReason
 from .state import STATE_DIR, ensure_state_dir
 
 USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
 MAX_CHECKPOINTS = 20
+UNSAVED_REASON = "open in the editor with unsaved changes"
+CHANGED_SINCE_REASON = "changed since the edit (undo would discard those changes)"
 
 
 @dataclass
@@ -168,9 +171,22 @@ class CheckpointStore:
             self.discard(old)
 
     # -- undo --------------------------------------------------------------------------------
+    def drop_interrupted(self) -> None:
+        """Drop the newest checkpoints of edits interrupted before they settled (server or editor
+        killed): their files never changed, so undoing them would do nothing."""
+        latest = self.latest()
+        while latest is not None and latest.files and not latest.after:
+            try:
+                if not self.unchanged(latest):
+                    return
+            except (OSError, AccessDenied):
+                return
+            self.discard(latest)
+            latest = self.latest()
+
     def restore(
         self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = (), force: bool = False
-    ) -> dict[str, Any]:
+    ) -> RestoreReport:
         """Put the files back as recorded (latest checkpoint by default) and drop the checkpoint.
 
         Files in `skip` (open with unsaved changes) are left alone and reported, and so are
@@ -179,78 +195,90 @@ class CheckpointStore:
         """
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
-            return {"checkpoint": None, "restored": [], "deleted": [], "skipped": []}
-        skip_rel = self._relative_paths(skip)
+            return RestoreReport()
+        unsaved = self._relative_paths(skip)
         restored: list[str] = []
         deleted: list[str] = []
-        skipped: list[dict[str, str]] = []
+        skipped: list[SkippedFile] = []
         for rel, blob in sorted(checkpoint.files.items()):
-            try:
-                why = self._why_not_restore(checkpoint, rel, skip_rel, force)
-                if why is not None:
-                    skipped.append({"path": rel, "reason": why})
-                    continue
-                done = self._restore_file(checkpoint, rel, blob)
-            except (OSError, AccessDenied) as exc:
-                skipped.append({"path": rel, "reason": str(exc)})
+            if rel in unsaved:
+                skipped.append(SkippedFile(path=rel, reason=UNSAVED_REASON, kind=SkipReason.UNSAVED))
                 continue
-            if done:
-                (restored if blob is not None else deleted).append(rel)
+            try:
+                outcome = self._restore_file(checkpoint, rel, blob, force=force)
+            except (OSError, AccessDenied) as exc:
+                outcome = SkippedFile(path=rel, reason=str(exc), kind=SkipReason.UNWRITABLE)
+            if isinstance(outcome, SkippedFile):
+                skipped.append(outcome)
+            elif outcome is _Restored.WRITTEN:
+                restored.append(rel)
+            elif outcome is _Restored.DELETED:
+                deleted.append(rel)
         if not skipped:
             self.discard(checkpoint)
-        return {
-            "checkpoint": checkpoint.id,
-            "label": checkpoint.label,
-            "restored": restored,
-            "deleted": deleted,
-            "skipped": skipped,
-        }
+        return RestoreReport(
+            checkpoint=checkpoint.id,
+            label=checkpoint.label,
+            restored=tuple(restored),
+            deleted=tuple(deleted),
+            skipped=tuple(skipped),
+        )
 
     def _relative_paths(self, paths: Collection[str]) -> set[str]:
-        """Workspace-relative forms of `paths` (those outside the workspace dropped)."""
+        """Workspace-relative forms of `paths` (those outside the workspace are not ours)."""
         relative = set()
         for path in paths:
             with contextlib.suppress(AccessDenied):
                 relative.add(self.files.relative(path))
         return relative
 
-    def _why_not_restore(
-        self, checkpoint: Checkpoint, rel: str, skip_rel: set[str], force: bool
-    ) -> str | None:
-        """Why undo must leave this file alone (None: restore it): unsaved in the editor, or
-        changed since the edit (neither as the edit left it nor as it was before), unless forced."""
-        if rel in skip_rel:
-            return "open in the editor with unsaved changes"
-        if force or rel not in checkpoint.after:
-            return None
-        blob = checkpoint.files[rel]
-        now = _fingerprint(self.files.resolve(rel))
-        original = None if blob is None else _fingerprint(self._dir(checkpoint.id) / blob)
-        if now in (checkpoint.after[rel], original):
-            return None
-        return "changed since the edit (undo would discard those changes)"
-
-    def _restore_file(self, checkpoint: Checkpoint, rel: str, blob: str | None) -> bool:
-        """Put one file back (delete it when it did not exist); True when something was done."""
+    def _restore_file(
+        self, checkpoint: Checkpoint, rel: str, blob: str | None, *, force: bool
+    ) -> _Restored | SkippedFile:
+        """One file back as recorded: written, deleted (the edit created it), already as
+        recorded, or skipped because the user changed it since the edit (unless `force`)."""
         real = self.files.resolve(rel)
-        if blob is None:
+        recorded = None if blob is None else self._dir(checkpoint.id) / blob
+        if not force and self._changed_since(checkpoint, rel, real, recorded):
+            return SkippedFile(path=rel, reason=CHANGED_SINCE_REASON, kind=SkipReason.CHANGED_SINCE)
+        if recorded is None:
             if not real.is_file():
-                return False
+                return _Restored.AS_RECORDED
             real.unlink()
-            return True
-        source = self._dir(checkpoint.id) / blob
-        real.parent.mkdir(parents=True, exist_ok=True)
-        data = source.read_bytes()
-        if real.is_file() and real.read_bytes() == data:
+            return _Restored.DELETED
+        return _Restored.WRITTEN if _write_back(recorded, real) else _Restored.AS_RECORDED
+
+    @staticmethod
+    def _changed_since(checkpoint: Checkpoint, rel: str, real: Path, recorded: Path | None) -> bool:
+        """The file is neither as the edit left it nor as recorded: later work of the user's."""
+        if rel not in checkpoint.after:
             return False
-        tmp = real.with_name(f".{real.name}.aider-lsp-restore")
-        tmp.write_bytes(data)
-        shutil.copymode(source, tmp)  # the file's mode when recorded
-        os.replace(tmp, real)
-        return True
+        original = None if recorded is None else _fingerprint(recorded)
+        return _fingerprint(real) not in (checkpoint.after[rel], original)
 
 
-def snapshot_files(files: FileAccessManager, paths: Iterable[str]) -> dict[str, bytes | None]:
+class _Restored(Enum):
+    """What restoring one file did."""
+
+    WRITTEN = "written"
+    DELETED = "deleted"
+    AS_RECORDED = "as recorded"  # nothing to do
+
+
+def _write_back(recorded: Path, real: Path) -> bool:
+    """Write the recorded bytes (and mode) over the file atomically; False when already equal."""
+    real.parent.mkdir(parents=True, exist_ok=True)
+    data = recorded.read_bytes()
+    if real.is_file() and real.read_bytes() == data:
+        return False
+    tmp = real.with_name(f".{real.name}.aider-lsp-restore")
+    tmp.write_bytes(data)
+    shutil.copymode(recorded, tmp)  # the file's mode when recorded
+    os.replace(tmp, real)
+    return True
+
+
+def snapshot_files(resolve: Callable[[str], Path], paths: Iterable[str]) -> dict[str, bytes | None]:
     """Each file's bytes now, before an edit (None: it does not exist), to compare with after.
 
     The one in-memory snapshot (the bridge's per call, the workflow's per run; checkpoints keep
@@ -258,7 +286,7 @@ def snapshot_files(files: FileAccessManager, paths: Iterable[str]) -> dict[str, 
     contents: dict[str, bytes | None] = {}
     for rel in paths:
         try:
-            real = files.resolve(rel)
+            real = resolve(rel)
             contents[rel] = real.read_bytes() if real.is_file() else None
         except (OSError, AccessDenied):
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
@@ -57,6 +58,26 @@ class Finding(BaseModel):
 FindingsCallback = Callable[[list[Finding]], None]
 
 
+def _no_progress(message: str, percentage: int | None) -> None:
+    """Default progress sink: nothing to report to."""
+
+
+def _no_findings(findings: list[Finding]) -> None:
+    """Default findings sink: nobody shows them."""
+
+
+@dataclass
+class RequestContext:
+    """What the caller (the editor, the CLI) gives a request: where to report progress and
+    findings (test failures, analysis; the LSP layer publishes them as diagnostics), and the
+    workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
+    here: the Application asks its `unsaved_files` provider at each edit."""
+
+    report_progress: ProgressCallback = _no_progress
+    report_findings: FindingsCallback = _no_findings
+    open_files: list[str] = field(default_factory=list)
+
+
 class TaskStatus(StrEnum):
     COMPLETE = "COMPLETE"
     CONTINUATION = "CONTINUATION"
@@ -92,7 +113,10 @@ class TaskError(BaseModel):
 
 
 class TaskResult(BaseModel):
-    """The answer of every command, tool and template."""
+    """The answer of every command, tool and template.
+
+    `error` is the typed error; on the wire it is `notes.error` (the seeds' shape). The two are
+    made one at construction (either may be given), so reading `error` validates nothing."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -100,15 +124,20 @@ class TaskResult(BaseModel):
     content: str = ""
     notes: dict[str, Any] = Field(default_factory=dict)
     parsed_content: Any | None = Field(default=None, alias="parsedContent")
+    error: TaskError | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _one_error(self) -> TaskResult:
+        """`error` and `notes.error` say the same thing from the start."""
+        if self.error is not None:
+            self.notes["error"] = self.error.model_dump(mode="json")
+        elif self.notes.get("error"):
+            self.error = TaskError.model_validate(self.notes["error"])
+        return self
 
     @property
     def ok(self) -> bool:
         return self.status is not TaskStatus.FAILED
-
-    @property
-    def error(self) -> TaskError | None:
-        raw = self.notes.get("error")
-        return TaskError.model_validate(raw) if raw else None
 
     def to_wire(self) -> dict[str, Any]:
         """JSON-ready dict with the wire's camelCase `parsedContent`."""
@@ -124,13 +153,11 @@ def failed_result(
     error_type: str = "TASK_FAILURE",
 ) -> TaskResult:
     """Build the one FAILED TaskResult shape: `notes.error = {type, reason, message}`."""
-    error = TaskError(type=error_type, reason=ErrorReason(reason), message=message)
-    all_notes = dict(notes or {})
-    all_notes["error"] = error.model_dump(mode="json")
     return TaskResult(
         status=TaskStatus.FAILED,
         content=message if content is None else content,
-        notes=all_notes,
+        notes=dict(notes or {}),
+        error=TaskError(type=error_type, reason=ErrorReason(reason), message=message),
     )
 
 
@@ -489,9 +516,23 @@ class WorkflowUsage(BaseModel):
     requests: int = 0
     cost: float | None = None
 
+    def since(self, start: WorkflowUsage) -> WorkflowUsage:
+        """What was spent between `start` and these totals."""
+        cost = None if self.cost is None else self.cost - (start.cost or 0.0)
+        return WorkflowUsage(
+            input_tokens=self.input_tokens - start.input_tokens,
+            output_tokens=self.output_tokens - start.output_tokens,
+            total_tokens=self.total_tokens - start.total_tokens,
+            requests=self.requests - start.requests,
+            cost=cost,
+        )
+
 
 class WorkflowIteration(BaseModel):
-    """One edit → test → analysis round, as the run's history records it."""
+    """One edit → test → analysis round, as the run's history records it (each step's outcome
+    makes a new record: none is changed once made)."""
+
+    model_config = ConfigDict(frozen=True)
 
     iteration: int
     prompt: str
@@ -514,3 +555,80 @@ class WorkflowResult(BaseModel):
     analysis_result: CombinedAnalysisResult | None = None
     iterations: list[WorkflowIteration] = Field(default_factory=list)
     usage: WorkflowUsage = Field(default_factory=WorkflowUsage)
+
+
+# -- typed results inside; results.py turns each into the seeds' TaskResult at the boundary ----
+class CommandRun(BaseModel):
+    """One run of a shell command (the user's test command): what happened and the output as
+    kept (long output keeps its head and tail). `error` is set when the command could not run
+    (bad or missing command, cannot start) or was killed at its timeout (`timed_out`, no exit
+    code); a non-zero exit is not an error: the analysis needs its output. `findings` are the
+    failures it printed on file:line, when the caller asked for them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: str
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    findings: tuple[Finding, ...] = ()
+    error: TaskError | None = None
+
+    @property
+    def ran(self) -> bool:
+        """The command started (it finished, or was killed at the timeout)."""
+        return self.error is None or self.timed_out
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.exit_code == 0
+
+
+class SkipReason(StrEnum):
+    """Why an undo left a file alone."""
+
+    UNSAVED = "unsaved"  # open in the editor with unsaved changes
+    CHANGED_SINCE = "changed_since"  # changed since the edit: the user's later work
+    UNWRITABLE = "unwritable"  # an OS error or a path no longer allowed
+
+
+class SkippedFile(BaseModel):
+    """A file an undo did not restore, and why (`reason` is the sentence a user reads)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    reason: str
+    kind: SkipReason = Field(default=SkipReason.UNWRITABLE, exclude=True)
+
+
+class RestoreReport(BaseModel):
+    """What an undo did with a checkpoint (`checkpoint` None: there was nothing to undo)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    checkpoint: str | None = None
+    label: str = ""
+    restored: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    skipped: tuple[SkippedFile, ...] = ()
+
+    @property
+    def touched(self) -> list[str]:
+        """Files put back or removed."""
+        return [*self.restored, *self.deleted]
+
+
+class RunChanges(BaseModel):
+    """What a workflow run changed, against the files before the run: the files it changed and
+    created, their diff (the edits' git-style format, diffs.py) and the checkpoint that
+    undoes them (None: nothing to undo)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    changed_files: tuple[str, ...] = ()
+    created_files: tuple[str, ...] = ()
+    diff: str = ""
+    checkpoint_id: str | None = None

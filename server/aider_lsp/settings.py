@@ -113,6 +113,11 @@ class Settings(_Camel):
     )(_no_nul)
 
 
+# The settings in force now, read at each use: the Application owns them and replaces them when
+# the editor changes them; a service never holds a copy (settings flow one way, by this provider).
+SettingsProvider = Callable[[], "Settings"]
+
+
 class SettingsError(ValueError):
     """A setting has a value of the wrong shape; the message names the setting.
 

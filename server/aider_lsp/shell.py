@@ -2,7 +2,8 @@
 
 argv via shlex by default (no shell), or `/bin/sh -c` when the user asked for a shell.
 The child gets its own process group so a timeout or a cancel kills every descendant.
-A non-zero exit is a COMPLETE result carrying the exit code: the analysis needs its output.
+`execute` answers a CommandRun (models.py): a non-zero exit is not an error, the analysis needs
+its output; results.py turns it into the `system:execute_shell_command` TaskResult.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .models import ErrorReason, TaskResult, complete_result, failed_result
+from .models import CommandRun, ErrorReason, TaskError
 
 TRUNCATION_MARK = "\n[... {omitted} bytes omitted ...]\n"
 
@@ -111,27 +112,36 @@ class CommandExecutor:
             timed_out=timed_out,
         )
 
-    async def execute(self, command: str, *, timeout: float = 300.0, use_shell: bool = False) -> TaskResult:
-        """The `system:execute_shell_command` answer: exit code, stdout and stderr in notes."""
+    async def execute(self, command: str, *, timeout: float = 300.0, use_shell: bool = False) -> CommandRun:
+        """Run a command for a caller that wants a result, never an exception: a command that
+        cannot run or is killed at the timeout is a CommandRun with its error."""
         try:
             output = await self.run(command, timeout=timeout, use_shell=use_shell)
         except ValueError as exc:
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
+            return CommandRun(
+                command=command, error=_error(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
+            )
         except (FileNotFoundError, PermissionError) as exc:
-            return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}")
-        notes = {
-            "command": command,
-            "exit_code": output.exit_code,
-            "stdout": output.stdout,
-            "stderr": output.stderr,
-            "duration_s": round(output.duration_s, 3),
-            "success": output.exit_code == 0,
-        }
+            return CommandRun(
+                command=command,
+                error=_error(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}"),
+            )
+        error = None
         if output.timed_out:
-            return failed_result(
+            error = _error(
                 ErrorReason.EXECUTION_TIMEOUT,
                 f"the command did not finish within {timeout:g} s and was killed",
-                content=output.stdout,
-                notes=notes,
             )
-        return complete_result(output.stdout, notes=notes)
+        return CommandRun(
+            command=command,
+            exit_code=output.exit_code,
+            duration_s=round(output.duration_s, 3),
+            stdout=output.stdout,
+            stderr=output.stderr,
+            timed_out=output.timed_out,
+            error=error,
+        )
+
+
+def _error(reason: ErrorReason, message: str) -> TaskError:
+    return TaskError(reason=reason, message=message)

@@ -161,9 +161,9 @@ class AiderBridge:
             return CallFailure(ErrorReason.CONFIGURATION_ERROR, str(exc))
         deadline = timeout if timeout is not None else settings.timeouts.aider
         async with self._lock:
-            before = snapshot_files(self.files, editable)
+            before = snapshot_files(self.files.resolve, editable)
             reply = await self._server().call(spec, tool_name, params, deadline)
             if isinstance(reply, CallFailure):
                 return reply
-            after = snapshot_files(self.files, editable)
+            after = snapshot_files(self.files.resolve, editable)
         return reply, EditedFiles(editable, before, after), spec

@@ -26,7 +26,6 @@ from ..models import (
     TaskResult,
     ToolSpec,
     UnsavedFiles,
-    complete_result,
     failed_result,
     parse_args,
 )
@@ -303,43 +302,10 @@ class AiderExecutors:
         """Models the Aider server knows (optionally filtered)."""
         return await self.bridge.call_aider_tool("list_models", {"substring": substring} if substring else {})
 
-    def undo(self, *, force: bool = False) -> TaskResult:
-        """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
-
-        Files changed since the edit are left alone unless `force` (they hold later work)."""
-        if self._edit_lock.locked():
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                "an Aider edit is running: undo when it has finished (or cancel it first)",
-            )
-        # an edit interrupted before it settled (server or editor killed) leaves a checkpoint
-        # whose files never changed: undoing it would do nothing, so it is dropped
-        latest = self.checkpoints.latest()
-        while latest is not None and latest.files and not latest.after:
-            try:
-                if not self.checkpoints.unchanged(latest):
-                    break
-            except (OSError, AccessDenied):
-                break
-            self.checkpoints.discard(latest)
-            latest = self.checkpoints.latest()
-        report = self.checkpoints.restore(skip=self.unsaved_files(), force=force)
-        if report["checkpoint"] is None:
-            return complete_result("Nothing to undo.", notes=report)
-        touched = report["restored"] + report["deleted"]
-        message = f"Restored {len(touched)} file(s) from before “{report['label']}”"
-        if touched:
-            message += ": " + ", ".join(touched)
-        if report["skipped"]:
-            skipped = ", ".join(item["path"] for item in report["skipped"])
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                message + f". Not restored (unsaved in the editor, changed since the edit, or"
-                f" unwritable): {skipped}; save or revert them and undo again (or undo with"
-                " force to discard the later changes)",
-                notes=report,
-            )
-        return complete_result(message, notes=report)
+    @property
+    def editing(self) -> bool:
+        """An edit is running (undo waits for it: it would restore files Aider is writing)."""
+        return self._edit_lock.locked()
 
 
 def _unknown_tool(message: str, tool: str) -> bool:

@@ -19,6 +19,7 @@ from ..models import (
     failed_result,
     parse_args,
 )
+from ..results import command_result
 from ..shell import CommandExecutor
 
 READ_FILES_SPEC = ToolSpec.for_args(
@@ -65,4 +66,4 @@ async def execute_shell_command(
     if not args.command.strip():
         return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing command")
     timeout = args.timeout if args.timeout is not None else default_timeout
-    return await shell.execute(args.command, timeout=timeout, use_shell=use_shell)
+    return command_result(await shell.execute(args.command, timeout=timeout, use_shell=use_shell))

@@ -26,7 +26,7 @@ from ..models import (
     failed_result,
 )
 from ..redact import redact, secret_values
-from ..settings import Settings
+from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
 from .llm import LLMInteractionManager, log_debug
@@ -65,26 +65,30 @@ class BaseHandler:
     def __init__(
         self,
         *,
-        settings: Callable[[], Settings] | Settings,
+        settings: SettingsProvider,
         tools: ToolRegistry,
         files: FileAccessManager,
         shell: CommandExecutor,
         base_system_prompt: str = DEFAULT_BASE_PROMPT,
         llm: LLMInteractionManager | None = None,
     ) -> None:
-        self._settings = settings if callable(settings) else (lambda: settings)
+        """`settings` is read at each use (they change live in the editor); nothing pushes them."""
+        self._settings = settings
         self.tools = tools
         self.files = files
         self.shell = shell
         self.base_system_prompt = base_system_prompt
         self.llm = llm or LLMInteractionManager(self._settings)
         self.data_context: DataContext | None = None
-        self.debug = bool(self.settings.debug)
-        self.llm.debug = self.debug
 
     @property
     def settings(self) -> Settings:
         return self._settings()
+
+    @property
+    def debug(self) -> bool:
+        """The `debug` setting, unless set_debug_mode said otherwise."""
+        return self.llm.debug
 
     # ------------------------------------------------------------------ tools
     def register_tool(self, spec: ToolSpec, executor: ToolExecutor) -> bool:
@@ -314,13 +318,16 @@ class BaseHandler:
 
         async def run_tool(name: str, params: dict[str, Any]) -> TaskResult:
             result = await self._run_model_tool(name, params)
-            notes = dict(result.notes)
-            if isinstance(notes.get("error"), dict):
-                notes["error"] = {
-                    **notes["error"],
-                    "message": redact(str(notes["error"].get("message", "")), secrets),
-                }
-            return result.model_copy(update={"content": redact(result.content, secrets), "notes": notes})
+            error = result.error
+            if error is not None:
+                error = error.model_copy(update={"message": redact(error.message, secrets)})
+            return TaskResult(
+                status=result.status,
+                content=redact(result.content, secrets),
+                notes=dict(result.notes),
+                parsedContent=result.parsed_content,
+                error=error,
+            )
 
         return await self.llm.execute_call(
             redact(prompt, secrets),
@@ -414,6 +421,6 @@ class BaseHandler:
             },
         )
 
-    def set_debug_mode(self, enabled: bool) -> None:
-        self.debug = bool(enabled)
-        self.llm.debug = self.debug
+    def set_debug_mode(self, enabled: bool | None) -> None:
+        """Log prompts and calls whatever the `debug` setting says (None: follow the setting)."""
+        self.llm.debug_override = None if enabled is None else bool(enabled)

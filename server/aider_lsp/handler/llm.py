@@ -24,7 +24,7 @@ from ..models import (
     complete_result,
     failed_result,
 )
-from ..settings import Settings
+from ..settings import SettingsProvider
 from .model_config import (
     LLMConfigurationError,
     ModelConfig,
@@ -151,22 +151,28 @@ class LLMInteractionManager:
 
     def __init__(
         self,
-        settings: Callable[[], Settings],
+        settings: SettingsProvider,
         *,
         request_retries: int = DEFAULT_REQUEST_RETRIES,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
-        debug: bool = False,
+        debug: bool | None = None,
     ) -> None:
+        """`settings` is read at each call (they change live); `debug` overrides the setting."""
         self._settings = settings
         self.request_retries = request_retries
         self.output_retries = output_retries
-        self.debug = debug
+        self.debug_override = debug
         self._agent: Any | None = None  # the last agent created (tests check laziness)
         self._agents: dict[tuple[Any, str], Any] = {}
         self._models: dict[tuple[Any, ...], Any] = {}
         self._turns: list[_Turn] = []
         self.usage = UsageTotals()
         self.budget: Budget | None = None
+
+    @property
+    def debug(self) -> bool:
+        """Log prompts and calls: the `debug` setting unless overridden."""
+        return self._settings().debug if self.debug_override is None else self.debug_override
 
     # -- budget
     def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:

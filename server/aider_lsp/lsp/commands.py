@@ -12,20 +12,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..app import Application, RequestContext
-from ..executors.aider import apply_selection
+from ..app import Application
 from ..models import (
     AiderAutomaticArgs,
     AiderInteractiveArgs,
-    ErrorReason,
     GetContextArgs,
     ReadFilesArgs,
+    RequestContext,
     Selection,
     TaskResult,
     WorkflowRequest,
     complete_result,
-    failed_result,
 )
+from ..results import run_tests_result
 
 
 class CommandParams(BaseModel):
@@ -108,7 +107,7 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
             "input_schema": spec.input_schema,
             "read_only": spec.read_only,
         }
-        for spec in app.tools.specs()
+        for spec in app.tool_specs()
     ]
     names = ", ".join(tool["name"] for tool in tools)
     return complete_result(names, notes={"tools": tools}, parsed=tools)
@@ -116,18 +115,7 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
 
 async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
     ctx.report_progress(f"running {params.command or app.settings.test_command or 'tests'}", None)
-    return with_failing_output(await app.run_tests(params.command))
-
-
-def with_failing_output(result: TaskResult) -> TaskResult:
-    """A failing test run shows its exit code, stdout and stderr in `content`, where an editor
-    displays it (unittest, compilers and linters report on stderr), not only in the notes."""
-    exit_code = result.notes.get("exit_code")
-    if not isinstance(exit_code, int) or exit_code == 0:
-        return result
-    parts = [f"tests failed (exit code {exit_code})", result.notes.get("stdout"), result.notes.get("stderr")]
-    content = "\n".join(part.rstrip("\n") for part in parts if isinstance(part, str) and part.strip())
-    return result.model_copy(update={"content": content})
+    return run_tests_result(await app.run_tests(params.command))
 
 
 async def _get_context(app: Application, params: GetContextParams, ctx: RequestContext) -> TaskResult:
@@ -138,35 +126,27 @@ async def _get_context(app: Application, params: GetContextParams, ctx: RequestC
 
 
 async def _prime_context(app: Application, params: PrimeContextParams, ctx: RequestContext) -> TaskResult:
-    return await app.handler.prime_data_context(params.query, params.initial_files)
+    return await app.prime_context(params.query, params.initial_files)
 
 
 async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
     """Forget the conversation history and the data context."""
-    return app.handler.reset()
+    return app.reset_conversation()
 
 
 async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: RequestContext) -> TaskResult:
-    args = params.model_dump(exclude_none=True, exclude={"selection"})
-    if params.selection is not None:
-        try:
-            args["prompt"], args["file_context"] = apply_selection(
-                app.files, params.prompt, params.file_context, params.selection
-            )
-        except ValueError as exc:
-            return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
     ctx.report_progress("Aider is editing…", None)
-    return await app.aider_tools.automatic(args)
+    return await app.aider_edit(params.model_dump(exclude_none=True, exclude={"selection"}), params.selection)
 
 
 async def _aider_interactive(
     app: Application, params: AiderInteractiveParams, ctx: RequestContext
 ) -> TaskResult:
-    return await app.aider_tools.interactive(params.model_dump(exclude_none=True))
+    return await app.aider_chat(params.model_dump(exclude_none=True))
 
 
 async def _aider_list_models(app: Application, params: ListModelsParams, ctx: RequestContext) -> TaskResult:
-    return await app.aider_tools.list_models(params.substring or "")
+    return await app.aider_models(params.substring or "")
 
 
 async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: RequestContext) -> TaskResult:
@@ -175,7 +155,7 @@ async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: Reques
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
-    return app.aider_tools.undo(force=params.force)
+    return app.undo(force=params.force)
 
 
 COMMANDS: list[CommandSpec] = [

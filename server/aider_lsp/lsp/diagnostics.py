@@ -129,7 +129,7 @@ class DiagnosticStore:
         if app is None:
             return None
         try:
-            path = app.files.resolve(relative)
+            path = app.resolve_path(relative)
         except AccessDenied:  # outside the workspace, a bad path: not ours to show
             return None
         document = self._open_document(path)

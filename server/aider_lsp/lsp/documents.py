@@ -88,7 +88,7 @@ class OpenDocuments:
         if app is None or path is None:
             return None
         try:
-            return app.files.relative(path)
+            return app.relative_path(path)
         except ValueError:
             return None
 

@@ -50,7 +50,7 @@ async def _index_with_progress(ls: AiderLanguageServer) -> None:
         return
     async with work_done_progress(ls, "Indexing workspace", percentage=0) as progress:
         progress.outcome = "failed"
-        stats = await app.memory.start_indexing(progress.report if progress.shown else None)
+        stats = await app.index_workspace(progress.report if progress.shown else None)
         progress.outcome = f"{stats.scanned} files indexed, {stats.read} read"
 
 
@@ -67,7 +67,7 @@ async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
         return
     relative = ls.documents.workspace_relative(uri)
     if relative is not None:
-        await ls.app.memory.update_paths([relative])
+        await ls.app.files_changed(updated=[relative])
 
 
 async def on_watched_files_changed(ls: AiderLanguageServer, changes: Sequence[types.FileEvent]) -> None:
@@ -80,10 +80,8 @@ async def on_watched_files_changed(ls: AiderLanguageServer, changes: Sequence[ty
         if relative is None:
             continue
         (deleted if change.type == types.FileChangeType.Deleted else updated).append(relative)
-    if deleted:
-        await ls.app.memory.remove_paths(deleted)
-    if updated:
-        await ls.app.memory.update_paths(updated)
+    if updated or deleted:
+        await ls.app.files_changed(updated=updated, deleted=deleted)
 
 
 async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) -> None:
@@ -97,7 +95,7 @@ async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) 
         and (new := ls.documents.workspace_relative(new_uri)) is not None
     ]
     if pairs:
-        await ls.app.memory.rename_paths(pairs)
+        await ls.app.files_renamed(pairs)
 
 
 def register(server: AiderLanguageServer) -> None:

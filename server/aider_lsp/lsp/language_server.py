@@ -12,8 +12,8 @@ from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..app import Application, RequestContext
-from ..models import ProgressCallback
+from ..app import Application
+from ..models import ProgressCallback, RequestContext
 from ..settings import Settings
 from .diagnostics import WORKFLOW as WORKFLOW_FINDINGS
 from .diagnostics import DiagnosticStore

@@ -16,10 +16,11 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..models import Finding, TaskResult, WorkflowRequest
+from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -48,20 +49,19 @@ def configuration_problem(settings: Settings, workspace: Path) -> str | None:
 class ProgressDisplay:
     """The live status on stderr: one rewritten line on a terminal, one line per phase otherwise."""
 
-    def __init__(self, stream: TextIO, usage: Any) -> None:
+    def __init__(self, stream: TextIO, usage: Callable[[], WorkflowUsage]) -> None:
         self.stream = stream
-        self.usage = usage  # () -> dict with total_tokens and cost
+        self.usage = usage  # what the run spent so far
         self.live = stream.isatty()
         self.started = time.monotonic()
         self.phase = "Starting"
 
     def status(self) -> str:
         usage = self.usage()
-        cost = usage.get("cost")
-        money = f"${cost:.4f}" if cost is not None else "cost n/a"
+        money = f"${usage.cost:.4f}" if usage.cost is not None else "cost n/a"
         elapsed = time.monotonic() - self.started
         clock = f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}]"
-        return f"{clock} {self.phase} · {usage.get('total_tokens', 0)} tokens · {money}"
+        return f"{clock} {self.phase} · {usage.total_tokens} tokens · {money}"
 
     def on_progress(self, message: str, percentage: int | None) -> None:
         self.phase = message
@@ -127,11 +127,12 @@ def run_workflow_command(
 
 
 async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool) -> int:
-    from ..app import Application, RequestContext
+    from ..app import Application
+    from ..models import RequestContext
 
     app = Application(workspace, settings)
-    start = app.handler.usage_totals
-    display = ProgressDisplay(sys.stderr, lambda: _spent(start, app.handler.usage_totals))
+    start = app.spent()
+    display = ProgressDisplay(sys.stderr, lambda: app.spent().since(start))
     ctx = RequestContext(report_progress=display.on_progress, report_findings=display.on_findings)
     run = asyncio.create_task(app.run_workflow(request, ctx))
     ticker = asyncio.create_task(display.tick())
@@ -161,14 +162,6 @@ async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
-
-
-def _spent(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    cost = None if now.get("cost") is None else float(now["cost"]) - float(start.get("cost") or 0.0)
-    return {
-        "total_tokens": int(now.get("total_tokens") or 0) - int(start.get("total_tokens") or 0),
-        "cost": cost,
-    }
 
 
 def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
@@ -226,7 +219,7 @@ def undo_command(workspace: Path) -> int:
     if not workspace.is_dir():
         print(f"aider-lsp undo: the workspace is not a directory: {workspace}", file=sys.stderr)
         return EXIT_USAGE
-    result = Application(workspace.resolve(), settings).aider_tools.undo()
+    result = Application(workspace.resolve(), settings).undo()
     print(result.content)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
 

@@ -2,8 +2,9 @@
 the last iteration or the budget.
 
 Why here and like this: the loop knows no protocol. It calls the Application the way any
-caller does (`handle_task_command`, `run_tests`), so the executors' edit lock, checkpoints,
-redaction and unsaved-buffer check apply at each edit; it reports through the caller's
+caller does, through the few calls named in host.py (`handle_task_command`, `run_tests`,
+`find_context`, …), so the executors' edit lock, checkpoints, redaction and unsaved-buffer
+check apply at each edit; it reports through the caller's
 RequestContext (progress per phase, findings after each test run), so the editor shows
 diagnostics and the CLI prints lines. Every problem ends the run with a result, never an
 exception, except cancellation, which propagates once the run's checkpoint is settled.
@@ -13,22 +14,26 @@ The whole run is one checkpoint: one undo restores what it changed and deletes w
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+
+from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for the run's diff
 
 from ..checkpoints import Checkpoint, run_checkpoint, snapshot_files
 from ..files import AccessDenied
 from ..models import (
     CombinedAnalysisResult,
+    CommandRun,
     ContextGenerationInput,
     DevelopmentPlan,
     ErrorReason,
     Finding,
     OptionalPathList,
+    RequestContext,
+    RunChanges,
     Severity,
     TaskResult,
     Verdict,
@@ -37,10 +42,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
-from ..test_output import parse_test_output
-
-if TYPE_CHECKING:
-    from ..app import Application, RequestContext
+from .host import WorkflowHost
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,7 @@ class CodingWorkflowOrchestrator:
 
     def __init__(
         self,
-        app: Application,
+        app: WorkflowHost,
         initial_goal: str,
         initial_context: str = "",
         test_command: str | None = None,
@@ -85,15 +87,15 @@ class CodingWorkflowOrchestrator:
         self.analysis: CombinedAnalysisResult | None = None
         self.checkpoint: Checkpoint | None = None
         self._originals: dict[str, bytes | None] = {}
-        self._usage_start: dict[str, Any] = {}
+        self._usage_start: WorkflowUsage | None = None
         self._warm_up: asyncio.Task[bool] | None = None
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self, ctx: RequestContext) -> WorkflowResult:
         """Run to the end; cancellation propagates after the checkpoint is settled."""
         settings = self.app.settings
-        self._usage_start = self.app.handler.usage_totals
-        self.app.handler.set_budget(settings.budget.max_tokens, settings.budget.max_cost)
+        self._usage_start = self.app.spent()
+        self.app.set_budget(settings.budget.max_tokens, settings.budget.max_cost)
         try:
             with run_checkpoint(self.app.checkpoints, f"workflow: {self.goal[:150]}") as checkpoint:
                 self.checkpoint = checkpoint
@@ -104,13 +106,13 @@ class CodingWorkflowOrchestrator:
                 finally:
                     self._settle(checkpoint)
         finally:
-            self.app.handler.clear_budget()
+            self.app.clear_budget()
 
     async def _loop(self, ctx: RequestContext) -> WorkflowResult:
         editor_files = self._editor_files()
         ctx.report_progress("Planning", 0)
         # Aider's start-up (seconds) overlaps the planning call instead of delaying the first edit
-        self._warm_up = asyncio.create_task(self.app.aider.warm_up())
+        self._warm_up = asyncio.create_task(self.app.start_aider())
         plan = await self._make_plan(ctx, editor_files)
         test_command = self.test_command or plan.test_command or self.app.settings.test_command
         if not test_command:
@@ -121,25 +123,24 @@ class CodingWorkflowOrchestrator:
         prompt, files = plan.instructions, list(plan.files or editor_files)
         for number in range(1, self.max_iterations + 1):
             self._check_budget()
-            record = WorkflowIteration(iteration=number, prompt=prompt, files=files)
-            self.iterations.append(record)
+            self.iterations.append(WorkflowIteration(iteration=number, prompt=prompt, files=files))
             label = f"Iteration {number}/{self.max_iterations}"
             step = 100 * (number - 1) // self.max_iterations
             ctx.report_progress(f"{label}: Aider is editing", step)
-            files = await self._edit(record, prompt, files)
+            files = await self._edit(prompt, files)
 
             ctx.report_progress(f"{label}: running tests", step)
-            test = await self._test(record, test_command, files)
+            test = await self._test(test_command, files)
 
             self._check_budget()
             ctx.report_progress(f"{label}: analysing the result", step)
-            analysis = await self._analyse(record, number, prompt, files, test_command, test)
+            analysis = await self._analyse(number, prompt, files, test_command, test)
             self.analysis = analysis
             if analysis.verdict is Verdict.SUCCESS:
                 ctx.report_findings([])
                 ctx.report_progress("Done: the goal is reached", 100)
                 return self._result(WorkflowStatus.SUCCESS, analysis.message)
-            ctx.report_findings([*record.findings, *self._analysis_findings(analysis, files)])
+            ctx.report_findings([*test.findings, *self._analysis_findings(analysis, files)])
             if analysis.verdict is Verdict.FAILURE:
                 raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
             prompt = analysis.next_prompt or prompt
@@ -162,7 +163,7 @@ class CodingWorkflowOrchestrator:
 
     async def _make_plan(self, ctx: RequestContext, editor_files: list[str]) -> DevelopmentPlan:
         """The planner gets the goal, the user's context, the open files and the index's best."""
-        found = await self.app.memory.get_relevant_context_for(
+        found = await self.app.find_context(
             ContextGenerationInput(
                 query=self.goal,
                 open_files=list(ctx.open_files),
@@ -187,7 +188,7 @@ class CodingWorkflowOrchestrator:
         self.plan = plan
         return plan
 
-    async def _edit(self, record: WorkflowIteration, prompt: str, files: list[str]) -> list[str]:
+    async def _edit(self, prompt: str, files: list[str]) -> list[str]:
         """One Aider edit through the executors; returns the files for the next steps."""
         self._remember_originals(files)
         params: dict[str, Any] = {"prompt": prompt}
@@ -195,51 +196,41 @@ class CodingWorkflowOrchestrator:
             params["file_context"] = files
         result = await self.app.handle_task_command("aider:automatic", params)
         self.final_aider = result
-        record.aider = _aider_summary(result)
         edited = [p for p in result.notes.get("files") or files if isinstance(p, str)]
         self._remember_originals(edited)
         for created in result.notes.get("created_files") or []:
             self._originals.setdefault(created, None)
-        record.files = edited
+        self._record(aider=_aider_summary(result), files=edited)
         self._stop_on_failure(result, "the Aider edit failed")
         return edited
 
-    async def _test(self, record: WorkflowIteration, command: str, files: list[str]) -> TaskResult:
-        result = await self.app.run_tests(command)
-        notes = result.notes
-        timed_out = result.error is not None and result.error.reason is ErrorReason.EXECUTION_TIMEOUT
-        if not result.ok and not timed_out:  # the command could not run at all
-            self._stop_on_failure(result, "the test command could not run")
-        record.test = {
-            "command": command,
-            "exit_code": notes.get("exit_code"),
-            "timed_out": timed_out,
-            "duration_s": notes.get("duration_s"),
-            "stdout": notes.get("stdout", ""),
-            "stderr": notes.get("stderr", ""),
-        }
-        if notes.get("exit_code") != 0:
-            record.findings = parse_test_output(
-                notes.get("stdout", ""),
-                notes.get("stderr", ""),
-                self.app.workspace,
-                exit_code=notes.get("exit_code") if not timed_out else -1,
-                fallback_files=files,
+    async def _test(self, command: str, files: list[str]) -> CommandRun:
+        run = await self.app.run_tests(command, fallback_files=files)
+        if not run.ran and run.error is not None:  # the command could not run at all
+            raise _RunEnded(
+                run.error.reason, f"the test command could not run: {run.error.message}", run.error.message
             )
-        return result
+        test = {
+            "command": command,
+            "exit_code": run.exit_code,
+            "timed_out": run.timed_out,
+            "duration_s": run.duration_s,
+            "stdout": run.stdout,
+            "stderr": run.stderr,
+        }
+        self._record(test=test, findings=list(run.findings))
+        return run
 
     async def _analyse(
         self,
-        record: WorkflowIteration,
         number: int,
         prompt: str,
         files: list[str],
         test_command: str,
-        test: TaskResult,
+        test: CommandRun,
     ) -> CombinedAnalysisResult:
         aider = self.final_aider
-        notes = test.notes
-        exit_code = notes.get("exit_code")
+        exit_code = test.exit_code
         params = {
             "original_goal": self.goal,
             "initial_task_context": self.context or "(none)",
@@ -247,8 +238,8 @@ class CodingWorkflowOrchestrator:
             "aider_status": "edited the files" if aider is not None and aider.ok else "failed",
             "aider_diff": (aider.notes.get("diff") if aider is not None else "") or "(no change)",
             "test_command": test_command,
-            "test_stdout": _clip(notes.get("stdout", "")),
-            "test_stderr": _clip(notes.get("stderr", "")),
+            "test_stdout": _clip(test.stdout),
+            "test_stderr": _clip(test.stderr),
             "test_exit_code": "none (killed at the timeout)" if exit_code is None else str(exit_code),
             "previous_files": files,
             "iteration": number,
@@ -259,10 +250,14 @@ class CodingWorkflowOrchestrator:
         analysis = result.parsed_content
         if not isinstance(analysis, CombinedAnalysisResult):
             analysis = CombinedAnalysisResult.model_validate_json(result.content)
-        record.analysis = analysis.model_dump(mode="json")
+        self._record(analysis=analysis.model_dump(mode="json"))
         return analysis
 
     # -- helpers -----------------------------------------------------------------------------
+    def _record(self, **step: Any) -> None:
+        """Add a step's outcome to the current iteration's history (a new record, not a change)."""
+        self.iterations[-1] = self.iterations[-1].model_copy(update=step)
+
     def _stop_on_failure(self, result: TaskResult, what: str) -> None:
         """A FAILED step ends the run with its reason (over budget → budget_exceeded)."""
         if result.ok:
@@ -292,26 +287,20 @@ class CodingWorkflowOrchestrator:
             )
 
     def _usage(self) -> WorkflowUsage:
-        """What this run spent so far (the handler's totals minus those at the start)."""
-        now, start = self.app.handler.usage_totals, self._usage_start
-        cost = None
-        if now.get("cost") is not None:
-            cost = float(now["cost"]) - float(start.get("cost") or 0.0)
-        spent = {
-            key: int(now.get(key) or 0) - int(start.get(key) or 0)
-            for key in ("input_tokens", "output_tokens", "total_tokens", "requests")
-        }
-        return WorkflowUsage(**spent, cost=cost)
+        """What this run spent so far (the session's totals minus those at the start)."""
+        if self._usage_start is None:
+            return WorkflowUsage()
+        return self.app.spent().since(self._usage_start)
 
     def usage(self) -> WorkflowUsage:
         """Tokens and cost spent so far (for a live display)."""
-        return self._usage() if self._usage_start else WorkflowUsage()
+        return self._usage()
 
     def _analysis_findings(self, analysis: CombinedAnalysisResult, files: list[str]) -> list[Finding]:
         findings = []
         for path in files:
             try:
-                rel = self.app.files.relative(path)
+                rel = self.app.relative_path(path)
             except AccessDenied:
                 continue
             if (self.app.workspace / rel).is_file():
@@ -327,7 +316,9 @@ class CodingWorkflowOrchestrator:
 
     def _remember_originals(self, paths: Sequence[str]) -> None:
         """Each file's bytes before the run first touched it (None: it did not exist)."""
-        self._originals.update(snapshot_files(self.app.files, [p for p in paths if p not in self._originals]))
+        self._originals.update(
+            snapshot_files(self.app.resolve_path, [p for p in paths if p not in self._originals])
+        )
 
     def _settle(self, checkpoint: Checkpoint) -> None:
         """Drop the run's checkpoint when nothing it covers changed (undo would do nothing)."""
@@ -340,31 +331,27 @@ class CodingWorkflowOrchestrator:
         except (OSError, AccessDenied):
             log.debug("could not settle the workflow checkpoint", exc_info=True)
 
-    def changes(self) -> tuple[list[str], list[str], str]:
-        """(changed files, created files, the run's unified diff) against the files before the run."""
+    def changes(self) -> RunChanges:
+        """What the run changed against the files before it, its diff in the edits' format."""
         changed: list[str] = []
         created: list[str] = []
-        diff: list[str] = []
+        diffs: list[str] = []
         for rel, before in sorted(self._originals.items()):
             try:
-                real = self.app.files.resolve(rel)
+                real = self.app.resolve_path(rel)
                 after = real.read_bytes() if real.is_file() else None
             except (OSError, AccessDenied):
                 continue
             if after == before:
                 continue
             (created if before is None else changed).append(rel)
-            old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            diff.extend(
-                difflib.unified_diff(
-                    old,
-                    new,
-                    "/dev/null" if before is None else f"a/{rel}",
-                    "/dev/null" if after is None else f"b/{rel}",
-                )
-            )
-        return changed, created, "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+            diffs.append(unified_diff(rel, before, after))
+        return RunChanges(
+            changed_files=tuple(changed),
+            created_files=tuple(created),
+            diff="".join(diffs),
+            checkpoint_id=self.checkpoint.id if self.checkpoint else None,
+        )
 
     def _result(
         self,

@@ -1,0 +1,109 @@
+"""Typed results → the seeds' TaskResult: the one place each becomes (content, notes).
+
+Services answer their own models (a CommandRun, a RestoreReport: models.py); a tool, a
+command or the CLI turns them into a TaskResult here, so the notes' keys and values on the
+wire are written once and read back by no one inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import (
+    CommandRun,
+    ErrorReason,
+    RestoreReport,
+    RunChanges,
+    TaskError,
+    TaskResult,
+    TaskStatus,
+    WorkflowResult,
+    WorkflowStatus,
+    complete_result,
+    failed_result,
+)
+
+
+def command_notes(run: CommandRun) -> dict[str, Any]:
+    """A run's notes on the wire: {command, exit_code, stdout, stderr, duration_s, success}."""
+    return {
+        "command": run.command,
+        "exit_code": run.exit_code,
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "duration_s": run.duration_s,
+        "success": run.exit_code == 0,
+    }
+
+
+def command_result(run: CommandRun) -> TaskResult:
+    """`system:execute_shell_command`: the stdout as content, the run in notes. A command that
+    could not start is FAILED with its reason only; one killed at the timeout keeps its output."""
+    if run.error is None:
+        return complete_result(run.stdout, notes=command_notes(run))
+    if not run.ran:
+        return failed_result(run.error.reason, run.error.message)
+    return failed_result(run.error.reason, run.error.message, content=run.stdout, notes=command_notes(run))
+
+
+def run_tests_result(run: CommandRun) -> TaskResult:
+    """`aider-lsp.system.runTests`: as `command_result`, and a failing run shows its exit code,
+    stdout and stderr in `content`, where an editor displays it (unittest, compilers and
+    linters report on stderr), not only in the notes."""
+    result = command_result(run)
+    if run.exit_code is None or run.exit_code == 0:
+        return result
+    parts = [f"tests failed (exit code {run.exit_code})", run.stdout, run.stderr]
+    content = "\n".join(part.rstrip("\n") for part in parts if part.strip())
+    return result.model_copy(update={"content": content})
+
+
+def restore_notes(report: RestoreReport) -> dict[str, Any]:
+    """An undo's notes: {checkpoint, label?, restored, deleted, skipped: [{path, reason}]}."""
+    notes: dict[str, Any] = {"checkpoint": report.checkpoint}
+    if report.checkpoint is not None:
+        notes["label"] = report.label
+    notes["restored"] = list(report.restored)
+    notes["deleted"] = list(report.deleted)
+    notes["skipped"] = [item.model_dump(mode="json") for item in report.skipped]
+    return notes
+
+
+def undo_result(report: RestoreReport) -> TaskResult:
+    """`aider-lsp.workflow.undo`: what was restored; FAILED when a file was left alone, so
+    the user saves or reverts it and undoes again."""
+    notes = restore_notes(report)
+    if report.checkpoint is None:
+        return complete_result("Nothing to undo.", notes=notes)
+    message = f"Restored {len(report.touched)} file(s) from before “{report.label}”"
+    if report.touched:
+        message += ": " + ", ".join(report.touched)
+    if not report.skipped:
+        return complete_result(message, notes=notes)
+    skipped = ", ".join(item.path for item in report.skipped)
+    return failed_result(
+        ErrorReason.INPUT_VALIDATION_FAILURE,
+        message + f". Not restored (unsaved in the editor, changed since the edit, or"
+        f" unwritable): {skipped}; save or revert them and undo again (or undo with"
+        " force to discard the later changes)",
+        notes=notes,
+    )
+
+
+def workflow_result(outcome: WorkflowResult, changes: RunChanges) -> TaskResult:
+    """`aider-lsp.workflow.run`: the outcome's message; notes {workflow, changed_files,
+    created_files, diff, checkpoint_id}; parsedContent the run's history (`notes.workflow`)."""
+    history = outcome.model_dump(mode="json")
+    notes: dict[str, Any] = {
+        "workflow": history,
+        "changed_files": list(changes.changed_files),
+        "created_files": list(changes.created_files),
+        "diff": changes.diff,
+        "checkpoint_id": changes.checkpoint_id,
+    }
+    if outcome.status is WorkflowStatus.SUCCESS:
+        return complete_result(outcome.content, notes=notes, parsed=history)
+    error = TaskError(reason=outcome.reason or ErrorReason.UNEXPECTED_ERROR, message=outcome.content)
+    return TaskResult(
+        status=TaskStatus.FAILED, content=outcome.content, notes=notes, parsedContent=history, error=error
+    )

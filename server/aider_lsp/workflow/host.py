@@ -1,0 +1,75 @@
+"""WorkflowHost: what the coding workflow needs from its host, and nothing more.
+
+Why a protocol: the orchestrator is a client of the Application like the editor and the CLI;
+naming the few calls it makes (run a task, run the tests, find context, spend and budget,
+checkpoints, confined paths) keeps it from reaching into services, lets a test give it a
+small fake, and keeps app.py → workflow/ the only import between them (the Application
+satisfies this protocol; mypy checks it where app.py builds the orchestrator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..checkpoints import CheckpointStore
+from ..models import (
+    AssociativeMatchResult,
+    CommandRun,
+    ContextGenerationInput,
+    TaskResult,
+    WorkflowUsage,
+)
+from ..settings import Settings
+
+
+class WorkflowHost(Protocol):
+    """The calls a workflow run makes on the Application."""
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force (budget, test command, test timeout)."""
+        ...
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """Where the run's one checkpoint is kept (one undo restores the whole run)."""
+        ...
+
+    async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
+        """Run a tool or a template (the plan, the Aider edit, the analysis)."""
+        ...
+
+    async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
+        """Run the test command; the failures it printed come back as findings."""
+        ...
+
+    async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
+        """The workspace files most relevant to a query (the index)."""
+        ...
+
+    def spent(self) -> WorkflowUsage:
+        """Tokens, requests and cost the LLM calls spent so far in this session."""
+        ...
+
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
+        """Cap the LLM calls that follow (over budget → FAILED)."""
+        ...
+
+    def clear_budget(self) -> None: ...
+
+    async def start_aider(self) -> bool:
+        """Start the Aider server ahead of the first edit; whether it runs."""
+        ...
+
+    def resolve_path(self, path: str) -> Path:
+        """A path confined to the workspace (AccessDenied outside it)."""
+        ...
+
+    def relative_path(self, path: str) -> str:
+        """The workspace-relative form of a confined path (AccessDenied outside it)."""
+        ...
