@@ -10,7 +10,7 @@ import urllib.request
 import openai
 import pytest
 
-from llm_server import (
+from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     all_of,
     fault,
@@ -141,7 +141,7 @@ def test_context_manager_stops() -> None:
 
 
 def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:
-    from llm_server import aider_diff, aider_whole, is_aider_diff_format
+    from aider_lsp_testing.llm_server import aider_diff, aider_whole, is_aider_diff_format
 
     llm_server.add_rule(
         is_aider_diff_format, aider_diff([("a.py", "x = 1", "x = 2"), ("new.py", "", "y = 3")])
