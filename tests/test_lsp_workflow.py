@@ -18,6 +18,7 @@ from aider_lsp_testing.calc_project import (  # the calc project whose test fail
     FIXED,
     HALF_FIXED,
     PLAN,
+    TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
     write_calc_project,
@@ -35,7 +36,6 @@ from aider_lsp_testing.raw_lsp import alive
 from conftest import execute
 from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
-from test_workflow import TEST_COMMAND
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),

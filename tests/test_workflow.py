@@ -4,7 +4,6 @@ and a real unittest run on a temp project whose test fails."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from aider_lsp_testing.calc_project import (
     MULTIPLY_ASSERT_LINE,
     PLAN,
     RETRY,
+    TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
     write_calc_project,
@@ -42,8 +42,6 @@ pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
     reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
 )
-
-TEST_COMMAND = f"{sys.executable} -m unittest"
 
 
 @pytest.fixture

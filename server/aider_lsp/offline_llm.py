@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 __all__ = [
     "ChatHandler",
@@ -148,15 +148,15 @@ def _openai_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "id": f"call_{uuid.uuid4().hex[:12]}",
             "type": "function",
-            "function": {
-                "name": c["name"],
-                "arguments": c["arguments"]
-                if isinstance(c["arguments"], str)
-                else json.dumps(c["arguments"]),
-            },
+            "function": {"name": c["name"], "arguments": _as_json(c["arguments"])},
         }
         for c in calls
     ]
+
+
+def _as_json(value: Any) -> str:
+    """Structured output or tool arguments as the JSON text the wire carries (text as given)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def message_parts(request: dict[str, Any], reply: Reply) -> tuple[str | None, list[dict[str, Any]], str]:
@@ -165,7 +165,7 @@ def message_parts(request: dict[str, Any], reply: Reply) -> tuple[str | None, li
         final = [n for n in tool_names(request) if n.startswith("final_result")]
         if final:
             return None, _openai_calls([{"name": final[0], "arguments": reply.obj}]), "tool_calls"
-        return (reply.obj if isinstance(reply.obj, str) else json.dumps(reply.obj)), [], "stop"
+        return _as_json(reply.obj), [], "stop"
     return reply.content, _openai_calls(reply.calls), reply.finish_reason or "stop"
 
 
@@ -327,7 +327,7 @@ class OfflineLLMServer:
         """The reply for one chat request (None: no answer, a loud 500); subclasses script it."""
         return self._answer_fn(request) if self._answer_fn is not None else None
 
-    def start(self) -> OfflineLLMServer:
+    def start(self) -> Self:
         """Bind 127.0.0.1 on a random port and serve in a daemon thread."""
         if self._httpd is not None:
             return self
@@ -351,7 +351,7 @@ class OfflineLLMServer:
         self._httpd.server_close()
         self._httpd = None
 
-    def __enter__(self) -> OfflineLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -7,6 +7,7 @@ for a retry, the second edit fixes `multiply`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ TESTS = (
     "        self.assertEqual(multiply(3, 4), 12)\n"
 )
 MULTIPLY_ASSERT_LINE = 11
+TEST_COMMAND = f"{sys.executable} -m unittest"
 PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
 RETRY = {
     "verdict": "RETRY",

@@ -350,14 +350,6 @@ class ScriptedLLMServer(OfflineLLMServer):
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
 
-    def start(self) -> ScriptedLLMServer:
-        """Bind 127.0.0.1 on a random port and serve in a daemon thread."""
-        super().start()
-        return self
-
-    def __enter__(self) -> ScriptedLLMServer:
-        return self.start()
-
     def add_rule(self, match: Matcher, reply: ReplyLike, *, times: int | None = None) -> None:
         """Answer requests matching ``match`` with ``reply`` (at most ``times`` times if given)."""
         with self._lock:
