@@ -56,7 +56,7 @@ async def main() -> None:
             )
 
         async def handler_text() -> None:
-            result = await app.handler._execute_llm_call(
+            result = await app.handler.execute_llm_call(
                 "hi", system_prompt_override="s", tools_override=[], history_config=one_shot
             )
             assert result.ok, result
