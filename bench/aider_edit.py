@@ -20,19 +20,16 @@ import asyncio
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from aider_lsp import aider_env
 from aider_lsp.aider.bridge import AiderBridge
 from aider_lsp.files import FileAccessManager
 from aider_lsp.settings import load_settings
-from llm_server import ScriptedLLMServer, aider_whole, last_user_contains
-from raw_lsp import RawLspClient
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, last_user_contains
+from aider_lsp_testing.raw_lsp import RawLspClient
 
 MODEL = "openai/bench-coder"
 VERSIONS = {

@@ -1,6 +1,6 @@
 """LLM layer overhead: median latency of one call through the handler vs the raw openai client.
 
-All calls go to the scripted server on 127.0.0.1 (tests/llm_server.py), so the figure is the
+All calls go to the scripted server on 127.0.0.1 (aider_lsp_testing.llm_server), so the figure is the
 layer's own cost (pydantic-ai agent run, prompt building, validation, usage accounting),
 not a provider's. Printed beside the floor measured in the same run: a raw
 `AsyncOpenAI.chat.completions.create` to the same server. Also prints the first-call cost
@@ -17,10 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from llm_server import ScriptedLLMServer, any_request, json_output, offers_tool, text  # noqa: E402
+from aider_lsp_testing.llm_server import ScriptedLLMServer, any_request, json_output, offers_tool, text
 
 RUNS = 40
 
@@ -59,7 +56,7 @@ async def main() -> None:
             )
 
         async def handler_text() -> None:
-            result = await app.handler._execute_llm_call(
+            result = await app.handler.execute_llm_call(
                 "hi", system_prompt_override="s", tools_override=[], history_config=one_shot
             )
             assert result.ok, result

@@ -23,21 +23,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
 from aider_lsp import aider_env
-from llm_server import Reply, ScriptedLLMServer, aider_whole, json_output, slow
-from raw_lsp import RawLspClient
-from test_workflow import BUGGY, HALF_FIXED, IS_AIDER, IS_ANALYSIS, IS_PLAN, PLAN, RETRY, TESTS
+from aider_lsp_testing.calc_project import BUGGY, HALF_FIXED, PLAN, RETRY, write_calc_project
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    ReplyLike,
+    ScriptedLLMServer,
+    aider_whole,
+    json_output,
+    slow,
+)
+from aider_lsp_testing.raw_lsp import RawLspClient
 
 NOTES = "def describe():\n    return 'calculator notes'\n"
 
 
 def setup_project() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="aider-bench-resp-")) / "calcproj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TESTS)
+    root = write_calc_project(Path(tempfile.mkdtemp(prefix="aider-bench-resp-")))
     (root / "notes.py").write_text(NOTES)  # the open document the code actions are asked on
     return root
 
@@ -46,7 +50,7 @@ def scripted_server() -> ScriptedLLMServer:
     server = ScriptedLLMServer().start()
     attempts = itertools.count(1)
 
-    def next_edit(request: dict[str, Any]) -> Reply:
+    def next_edit(request: dict[str, Any]) -> ReplyLike:
         """Each attempt really changes the file (an unchanged file ends the run as a failed edit)."""
         return slow(1.0, aider_whole({"calc.py": HALF_FIXED + f"# attempt {next(attempts)}\n"}))
 

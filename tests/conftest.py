@@ -122,8 +122,8 @@ async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
 
 @pytest.fixture
 def llm_server() -> Any:
-    """A started scripted OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py)."""
-    from llm_server import ScriptedLLMServer
+    """A started scripted OpenAI-compatible server on 127.0.0.1 (aider_lsp_testing.llm_server)."""
+    from aider_lsp_testing.llm_server import ScriptedLLMServer
 
     with ScriptedLLMServer() as server:
         yield server

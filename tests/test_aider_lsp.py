@@ -9,8 +9,8 @@ import pytest
 from lsprotocol import types
 
 from aider_lsp import aider_env
+from aider_lsp_testing.llm_server import aider_whole, any_request
 from conftest import execute
-from llm_server import aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),

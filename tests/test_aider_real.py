@@ -19,7 +19,15 @@ from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
-from llm_server import aider_diff, aider_whole, any_request, fault, is_aider_diff_format, slow, text
+from aider_lsp_testing.llm_server import (
+    aider_diff,
+    aider_whole,
+    any_request,
+    fault,
+    is_aider_diff_format,
+    slow,
+    text,
+)
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),

@@ -14,7 +14,7 @@ from aider_lsp.handler.model_config import resolve_model_config
 from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
 from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools import ToolRegistry
-from llm_server import (
+from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,
     fault,

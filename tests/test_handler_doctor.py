@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from llm_server import ScriptedLLMServer
+from aider_lsp_testing.llm_server import ScriptedLLMServer
 
 
 def _doctor(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

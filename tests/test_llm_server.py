@@ -10,7 +10,8 @@ import urllib.request
 import openai
 import pytest
 
-from llm_server import (
+from aider_lsp.offline_llm import OfflineLLMServer, Reply, last_user_message
+from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     all_of,
     fault,
@@ -141,7 +142,7 @@ def test_context_manager_stops() -> None:
 
 
 def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:
-    from llm_server import aider_diff, aider_whole, is_aider_diff_format
+    from aider_lsp_testing.llm_server import aider_diff, aider_whole, is_aider_diff_format
 
     llm_server.add_rule(
         is_aider_diff_format, aider_diff([("a.py", "x = 1", "x = 2"), ("new.py", "", "y = 3")])
@@ -168,3 +169,32 @@ def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:
         .message.content
     )
     assert "a.py\n```\nx = 2\n```" in (whole or "")
+
+
+def test_the_demo_server_answers_from_one_function_streamed_or_not() -> None:
+    """The product's minimal server (the offline demo's): no rules, one answering function."""
+
+    def answer(request: dict[str, object]) -> Reply | None:
+        return json_output({"ok": True}) if "ping" in last_user_message(request) else None
+
+    with OfflineLLMServer(answer, models=["demo"]) as srv:
+        c = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        r = c.chat.completions.create(model="demo", messages=[{"role": "user", "content": "ping"}])
+        assert json.loads(r.choices[0].message.content or "") == {"ok": True}
+        chunks = c.chat.completions.create(
+            model="demo", messages=[{"role": "user", "content": "ping"}], stream=True
+        )
+        assert json.loads("".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)) == {
+            "ok": True
+        }
+        with pytest.raises(openai.InternalServerError, match=r"no scripted answer.*'silence'"):
+            c.chat.completions.create(model="demo", messages=[{"role": "user", "content": "silence"}])
+
+
+def test_the_demo_example_ships_as_package_data() -> None:
+    """`aider-lsp demo` reads its example through importlib.resources, not from a checkout path."""
+    from aider_lsp.workflow.demo import example_project
+
+    example = example_project()
+    assert {item.name for item in example.iterdir()} >= {"calculator.py", "test_calculator.py"}
+    assert "return b - a" in example.joinpath("calculator.py").read_text()  # still buggy

@@ -10,8 +10,8 @@ import pytest
 from lsprotocol import types
 
 from aider_lsp import aider_env
+from aider_lsp_testing.llm_server import aider_whole, any_request
 from conftest import execute
-from llm_server import aider_whole, any_request
 from test_aider_lsp import options
 
 BUGGY = "def add(a, b):\n    return a - b\n"

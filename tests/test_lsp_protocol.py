@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from raw_lsp import RawLspClient, server_env
+from aider_lsp_testing.raw_lsp import RawLspClient, server_env
 
 
 def test_a_huge_malformed_request_is_answered_and_the_next_one_at_once(

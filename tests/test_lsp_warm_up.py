@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from aider_lsp import aider_env
+from aider_lsp_testing.llm_server import aider_whole, any_request
 from conftest import execute
-from llm_server import aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
 

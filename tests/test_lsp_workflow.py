@@ -13,24 +13,29 @@ import pytest
 from lsprotocol import types
 
 from aider_lsp import aider_env
-from conftest import execute
-from llm_server import aider_whole, all_of, json_output, last_user_contains
-from raw_lsp import alive
-from test_lsp_cancel import _slow_test_command as slow_test_command
-from test_lsp_code_actions import code_actions
-from test_workflow import (  # the calc project whose test fails, and its scripted LLM
+from aider_lsp_testing.calc_project import (  # the calc project whose test fails, and its scripted LLM
     BUGGY,
     FIXED,
     HALF_FIXED,
-    IS_AIDER,
-    IS_ANALYSIS,
-    IS_PLAN,
     PLAN,
     TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
     write_calc_project,
 )
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    aider_whole,
+    all_of,
+    json_output,
+    last_user_contains,
+)
+from aider_lsp_testing.raw_lsp import alive
+from conftest import execute
+from test_lsp_cancel import _slow_test_command as slow_test_command
+from test_lsp_code_actions import code_actions
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),

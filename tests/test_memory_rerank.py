@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aider_lsp.app import Application
 from aider_lsp.settings import Settings
-from llm_server import ScriptedLLMServer, json_output, last_user_message, offers_tool
+from aider_lsp_testing.llm_server import ScriptedLLMServer, json_output, last_user_message, offers_tool
 
 
 def _project(root: Path) -> Path:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.lsp.commands import COMMANDS
-from raw_lsp import RawLspClient
+from aider_lsp_testing.raw_lsp import RawLspClient
 
 INVALID_PARAMS = -32602
 
@@ -240,7 +240,7 @@ def test_unsaved_buffers_with_odd_names_are_never_overwritten(
 ) -> None:
     """pygls keys open documents by an unquoted URI; decoding it again lost `%20` file names,
     so Aider overwrote an open buffer with unsaved changes."""
-    from llm_server import aider_whole, any_request
+    from aider_lsp_testing.llm_server import aider_whole, any_request
 
     target = odd_workspace / name
     target.write_text("X = 1\n")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from aider_lsp import aider_env
-from llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
-from raw_lsp import RawLspClient
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
+from aider_lsp_testing.raw_lsp import RawLspClient
 
 needs_aider = pytest.mark.skipif(
     not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from aider_lsp import aider_env
+from aider_lsp_testing.raw_lsp import server_env
 from conftest import execute
-from raw_lsp import server_env
 
 NO_KEYS = {"OPENAI_API_KEY": "", "GROQ_API_KEY": "", "ANTHROPIC_API_KEY": ""}
 

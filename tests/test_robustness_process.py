@@ -16,8 +16,15 @@ from typing import Any
 import pytest
 
 from aider_lsp import aider_env
-from llm_server import ScriptedLLMServer, aider_whole, any_request, json_output, offers_tool, slow
-from raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
+from aider_lsp_testing.llm_server import (
+    ScriptedLLMServer,
+    aider_whole,
+    any_request,
+    json_output,
+    offers_tool,
+    slow,
+)
+from aider_lsp_testing.raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
 
 needs_aider = pytest.mark.skipif(
     not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"

@@ -12,8 +12,8 @@ import pytest
 from lsprotocol import types
 
 from aider_lsp.settings import SettingsError, load_settings
+from aider_lsp_testing.llm_server import ScriptedLLMServer, json_output, offers_tool
 from conftest import execute
-from llm_server import ScriptedLLMServer, json_output, offers_tool
 
 
 @pytest.mark.parametrize(

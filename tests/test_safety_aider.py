@@ -20,7 +20,7 @@ from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
-from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),

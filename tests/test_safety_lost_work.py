@@ -23,8 +23,8 @@ from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
 from conftest import execute
-from llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
@@ -326,7 +326,7 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
 async def test_concurrent_edits_are_undone_one_at_a_time(
     app: Application, tree: Path, llm_server: ScriptedLLMServer
 ) -> None:
-    from llm_server import last_user_contains
+    from aider_lsp_testing.llm_server import last_user_contains
 
     a = tree / "pkg" / "a.py"
     llm_server.add_rule(last_user_contains("first"), aider_whole({"pkg/a.py": A1}))

@@ -18,8 +18,7 @@ from aider_lsp.app import Application
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings
-from conftest import execute
-from llm_server import (
+from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,
     has_tool_result,
@@ -29,6 +28,7 @@ from llm_server import (
     tool_call,
     tool_calls,
 )
+from conftest import execute
 
 SECRETS = {
     ".env": "ENVSECRET111",

@@ -18,7 +18,7 @@ from aider_lsp.models import (
 )
 from aider_lsp.settings import Settings
 from aider_lsp.tasks import TaskTemplate
-from llm_server import (
+from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,
     json_output,

@@ -4,7 +4,6 @@ and a real unittest run on a temp project whose test fails."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,56 +14,34 @@ from aider_lsp import aider_env
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
-from llm_server import (
-    Reply,
+from aider_lsp_testing.calc_project import (
+    BUGGY,
+    FIXED,
+    HALF_FIXED,
+    MULTIPLY_ASSERT_LINE,
+    PLAN,
+    RETRY,
+    TEST_COMMAND,
+    TESTS,
+    analysis_by_exit_code,
+    write_calc_project,
+)
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
     aider_whole,
     all_of,
     fault,
     json_output,
     last_user_contains,
-    last_user_message,
-    not_,
     slow,
-    system_prompt_contains,
 )
 
 pytestmark = pytest.mark.skipif(
     not aider_env.is_ready(),
     reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
 )
-
-BUGGY = "def subtract(a, b):\n    return b - a\n\n\ndef multiply(a, b):\n    return a + b\n"
-HALF_FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a + b\n"
-FIXED = "def subtract(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n"
-TESTS = (
-    "import unittest\n\nfrom calc import multiply, subtract\n\n\n"
-    "class CalcTest(unittest.TestCase):\n"
-    "    def test_subtract(self):\n"
-    "        self.assertEqual(subtract(5, 3), 2)\n\n"
-    "    def test_multiply(self):\n"
-    "        self.assertEqual(multiply(3, 4), 12)\n"
-)
-MULTIPLY_ASSERT_LINE = 11
-TEST_COMMAND = f"{sys.executable} -m unittest"
-IS_PLAN = system_prompt_contains("write a development plan")
-IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
-PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
-RETRY = {
-    "verdict": "RETRY",
-    "message": "multiply still fails",
-    "next_prompt": "Make multiply return the product",
-}
-SUCCESS = {"verdict": "SUCCESS", "message": "all tests pass"}
-
-
-def write_calc_project(tmp_path: Path) -> Path:
-    """The calc project whose multiply test fails."""
-    root = tmp_path / "calcproj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TESTS)
-    return root
 
 
 @pytest.fixture
@@ -105,12 +82,6 @@ class Recorder:
             report_findings=self.findings.append,
             open_files=["calc.py"],
         )
-
-
-def analysis_by_exit_code(request: dict[str, Any]) -> Reply:
-    """The scripted analyst reads the real test result it is given."""
-    passed = "Exit code: 0" in last_user_message(request)
-    return json_output(SUCCESS if passed else RETRY)
 
 
 def script_two_iterations(llm_server: Any) -> None:
@@ -242,12 +213,8 @@ async def test_a_second_run_is_refused_while_one_runs(
 
 async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any) -> None:
     app = make_app(project, llm_server.base_url, budget={"maxTokens": 500})
-    plan = Reply(
-        kind="json", obj=PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
-    )
-    retry = Reply(
-        kind="json", obj=RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390}
-    )
+    plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+    retry = json_output(RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390})
     llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_ANALYSIS, retry)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))

@@ -15,13 +15,11 @@ from typing import Any
 import pytest
 
 from aider_lsp import aider_env
-from llm_server import aider_whole, all_of, fault, json_output, not_, system_prompt_contains
+from aider_lsp.workflow.demo import example_project
+from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, fault, json_output
 
 CLI = [sys.executable, "-m", "aider_lsp"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator"
-IS_PLAN = system_prompt_contains("write a development plan")
-IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
+EXAMPLE = Path(str(example_project()))  # a checkout's package data: a plain folder
 BUGGY = "def double(x):\n    return x + 2\n"
 FIXED = "def double(x):\n    return x * 2\n"
 TESTS = (

@@ -24,7 +24,7 @@ codeServer.installExtension(vsix);
 const url = await codeServer.start(project);
 
 console.log(`\naider-lsp editor: ${url}`);
-console.log(`  project: ${project} (a copy of examples/calculator; its tests fail on purpose)`);
+console.log(`  project: ${project} (a copy of the example calculator; its tests fail on purpose)`);
 if (scripted) {
     console.log('  models: OFFLINE DEMO (scripted, 127.0.0.1); set AIDER_LSP_MODEL and AIDER_LSP_AIDER_MODEL to use yours.');
     console.log('  try: F1 → "Aider: Run Workflow…" → "Make the tests pass"; select `add` → "Aider: Edit with Aider…" → "Add a docstring to add"');

@@ -1,5 +1,5 @@
 // The example project and the scripted models, shared by the end-to-end test and the editor
-// demo (`./scripts/run editor`): a temp copy of examples/calculator, its workspace settings
+// demo (`./scripts/run editor`): a temp copy of the example calculator, its workspace settings
 // pointing the extension at the repository's server, and the scripted OpenAI-compatible LLM.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +13,7 @@ export const REPO = path.dirname(CLIENT);
 export const PYTHON = path.join(REPO, '.venv', 'bin', 'python');
 export const SERVER = path.join(REPO, '.venv', 'bin', 'aider-lsp');
 export const TEST_COMMAND = `${PYTHON} -m unittest`;
-const EXAMPLE = path.join(REPO, 'examples', 'calculator');
+const EXAMPLE = path.join(REPO, 'server', 'aider_lsp', 'examples', 'calculator');
 const SCRIPTED_LLM = path.join(E2E, 'scripted_llm.py');
 
 /** Copies the example calculator (buggy on purpose) to `dest`. */

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aider_lsp import scripted_llm as llm
+from aider_lsp_testing import llm_server as llm
 
 PLANNER = "scripted-planner"
 CODER = "scripted-coder"

@@ -1,4 +1,4 @@
-"""Runs the project's scripted OpenAI-compatible LLM server (tests/llm_server.py) standalone.
+"""Runs the project's scripted OpenAI-compatible LLM server (aider_lsp_testing.llm_server) standalone.
 
 For the editor client's protocol test: prints {"base_url": ...} on one line, then serves until
 stdin closes. Rules: --whole PATH=CONTENT answers every request of model `scripted-coder` (Aider)
@@ -8,17 +8,10 @@ in Aider's whole-file format; --plan JSON answers model `scripted-planner` with 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve()
-spec = importlib.util.spec_from_file_location("llm_server", HERE.parents[2] / "tests" / "llm_server.py")
-assert spec and spec.loader
-llm_server = importlib.util.module_from_spec(spec)
-sys.modules["llm_server"] = llm_server  # dataclasses resolve annotations through sys.modules
-spec.loader.exec_module(llm_server)
+from aider_lsp_testing import llm_server
 
 
 def main() -> None:
@@ -31,7 +24,9 @@ def main() -> None:
         files = dict(item.split("=", 1) for item in args.whole)
         server.add_rule(llm_server.model_is("scripted-coder"), llm_server.aider_whole(files))
     if args.plan:
-        server.add_rule(llm_server.model_is("scripted-planner"), llm_server.json_output(json.loads(args.plan)))
+        server.add_rule(
+            llm_server.model_is("scripted-planner"), llm_server.json_output(json.loads(args.plan))
+        )
     server.start()
     print(json.dumps({"base_url": server.base_url}), flush=True)
     try:

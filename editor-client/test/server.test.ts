@@ -55,7 +55,7 @@ async function waitFor(what: string, probe: () => boolean, seconds = 60): Promis
     }
 }
 
-/** The scripted LLM server (tests/llm_server.py) in its own process. */
+/** The scripted LLM server (aider_lsp_testing.llm_server) in its own process. */
 async function startLlmServer(args: string[]): Promise<{ baseUrl: string; process: ChildProcessWithoutNullStreams }> {
     const child = spawn(python, [path.join(repoRoot, 'editor-client', 'test', 'llm_server_cli.py'), ...args]);
     child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));

@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
     )
     demo_parser.add_argument(
-        "--example", type=Path, help="the example project (default: examples/calculator)"
+        "--example", type=Path, help="the example project (default: the calculator shipped in the package)"
     )
     demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     undo_parser = commands.add_parser("undo", help="restore the files of the last workflow run or Aider edit")

@@ -2,10 +2,12 @@
 
 Why: a new user without a key should see what the project does: a plan, a first Aider edit
 that leaves a test failing, the analysis asking for a retry, the second edit, the green test.
-The model is the scripted OpenAI-compatible server the tests use, on 127.0.0.1; the planner,
-the analyst and Aider (the REAL bundled Aider, `openai/<name>` on that server, `whole` edit
-format) all talk to it over HTTP. The analyst reads the real exit code of the real test run.
-The example is copied to a temporary folder first: the shipped copy stays buggy.
+The model is a minimal OpenAI-compatible server (offline_llm.py) on 127.0.0.1 answering from
+`scripted_answers`; the planner, the analyst and Aider (the REAL bundled Aider, `openai/<name>`
+on that server, `whole` edit format) all talk to it over HTTP. The analyst reads the real exit
+code of the real test run. The example ships inside the package (examples/calculator, read with
+importlib.resources, so an installed wheel runs the demo too) and is copied to a temporary
+folder first: the shipped copy stays buggy.
 """
 
 from __future__ import annotations
@@ -13,56 +15,53 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from ..scripted_llm import (
-    Reply,
-    ScriptedLLMServer,
-    aider_whole,
-    all_of,
-    json_output,
-    last_user_contains,
-    last_user_message,
-    not_,
-    system_prompt_contains,
-)
+from ..offline_llm import OfflineLLMServer, Reply, aider_whole, json_output, last_user_message, system_prompt
 from ..settings import load_settings
 from .cli import EXIT_USAGE, run_workflow_command
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calculator"
+EXAMPLE = "calculator"
 GOAL = "Make the tests in test_calculator.py pass."
 PLAN_INSTRUCTIONS = "In calculator.py, fix subtract: it must return a - b (it returns b - a)."
 RETRY_PROMPT = "average([]) raises ZeroDivisionError: make average return 0 for an empty list."
-IS_PLAN = system_prompt_contains("write a development plan")
-IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
 
 
-def script_calculator(server: ScriptedLLMServer, source: str) -> None:
-    """The scripted planner, Aider replies and analyst for examples/calculator."""
+def example_project() -> Traversable:
+    """The example calculator shipped inside the package (buggy on purpose)."""
+    return files("aider_lsp") / "examples" / EXAMPLE
+
+
+def scripted_answers(source: str) -> Callable[[dict[str, Any]], Reply | None]:
+    """The planner, Aider and analyst answers for the calculator whose text is `source`."""
     subtract_fixed = source.replace("return b - a", "return a - b")
     both_fixed = subtract_fixed.replace(
         "    return sum(values) / len(values)",
         "    if not values:\n        return 0\n    return sum(values) / len(values)",
     )
-    server.add_rule(
-        IS_PLAN,
-        json_output({"instructions": PLAN_INSTRUCTIONS, "files": ["calculator.py"], "test_command": None}),
-    )
-    server.add_rule(
-        all_of(IS_AIDER, last_user_contains("make average return 0")),
-        aider_whole({"calculator.py": both_fixed}),
-    )
-    server.add_rule(
-        all_of(IS_AIDER, last_user_contains("fix subtract")), aider_whole({"calculator.py": subtract_fixed})
-    )
-    server.add_rule(IS_ANALYSIS, _analyst)
+    plan = {"instructions": PLAN_INSTRUCTIONS, "files": ["calculator.py"], "test_command": None}
+
+    def answer(request: dict[str, Any]) -> Reply | None:
+        system, asked = system_prompt(request), last_user_message(request)
+        if "write a development plan" in system:
+            return json_output(plan)
+        if "judge whether the goal has been reached" in system:
+            return _analysis(asked)
+        if "make average return 0" in asked:
+            return aider_whole({"calculator.py": both_fixed})
+        if "fix subtract" in asked:
+            return aider_whole({"calculator.py": subtract_fixed})
+        return None
+
+    return answer
 
 
-def _analyst(request: dict[str, Any]) -> Reply:
+def _analysis(asked: str) -> Reply:
     """SUCCESS when the real test run passed, else RETRY with the next instruction."""
-    asked = last_user_message(request)
     if "Exit code: 0" in asked:
         return json_output(
             {"verdict": "SUCCESS", "message": "All the tests pass: subtract and average are fixed."}
@@ -75,12 +74,24 @@ def _analyst(request: dict[str, Any]) -> Reply:
     )
 
 
+def copy_tree(source: Traversable, dest: Path) -> None:
+    """Copy a package resource folder (a plain folder or inside a zip) to `dest`, caches left out."""
+    dest.mkdir(parents=True)
+    for item in source.iterdir():
+        if item.name in ("__pycache__", ".aider-lsp"):
+            continue
+        if item.is_dir():
+            copy_tree(item, dest / item.name)
+        else:
+            (dest / item.name).write_bytes(item.read_bytes())
+
+
 def run_demo(example: Path | None = None, *, as_json: bool = False, keep: bool = True) -> int:
     """Copy the example, serve the scripted model, run the workflow on the copy."""
-    source_dir = (example or EXAMPLE).expanduser().resolve()
-    if not (source_dir / "calculator.py").is_file():
+    source: Traversable = example.expanduser().resolve() if example else example_project()
+    if not source.joinpath("calculator.py").is_file():
         print(
-            f"aider-lsp demo: the example project is missing: {source_dir} (pass --example DIR)",
+            f"aider-lsp demo: the example project is missing: {source} (pass --example DIR)",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -90,12 +101,12 @@ def run_demo(example: Path | None = None, *, as_json: bool = False, keep: bool =
         "to use your own model.",
         file=sys.stderr,
     )
-    workspace = Path(tempfile.mkdtemp(prefix="aider-lsp-demo-")) / source_dir.name
-    shutil.copytree(source_dir, workspace, ignore=shutil.ignore_patterns("__pycache__", ".aider-lsp"))
-    print(f"aider-lsp demo: working on a copy of {source_dir} in {workspace}", file=sys.stderr)
+    workspace = Path(tempfile.mkdtemp(prefix="aider-lsp-demo-")) / source.name
+    copy_tree(source, workspace)
+    print(f"aider-lsp demo: working on a copy of {source} in {workspace}", file=sys.stderr)
+    answers = scripted_answers((workspace / "calculator.py").read_text())
     try:
-        with ScriptedLLMServer(models=["scripted-planner", "scripted-coder"]) as server:
-            script_calculator(server, (workspace / "calculator.py").read_text())
+        with OfflineLLMServer(answers, models=["scripted-planner", "scripted-coder"]) as server:
             settings = load_settings(
                 {
                     "model": "openai:scripted-planner",
