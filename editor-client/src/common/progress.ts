@@ -1,9 +1,10 @@
 /**
  * Routing the server's progress to the command that waits for it. The server reports its work
  * under progress tokens it creates itself (window/workDoneProgress/create): the router's
- * languageclient middleware hands the messages of the first token begun after a command started
- * to that command's notification (and to `onPhase`, the status bar); progress that belongs to no
- * command goes to VS Code's default handling. Sending the command: serverCommand.ts.
+ * languageclient middleware hands a command's notification (and `onPhase`, the status bar) the
+ * messages under the command's own workDoneToken and under the first token the server begins
+ * after the command started; progress that belongs to no command goes to VS Code's default
+ * handling. Sending the command and its cancel button: serverCommand.ts.
  */
 import type {
     Middleware,
