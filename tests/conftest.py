@@ -79,9 +79,11 @@ async def lsp_session(
     init_options: dict[str, Any] | None = None,
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
-    capabilities: str = "visual-studio-code",
+    capabilities: str | types.ClientCapabilities = "visual-studio-code",
 ) -> AsyncIterator[AiderTestClient]:
-    """Start `aider-lsp serve`, initialize it on `root`, and shut it down afterwards."""
+    """Start `aider-lsp serve`, initialize it on `root`, and shut it down afterwards.
+
+    `capabilities` names one of pytest-lsp's recorded clients, or is the capabilities to send."""
     config = ClientServerConfig(
         server_command=SERVER_COMMAND, server_env=_server_env(env), client_factory=make_client
     )
@@ -92,7 +94,9 @@ async def lsp_session(
     try:
         client.initialize_result = await client.initialize_session(
             types.InitializeParams(
-                capabilities=client_capabilities(capabilities),
+                capabilities=client_capabilities(capabilities)
+                if isinstance(capabilities, str)
+                else capabilities,
                 root_uri=root.as_uri(),
                 workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
                 initialization_options=init_options,

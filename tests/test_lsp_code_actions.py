@@ -1,5 +1,6 @@
 """Code actions over LSP: "Fix with Aider" on any tool's diagnostic edits the file with real Aider;
-the workflow and edit-selection actions point at their commands; nothing runs until one is chosen."""
+the workflow and edit-selection actions point at their commands; nothing runs until one is chosen.
+"Edit selection with Aider" is a client-side command: only a client that says it has it gets it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from pytest_lsp import client_capabilities
 
 from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
@@ -27,6 +29,18 @@ def ruff_diagnostic() -> types.Diagnostic:
         code="X001",
         severity=types.DiagnosticSeverity.Error,
     )
+
+
+def with_client_commands(*commands: str) -> types.ClientCapabilities:
+    """VS Code's capabilities plus the experimental one the aider-lsp extension sends."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.experimental = {"aiderLsp": {"clientCommands": list(commands)}}
+    return capabilities
+
+
+EXTENSION = with_client_commands("aider-lsp.client.editSelection", "aider-lsp.client.edit")
+MALFORMED = client_capabilities("visual-studio-code")
+MALFORMED.experimental = {"aiderLsp": {"clientCommands": "aider-lsp.client.editSelection"}}  # not a list
 
 
 def open_document(client: Any, path: Path) -> str:
@@ -71,7 +85,7 @@ async def code_actions(
 async def test_actions_are_declared_and_cheap(lsp: Any, workspace: Path, llm_server: Any) -> None:
     calc = workspace / "pkg" / "calc.py"
     calc.write_text(BUGGY)
-    async with lsp(workspace, init_options=options(llm_server)) as client:
+    async with lsp(workspace, init_options=options(llm_server), capabilities=EXTENSION) as client:
         provider = client.initialize_result.capabilities.code_action_provider
         assert types.CodeActionKind.QuickFix in provider.code_action_kinds
         uri = open_document(client, calc)
@@ -120,6 +134,31 @@ async def test_actions_are_declared_and_cheap(lsp: Any, workspace: Path, llm_ser
         # computing actions asked nothing of the model
         assert llm_server.chat_requests() == []
         assert calc.read_text() == BUGGY
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        pytest.param("visual-studio-code", id="no-experimental-capability"),
+        pytest.param("neovim", id="neovim"),
+        pytest.param(with_client_commands("aider-lsp.client.edit"), id="other-client-commands"),
+        pytest.param(with_client_commands(), id="empty-list"),
+        pytest.param(MALFORMED, id="malformed"),
+    ],
+)
+async def test_edit_selection_only_for_a_client_that_has_the_command(
+    lsp: Any, workspace: Path, capabilities: str | types.ClientCapabilities
+) -> None:
+    async with lsp(workspace, capabilities=capabilities) as client:
+        uri = open_document(client, workspace / "pkg" / "calc.py")
+        diagnostic = ruff_diagnostic()
+        actions = await code_actions(client, uri, diagnostic.range, [diagnostic])
+        assert {action.title for action in actions or []} == {
+            "Fix with Aider",
+            "Run Aider workflow on this file",
+        }
+        rewrite = [types.CodeActionKind.RefactorRewrite]
+        assert await code_actions(client, uri, diagnostic.range, [], only=rewrite) is None
 
 
 @pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")

@@ -9,6 +9,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from aider_lsp.lsp.commands import CommandId
 from conftest import execute
 
 OUTSIDE_TEXT = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
@@ -31,6 +32,7 @@ async def test_initialize_advertises_the_commands(lsp, workspace: Path) -> None:
         capabilities = client.initialize_result.capabilities
         commands = set(capabilities.execute_command_provider.commands)
         assert {"aider-lsp.system.readFiles", "aider-lsp.tools.list"} <= commands
+        assert commands == set(CommandId), "every command the server offers is in the one table"
         listed = await execute(client, "aider-lsp.tools.list", {})
         names = {tool["name"] for tool in listed["parsedContent"]}
         assert {"system:read_files", "system:execute_shell_command"} <= names

@@ -1,39 +1,43 @@
 /**
- * Activation: the log, the status item, the commands, then the server. `restartServer` is the
- * one place the language client is (re)created; a missing server offers the zero set-up.
+ * Activation: the log, the status item, the commands, then the server. The Extension holds the
+ * one language client; `restartServer` is the one place it is (re)created, and a missing server
+ * offers the zero set-up.
  */
 import * as vscode from 'vscode';
 import { State, type LanguageClient } from 'vscode-languageclient/node';
-import { API_KEY_SECRET, Commands, type CommandHost } from './commands';
+import { registerCommands, type CommandHost } from './commands';
 import { ProgressRouter } from './common/progress';
-import { createServer, locateServer, SERVER_NAME } from './common/server';
-import { SECTION } from './common/settings';
+import { createServer, loadServerDefaults, locateServer, type ServerInfo } from './common/server';
+import { API_KEY_SECRET, SECTION } from './common/settings';
 import { choosePython, createPrivateServer, SetupError } from './common/setup';
+import { showWithLog } from './common/showLog';
 import { StatusItem } from './common/status';
 import { BEFORE_SCHEME, BeforeContentProvider } from './diffView';
+import { runFromCodeAction } from './flows/codeAction';
+import { ServerCommands, type ServerCommandHost } from './serverCommand';
 
-let client: LanguageClient | undefined;
-
-class Extension implements CommandHost {
+class Extension implements CommandHost, ServerCommandHost {
     readonly router = new ProgressRouter();
+    readonly server = new ServerCommands(this);
     readonly log: vscode.LogOutputChannel;
     readonly chat: vscode.OutputChannel;
     readonly beforeContent = new BeforeContentProvider();
     readonly status: StatusItem;
     readonly secrets: vscode.SecretStorage;
-    private readonly commands: Commands;
+    private readonly info: ServerInfo;
+    private languageClient: LanguageClient | undefined;
     private starting: Promise<void> | undefined;
 
     constructor(private readonly context: vscode.ExtensionContext) {
-        this.log = vscode.window.createOutputChannel(SERVER_NAME, { log: true });
+        this.info = loadServerDefaults(context.extension.packageJSON);
+        this.log = vscode.window.createOutputChannel(this.info.name, { log: true });
         this.chat = vscode.window.createOutputChannel('Aider Chat');
         this.status = new StatusItem();
         this.secrets = context.secrets;
         this.router.onPhase = (phase) => { this.status.setPhase(phase); };
         context.subscriptions.push(this.log, this.chat, this.status);
         context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, this.beforeContent));
-        this.commands = new Commands(this);
-        context.subscriptions.push(...this.commands.register());
+        context.subscriptions.push(...registerCommands(this));
         context.subscriptions.push(
             vscode.workspace.onDidChangeConfiguration((event) => {
                 if (event.affectsConfiguration(`${SECTION}.server`)) {
@@ -44,7 +48,7 @@ class Extension implements CommandHost {
     }
 
     client(): LanguageClient | undefined {
-        return client;
+        return this.languageClient;
     }
 
     /** Stops the running client (if any) and starts a new one; one restart at a time. */
@@ -67,19 +71,19 @@ class Extension implements CommandHost {
         this.status.setState('starting');
         this.log.info(`starting ${location.executable} serve (${location.origin})`);
         const apiKey = await this.secrets.get(API_KEY_SECRET);
-        const fresh = createServer(location.executable, apiKey, this.log, {
+        const fresh = createServer(this.info, location.executable, apiKey, this.log, {
             ...this.router.middleware,
             // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
-            executeCommand: (command, args) => this.commands.runFromCodeAction(command, args),
+            executeCommand: (command, args) => runFromCodeAction(this, command, args),
         });
         fresh.onDidChangeState((event) => {
             if (event.newState === State.Running) {
                 this.status.setState('ready');
-            } else if (event.newState === State.Stopped && client === fresh) {
+            } else if (event.newState === State.Stopped && this.languageClient === fresh) {
                 this.status.setState('error', 'the server stopped');
             }
         });
-        client = fresh;
+        this.languageClient = fresh;
         try {
             await fresh.start();
             this.status.setState('ready');
@@ -88,17 +92,13 @@ class Extension implements CommandHost {
             this.status.setState('error', String(error));
             // not awaited: activation (and every command waiting for it) must not hang until the
             // user dismisses this message; commands then say "the server is not running"
-            void vscode.window.showErrorMessage(`Aider: the server did not start: ${String(error)}`, 'Show Log').then((choice) => {
-                if (choice === 'Show Log') {
-                    this.log.show();
-                }
-            });
+            void showWithLog(this.log, 'error', `Aider: the server did not start: ${String(error)}`);
         }
     }
 
     async stopServer(): Promise<void> {
-        const running = client;
-        client = undefined;
+        const running = this.languageClient;
+        this.languageClient = undefined;
         if (running) {
             try {
                 await running.stop();
@@ -110,15 +110,9 @@ class Extension implements CommandHost {
     }
 
     private async offerSetup(reason: string): Promise<void> {
-        const choice = await vscode.window.showWarningMessage(
-            `Aider: ${reason}. Set up a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB)?`,
-            'Set Up',
-            'Show Log',
-        );
-        if (choice === 'Set Up') {
+        const text = `Aider: ${reason}. Set up a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB)?`;
+        if ((await showWithLog(this.log, 'warning', text, 'Set Up')) === 'Set Up') {
             await this.setupServer();
-        } else if (choice === 'Show Log') {
-            this.log.show();
         }
     }
 
@@ -133,10 +127,7 @@ class Extension implements CommandHost {
             const message = error instanceof SetupError ? error.message : `set-up failed: ${String(error)}`;
             this.log.error(message);
             this.status.setState('error', message);
-            const choice = await vscode.window.showErrorMessage(`Aider: ${message}`, 'Show Log');
-            if (choice === 'Show Log') {
-                this.log.show();
-            }
+            await showWithLog(this.log, 'error', `Aider: ${message}`);
             return;
         }
         await this.restartServer();

@@ -1,7 +1,9 @@
 /**
  * The aider-lsp server's protocol as this extension uses it: command ids, their arguments and
  * the TaskResult every command answers. Nothing typed `any` crosses this boundary: answers are
- * checked with `asTaskResult` before the rest of the extension reads them.
+ * checked with `asTaskResult` before the rest of the extension reads them. The argument types
+ * mirror the server's argument models: test/server.test.ts compares them with the server's own
+ * JSON schemas (property names, required or not), so they cannot drift apart.
  */
 
 /** Server command ids (workspace/executeCommand). */
@@ -51,11 +53,11 @@ export interface Range {
     end: Position;
 }
 
-/** The editor selection an edit is about. */
+/** The editor selection an edit is about (this extension always sends its range and text). */
 export interface Selection {
     uri: string;
-    range: Range;
-    text: string;
+    range?: Range;
+    text?: string;
 }
 
 export interface AutomaticArgs {

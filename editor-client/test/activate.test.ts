@@ -11,6 +11,9 @@ import { recorded, Selection, Uri, window, workspace, type FakeDocument } from '
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mocks are installed
 import extension = require('../src/extension');
 
+const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+    serverInfo: { id: string; name: string };
+};
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'aider-lsp-client-'));
 const serverExe = path.join(root, 'fake-aider-lsp');
 const secrets = new Map<string, string>([['aiderLsp.apiKey', 'sk-from-secret-storage']]);
@@ -73,6 +76,7 @@ describe('activate', () => {
         },
         globalStorageUri: Uri.file(path.join(root, 'global')),
         extensionPath: root,
+        extension: { packageJSON: manifest },
     };
 
     before(async () => {
@@ -118,6 +122,27 @@ describe('activate', () => {
             apiKey: 'sk-from-secret-storage',
         });
         assert.ok(recorded.statusTexts.length === 0 || !recorded.statusTexts.at(-1)?.includes('error'));
+    });
+
+    it('names the client and its log after package.json\'s serverInfo', () => {
+        assert.deepEqual(manifest.serverInfo, { id: 'aider-lsp', name: 'Aider LSP' });
+        assert.equal(client().id, manifest.serverInfo.id);
+        assert.equal(client().name, manifest.serverInfo.name);
+        assert.ok(recorded.outputChannels.includes(manifest.serverInfo.name), 'the log is named after the server');
+    });
+
+    it('tells the server the client commands it has (experimental capability), keeping other experimental capabilities', () => {
+        const capabilities: Record<string, unknown> = { experimental: { other: true } };
+        for (const feature of client().features) {
+            feature.fillClientCapabilities(capabilities);
+        }
+        const experimental = capabilities.experimental as { other?: boolean; aiderLsp?: { clientCommands?: string[] } };
+        assert.equal(experimental.other, true);
+        const announced = experimental.aiderLsp?.clientCommands ?? [];
+        assert.ok(announced.includes(ClientCommand.editSelection), JSON.stringify(capabilities));
+        for (const id of announced) {
+            assert.ok(recorded.commands.has(id), `${id} is announced, so it must be registered`);
+        }
     });
 
     it('Edit with Aider sends the active file and the selection, then offers Show Diff', async () => {
@@ -309,6 +334,7 @@ describe('zero set-up', () => {
         secrets: { get: () => Promise.resolve(undefined), store: () => Promise.resolve(), delete: () => Promise.resolve() },
         globalStorageUri: Uri.file(path.join(home, 'global')),
         extensionPath: home,
+        extension: { packageJSON: manifest },
     };
     const savedPath = process.env.PATH;
 

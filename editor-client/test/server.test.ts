@@ -1,12 +1,14 @@
 /**
  * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
  * with the same argument shapes the extension sends: getContext, a real Aider edit answered by
- * the scripted LLM server, and cancelled long commands whose test process must be gone.
+ * the scripted LLM server, and cancelled long commands whose test process must be gone. The
+ * argument types of src/protocol.ts are compared with the server's own JSON schemas, and the
+ * extension's client capabilities get it the "Edit selection with Aider" action.
  *
  * The server: env AIDER_LSP_SERVER, else ../.venv/bin/aider-lsp (made by scripts/bootstrap).
  */
 import * as assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -14,6 +16,7 @@ import * as readline from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import {
     CancellationTokenSource,
+    CodeActionRequest,
     createProtocolConnection,
     ExecuteCommandRequest,
     ExitNotification,
@@ -23,11 +26,27 @@ import {
     StreamMessageReader,
     StreamMessageWriter,
     WorkDoneProgressCreateRequest,
+    type ClientCapabilities,
+    type Command,
     type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { fileContext } from '../src/common/arguments';
+import { ClientCommandsFeature } from '../src/common/capabilities';
 import { contentBefore, splitDiff } from '../src/common/diff';
-import { asTaskResult, contextMatches, ServerCommand, stringListNote, stringNote, type CommandArgs, type ServerCommandId, type TaskResult } from '../src/protocol';
+import {
+    asTaskResult,
+    ClientCommand,
+    contextMatches,
+    ServerCommand,
+    stringListNote,
+    stringNote,
+    type CommandArgs,
+    type Position,
+    type Range,
+    type Selection,
+    type ServerCommandId,
+    type TaskResult,
+} from '../src/protocol';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
 const serverExe = process.env.AIDER_LSP_SERVER ?? path.join(repoRoot, '.venv', 'bin', 'aider-lsp');
@@ -35,6 +54,66 @@ const python = fs.existsSync(path.join(path.dirname(serverExe), 'python')) ? pat
 
 const ORIGINAL = 'def add(a, b):\n    return a + b\n';
 const EDITED = 'def add(a, b):\n    return a + b + 0  # edited\n';
+
+/** Each property of T as protocol.ts declares it: required or optional. */
+type Shape<T> = { [K in keyof T]-?: Partial<Pick<T, K>> extends Pick<T, K> ? 'optional' : 'required' };
+
+/**
+ * protocol.ts's argument types, spelled out. The type checker holds this table to protocol.ts
+ * (a property missing, extra or of the other kind does not compile); the test below holds it to
+ * the server's schemas. Together protocol.ts cannot drift from the server.
+ */
+const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
+    'aider-lsp.system.readFiles': { file_paths: 'required' },
+    'aider-lsp.tools.list': {},
+    'aider-lsp.system.getContext': { query: 'required', history: 'optional', target_files: 'optional', max_results: 'optional' },
+    'aider-lsp.handler.primeContext': { query: 'optional', initial_files: 'optional' },
+    'aider-lsp.handler.reset': {},
+    'aider-lsp.system.runTests': { command: 'optional' },
+    'aider-lsp.aider.automatic': { prompt: 'required', file_context: 'optional', selection: 'optional' },
+    'aider-lsp.aider.interactive': { prompt: 'optional', file_context: 'optional', session_id: 'optional', end_session: 'optional' },
+    'aider-lsp.aider.listModels': { substring: 'optional' },
+    'aider-lsp.workflow.undo': { force: 'optional' },
+    'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional' },
+    'aider-lsp.diagnostics.clear': {},
+};
+
+/** The objects inside the arguments, by the name of the server's model (the schemas' `$defs`). */
+const DECLARED_MODELS: { Selection: Shape<Selection>; Range: Shape<Range>; Position: Shape<Position> } = {
+    Selection: { uri: 'required', range: 'optional', text: 'optional' },
+    Range: { start: 'required', end: 'required' },
+    Position: { line: 'required', character: 'required' },
+};
+
+interface JsonSchema {
+    properties?: Record<string, unknown>;
+    required?: string[];
+    $defs?: Record<string, JsonSchema>;
+}
+
+/** command id → its argument model's JSON schema and the other names a property is accepted under. */
+type CommandSchemas = Record<string, { schema: JsonSchema; aliases: Record<string, string> }>;
+
+/** The server's own argument schemas (test/command_schemas.py, run with the server's Python). */
+function serverSchemas(): CommandSchemas {
+    const script = path.join(repoRoot, 'editor-client', 'test', 'command_schemas.py');
+    return JSON.parse(execFileSync(python, [script], { encoding: 'utf8' })) as CommandSchemas;
+}
+
+/** A schema's properties as `name: required|optional`, sorted by name. */
+function schemaShape(schema: JsonSchema): [string, string][] {
+    const required = new Set(schema.required ?? []);
+    return Object.keys(schema.properties ?? {})
+        .map((name): [string, string] => [name, required.has(name) ? 'required' : 'optional'])
+        .sort();
+}
+
+/** A declared shape under the server's property names (an alias such as `prompt` → `query`), sorted. */
+function declaredShape(shape: Record<string, string>, aliases: Record<string, string> = {}): [string, string][] {
+    return Object.entries(shape)
+        .map(([name, kind]): [string, string] => [aliases[name] ?? name, kind])
+        .sort();
+}
 
 function processAlive(pid: number): boolean {
     try {
@@ -75,7 +154,7 @@ class Server {
         readonly child: ChildProcessWithoutNullStreams,
     ) {}
 
-    static async start(workspace: string, initializationOptions: Record<string, unknown>): Promise<Server> {
+    static async start(workspace: string, initializationOptions: Record<string, unknown>, capabilities: ClientCapabilities): Promise<Server> {
         const child = spawn(serverExe, ['serve'], { cwd: workspace, env: { ...process.env } });
         child.stderr.on('data', () => undefined); // logs; keep the pipe drained
         const connection = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
@@ -93,7 +172,7 @@ class Server {
             // eslint-disable-next-line @typescript-eslint/no-deprecated -- still a required field of InitializeParams
             rootUri: `file://${workspace}`,
             workspaceFolders: [{ uri: `file://${workspace}`, name: 'ws' }],
-            capabilities: { window: { workDoneProgress: true }, workspace: { configuration: true, workspaceFolders: true } },
+            capabilities,
             initializationOptions,
         });
         server.commands.push(...(init.capabilities.executeCommandProvider?.commands ?? []));
@@ -160,6 +239,9 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
             '--plan', JSON.stringify({ instructions: 'mark add as edited', files: ['pkg/calc.py'] }),
         ]);
         const slowTest = `${python} -c "import os, time; open('test.pid', 'w').write(str(os.getpid())); time.sleep(600)"`;
+        // what the extension's language client sends, its experimental capability included
+        const capabilities: ClientCapabilities = { window: { workDoneProgress: true }, workspace: { configuration: true, workspaceFolders: true } };
+        new ClientCommandsFeature().fillClientCapabilities(capabilities);
         server = await Server.start(workspace, {
             baseUrl: llm.baseUrl,
             model: 'openai:scripted-planner',
@@ -168,13 +250,46 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
             aiderServer: { args: ['--edit-format', 'whole'] },
             timeouts: { aider: 120 },
             testCommand: slowTest,
-        });
+        }, capabilities);
     });
 
     after(async () => {
         await server.stop();
         llm.process.stdin.end();
         fs.rmSync(workspace, { recursive: true, force: true });
+    });
+
+    it('offers exactly the commands protocol.ts declares, whose arguments match the server\'s schemas', () => {
+        const schemas = serverSchemas();
+        const declaredIds = Object.keys(DECLARED).sort();
+        assert.deepEqual(Object.values(ServerCommand).sort(), declaredIds);
+        assert.deepEqual([...server.commands].sort(), declaredIds, 'the commands the server advertises');
+        assert.deepEqual(Object.keys(schemas).sort(), declaredIds, 'the server\'s command table');
+        const models: Record<string, JsonSchema> = {};
+        for (const id of Object.values(ServerCommand)) {
+            const { schema, aliases } = schemas[id];
+            assert.deepEqual(declaredShape(DECLARED[id], aliases), schemaShape(schema), `the argument of ${id}`);
+            Object.assign(models, schema.$defs ?? {});
+        }
+        assert.deepEqual(Object.keys(models).sort(), Object.keys(DECLARED_MODELS).sort(), 'the objects inside the arguments');
+        for (const [name, shape] of Object.entries(DECLARED_MODELS)) {
+            assert.deepEqual(declaredShape(shape), schemaShape(models[name]), `the ${name} object`);
+        }
+    });
+
+    it('offers "Edit selection with Aider" to the extension, which announces the client command', async () => {
+        const uri = `file://${path.join(workspace, 'pkg', 'parser.py')}`;
+        const range = { start: { line: 0, character: 0 }, end: { line: 1, character: 10 } };
+        const actions = await server.connection.sendRequest(CodeActionRequest.type, {
+            textDocument: { uri },
+            range,
+            context: { diagnostics: [], only: ['refactor.rewrite'] },
+        });
+        const commands = (actions ?? []).map((action) => ('kind' in action ? action.command : action) as Command | undefined);
+        assert.deepEqual(
+            commands.map((command) => [command?.title, command?.command, command?.arguments]),
+            [['Edit selection with Aider', ClientCommand.editSelection, [{ uri, range }]]],
+        );
     });
 
     it('getContext finds the file a query is about', async () => {

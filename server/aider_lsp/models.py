@@ -66,15 +66,22 @@ def _no_findings(findings: list[Finding]) -> None:
     """Default findings sink: nobody shows them."""
 
 
+def _nothing_to_clear() -> int:
+    """Default findings clearer: nothing is shown, so no document is cleared."""
+    return 0
+
+
 @dataclass
 class RequestContext:
     """What the caller (the editor, the CLI) gives a request: where to report progress and
-    findings (test failures, analysis; the LSP layer publishes them as diagnostics), and the
+    findings (test failures, analysis; the LSP layer publishes them as diagnostics), how to
+    clear every finding shown (returns how many documents it cleared), and the
     workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
     here: the Application asks its `unsaved_files` provider at each edit."""
 
     report_progress: ProgressCallback = _no_progress
     report_findings: FindingsCallback = _no_findings
+    clear_findings: Callable[[], int] = _nothing_to_clear
     open_files: list[str] = field(default_factory=list)
 
 

@@ -1,22 +1,18 @@
 /**
- * Long server commands under one cancellable notification. The server reports its work under
- * progress tokens it creates itself (window/workDoneProgress/create); a languageclient
- * middleware routes those messages to the notification of the command that is waiting, and the
- * notification's cancel button cancels the request ($/cancelRequest), which stops the server's work.
+ * Routing the server's progress to the command that waits for it. The server reports its work
+ * under progress tokens it creates itself (window/workDoneProgress/create): the router's
+ * languageclient middleware hands a command's notification (and `onPhase`, the status bar) the
+ * messages under the command's own workDoneToken and under the first token the server begins
+ * after the command started; progress that belongs to no command goes to VS Code's default
+ * handling. Sending the command and its cancel button: serverCommand.ts.
  */
-import * as vscode from 'vscode';
-import {
-    ExecuteCommandRequest,
-    WorkDoneProgress,
-    type Disposable,
-    type LanguageClient,
-    type Middleware,
-    type ProgressToken,
-    type WorkDoneProgressBegin,
-    type WorkDoneProgressEnd,
-    type WorkDoneProgressReport,
+import type {
+    Middleware,
+    ProgressToken,
+    WorkDoneProgressBegin,
+    WorkDoneProgressEnd,
+    WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
-import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from '../protocol';
 
 type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
@@ -33,10 +29,9 @@ interface RunState {
     serverTokens: number;
 }
 
-let runCounter = 0;
-
 export class ProgressRouter {
     private readonly runs: RunState[] = [];
+    private started = 0;
     private readonly owners = new Map<ProgressToken, RunState>();
     /** Every routed message, e.g. for the status bar ("Iteration 2/3: running tests"); undefined when a run ends. */
     public onPhase: (message: string | undefined) => void = () => undefined;
@@ -47,8 +42,8 @@ export class ProgressRouter {
 
     /** Starts routing for a new command; the first progress the server begins after this belongs to it. */
     start(report: (message: string) => void): ActiveRun {
-        runCounter += 1;
-        const state: RunState = { token: `aider-lsp-client-${process.pid}-${runCounter}`, report, serverTokens: 0 };
+        this.started += 1;
+        const state: RunState = { token: `aider-lsp-client-${process.pid}-${this.started}`, report, serverTokens: 0 };
         this.runs.push(state);
         this.owners.set(state.token, state);
         return {
@@ -93,58 +88,4 @@ export class ProgressRouter {
         state.report(message);
         this.onPhase(message);
     }
-}
-
-export class ServerNotRunningError extends Error {
-    constructor() {
-        super('the Aider server is not running');
-    }
-}
-
-/** The outcome of one command: its TaskResult, or cancelled by the user. */
-export type CommandOutcome = { kind: 'result'; result: TaskResult } | { kind: 'cancelled' };
-
-/**
- * Runs `command` with `arg` under a cancellable notification titled `title`.
- * Resolves to the TaskResult, or `cancelled`; rejects on a JSON-RPC error or a malformed answer.
- */
-export async function runServerCommand<C extends ServerCommandId>(
-    client: LanguageClient,
-    router: ProgressRouter,
-    title: string,
-    command: C,
-    arg: CommandArgs[C],
-): Promise<CommandOutcome> {
-    return vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-        async (progress, cancel) => {
-            const run = router.start((message) => { progress.report({ message }); });
-            let listener: Disposable | undefined;
-            try {
-                // if the server reports under our token, the middleware routes it to this run
-                listener = client.onProgress(WorkDoneProgress.type, run.token, () => undefined);
-                const answer: unknown = await client.sendRequest(
-                    ExecuteCommandRequest.type,
-                    { command, arguments: [arg], workDoneToken: run.token },
-                    cancel,
-                );
-                if (cancel.isCancellationRequested) {
-                    return { kind: 'cancelled' };
-                }
-                const result = asTaskResult(answer);
-                if (result === undefined) {
-                    throw new Error(`${command}: the server's answer is not a TaskResult`);
-                }
-                return { kind: 'result', result };
-            } catch (error) {
-                if (cancel.isCancellationRequested) {
-                    return { kind: 'cancelled' };
-                }
-                throw error;
-            } finally {
-                listener?.dispose();
-                run.dispose();
-            }
-        },
-    );
 }

@@ -1,16 +1,31 @@
 /**
  * Finding and starting the `aider-lsp serve` language server (stdio) with vscode-languageclient.
  * Order: the `aiderLsp.server.path` setting, `aider-lsp` on PATH, then the private environment
- * this extension creates in its global storage (see setup.ts).
+ * this extension creates in its global storage (see setup.ts). The server's id and name come
+ * from package.json's `serverInfo`, their one source.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, RevealOutputChannelOn, type LanguageClientOptions, type Middleware, type ServerOptions } from 'vscode-languageclient/node';
+import { ClientCommandsFeature } from './capabilities';
 import { initializationOptions, SECTION, serverEnvironment } from './settings';
 
-export const SERVER_ID = 'aider-lsp';
-export const SERVER_NAME = 'Aider LSP';
+/** package.json's `serverInfo`: the language client's id (e.g. the `aider-lsp.trace.server` setting) and the log's name. */
+export interface ServerInfo {
+    readonly id: string;
+    readonly name: string;
+}
+
+/** The `serverInfo` of the extension's package.json; a manifest without one is a build error. */
+export function loadServerDefaults(packageJson: unknown): ServerInfo {
+    const info: unknown = typeof packageJson === 'object' && packageJson !== null ? (packageJson as { serverInfo?: unknown }).serverInfo : undefined;
+    const { id, name } = (typeof info === 'object' && info !== null ? info : {}) as { id?: unknown; name?: unknown };
+    if (typeof id !== 'string' || typeof name !== 'string' || !id || !name) {
+        throw new Error('package.json has no serverInfo {id, name}');
+    }
+    return { id, name };
+}
 
 const EXECUTABLE = process.platform === 'win32' ? 'aider-lsp.exe' : 'aider-lsp';
 
@@ -63,8 +78,9 @@ export function locateServer(configuredPath: string, globalStorage: string, sear
     return { kind: 'missing', reason: 'aider-lsp was not found (aiderLsp.server.path, PATH, or the private environment)' };
 }
 
-/** The client for `executable`; not started yet. */
+/** The client for `executable`; not started yet. It tells the server the client commands it has. */
 export function createServer(
+    info: ServerInfo,
     executable: string,
     apiKey: string | undefined,
     outputChannel: vscode.LogOutputChannel,
@@ -85,5 +101,7 @@ export function createServer(
         synchronize: { configurationSection: SECTION },
         middleware,
     };
-    return new LanguageClient(SERVER_ID, SERVER_NAME, serverOptions, clientOptions);
+    const client = new LanguageClient(info.id, info.name, serverOptions, clientOptions);
+    client.registerFeature(new ClientCommandsFeature());
+    return client;
 }

@@ -34,6 +34,7 @@ export const behaviour = { running: true };
 export class FakeLanguageClient {
     readonly sent: SentRequest[] = [];
     readonly progressTokens: ProgressToken[] = [];
+    readonly features: { fillClientCapabilities(capabilities: Record<string, unknown>): void }[] = [];
     running = false;
     stopped = false;
     private stateListeners: ((event: { oldState: State; newState: State }) => void)[] = [];
@@ -50,6 +51,9 @@ export class FakeLanguageClient {
         },
     ) {
         clients.push(this);
+    }
+    registerFeature(feature: { fillClientCapabilities(capabilities: Record<string, unknown>): void }): void {
+        this.features.push(feature);
     }
     start(): Promise<void> {
         this.running = behaviour.running;

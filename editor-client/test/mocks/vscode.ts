@@ -91,6 +91,7 @@ export const recorded = {
     statusTexts: [] as string[],
     configuration: {} as Record<string, unknown>,
     logLines: [] as string[],
+    outputChannels: [] as string[],
     reset(): void {
         this.shown.length = 0;
         this.inputs.length = 0;
@@ -133,7 +134,10 @@ function logChannel(): Record<string, unknown> {
 
 export const window = {
     activeTextEditor: undefined as undefined | { document: FakeDocument; selection: Selection },
-    createOutputChannel: (): Record<string, unknown> => logChannel(),
+    createOutputChannel: (name: string): Record<string, unknown> => {
+        recorded.outputChannels.push(name);
+        return logChannel();
+    },
     createStatusBarItem: (): Record<string, unknown> => {
         const item: Record<string, unknown> = { show: () => undefined, dispose: () => undefined };
         return new Proxy(item, {

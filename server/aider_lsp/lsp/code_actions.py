@@ -6,7 +6,9 @@ points at a command that does the work when the user chooses it.
   → `aider-lsp.aider.automatic` with the diagnostic's message, source, range and code;
 - "Run Aider workflow on this file" (source) → `aider-lsp.workflow.run`;
 - "Edit selection with Aider" (refactor.rewrite), for a non-empty range → the client's
-  `aider-lsp.client.editSelection`, which asks the user for the instruction.
+  `aider-lsp.client.editSelection`, which asks the user for the instruction. Only a client that
+  says it has that command gets it (`capabilities.experimental.aiderLsp.clientCommands`, sent
+  by the VS Code extension): Neovim or Helix never see an action they cannot run.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from .commands import CommandId
+
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
 
 FIX_TITLE = "Fix with Aider"
 WORKFLOW_TITLE = "Run Aider workflow on this file"
 EDIT_SELECTION_TITLE = "Edit selection with Aider"
-EDIT_COMMAND = "aider-lsp.aider.automatic"
-WORKFLOW_COMMAND = "aider-lsp.workflow.run"
-CLIENT_EDIT_SELECTION = "aider-lsp.client.editSelection"
+CLIENT_EDIT_SELECTION = "aider-lsp.client.editSelection"  # the client's command, not the server's
+EXPERIMENTAL_KEY = "aiderLsp"  # capabilities.experimental.aiderLsp.clientCommands: [command id, …]
 KINDS = [
     types.CodeActionKind.QuickFix,
     types.CodeActionKind.RefactorRewrite,
@@ -68,7 +71,7 @@ def _fix_action(
         title=title,
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic],
-        command=types.Command(title=title, command=EDIT_COMMAND, arguments=[argument]),
+        command=types.Command(title=title, command=CommandId.AIDER_AUTOMATIC, arguments=[argument]),
     )
 
 
@@ -83,6 +86,28 @@ def workflow_goal(rel: str, problems: Sequence[types.Diagnostic]) -> str:
     more = len(problems) - len(listed)
     tail = [f"- … and {more} more"] if more > 0 else []
     return "\n".join([f"Fix these problems in {rel} and make the tests pass:", *listed, *tail])
+
+
+def client_commands(capabilities: types.ClientCapabilities | None) -> frozenset[str]:
+    """The client-side commands the client says it has (an experimental capability of ours);
+    anything malformed counts as none."""
+    experimental = capabilities.experimental if capabilities is not None else None
+    ours = experimental.get(EXPERIMENTAL_KEY) if isinstance(experimental, dict) else None
+    listed = ours.get("clientCommands") if isinstance(ours, dict) else None
+    if not isinstance(listed, list):
+        return frozenset()
+    return frozenset(item for item in listed if isinstance(item, str))
+
+
+def _edit_selection_action(uri: str, rng: types.Range) -> types.CodeAction:
+    argument = {"uri": uri, "range": _range_dict(rng)}
+    return types.CodeAction(
+        title=EDIT_SELECTION_TITLE,
+        kind=types.CodeActionKind.RefactorRewrite,
+        command=types.Command(
+            title=EDIT_SELECTION_TITLE, command=CLIENT_EDIT_SELECTION, arguments=[argument]
+        ),
+    )
 
 
 def _unique(items: Sequence[types.Diagnostic]) -> list[types.Diagnostic]:
@@ -114,17 +139,12 @@ def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> lis
             title = FIX_TITLE if len(in_range) == 1 else f"{FIX_TITLE}: {_short(diagnostic.message)}"
             actions.append(_fix_action(uri, rel, lines, diagnostic, title))
     rng = params.range
-    if _wanted(types.CodeActionKind.RefactorRewrite, only) and rng.start != rng.end:
-        argument = {"uri": uri, "range": _range_dict(rng)}
-        actions.append(
-            types.CodeAction(
-                title=EDIT_SELECTION_TITLE,
-                kind=types.CodeActionKind.RefactorRewrite,
-                command=types.Command(
-                    title=EDIT_SELECTION_TITLE, command=CLIENT_EDIT_SELECTION, arguments=[argument]
-                ),
-            )
-        )
+    if (
+        _wanted(types.CodeActionKind.RefactorRewrite, only)
+        and rng.start != rng.end
+        and CLIENT_EDIT_SELECTION in client_commands(ls.client_capabilities)
+    ):
+        actions.append(_edit_selection_action(uri, rng))
     if _wanted(types.CodeActionKind.Source, only):
         problems = _unique([*ls.diagnostic_store.for_uri(uri), *params.context.diagnostics])
         argument = {"goal": workflow_goal(rel, problems), "file_context": [rel]}
@@ -132,7 +152,9 @@ def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> lis
             types.CodeAction(
                 title=WORKFLOW_TITLE,
                 kind=types.CodeActionKind.Source,
-                command=types.Command(title=WORKFLOW_TITLE, command=WORKFLOW_COMMAND, arguments=[argument]),
+                command=types.Command(
+                    title=WORKFLOW_TITLE, command=CommandId.WORKFLOW_RUN, arguments=[argument]
+                ),
             )
         )
     return actions or None

@@ -1,13 +1,15 @@
 """The server's workspace/executeCommand surface: command id → argument model → application call.
 
 Each command takes ONE object argument, validated by its pydantic model (a mismatch becomes
-JSON-RPC InvalidParams naming the field) and answers a TaskResult.
+JSON-RPC InvalidParams naming the field) and answers a TaskResult. Every command id the server
+offers is a `CommandId` here; other modules (code actions) point at these constants.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +27,23 @@ from ..models import (
     complete_result,
 )
 from ..results import run_tests_result
+
+
+class CommandId(StrEnum):
+    """The id of every command the server offers (workspace/executeCommand)."""
+
+    READ_FILES = "aider-lsp.system.readFiles"
+    LIST_TOOLS = "aider-lsp.tools.list"
+    GET_CONTEXT = "aider-lsp.system.getContext"
+    PRIME_CONTEXT = "aider-lsp.handler.primeContext"
+    RESET = "aider-lsp.handler.reset"
+    AIDER_AUTOMATIC = "aider-lsp.aider.automatic"
+    AIDER_INTERACTIVE = "aider-lsp.aider.interactive"
+    AIDER_LIST_MODELS = "aider-lsp.aider.listModels"
+    WORKFLOW_RUN = "aider-lsp.workflow.run"
+    WORKFLOW_UNDO = "aider-lsp.workflow.undo"
+    RUN_TESTS = "aider-lsp.system.runTests"
+    CLEAR_DIAGNOSTICS = "aider-lsp.diagnostics.clear"
 
 
 class CommandParams(BaseModel):
@@ -82,7 +101,7 @@ CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResul
 
 @dataclass(frozen=True)
 class CommandSpec:
-    id: str
+    id: CommandId
     params_model: type[CommandParams]
     run: CommandRunner
     title: str
@@ -158,39 +177,46 @@ async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestConte
     return app.undo(force=params.force)
 
 
+async def _clear_diagnostics(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    """Remove every aider-lsp diagnostic, whichever producer (a workflow run, …) published it."""
+    count = ctx.clear_findings()
+    return complete_result(f"cleared aider-lsp diagnostics on {count} document(s)")
+
+
 COMMANDS: list[CommandSpec] = [
     CommandSpec(
-        "aider-lsp.system.readFiles",
+        CommandId.READ_FILES,
         ReadFilesParams,
         task_command("system:read_files"),
         "Read workspace files",
     ),
-    CommandSpec("aider-lsp.tools.list", NoParams, _list_tools, "List registered tools"),
-    CommandSpec("aider-lsp.system.getContext", GetContextParams, _get_context, "Find relevant files"),
-    CommandSpec("aider-lsp.handler.primeContext", PrimeContextParams, _prime_context, "Prime the context"),
-    CommandSpec("aider-lsp.handler.reset", NoParams, _handler_reset, "Reset the conversation"),
+    CommandSpec(CommandId.LIST_TOOLS, NoParams, _list_tools, "List registered tools"),
+    CommandSpec(CommandId.GET_CONTEXT, GetContextParams, _get_context, "Find relevant files"),
+    CommandSpec(CommandId.PRIME_CONTEXT, PrimeContextParams, _prime_context, "Prime the context"),
+    CommandSpec(CommandId.RESET, NoParams, _handler_reset, "Reset the conversation"),
     CommandSpec(
-        "aider-lsp.aider.automatic",
+        CommandId.AIDER_AUTOMATIC,
         AiderAutomaticParams,
         _aider_automatic,
         "Aider is editing",
         long_running=True,
     ),
     CommandSpec(
-        "aider-lsp.aider.interactive",
+        CommandId.AIDER_INTERACTIVE,
         AiderInteractiveParams,
         _aider_interactive,
         "Aider chat",
         long_running=True,
     ),
-    CommandSpec("aider-lsp.aider.listModels", ListModelsParams, _aider_list_models, "List Aider models"),
+    CommandSpec(CommandId.AIDER_LIST_MODELS, ListModelsParams, _aider_list_models, "List Aider models"),
     CommandSpec(
-        "aider-lsp.workflow.run",
+        CommandId.WORKFLOW_RUN,
         WorkflowRunParams,
         _workflow_run,
         "Aider workflow",
         long_running=True,
     ),
-    CommandSpec("aider-lsp.workflow.undo", UndoParams, _workflow_undo, "Undo the last edit"),
-    CommandSpec("aider-lsp.system.runTests", RunTestsParams, _run_tests, "Running tests", long_running=True),
+    CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo the last edit"),
+    CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),
+    CommandSpec(CommandId.CLEAR_DIAGNOSTICS, NoParams, _clear_diagnostics, "Clear diagnostics"),
 ]

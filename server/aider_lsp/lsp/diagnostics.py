@@ -3,7 +3,8 @@
 One store keyed by (producer, uri): a producer (the workflow, …) replaces its own diagnostics
 without touching another's, and each publish sends the union for the uri, because
 `textDocument/publishDiagnostics` replaces everything the server said about a document.
-A uri whose last diagnostic goes is cleared with an empty list.
+A uri whose last diagnostic goes is cleared with an empty list. Requests reach the store
+through their RequestContext (language_server.py): `report_findings`, `clear_findings`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from ..files import AccessDenied
-from ..models import Finding, FindingsCallback, Severity, complete_result
+from ..models import Finding, FindingsCallback, Severity
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE = "aider-lsp"
-CLEAR_COMMAND = "aider-lsp.diagnostics.clear"
 WORKFLOW = "workflow"  # the producer whose findings arrive through RequestContext.report_findings
 
 _SEVERITIES = {
@@ -151,14 +150,3 @@ class DiagnosticStore:
             )
         except Exception as exc:  # no transport any more (shutting down)
             log.warning("could not publish diagnostics for %s: %s", uri, exc)
-
-
-def register(server: AiderLanguageServer) -> None:
-    """The `aider-lsp.diagnostics.clear` command (the store is the server's `diagnostic_store`)."""
-
-    @server.command(CLEAR_COMMAND)
-    def clear_diagnostics(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
-        if len(args) > 1 or (args and args[0] not in (None, {}, [])):
-            raise JsonRpcInvalidParams(f"{CLEAR_COMMAND} takes no argument (or an empty object)")
-        count = ls.diagnostic_store.clear()
-        return complete_result(f"cleared aider-lsp diagnostics on {count} document(s)").to_wire()

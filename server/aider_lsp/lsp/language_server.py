@@ -70,6 +70,7 @@ class AiderLanguageServer(LanguageServer):
         """What a request needs to know of the editor: open documents, where progress goes."""
         context = RequestContext(open_files=self.documents.open_files())
         context.report_findings = self.diagnostic_store.sink(WORKFLOW_FINDINGS)
+        context.clear_findings = self.diagnostic_store.clear
         if report is not None:
             context.report_progress = report
         return context

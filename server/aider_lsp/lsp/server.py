@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO, cast
 
-from . import code_actions, configuration, diagnostics, documents, indexing, lifecycle, runtime
+from . import code_actions, configuration, documents, indexing, lifecycle, runtime
 from .language_server import AiderLanguageServer
 
 FEATURES: list[Callable[[AiderLanguageServer], None]] = [
@@ -21,7 +21,6 @@ FEATURES: list[Callable[[AiderLanguageServer], None]] = [
     documents.register,  # didOpen / didChange / didSave / didClose
     indexing.register,  # watched files, renames
     runtime.register_commands,  # workspace/executeCommand: lsp/commands.py's COMMANDS
-    diagnostics.register,  # the aider-lsp diagnostics store, aider-lsp.diagnostics.clear
     code_actions.register,  # Fix with Aider, Run Aider workflow, Edit selection with Aider
 ]
 

@@ -1,0 +1,28 @@
+/**
+ * A server command chosen from one of the server's code actions ("Fix with Aider", "Run Aider
+ * workflow on this file"): run like the palette's, with progress, cancel and a result message.
+ */
+import * as vscode from 'vscode';
+import { resultMessage } from '../common/results';
+import { ServerCommand, type TaskResult } from '../protocol';
+import { tell, type FlowContext } from './context';
+import { saveDirtyFiles } from './files';
+
+export async function runFromCodeAction(ctx: FlowContext, command: string, args: unknown[]): Promise<TaskResult | undefined> {
+    const known = Object.values(ServerCommand).find((id) => id === command);
+    const arg: unknown = args[0] ?? {};
+    if (known === undefined || typeof arg !== 'object' || arg === null) {
+        void vscode.window.showErrorMessage(`Aider: unknown command ${command}.`);
+        return undefined;
+    }
+    if (known !== ServerCommand.getContext && known !== ServerCommand.listModels && !(await saveDirtyFiles())) {
+        return undefined;
+    }
+    const title = known === ServerCommand.automatic ? 'Editing with Aider' : known === ServerCommand.workflowRun ? 'Aider workflow' : 'Aider';
+    // the argument comes from the server's own code action: pass it through unchanged
+    const result = await ctx.server.run(title, known, arg);
+    if (result) {
+        await tell(ctx, resultMessage(title, result));
+    }
+    return result;
+}

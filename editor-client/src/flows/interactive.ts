@@ -1,0 +1,44 @@
+/** "Start Interactive Session": an input loop, each turn to the same server-side Aider chat; Esc ends it. */
+import * as vscode from 'vscode';
+import { resultMessage } from '../common/results';
+import { ServerCommand, stringNote } from '../protocol';
+import { tell, type FlowContext } from './context';
+import { chosenFiles, relative, saveDirtyFiles } from './files';
+
+export async function interactive(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
+    const { root, files } = relative(chosenFiles(clicked, selected));
+    let sessionId: string | undefined;
+    ctx.chat.show(true);
+    for (;;) {
+        const prompt = await vscode.window.showInputBox({
+            title: sessionId ? 'Aider session (Esc ends it)' : 'Start an Aider session',
+            placeHolder: 'Ask or tell Aider…',
+            ignoreFocusOut: true,
+        });
+        if (!prompt || !(await saveDirtyFiles())) {
+            break;
+        }
+        const result = await ctx.server.run('Aider is answering', ServerCommand.interactive, {
+            prompt,
+            ...(files.length > 0 ? { file_context: files } : {}),
+            ...(sessionId ? { session_id: sessionId } : {}),
+        });
+        if (!result) {
+            break;
+        }
+        sessionId = stringNote(result, 'session_id') ?? sessionId;
+        ctx.chat.appendLine(`> ${prompt}`);
+        ctx.chat.appendLine(result.content.trim());
+        ctx.chat.appendLine('');
+        const message = resultMessage('Aider', result);
+        if (result.status === 'FAILED' || message.changedFiles.length > 0) {
+            void tell(ctx, message, root);
+        }
+        if (result.status === 'FAILED') {
+            break;
+        }
+    }
+    if (sessionId && ctx.server.running()) {
+        await ctx.server.run('Ending the Aider session', ServerCommand.interactive, { session_id: sessionId, end_session: true });
+    }
+}

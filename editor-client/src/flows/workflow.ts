@@ -1,0 +1,40 @@
+/** "Run Workflow…": the goal, the test command (pre-filled from the settings), then the server's loop. */
+import * as vscode from 'vscode';
+import { resultMessage } from '../common/results';
+import { SECTION } from '../common/settings';
+import { ServerCommand, type CommandArgs } from '../protocol';
+import { tell, type FlowContext } from './context';
+import { chosenFiles, relative, saveDirtyFiles } from './files';
+
+export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
+    const { root, files } = relative(chosenFiles(clicked, selected));
+    const goal = await vscode.window.showInputBox({
+        title: 'Run Aider Workflow (1/2)',
+        placeHolder: 'The goal, e.g. "make the failing parser tests pass"',
+        ignoreFocusOut: true,
+    });
+    if (!goal) {
+        return;
+    }
+    const configured = vscode.workspace.getConfiguration(SECTION).get<string>('testCommand') ?? '';
+    const testCommand = await vscode.window.showInputBox({
+        title: 'Run Aider Workflow (2/2)',
+        prompt: 'The command that tests the result (empty: no tests)',
+        value: configured,
+        ignoreFocusOut: true,
+    });
+    if (testCommand === undefined || !(await saveDirtyFiles())) {
+        return;
+    }
+    const arg: CommandArgs['aider-lsp.workflow.run'] = { goal };
+    if (testCommand.trim()) {
+        arg.test_command = testCommand.trim();
+    }
+    if (files.length > 0) {
+        arg.file_context = files;
+    }
+    const result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    if (result) {
+        await tell(ctx, resultMessage('Workflow', result), root);
+    }
+}
