@@ -16,7 +16,14 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
+from aider_lsp import aider_env
+
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
+# for tests that drive the real Aider: CI creates its environment first (scripts/bootstrap)
+needs_aider = pytest.mark.skipif(
+    not aider_env.is_ready(),
+    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
+)
 # fixture projects hold failing tests on purpose (their captured outputs are the fixtures)
 collect_ignore = ["fixtures"]
 

@@ -5,17 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lsprotocol import types
 
-from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
-from conftest import execute
+from conftest import execute, needs_aider
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
@@ -28,11 +27,9 @@ from aider_lsp_testing.llm_server import (
     slow,
     text,
 )
+from conftest import needs_aider
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 EDITED = "def add(a, b):\n    return a + b + 0  # edited\n"

@@ -8,13 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
-from conftest import execute
+from conftest import execute, needs_aider
 
-pytestmark = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
+pytestmark = needs_aider
 
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
 

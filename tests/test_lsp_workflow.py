@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from aider_lsp import aider_env
 from aider_lsp_testing.calc_project import (  # the calc project whose test fails, and its scripted LLM
     BUGGY,
     FIXED,
@@ -33,14 +32,11 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
 )
 from aider_lsp_testing.raw_lsp import alive
-from conftest import execute
+from conftest import execute, needs_aider
 from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 
 @pytest.fixture

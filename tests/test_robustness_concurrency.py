@@ -9,15 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
 from aider_lsp_testing.raw_lsp import RawLspClient
+from conftest import needs_aider
 
-needs_aider = pytest.mark.skipif(
-    not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"
-)
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     aider_whole,
@@ -25,10 +24,8 @@ from aider_lsp_testing.llm_server import (
     slow,
 )
 from aider_lsp_testing.raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
+from conftest import needs_aider
 
-needs_aider = pytest.mark.skipif(
-    not aider_env.is_ready(), reason=f"the Aider environment is missing ({aider_env.env_dir()})"
-)
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
 
 

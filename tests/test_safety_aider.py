@@ -16,16 +16,13 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
+from conftest import needs_aider
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 SECRET = "ENVSECRET111"
 EDITED = "def add(a, b):\n    return b + a\n"

@@ -19,17 +19,13 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
-from conftest import execute
+from conftest import execute, needs_aider
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 A0, A1 = "A = 1\n", "A = 2\n"
 B0, B1 = "B = 1\n", "B = 2\n"

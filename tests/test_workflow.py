@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
@@ -37,11 +36,9 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     slow,
 )
+from conftest import needs_aider
 
-pytestmark = pytest.mark.skipif(
-    not aider_env.is_ready(),
-    reason=f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`",
-)
+pytestmark = needs_aider
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp.workflow.demo import example_project
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, fault, json_output
+from conftest import needs_aider
 
 CLI = [sys.executable, "-m", "aider_lsp"]
 EXAMPLE = Path(str(example_project()))  # a checkout's package data: a plain folder
@@ -28,7 +28,6 @@ TESTS = (
     "    def test_double(self):\n"
     "        self.assertEqual(double(5), 10)\n"
 )
-needs_aider = pytest.mark.skipif(not aider_env.is_ready(), reason="the Aider environment is missing")
 
 
 @pytest.fixture
