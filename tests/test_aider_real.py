@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +304,24 @@ async def test_aider_stays_within_the_given_files(app: Application, workspace: P
     undo = app.undo()
     assert undo.ok and not (workspace / "pkg" / "extra.py").exists()
     assert (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+
+
+async def test_the_edit_reports_aiders_own_usage(app: Application, workspace: Path, llm_server: Any) -> None:
+    """The bundled server's contract extension: each edit's tokens (as the model's answer
+    reported them); cost is null for a model Aider knows no price of, never a made-up 0."""
+    reply = aider_whole({"pkg/calc.py": EDITED})
+    llm_server.add_rule(
+        any_request, replace(reply, usage={"prompt_tokens": 1234, "completion_tokens": 56}), times=1
+    )
+    result = await app.handle_task_command(
+        "aider:automatic", {"prompt": "mark add as edited", "file_context": ["pkg/calc.py"]}
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert result.notes["usage"] == {"prompt_tokens": 1234, "completion_tokens": 56, "cost": None}
+    # a second edit reports its own call only, not the server's running total
+    llm_server.add_rule(any_request, replace(reply, usage={"prompt_tokens": 1000, "completion_tokens": 7}))
+    (workspace / "pkg" / "calc.py").write_text(ORIGINAL)
+    again = await app.handle_task_command(
+        "aider:automatic", {"prompt": "mark add as edited again", "file_context": ["pkg/calc.py"]}
+    )
+    assert again.notes["usage"] == {"prompt_tokens": 1000, "completion_tokens": 7, "cost": None}

@@ -289,6 +289,28 @@ class AiderEngine:
         return coder
 
     # -- edits -----------------------------------------------------------------------------
+    @staticmethod
+    def _spent(coder: Any) -> tuple[int, int, float]:
+        """The coder's tokens sent and received and cost so far. Aider adds a message's tokens
+        to its totals only when it prints the usage report: count the pending ones too."""
+        return (
+            int(coder.total_tokens_sent) + int(coder.message_tokens_sent),
+            int(coder.total_tokens_received) + int(coder.message_tokens_received),
+            float(coder.total_cost),
+        )
+
+    @classmethod
+    def _usage_since(cls, coder: Any, before: tuple[int, int, float]) -> dict[str, Any]:
+        """This run's usage (the contract's extension): cost is None when Aider knows no price
+        for the model (a local or unknown one), never a made-up zero."""
+        sent, received, cost = cls._spent(coder)
+        priced = bool(coder.main_model.info.get("input_cost_per_token"))
+        return {
+            "prompt_tokens": sent - before[0],
+            "completion_tokens": received - before[1],
+            "cost": round(cost - before[2], 8) if priced else None,
+        }
+
     def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
         """Run one message; the snapshot was taken before the Coder touched any file."""
         original = coder.allowed_to_edit
@@ -310,11 +332,13 @@ class AiderEngine:
         coder.io.declined = []
         coder.io.conflicts = []
         coder.io.snapshot = snapshot
+        spent_before = self._spent(coder)
         try:
             reply = coder.run(with_message=prompt) or ""
         finally:
             coder.allowed_to_edit = original
             coder.io.snapshot = None
+        usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
         outcome = snapshot.compare()
@@ -325,6 +349,7 @@ class AiderEngine:
             "files_outside_editable": outcome.outside,
             "created_files": outcome.created,  # only files this edit wrote: undo may delete them
             "reply": reply[:MAX_REPLY_CHARS],
+            "usage": usage,
         }
         if coder.io.errors:
             result["errors"] = coder.io.errors[-10:]
