@@ -28,7 +28,7 @@ from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from .handler import BaseHandler
 from .handler.model_config import LLMConfigurationError, build_model
-from .memory import IndexStats, MemorySystem, task_reranker
+from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AssociativeMatchResult,
     CommandRun,
@@ -80,14 +80,15 @@ class Application:
         self.workspace = self.files.root
         self.shell = CommandExecutor(self.workspace, output_cap=settings.output_cap_bytes)
         self.tools = ToolRegistry()
-        # Workspace index: cheap to build; the database opens on first use / start_indexing.
-        self.memory = MemorySystem(self.files, settings, reranker=task_reranker(self.handle_task_command))
-        self._register_system_tools()
         # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
         self.handler = BaseHandler(
             settings=self.current_settings, tools=self.tools, files=self.files, shell=self.shell
         )
         self.tasks = TaskSystem(self.handler)
+        # Workspace index: cheap to build; the database opens on first use / start_indexing.
+        # Its optional re-ranking runs the TaskSystem's template (it never calls back into here).
+        self.memory = MemorySystem(self.files, settings, reranker=template_reranker(self.tasks))
+        self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)
         self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)

@@ -13,11 +13,20 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..files import FileAccessManager
-from ..models import ContextGenerationInput
+from ..models import AssociativeMatchResult, ContextGenerationInput
 from ..settings import SettingsError, load_settings
-from .system import MemorySystem, describe_why
+from .explain import describe_why
+from .indexer import IndexStats
+from .system import MemorySystem
+
+MAX_LIMIT = 200
+
+
+class _CannotAnswer(Exception):
+    """What stops an answer (an empty query, bad settings, no index): stderr, exit code 2."""
 
 
 def run_context(
@@ -29,9 +38,25 @@ def run_context(
     index_path: str | None = None,
 ) -> int:
     """Index (incrementally) and answer one query on stdout."""
-    if not query.strip():
-        print("aider-lsp context: the query is empty", file=sys.stderr)
+    try:
+        if not query.strip():
+            raise _CannotAnswer("the query is empty")
+        memory = _open_memory(workspace, index_path)
+        stats, result = _index_and_ask(memory, query, limit)
+    except _CannotAnswer as exc:
+        print(f"aider-lsp context: {exc}", file=sys.stderr)
         return 2
+    if as_json:
+        print(json.dumps(_as_json(query, result, stats, memory.store.location), indent=2))
+    else:
+        _print_lines(result)
+    if result.error:
+        return 2
+    return 0 if result.matches else 1
+
+
+def _open_memory(workspace: Path, index_path: str | None) -> MemorySystem:
+    """The workspace's index with the user's settings (not opened yet)."""
     try:
         settings = load_settings()
         files = FileAccessManager(
@@ -40,45 +65,49 @@ def run_context(
             secret_patterns=settings.secret_patterns,
         )
     except (SettingsError, OSError) as exc:
-        print(f"aider-lsp context: {exc}", file=sys.stderr)
-        return 2
-    memory = MemorySystem(files, settings, db_path=index_path)
+        raise _CannotAnswer(str(exc)) from exc
+    return MemorySystem(files, settings, db_path=index_path)
+
+
+def _index_and_ask(memory: MemorySystem, query: str, limit: int) -> tuple[IndexStats, AssociativeMatchResult]:
+    """Bring the index up to date, answer the query, and close the database."""
     try:
         stats = memory.index_all()
-        request = ContextGenerationInput(query=query, max_results=max(1, min(limit, 200)))
-        result = asyncio.run(memory.get_relevant_context_for(request))
+        request = ContextGenerationInput(query=query, max_results=max(1, min(limit, MAX_LIMIT)))
+        return stats, asyncio.run(memory.get_relevant_context_for(request))
     except (sqlite3.Error, OSError) as exc:
-        print(f"aider-lsp context: the index is unavailable: {exc}", file=sys.stderr)
-        return 2
+        raise _CannotAnswer(f"the index is unavailable: {exc}") from exc
     finally:
         memory.close()
-    if as_json:
-        payload = {
-            "query": query,
-            "context_summary": result.context_summary,
-            "error": result.error,
-            "matches": [
-                {
-                    "path": match.source_path or match.id,
-                    "score": match.relevance_score,
-                    "summary": match.content,
-                    "why": (match.metadata or {}).get("why", {}),
-                }
-                for match in result.matches
-            ],
-            "index": {
-                "location": str(memory.store.location),
-                "files": stats.scanned,
-                "read": stats.read,
-                "seconds": round(stats.seconds, 3),
-            },
-        }
-        print(json.dumps(payload, indent=2))
-    else:
-        for match in result.matches:
-            why = describe_why((match.metadata or {}).get("why", {}))
-            print(f"{match.relevance_score:.3f}  {match.source_path or match.id}  ({why})")
-        print(result.context_summary, file=sys.stderr)
-    if result.error:
-        return 2
-    return 0 if result.matches else 1
+
+
+def _as_json(query: str, result: AssociativeMatchResult, stats: IndexStats, location: str) -> dict[str, Any]:
+    """`--json`: the answer with each match's why, and what indexing did."""
+    return {
+        "query": query,
+        "context_summary": result.context_summary,
+        "error": result.error,
+        "matches": [
+            {
+                "path": match.source_path or match.id,
+                "score": match.relevance_score,
+                "summary": match.content,
+                "why": (match.metadata or {}).get("why", {}),
+            }
+            for match in result.matches
+        ],
+        "index": {
+            "location": location,
+            "files": stats.scanned,
+            "read": stats.read,
+            "seconds": round(stats.seconds, 3),
+        },
+    }
+
+
+def _print_lines(result: AssociativeMatchResult) -> None:
+    """`score  path  (why)` per match on stdout; the summary on stderr."""
+    for match in result.matches:
+        why = describe_why((match.metadata or {}).get("why", {}))
+        print(f"{match.relevance_score:.3f}  {match.source_path or match.id}  ({why})")
+    print(result.context_summary, file=sys.stderr)

@@ -36,16 +36,18 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .extract import Definition
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 2000
@@ -291,6 +293,30 @@ class IndexStore:
             if self.db_path is not None and not self.in_memory:
                 self._discard_file()
             self.open()
+
+    def recovering(
+        self,
+        action: Callable[[], T],
+        *,
+        after_rebuild: Callable[[sqlite3.DatabaseError], T],
+        when_busy: Callable[[sqlite3.DatabaseError], T] | None = None,
+    ) -> T:
+        """Run `action`; a corrupt index is rebuilt empty and `after_rebuild` answers instead.
+
+        The one place a corrupt database found mid-use is recovered from (full pass, update,
+        removal, query). A busy or locked database is not corrupt: `when_busy` answers (or
+        the error is raised when there is none); nothing is thrown away.
+        """
+        try:
+            return action()
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                if when_busy is None:
+                    raise
+                log.warning("workspace index unavailable (%s); the next pass catches up", exc)
+                return when_busy(exc)
+            self.rebuild(str(exc))
+            return after_rebuild(exc)
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -540,55 +566,9 @@ class IndexStore:
             existing = self._ids_of(conn, [record.path for record in records])
             doc = self._next_ids(conn, "next_doc", len(records))
             unit = self._next_ids(conn, "next_unit", sum(len(r.units) for r in records))
-            inserts: list[tuple[object, ...]] = []
-            updates: list[tuple[object, ...]] = []
-            fts_rows: list[tuple[object, ...]] = []
-            unit_fts_rows: list[tuple[object, ...]] = []
-            dead_units = 0
-            for record in records:
-                values = (
-                    record.size,
-                    record.mtime,
-                    record.hash,
-                    record.language,
-                    record.kind,
-                    " ".join(record.identifiers),
-                    record.summary,
-                    doc,
-                    unit,
-                    len(record.units),
-                    record.packed_units,
-                    record.subject,
-                )
-                if record.path in existing:
-                    file_id, old_units = existing[record.path]
-                    dead_units += old_units
-                    updates.append((*values, file_id))
-                else:
-                    inserts.append((*values, record.path))
-                fts_rows.append((doc, record.path_text, record.identifier_text, record.summary, record.body))
-                for search_name, text in record.units:
-                    unit_fts_rows.append((unit, search_name, text))
-                    unit += 1
-                doc += 1
-            conn.executemany(
-                "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
-                " doc, first_unit, unit_count, units, subject, path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                inserts,
-            )
-            conn.executemany(
-                "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
-                " identifiers = ?, summary = ?, doc = ?, first_unit = ?, unit_count = ?,"
-                " units = ?, subject = ? WHERE id = ?",
-                updates,
-            )
-            conn.executemany(
-                "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
-                fts_rows,
-            )
-            conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", unit_fts_rows)
-            self._add_dead(conn, len(updates), dead_units)
+            rows = _UpsertRows.of(records, existing, doc, unit)
+            rows.write(conn)
+            self._add_dead(conn, len(rows.updates), rows.dead_units)
             self._writes_since_stats += len(records)
 
     @staticmethod
@@ -629,3 +609,67 @@ def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
         "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+@dataclass
+class _UpsertRows:
+    """The rows one `upsert_many` writes: new files, replaced files, and their FTS rows."""
+
+    inserts: list[tuple[object, ...]] = field(default_factory=list)
+    updates: list[tuple[object, ...]] = field(default_factory=list)
+    fts: list[tuple[object, ...]] = field(default_factory=list)
+    unit_fts: list[tuple[object, ...]] = field(default_factory=list)
+    dead_units: int = 0  # the definitions of the replaced files
+
+    @classmethod
+    def of(
+        cls, records: list[FileRecord], existing: dict[str, tuple[int, int]], doc: int, unit: int
+    ) -> _UpsertRows:
+        """Rows for `records`, numbered from the reserved rowids `doc` and `unit` on."""
+        rows = cls()
+        for record in records:
+            values = (
+                record.size,
+                record.mtime,
+                record.hash,
+                record.language,
+                record.kind,
+                " ".join(record.identifiers),
+                record.summary,
+                doc,
+                unit,
+                len(record.units),
+                record.packed_units,
+                record.subject,
+            )
+            if record.path in existing:
+                file_id, old_units = existing[record.path]
+                rows.dead_units += old_units
+                rows.updates.append((*values, file_id))
+            else:
+                rows.inserts.append((*values, record.path))
+            rows.fts.append((doc, record.path_text, record.identifier_text, record.summary, record.body))
+            for search_name, text in record.units:
+                rows.unit_fts.append((unit, search_name, text))
+                unit += 1
+            doc += 1
+        return rows
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        conn.executemany(
+            "INSERT INTO files(size, mtime, hash, language, kind, identifiers, summary,"
+            " doc, first_unit, unit_count, units, subject, path)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.inserts,
+        )
+        conn.executemany(
+            "UPDATE files SET size = ?, mtime = ?, hash = ?, language = ?, kind = ?,"
+            " identifiers = ?, summary = ?, doc = ?, first_unit = ?, unit_count = ?,"
+            " units = ?, subject = ? WHERE id = ?",
+            self.updates,
+        )
+        conn.executemany(
+            "INSERT INTO fts(rowid, path, identifiers, summary, body) VALUES (?, ?, ?, ?, ?)",
+            self.fts,
+        )
+        conn.executemany("INSERT INTO unit_fts(rowid, name, text) VALUES (?, ?, ?)", self.unit_fts)
