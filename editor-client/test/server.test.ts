@@ -1,7 +1,8 @@
 /**
  * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
- * with the same argument shapes the extension sends: getContext, a real Aider edit answered by
- * the scripted LLM server, and cancelled long commands whose test process must be gone. The
+ * with the same argument shapes the extension sends: getContext, a real Aider edit and a real
+ * workflow run answered by the scripted LLM server (Show Diff reads both diffs), and cancelled
+ * long commands whose test process must be gone. The
  * argument types of src/protocol.ts are compared with the server's own JSON schemas, and the
  * extension's client capabilities get it the "Edit selection with Aider" action.
  *
@@ -237,6 +238,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         llm = await startLlmServer([
             '--whole', `pkg/calc.py=${EDITED}`,
             '--plan', JSON.stringify({ instructions: 'mark add as edited', files: ['pkg/calc.py'] }),
+            '--analysis', JSON.stringify({ verdict: 'SUCCESS', message: 'the tests pass' }),
         ]);
         const slowTest = `${python} -c "import os, time; open('test.pid', 'w').write(str(os.getpid())); time.sleep(600)"`;
         // what the extension's language client sends, its experimental capability included
@@ -309,6 +311,22 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const section = splitDiff(stringNote(result, 'diff') ?? '').get('pkg/calc.py');
         assert.ok(section, 'the diff has a section for the file');
         assert.equal(contentBefore(EDITED, section), ORIGINAL);
+        const undo = await server.execute(ServerCommand.undo, {});
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('a real workflow run\'s diff has the edit\'s format, so Show Diff rebuilds the file before the run', async () => {
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1 });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
+        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        const diff = stringNote(result, 'diff') ?? '';
+        assert.ok(diff.startsWith('diff --aider-mcp a/pkg/calc.py b/pkg/calc.py\n'), `the run's diff: ${diff}`);
+        const sections = splitDiff(diff);
+        assert.deepEqual([...sections.keys()], ['pkg/calc.py']);
+        assert.equal(contentBefore(EDITED, sections.get('pkg/calc.py') ?? ''), ORIGINAL);
         const undo = await server.execute(ServerCommand.undo, {});
         assert.equal(undo.status, 'COMPLETE', undo.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);

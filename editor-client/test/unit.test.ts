@@ -124,47 +124,130 @@ describe('protocol', () => {
 });
 
 describe('diff → content before the edit', () => {
-    const diff = [
+    // A run's diff as the server writes it (orchestrator.changes() and an edit alike): the output of
+    // aider_mcp.snapshots.unified_diff for each file, joined, pasted as it came. Made with
+    //   PYTHONPATH=server python -c 'from aider_mcp.snapshots import unified_diff; print(unified_diff(...) + …, end="")'
+    // from CALC_BEFORE → CALC_AFTER, a new pkg/new.py, schema.sql's first line `-- tables` → `++ tables`,
+    // old.py deleted, notes.txt `old` → `new` without a newline at the end.
+    const CALC_BEFORE = 'def f0():\n    return 0\n\n\ndef f1():\n    return 1\n\n\ndef f2():\n    return 2\n\n\ndef f3():\n    return 3\n\n\n';
+    const CALC_AFTER = CALC_BEFORE.replace('return 0', 'return 0 + 0').replace('return 3', 'return 3 + 0');
+    const runDiff = [
         'diff --aider-mcp a/pkg/calc.py b/pkg/calc.py',
         '--- a/pkg/calc.py',
         '+++ b/pkg/calc.py',
-        '@@ -1,3 +1,3 @@',
-        ' def add(a, b):',
-        '-    return a + b',
-        '+    return a + b + 0',
-        ' # end',
-        'diff --aider-mcp a/new.py b/new.py',
+        '@@ -1,5 +1,5 @@',
+        ' def f0():',
+        '-    return 0',
+        '+    return 0 + 0',
+        ' ',
+        ' ',
+        ' def f1():',
+        '@@ -11,6 +11,6 @@',
+        ' ',
+        ' ',
+        ' def f3():',
+        '-    return 3',
+        '+    return 3 + 0',
+        ' ',
+        ' ',
+        'diff --aider-mcp a/pkg/new.py b/pkg/new.py',
         'new file',
+        '--- /dev/null',
+        '+++ b/pkg/new.py',
+        '@@ -0,0 +1 @@',
+        '+x = 1',
+        'diff --aider-mcp a/schema.sql b/schema.sql',
+        '--- a/schema.sql',
+        '+++ b/schema.sql',
+        '@@ -1,2 +1,2 @@',
+        '--- tables',
+        '+++ tables',
+        ' create table t (id int);',
+        'diff --aider-mcp a/old.py b/old.py',
+        'deleted file',
+        '--- a/old.py',
+        '+++ /dev/null',
+        '@@ -1 +0,0 @@',
+        '-y = 2',
+        'diff --aider-mcp a/notes.txt b/notes.txt',
+        '--- a/notes.txt',
+        '+++ b/notes.txt',
+        '@@ -1 +1 @@',
+        '-old',
+        '\\ No newline at end of file',
+        '+new',
+        '\\ No newline at end of file',
+        '',
+    ].join('\n');
+    const sections = splitDiff(runDiff);
+    const section = (name: string): string => sections.get(name) ?? assert.fail(`no section for ${name}`);
+
+    it('splits a multi-file diff by path', () => {
+        assert.deepEqual([...sections.keys()], ['pkg/calc.py', 'pkg/new.py', 'schema.sql', 'old.py', 'notes.txt']);
+        assert.ok(section('pkg/calc.py').startsWith('diff --aider-mcp a/pkg/calc.py b/pkg/calc.py\n'));
+    });
+    it('rebuilds the old content from the new one, hunk by hunk', () => {
+        assert.equal(contentBefore(CALC_AFTER, section('pkg/calc.py')), CALC_BEFORE);
+    });
+    it('gives an empty before for a new file', () => {
+        assert.equal(contentBefore('x = 1\n', section('pkg/new.py')), '');
+    });
+    it('gives the old content of a deleted file', () => {
+        assert.equal(contentBefore('', section('old.py')), 'y = 2\n');
+    });
+    it('takes removed or added lines that look like ---/+++ headers as content', () => {
+        assert.equal(contentBefore('++ tables\ncreate table t (id int);\n', section('schema.sql')), '-- tables\ncreate table t (id int);\n');
+    });
+    it('handles a missing newline at the end of the file', () => {
+        assert.equal(contentBefore('new', section('notes.txt')), 'old');
+    });
+    it('refuses when the file changed since the edit', () => {
+        assert.equal(contentBefore('something else\n', section('pkg/calc.py')), undefined);
+        assert.equal(contentBefore(CALC_AFTER.replace('return 3 + 0', 'return 3 + 1'), section('pkg/calc.py')), undefined);
+    });
+    it('refuses a section without hunks (a binary or large file)', () => {
+        const binary = splitDiff('diff --aider-mcp a/logo.png b/logo.png\nBinary files differ\n').get('logo.png');
+        assert.equal(binary, 'diff --aider-mcp a/logo.png b/logo.png\nBinary files differ\n');
+        assert.equal(contentBefore('anything', binary), undefined);
+    });
+
+    // Plain `git diff` output (git 2.39, `git diff --cached` after `git add -A`), pasted as it came:
+    // `diff --git` headers, `index` lines, `new file mode` (with no hunk for an empty file).
+    const gitDiff = [
+        'diff --git a/empty.py b/empty.py',
+        'new file mode 100644',
+        'index 0000000..e69de29',
+        'diff --git a/new.py b/new.py',
+        'new file mode 100644',
+        'index 0000000..7d4290a',
         '--- /dev/null',
         '+++ b/new.py',
         '@@ -0,0 +1 @@',
         '+x = 1',
+        'diff --git a/old.py b/old.py',
+        'deleted file mode 100644',
+        'index 47643d4..0000000',
+        '--- a/old.py',
+        '+++ /dev/null',
+        '@@ -1 +0,0 @@',
+        '-y = 2',
+        'diff --git a/pkg/calc.py b/pkg/calc.py',
+        'index 4693ad3..bd9ca2a 100644',
+        '--- a/pkg/calc.py',
+        '+++ b/pkg/calc.py',
+        '@@ -1,2 +1,2 @@',
+        ' def add(a, b):',
+        '-    return a + b',
+        '+    return a + b + 0',
         '',
     ].join('\n');
-
-    it('splits a multi-file diff by path', () => {
-        assert.deepEqual([...splitDiff(diff).keys()], ['pkg/calc.py', 'new.py']);
-    });
-    it('rebuilds the old content from the new one', () => {
-        const section = splitDiff(diff).get('pkg/calc.py') ?? '';
-        assert.equal(contentBefore('def add(a, b):\n    return a + b + 0\n# end\nmore\n', section), 'def add(a, b):\n    return a + b\n# end\nmore\n');
-    });
-    it('gives an empty before for a new file', () => {
-        assert.equal(contentBefore('x = 1\n', splitDiff(diff).get('new.py') ?? ''), '');
-    });
-    it('refuses when the file changed since the edit', () => {
-        assert.equal(contentBefore('something else\n', splitDiff(diff).get('pkg/calc.py') ?? ''), undefined);
-    });
-    it('reads the workflow\'s summary diff, which has no `diff --` headers', () => {
-        const summary = ['--- a/pkg/calc.py', '+++ b/pkg/calc.py', '@@ -1,2 +1,2 @@', ' def add(a, b):', '-    return a + b', '+    return a + b + 0', '--- /dev/null', '+++ b/new.py', '@@ -0,0 +1 @@', '+x = 1', ''].join('\n');
-        const sections = splitDiff(summary);
-        assert.deepEqual([...sections.keys()], ['pkg/calc.py', 'new.py']);
-        assert.equal(contentBefore('def add(a, b):\n    return a + b + 0\n', sections.get('pkg/calc.py') ?? ''), 'def add(a, b):\n    return a + b\n');
-        assert.equal(contentBefore('x = 1\n', sections.get('new.py') ?? ''), '');
-    });
-    it('handles a missing newline at the end of the file', () => {
-        const noEol = ['diff --aider-mcp a/a b/a', '--- a/a', '+++ b/a', '@@ -1 +1 @@', '-old', '\\ No newline at end of file', '+new', '\\ No newline at end of file', ''].join('\n');
-        assert.equal(contentBefore('new', splitDiff(noEol).get('a') ?? ''), 'old');
+    it('reads plain `git diff` output the same way', () => {
+        const git = splitDiff(gitDiff);
+        assert.deepEqual([...git.keys()], ['empty.py', 'new.py', 'old.py', 'pkg/calc.py']);
+        assert.equal(contentBefore('', git.get('empty.py') ?? ''), '');
+        assert.equal(contentBefore('x = 1\n', git.get('new.py') ?? ''), '');
+        assert.equal(contentBefore('', git.get('old.py') ?? ''), 'y = 2\n');
+        assert.equal(contentBefore('def add(a, b):\n    return a + b + 0\n', git.get('pkg/calc.py') ?? ''), 'def add(a, b):\n    return a + b\n');
     });
 });
 

@@ -1,22 +1,18 @@
 /**
- * Reading the server's unified diffs (one `diff --… a/X b/X` section per file, difflib hunks)
- * to rebuild a file's content before the edit, so VS Code's diff editor can show before/after.
+ * Reading the server's unified diffs to rebuild a file's content before the edit, so VS Code's
+ * diff editor can show before/after. An edit's diff and a workflow run's diff have one format
+ * (the bundled Aider server's `unified_diff`): per file a `diff --aider-mcp a/X b/X` header,
+ * `new file` / `deleted file` lines, then difflib's `---`/`+++` lines and hunks. Plain
+ * `git diff` output (`diff --git a/X b/X`, the public aider-mcp-server's own) reads the same way.
  */
 
-/** The path a `--- a/X` / `+++ b/X` pair names (the old one for a deleted file). */
-function pairPath(from: string, to: string): string {
-    const target = to.slice(4) === '/dev/null' ? from.slice(4) : to.slice(4);
-    return target.replace(/^[ab]\//, '');
-}
-
 /**
- * Each file's section of a multi-file unified diff, keyed by workspace-relative path. A section
- * starts at a `diff --… a/X b/X` header (Aider's edits) or at a bare `---`/`+++` pair (the
- * workflow's summary diff, plain difflib output).
+ * Each file's section of a multi-file unified diff, keyed by workspace-relative path: a section
+ * starts at a `diff --… a/X b/X` header. Lines inside hunks never start with `diff --` (they
+ * start with ` `, `+`, `-` or `\`), so a removed `-- comment` line is no header.
  */
 export function splitDiff(diff: string): Map<string, string> {
     const files = new Map<string, string>();
-    const lines = diff.split('\n');
     let current: string | undefined;
     let body: string[] = [];
     const flush = (): void => {
@@ -24,18 +20,11 @@ export function splitDiff(diff: string): Map<string, string> {
             files.set(current, body.join('\n'));
         }
     };
-    for (let i = 0; i < lines.length; i++) {
-        const line = lines[i];
+    for (const line of diff.split('\n')) {
         const header = /^diff --\S+ a\/(.+) b\/(.+)$/.exec(line);
-        const next = lines[i + 1] ?? '';
-        const headerPending = body.length > 0 && body[0].startsWith('diff --') && !body.some((seen) => seen.startsWith('@@'));
         if (header) {
             flush();
             current = header[2];
-            body = [line];
-        } else if (line.startsWith('--- ') && next.startsWith('+++ ') && !headerPending) {
-            flush();
-            current = pairPath(line, next);
             body = [line];
         } else if (current !== undefined) {
             body.push(line);
@@ -50,7 +39,8 @@ interface Hunk {
     lines: string[];
 }
 
-function parseHunks(fileDiff: string): Hunk[] | undefined {
+/** The hunks of one file's section: where each starts in the new content, and its lines. */
+function parseHunks(fileDiff: string): Hunk[] {
     const hunks: Hunk[] = [];
     for (const line of fileDiff.split('\n')) {
         const head = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/.exec(line);
@@ -75,11 +65,11 @@ function splitKeepingEnds(text: string): string[] {
  * no longer matches the diff (changed since) or the diff carries no hunks (binary, too large).
  */
 export function contentBefore(after: string, fileDiff: string): string | undefined {
-    if (/^(new file|--- \/dev\/null)$/m.test(fileDiff)) {
+    if (/^new file(?: mode \d+)?$/m.test(fileDiff)) {
         return '';
     }
     const hunks = parseHunks(fileDiff);
-    if (!hunks || hunks.length === 0) {
+    if (hunks.length === 0) {
         return undefined;
     }
     const current = splitKeepingEnds(after);
