@@ -19,6 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
@@ -30,6 +32,8 @@ from .handler import BaseHandler
 from .handler.model_config import LLMConfigurationError, build_model
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
+    AiderAutomaticArgs,
+    AiderEditOutcome,
     AssociativeMatchResult,
     CommandRun,
     ContextGenerationInput,
@@ -44,6 +48,7 @@ from .models import (
     WorkflowRequest,
     WorkflowUsage,
     failed_result,
+    validation_message,
 )
 from .results import undo_result, workflow_result
 from .settings import Settings
@@ -188,6 +193,24 @@ class Application:
             except ValueError as exc:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
         return await self.aider_tools.automatic(params)
+
+    async def edit(self, prompt: str, files: Sequence[str] = ()) -> AiderEditOutcome:
+        """One `aider:automatic` edit, typed (a workflow run's): the same checks, redaction,
+        edit lock and checkpoint as the tool; no files → the index picks them for the prompt.
+        Never raises but for cancellation: a problem is a FAILED outcome, as the tool's is."""
+        tool = "aider_ai_code"
+        try:
+            args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
+        except ValidationError as exc:
+            error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=validation_message(exc))
+            return AiderEditOutcome(tool=tool, error=error)
+        try:
+            return await self.aider_tools.edit(args)
+        except Exception as exc:  # as the tool registry answers a tool's bug: a FAILED result
+            log.exception("aider edit failed")
+            message = f"aider:automatic failed: {exc}"
+            error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
+            return AiderEditOutcome(tool=tool, error=error)
 
     async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat (`aider:interactive` arguments)."""
