@@ -19,8 +19,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
@@ -48,7 +46,6 @@ from .models import (
     WorkflowRequest,
     WorkflowUsage,
     failed_result,
-    validation_message,
 )
 from .results import undo_result, workflow_result
 from .settings import Settings
@@ -190,19 +187,14 @@ class Application:
         """One `aider:automatic` edit, typed (a workflow run's): the same checks, redaction,
         edit lock and checkpoint as the tool; no files → the index picks them for the prompt.
         Never raises but for cancellation: a problem is a FAILED outcome, as the tool's is."""
-        tool = "aider_ai_code"
-        try:
-            args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
-        except ValidationError as exc:
-            error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=validation_message(exc))
-            return AiderEditOutcome(tool=tool, error=error)
+        args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
         try:
             return await self.aider_tools.edit(args)
         except Exception as exc:  # as the tool registry answers a tool's bug: a FAILED result
             log.exception("aider edit failed")
             message = f"aider:automatic failed: {exc}"
             error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
-            return AiderEditOutcome(tool=tool, error=error)
+            return AiderEditOutcome(tool="aider_ai_code", error=error)
 
     async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat (`aider:interactive` arguments)."""
