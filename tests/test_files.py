@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from aider_lsp.executors.system import read_files
 from aider_lsp.files import AccessDenied, FileAccessManager
+from aider_lsp.settings import Settings
 
 SECRET = "OUTSIDE-SECRET-VALUE"
 
@@ -146,9 +147,10 @@ def test_no_generated_path_reads_outside_or_secrets(
 
 def test_secret_patterns_changed_later_apply_at_once(workspace: Path) -> None:
     (workspace / "vault.yaml").write_text("token: x")
-    files = FileAccessManager(workspace)
+    current = [Settings()]
+    files = FileAccessManager(workspace, settings=lambda: current[-1])
     assert not files.is_secret("vault.yaml")
-    files.secret_patterns = (*files.secret_patterns, "vault.*")  # what a settings change does
+    current.append(Settings(secret_patterns=["vault.*"]))  # what a settings change does
     assert files.is_secret("vault.yaml") and files.is_secret_in_tree("vault.yaml")
 
 

@@ -254,9 +254,11 @@ def test_gitignore_change_reapplies_the_rules(project: Path) -> None:
 
 
 def test_excludes_setting_change_reindexes(project: Path) -> None:
-    memory = _memory(project)
+    current = [Settings()]
+    memory = MemorySystem(FileAccessManager(project), lambda: current[-1])
     memory.index_all()
-    memory.update_settings(Settings(context_excludes=["*.md"]))  # no loop: applied next pass
+    current.append(Settings(context_excludes=["*.md"]))
+    memory.settings_changed()  # no loop: applied next pass
     memory.index_all()
     assert "docs/guide.md" not in memory.store.known_files()
     memory.close()

@@ -289,7 +289,7 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
 
 def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
     from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.executors.aider import AiderExecutors, to_task_result
+    from aider_lsp.executors.aider import AiderExecutors, finished_edit
     from aider_lsp.files import FileAccessManager
     from aider_lsp.models import AiderEditOutcome
 
@@ -311,7 +311,7 @@ def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp
         created_files=created,
     )
     cover = executors._settle_checkpoint(checkpoint, outcome)
-    result = to_task_result(outcome, ["pkg/a.py"], cover)
+    result = finished_edit(outcome, ["pkg/a.py"], cover).to_task_result()
     assert result.notes["not_covered_by_undo"] == ["../escape.py"]
     assert result.notes["checkpoint_id"] == checkpoint.id
     report = store.restore()

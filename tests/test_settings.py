@@ -83,6 +83,25 @@ def test_debug_applies_live(workspace: Path) -> None:
     assert app.handler.debug is False
 
 
+async def test_file_and_output_limits_apply_live(workspace: Path) -> None:
+    """`maxFileBytes`, `secretPatterns` and `outputCapBytes` changed in the editor reach the
+    file reads and the shell at their next use."""
+    from aider_lsp.app import Application
+    from aider_lsp.settings import Settings
+
+    (workspace / "big.txt").write_text("x" * 5000)
+    app = Application(workspace, Settings())
+    try:
+        assert not app.files.read_text("big.txt").truncated and not app.files.is_secret("big.txt")
+        app.update_settings(
+            load_settings({"maxFileBytes": 1000, "secretPatterns": ["big.*"], "outputCapBytes": 300}, {})
+        )
+        assert app.files.read_text("big.txt", for_model=False).truncated and app.files.is_secret("big.txt")
+        assert app.shell.output_cap == 300
+    finally:
+        await app.aclose()
+
+
 def test_nested_variables_and_camel_keys_reach_nested_settings() -> None:
     settings = load_settings({"budget": {"maxTokens": 5}}, {"AIDER_LSP_TIMEOUTS__LLM": "7"})
     assert settings.timeouts.llm == 7 and settings.budget.max_tokens == 5

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import Finding, TaskStatus, WorkflowRequest
+from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.calc_project import (
     BUGGY,
@@ -230,3 +230,23 @@ async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any
     # what was done stays undoable
     assert (project / "calc.py").read_text() == HALF_FIXED
     assert app.undo().ok and (project / "calc.py").read_text() == BUGGY
+
+
+async def test_a_stopped_edit_is_the_same_failure_typed_and_on_the_wire(tmp_path: Path) -> None:
+    """The run's typed edit (Application.edit) and `aider:automatic` share the executor's checks:
+    a secret or an outside file stops both before Aider runs, with the same result."""
+    (tmp_path / ".env").write_text("KEY=x\n")
+    app = Application(tmp_path, load_settings({}, {}))
+    try:
+        typed = await app.edit("change it", [".env"])
+        wire = await app.handle_task_command(
+            "aider:automatic", {"prompt": "change it", "file_context": [".env"]}
+        )
+        outside = await app.edit("change it", ["/etc/passwd"])
+    finally:
+        await app.aclose()
+    assert typed.error is not None and typed.error.reason is ErrorReason.ACCESS_DENIED
+    assert typed.refused and typed.files is None and not typed.changed_files
+    assert wire.status is TaskStatus.FAILED and wire.notes["refused"] == typed.refused
+    assert typed.to_task_result().model_dump(by_alias=True) == wire.model_dump(by_alias=True)
+    assert outside.error is not None and outside.error.reason is ErrorReason.ACCESS_DENIED

@@ -25,11 +25,13 @@ from .checkpoints import CheckpointStore
 from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
-from .files import DEFAULT_SECRET_PATTERNS, FileAccessManager
+from .files import FileAccessManager
 from .handler import BaseHandler
 from .handler.model_config import LLMConfigurationError, build_model
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
+    AiderAutomaticArgs,
+    AiderEditOutcome,
     AssociativeMatchResult,
     CommandRun,
     ContextGenerationInput,
@@ -72,13 +74,9 @@ class Application:
         each edit and undo, which refuse to overwrite them); without an editor there are none."""
         self.settings = settings
         self.unsaved_files = unsaved_files
-        self.files = FileAccessManager(
-            workspace,
-            max_file_bytes=settings.max_file_bytes,
-            secret_patterns=settings.secret_patterns,
-        )
+        self.files = FileAccessManager(workspace, settings=self.current_settings)
         self.workspace = self.files.root
-        self.shell = CommandExecutor(self.workspace, output_cap=settings.output_cap_bytes)
+        self.shell = CommandExecutor(self.workspace, settings=self.current_settings)
         self.tools = ToolRegistry()
         # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
         self.handler = BaseHandler(
@@ -87,7 +85,7 @@ class Application:
         self.tasks = TaskSystem(self.handler)
         # Workspace index: cheap to build; the database opens on first use / start_indexing.
         # Its optional re-ranking runs the TaskSystem's template (it never calls back into here).
-        self.memory = MemorySystem(self.files, settings, reranker=template_reranker(self.tasks))
+        self.memory = MemorySystem(self.files, self.current_settings, reranker=template_reranker(self.tasks))
         self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)
@@ -124,13 +122,9 @@ class Application:
 
     def update_settings(self, settings: Settings) -> None:
         """Settings changed in the editor: services read the new ones at their next use. The
-        file rules and the output cap are plain limits of their own, set here; the index is
-        told because new excludes mean a new indexing pass."""
+        index is told (nothing handed over) because new file rules mean a new indexing pass."""
         self.settings = settings
-        self.files.secret_patterns = DEFAULT_SECRET_PATTERNS + tuple(settings.secret_patterns)
-        self.files.max_file_bytes = settings.max_file_bytes
-        self.shell.output_cap = settings.output_cap_bytes
-        self.memory.update_settings(settings)
+        self.memory.settings_changed()
 
     # -- what the editor, the CLI and a workflow run call ------------------------------------
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
@@ -188,6 +182,19 @@ class Application:
             except ValueError as exc:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
         return await self.aider_tools.automatic(params)
+
+    async def edit(self, prompt: str, files: Sequence[str] = ()) -> AiderEditOutcome:
+        """One `aider:automatic` edit, typed (a workflow run's): the same checks, redaction,
+        edit lock and checkpoint as the tool; no files → the index picks them for the prompt.
+        Never raises but for cancellation: a problem is a FAILED outcome, as the tool's is."""
+        args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
+        try:
+            return await self.aider_tools.edit(args)
+        except Exception as exc:  # as the tool registry answers a tool's bug: a FAILED result
+            log.exception("aider edit failed")
+            message = f"aider:automatic failed: {exc}"
+            error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
+            return AiderEditOutcome(tool="aider_ai_code", error=error)
 
     async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat (`aider:interactive` arguments)."""

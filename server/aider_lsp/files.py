@@ -7,12 +7,17 @@ workspace root. Secret files are refused whenever their content could reach a mo
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from .settings import SettingsProvider
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",
@@ -121,6 +126,13 @@ def looks_binary(head: bytes) -> bool:
     return nontext / len(head) > 0.30
 
 
+@functools.lru_cache(maxsize=8)
+def _secret_name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """Every pattern as one regex (is_secret runs for each file of a workspace walk), compiled
+    once per set of patterns."""
+    return re.compile("|".join(fnmatch.translate(pattern.lower()) for pattern in patterns))
+
+
 class FileAccessManager:
     def __init__(
         self,
@@ -128,25 +140,31 @@ class FileAccessManager:
         *,
         max_file_bytes: int = 1_000_000,
         secret_patterns: list[str] | tuple[str, ...] = (),
+        settings: SettingsProvider | None = None,
     ) -> None:
+        """The size cap and the user's secret patterns are read from `settings` at each use
+        when it is given (the server's: they change in the editor), else the fixed values."""
         self.root = Path(os.path.realpath(root))
         if not self.root.is_dir():
             raise NotADirectoryError(f"workspace is not a directory: {root}")
-        self.max_file_bytes = max_file_bytes
-        self.secret_patterns = tuple(DEFAULT_SECRET_PATTERNS) + tuple(secret_patterns)
+        self._settings = settings
+        self._max_file_bytes = max_file_bytes
+        self._user_patterns = tuple(secret_patterns)
+
+    @property
+    def max_file_bytes(self) -> int:
+        """Files larger than this are read truncated (`maxFileBytes`)."""
+        return self._settings().max_file_bytes if self._settings else self._max_file_bytes
 
     @property
     def secret_patterns(self) -> tuple[str, ...]:
         """The built-in patterns followed by the user's `secretPatterns`."""
-        return self._secret_patterns
+        user = tuple(self._settings().secret_patterns) if self._settings else self._user_patterns
+        return (*DEFAULT_SECRET_PATTERNS, *user)
 
-    @secret_patterns.setter
-    def secret_patterns(self, patterns: tuple[str, ...]) -> None:
-        self._secret_patterns = tuple(patterns)
-        # every pattern as one regex: is_secret runs for each file of a workspace walk
-        self._secret_name = re.compile(
-            "|".join(fnmatch.translate(pattern.lower()) for pattern in self._secret_patterns)
-        )
+    @property
+    def _secret_name(self) -> re.Pattern[str]:
+        return _secret_name_regex(self.secret_patterns)
 
     # -- paths ---------------------------------------------------------------------------
     def resolve(self, path: str | os.PathLike[str]) -> Path:

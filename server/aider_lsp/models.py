@@ -189,9 +189,10 @@ class AiderEditOutcome(BaseModel):
     """What one Aider edit (`aider_ai_code` / `aider_chat`) did, as the bridge judged it from the
     files themselves, never from the server's `success` alone.
 
-    The bridge fills the edit's fields; the executor adds what undo covers (checkpoint, files,
-    fallback) with `model_copy`. `to_task_result()` is the one place it becomes the seeds'
-    TaskResult; `server_success` None means no well-formed answer came (a failure with `error`).
+    The bridge fills the edit's fields; the executor makes the outcome of an edit it stopped
+    before Aider ran, and adds what undo covers (checkpoint, files, fallback) to a new copy.
+    `to_task_result()` is the one place it becomes the seeds' TaskResult; `server_success`
+    None means no well-formed answer came (a failure with `error`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -212,6 +213,9 @@ class AiderEditOutcome(BaseModel):
     payload: dict[str, Any] | None = None  # the server's JSON answer (`parsedContent`)
     diagnostics: dict[str, Any] = Field(default_factory=dict)  # server_stderr, raw, server_result
     error: TaskError | None = None
+    # why the executor stopped the edit before Aider ran (with `error`)
+    refused: list[str] = Field(default_factory=list)  # secret or outside files: the reasons
+    unsaved_files: list[str] = Field(default_factory=list)  # open with unsaved changes
     # added by the executor
     files: list[str] | None = None
     checkpoint_id: str | None = None
@@ -239,6 +243,10 @@ class AiderEditOutcome(BaseModel):
     def _notes(self) -> dict[str, Any]:
         """The wire's notes keys, in the order clients have always seen them."""
         notes: dict[str, Any] = dict(self.diagnostics)
+        if self.refused:
+            notes["refused"] = list(self.refused)
+        if self.unsaved_files:
+            notes["unsaved_files"] = list(self.unsaved_files)
         if self.server_success is not None:
             notes.update(
                 tool=self.tool,

@@ -16,8 +16,12 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .models import CommandRun, ErrorReason, TaskError
+
+if TYPE_CHECKING:
+    from .settings import SettingsProvider
 
 TRUNCATION_MARK = "\n[... {omitted} bytes omitted ...]\n"
 
@@ -51,9 +55,23 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
 
 
 class CommandExecutor:
-    def __init__(self, cwd: str | os.PathLike[str], *, output_cap: int = 64_000) -> None:
+    def __init__(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        output_cap: int = 64_000,
+        settings: SettingsProvider | None = None,
+    ) -> None:
+        """The output cap is read from `settings` at each run when it is given (the server's:
+        `outputCapBytes` changes in the editor), else the fixed `output_cap`."""
         self.cwd = Path(cwd)
-        self.output_cap = output_cap
+        self._settings = settings
+        self._output_cap = output_cap
+
+    @property
+    def output_cap(self) -> int:
+        """Bytes kept of each output stream (head and tail)."""
+        return self._settings().output_cap_bytes if self._settings else self._output_cap
 
     def build_argv(self, command: str, *, use_shell: bool = False) -> list[str]:
         """argv for a command string; ValueError with the reason when it cannot be parsed."""

@@ -23,6 +23,7 @@ from ..models import (
     AiderInteractiveArgs,
     ErrorReason,
     Selection,
+    TaskError,
     TaskResult,
     ToolSpec,
     UnsavedFiles,
@@ -50,13 +51,27 @@ AIDER_INTERACTIVE_SPEC = ToolSpec.for_args(
 )
 
 
-def _refused(refusals: list[Refusal]) -> TaskResult:
-    reasons = [refusal.reason for refusal in refusals]
-    return failed_result(
-        ErrorReason.ACCESS_DENIED,
-        "refused to give Aider these files: " + "; ".join(reasons),
-        notes={"refused": reasons},
+def _stopped(
+    tool: str,
+    reason: ErrorReason,
+    message: str,
+    *,
+    refused: list[str] | None = None,
+    unsaved_files: list[str] | None = None,
+) -> AiderEditOutcome:
+    """An edit stopped before Aider ran (bad input, refused or unsaved files): FAILED."""
+    return AiderEditOutcome(
+        tool=tool,
+        error=TaskError(reason=reason, message=message),
+        refused=refused or [],
+        unsaved_files=unsaved_files or [],
     )
+
+
+def _refused(tool: str, refusals: list[Refusal]) -> AiderEditOutcome:
+    reasons = [refusal.reason for refusal in refusals]
+    message = "refused to give Aider these files: " + "; ".join(reasons)
+    return _stopped(tool, ErrorReason.ACCESS_DENIED, message, refused=reasons)
 
 
 @dataclass(frozen=True)
@@ -68,12 +83,12 @@ class UndoCover:
     not_covered: list[str] = field(default_factory=list)
 
 
-def to_task_result(
+def finished_edit(
     outcome: AiderEditOutcome, files: list[str], cover: UndoCover, *, fallback: str | None = None
-) -> TaskResult:
-    """The one place an edit becomes the seeds' TaskResult: the bridge's outcome plus the
-    files it was given, what undo covers and, for a chat turn, the fallback taken."""
-    final = outcome.model_copy(
+) -> AiderEditOutcome:
+    """The edit as its callers see it: the bridge's outcome plus the files it was given, what
+    undo covers and, for a chat turn, the fallback taken (a new outcome, the bridge's is kept)."""
+    return outcome.model_copy(
         update={
             "files": files,
             "checkpoint_id": cover.checkpoint_id,
@@ -81,7 +96,6 @@ def to_task_result(
             "fallback": fallback,
         }
     )
-    return final.to_task_result()
 
 
 class AiderExecutors:
@@ -105,15 +119,16 @@ class AiderExecutors:
 
     # -- shared checks -----------------------------------------------------------------------
     async def _resolve_files(
-        self, file_context: list[str] | None, prompt: str
-    ) -> tuple[list[str], TaskResult | None]:
+        self, tool: str, file_context: list[str] | None, prompt: str
+    ) -> tuple[list[str], AiderEditOutcome | None]:
         """Editable files: file_context, else the files the memory finds for the prompt."""
         paths = file_context if file_context is not None else await self._context_files(prompt)
         clean, refused = self.files.model_safe_files(paths)
         if refused:
-            return [], _refused(refused)
+            return [], _refused(tool, refused)
         if not clean:
-            return [], failed_result(
+            return [], _stopped(
+                tool,
                 ErrorReason.INPUT_VALIDATION_FAILURE,
                 "no files to edit: pass file_context (workspace-relative paths)",
             )
@@ -135,12 +150,14 @@ class AiderExecutors:
         settings = self.bridge.settings()
         return redact(text, secret_values(extra=[getattr(settings, "api_key", None)]))
 
-    def _resolve_readonly(self, readonly_files: list[str] | None) -> tuple[list[str], TaskResult | None]:
+    def _resolve_readonly(
+        self, tool: str, readonly_files: list[str] | None
+    ) -> tuple[list[str], AiderEditOutcome | None]:
         """Read-only files reach the model too: same confinement and secret refusal."""
         clean, refused = self.files.model_safe_files(readonly_files or [])
-        return ([], _refused(refused)) if refused else (clean, None)
+        return ([], _refused(tool, refused)) if refused else (clean, None)
 
-    def _unsaved_conflicts(self, paths: list[str]) -> TaskResult | None:
+    def _unsaved_conflicts(self, tool: str, paths: list[str]) -> AiderEditOutcome | None:
         dirty: set[str] = set()
         for path in self.unsaved_files():
             with contextlib.suppress(AccessDenied):
@@ -148,11 +165,12 @@ class AiderExecutors:
         blocked = [path for path in paths if path in dirty]
         if not blocked:
             return None
-        return failed_result(
+        return _stopped(
+            tool,
             ErrorReason.INPUT_VALIDATION_FAILURE,
             f"{', '.join(blocked)} {'has' if len(blocked) == 1 else 'have'} unsaved changes in the"
             " editor: save or revert first (Aider edits the files on disk and would not see them)",
-            notes={"unsaved_files": blocked},
+            unsaved_files=blocked,
         )
 
     def _checkpoint(self, paths: list[str], label: str) -> tuple[Checkpoint, bool]:
@@ -213,17 +231,23 @@ class AiderExecutors:
         args = parse_args(AiderAutomaticArgs, params)
         if isinstance(args, TaskResult):
             return args
+        return (await self.edit(args)).to_task_result()
+
+    async def edit(self, args: AiderAutomaticArgs) -> AiderEditOutcome:
+        """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
+        Aider ran is a FAILED outcome too (its `error` says why)."""
+        tool = "aider_ai_code"
         if not args.prompt.strip():
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change"
+            return _stopped(
+                tool, ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change"
             )
-        paths, problem = await self._resolve_files(args.file_context, args.prompt)
+        paths, problem = await self._resolve_files(tool, args.file_context, args.prompt)
         if problem:
             return problem
-        blocked = self._unsaved_conflicts(paths)
+        blocked = self._unsaved_conflicts(tool, paths)
         if blocked:
             return blocked
-        readonly, problem = self._resolve_readonly(args.readonly_files)
+        readonly, problem = self._resolve_readonly(tool, args.readonly_files)
         if problem:
             return problem
         call: dict[str, Any] = {
@@ -232,8 +256,8 @@ class AiderExecutors:
         }
         if readonly:
             call["relative_readonly_files"] = readonly
-        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, "aider_ai_code", call)
-        return to_task_result(outcome, paths, cover, fallback=fallback)
+        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call)
+        return finished_edit(outcome, paths, cover, fallback=fallback)
 
     async def _checkpointed_edit(
         self, paths: list[str], label: str, tool_name: str, call: dict[str, Any]
@@ -274,22 +298,22 @@ class AiderExecutors:
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE, "missing query (or prompt): the message to Aider"
             )
-        paths, problem = await self._resolve_files(args.file_context, message)
+        paths, problem = await self._resolve_files("aider_chat", args.file_context, message)
         if problem:
-            return problem
+            return problem.to_task_result()
         if session_id:
             earlier = self._session_files.get(session_id, [])
             paths = [*earlier, *(path for path in paths if path not in earlier)]
-        blocked = self._unsaved_conflicts(paths)
+        blocked = self._unsaved_conflicts("aider_chat", paths)
         if blocked:
-            return blocked
+            return blocked.to_task_result()
         call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
         outcome, cover, fallback = await self._checkpointed_edit(paths, message, "aider_chat", call)
         if fallback is None and outcome.session_id:
             self._remember_session_files(outcome.session_id, [*paths, *outcome.created_files])
-        return to_task_result(outcome, paths, cover, fallback=fallback)
+        return finished_edit(outcome, paths, cover, fallback=fallback).to_task_result()
 
     def _remember_session_files(self, session_id: str, paths: list[str]) -> None:
         """The files a chat holds, for its later turns' checks and checkpoints."""

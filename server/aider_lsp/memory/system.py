@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..files import FileAccessManager
 from ..models import AssociativeMatchResult, ContextGenerationInput, ProgressCallback
-from ..settings import Settings
+from ..settings import Settings, SettingsProvider
 from ..state import ensure_state_dir
 from .index import IndexStore
 from .indexer import Indexer, IndexStats
@@ -55,23 +55,26 @@ class MemorySystem:
     def __init__(
         self,
         files: FileAccessManager,
-        settings: Settings,
+        settings: Settings | SettingsProvider,
         *,
         db_path: str | os.PathLike[str] | None = None,
         reranker: Reranker | None = None,
         extra_excludes: Iterable[str] = (),
     ) -> None:
-        """`reranker` re-ranks the top N when `contextRerank` is on (see rerank.py)."""
+        """`settings`: the provider of the settings in force, read at each use (the server's;
+        `settings_changed` says when they change), or fixed settings (the CLI, a test).
+        `reranker` re-ranks the top N when `contextRerank` is on (see rerank.py)."""
         self.files = files
-        self.settings = settings
+        self._settings: SettingsProvider = settings if callable(settings) else (lambda: settings)
         self.reranker = reranker
         self.first_query_wait = FIRST_QUERY_WAIT_S
         self._explicit_db_path = Path(db_path) if db_path is not None else None
         self._extra_excludes = tuple(extra_excludes)
         self._store: IndexStore | None = None
         self._store_lock = threading.Lock()
+        self._rules = self._rules_of(self.settings)  # the rules the index was built with
         self._indexer = Indexer(
-            files, self._open_store, excludes=self._excludes(settings), max_file_bytes=settings.max_file_bytes
+            files, self._open_store, excludes=self._excludes(), max_file_bytes=self.settings.max_file_bytes
         )
         self._searcher = Searcher(files, self._open_store, self._indexer.progress)
 
@@ -99,19 +102,26 @@ class MemorySystem:
             return self._store
 
     # -- settings ----------------------------------------------------------------------------
-    def _excludes(self, settings: Settings) -> tuple[str, ...]:
-        return (*settings.context_excludes, *self._extra_excludes)
+    @property
+    def settings(self) -> Settings:
+        """The settings in force (read from the provider at each use)."""
+        return self._settings()
 
-    def update_settings(self, settings: Settings) -> None:
-        """New excludes, secret patterns or size cap: new rules, and a pass to apply them."""
-        changed = (
-            settings.context_excludes != self.settings.context_excludes
-            or settings.secret_patterns != self.settings.secret_patterns
-            or settings.max_file_bytes != self.settings.max_file_bytes
-        )
-        self.settings = settings
-        if changed:
-            self._indexer.change_rules(self._excludes(settings), settings.max_file_bytes)
+    def _excludes(self) -> tuple[str, ...]:
+        return (*self.settings.context_excludes, *self._extra_excludes)
+
+    @staticmethod
+    def _rules_of(settings: Settings) -> tuple[object, ...]:
+        """What decides which files are indexed: excludes, secret patterns, size cap."""
+        return (tuple(settings.context_excludes), tuple(settings.secret_patterns), settings.max_file_bytes)
+
+    def settings_changed(self) -> None:
+        """The settings changed: new excludes, secret patterns or size cap mean new rules,
+        and a pass to apply them (the rest is read at its next use)."""
+        rules = self._rules_of(self.settings)
+        if rules != self._rules:
+            self._rules = rules
+            self._indexer.change_rules(self._excludes(), self.settings.max_file_bytes)
 
     # -- indexing (indexer.py) ---------------------------------------------------------------
     @property

@@ -109,5 +109,6 @@ class TaskSystem:
             history_config=template.history,
             output_check=self._path_check(template),
         )
-        result.notes.setdefault("template", name)
-        return result
+        if "template" in result.notes:
+            return result
+        return result.model_copy(update={"notes": {**result.notes, "template": name}})  # a new result

@@ -1,9 +1,9 @@
 """WorkflowHost: what the coding workflow needs from its host, and nothing more.
 
 Why a protocol: the orchestrator is a client of the Application like the editor and the CLI;
-naming the few calls it makes (run a task, run the tests, find context, spend and budget,
-checkpoints, confined paths) keeps it from reaching into services, lets a test give it a
-small fake, and keeps app.py → workflow/ the only import between them (the Application
+naming the few calls it makes (run a template, edit, run the tests, find context, spend and
+budget, checkpoints, confined paths) keeps it from reaching into services, lets a test give it
+a small fake, and keeps app.py → workflow/ the only import between them (the Application
 satisfies this protocol; mypy checks it where app.py builds the orchestrator).
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..checkpoints import CheckpointStore
 from ..models import (
+    AiderEditOutcome,
     AssociativeMatchResult,
     CommandRun,
     ContextGenerationInput,
@@ -41,7 +42,12 @@ class WorkflowHost(Protocol):
         ...
 
     async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
-        """Run a tool or a template (the plan, the Aider edit, the analysis)."""
+        """Run a template (the plan, the analysis)."""
+        ...
+
+    async def edit(self, prompt: str, files: Sequence[str] = ()) -> AiderEditOutcome:
+        """One Aider edit as `aider:automatic` makes it (checks, edit lock, checkpoint), typed:
+        what changed, what undo covers, or the `error` that stopped it."""
         ...
 
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:

@@ -2,9 +2,10 @@
 the last iteration or the budget.
 
 Why here and like this: the loop knows no protocol. It calls the Application the way any
-caller does, through the few calls named in host.py (`handle_task_command`, `run_tests`,
-`find_context`, …), so the executors' edit lock, checkpoints, redaction and unsaved-buffer
-check apply at each edit; it reports through the caller's
+caller does, through the few calls named in host.py (`handle_task_command` for the plan and
+the analysis, `edit`, `run_tests`, `find_context`, …), so the executors' edit lock,
+checkpoints, redaction and unsaved-buffer check apply at each edit, whose typed outcome it
+reads (never a result's notes); it reports through the caller's
 RequestContext (progress per phase, findings after each test run), so the editor shows
 diagnostics and the CLI prints lines. Every problem ends the run with a result, never an
 exception, except cancellation, which propagates once the run's checkpoint is settled.
@@ -25,6 +26,7 @@ from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for 
 from ..checkpoints import Checkpoint, run_checkpoint, snapshot_files
 from ..files import AccessDenied
 from ..models import (
+    AiderEditOutcome,
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
@@ -36,6 +38,7 @@ from ..models import (
     RunChanges,
     Severity,
     TaskResult,
+    TaskStatus,
     Verdict,
     WorkflowIteration,
     WorkflowResult,
@@ -83,7 +86,7 @@ class CodingWorkflowOrchestrator:
         self.file_context = file_context
         self.plan: DevelopmentPlan | None = None
         self.iterations: list[WorkflowIteration] = []
-        self.final_aider: TaskResult | None = None
+        self.final_aider: AiderEditOutcome | None = None
         self.analysis: CombinedAnalysisResult | None = None
         self.checkpoint: Checkpoint | None = None
         self._originals: dict[str, bytes | None] = {}
@@ -189,19 +192,20 @@ class CodingWorkflowOrchestrator:
         return plan
 
     async def _edit(self, prompt: str, files: list[str]) -> list[str]:
-        """One Aider edit through the executors; returns the files for the next steps."""
+        """One Aider edit through the host (the executor's checks and checkpoint apply);
+        returns the files for the next steps."""
         self._remember_originals(files)
-        params: dict[str, Any] = {"prompt": prompt}
-        if files:
-            params["file_context"] = files
-        result = await self.app.handle_task_command("aider:automatic", params)
-        self.final_aider = result
-        edited = [p for p in result.notes.get("files") or files if isinstance(p, str)]
+        outcome = await self.app.edit(prompt, files)
+        self.final_aider = outcome
+        edited = list(outcome.files or files)
         self._remember_originals(edited)
-        for created in result.notes.get("created_files") or []:
+        for created in outcome.created_files:
             self._originals.setdefault(created, None)
-        self._record(aider=_aider_summary(result), files=edited)
-        self._stop_on_failure(result, "the Aider edit failed")
+        self._record(aider=_aider_summary(outcome), files=edited)
+        error = outcome.error
+        if error is not None:
+            reason = _reason(error.reason, error.message)
+            raise _RunEnded(reason, f"the Aider edit failed: {error.message}", details=error.message)
         return edited
 
     async def _test(self, command: str, files: list[str]) -> CommandRun:
@@ -235,8 +239,8 @@ class CodingWorkflowOrchestrator:
             "original_goal": self.goal,
             "initial_task_context": self.context or "(none)",
             "aider_instructions": prompt,
-            "aider_status": "edited the files" if aider is not None and aider.ok else "failed",
-            "aider_diff": (aider.notes.get("diff") if aider is not None else "") or "(no change)",
+            "aider_status": "edited the files" if aider is not None and aider.error is None else "failed",
+            "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
             "test_command": test_command,
             "test_stdout": _clip(test.stdout),
             "test_stderr": _clip(test.stderr),
@@ -265,9 +269,9 @@ class CodingWorkflowOrchestrator:
         error = result.error
         reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
         message = error.message if error else result.content
-        if result.notes.get("budget_exhausted") or "usage limit reached" in message:
+        if result.notes.get("budget_exhausted"):  # the LLM layer's mark (handler/llm.py)
             reason = ErrorReason.BUDGET_EXCEEDED
-        raise _RunEnded(reason, f"{what}: {message}", details=result.content)
+        raise _RunEnded(_reason(reason, message), f"{what}: {message}", details=result.content)
 
     def _check_budget(self) -> None:
         """Between steps: stop cleanly once the run has spent its budget."""
@@ -373,18 +377,22 @@ class CodingWorkflowOrchestrator:
         )
 
 
-def _aider_summary(result: TaskResult) -> dict[str, Any]:
-    """What the history keeps of an Aider edit."""
-    notes = result.notes
+def _aider_summary(outcome: AiderEditOutcome) -> dict[str, Any]:
+    """What the history keeps of an Aider edit (the wire's `aider` of an iteration)."""
     summary: dict[str, Any] = {
-        "status": result.status.value,
-        "diff": notes.get("diff", ""),
-        "changed_files": notes.get("changed_files", []),
-        "created_files": notes.get("created_files", []),
+        "status": (TaskStatus.FAILED if outcome.error else TaskStatus.COMPLETE).value,
+        "diff": outcome.diff,
+        "changed_files": list(outcome.changed_files),
+        "created_files": list(outcome.created_files),
     }
-    if result.error:
-        summary["error"] = result.error.model_dump(mode="json")
+    if outcome.error:
+        summary["error"] = outcome.error.model_dump(mode="json")
     return summary
+
+
+def _reason(reason: ErrorReason, message: str) -> ErrorReason:
+    """A step's reason, or budget_exceeded when the message says a usage limit was reached."""
+    return ErrorReason.BUDGET_EXCEEDED if "usage limit reached" in message else reason
 
 
 def _clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
