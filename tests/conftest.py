@@ -17,6 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 from aider_lsp import aider_env
+from aider_lsp_testing.calc_project import write_calc_project
 
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
 # for tests that drive the real Aider: CI creates its environment first (scripts/bootstrap)
@@ -59,6 +60,12 @@ def make_client() -> AiderTestClient:
         client.registrations.extend(params.registrations)
 
     return client
+
+
+@pytest.fixture
+def calc_project(tmp_path: Path) -> Path:
+    """The calc project whose multiply test fails (the workflow tests' project)."""
+    return write_calc_project(tmp_path)
 
 
 @pytest.fixture

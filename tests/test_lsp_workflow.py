@@ -20,7 +20,6 @@ from aider_lsp_testing.calc_project import (  # the calc project whose test fail
     TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
-    write_calc_project,
 )
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -37,11 +36,6 @@ from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
 
 pytestmark = needs_aider
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return write_calc_project(tmp_path)
 
 
 MULTIPLY_ASSERT = 10  # 0-based LSP line of `self.assertEqual(multiply(3, 4), 12)`
@@ -62,9 +56,9 @@ def options(llm_server: Any) -> dict[str, Any]:
     }
 
 
-def edit_then_slow_test(llm_server: Any, project: Path) -> tuple[Path, dict[str, Any]]:
+def edit_then_slow_test(llm_server: Any, calc_project: Path) -> tuple[Path, dict[str, Any]]:
     """A run that plans, edits calc.py, then hangs in its test (which writes its pid first)."""
-    pid_file = project.parent / "test.pid"
+    pid_file = calc_project.parent / "test.pid"
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     return pid_file, {"goal": "fix calc", "test_command": slow_test_command(pid_file)}
@@ -126,7 +120,7 @@ def progress_of(client: Any, title: str) -> list[Any]:
 
 
 async def test_failing_iteration_retry_then_complete_clears_diagnostics(
-    lsp: Any, project: Path, llm_server: Any
+    lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
@@ -136,8 +130,8 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
     )
-    test_uri = (project / "test_calc.py").as_uri()
-    async with lsp(project, init_options=options(llm_server)) as client:
+    test_uri = (calc_project / "test_calc.py").as_uri()
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
         commands = set(client.initialize_result.capabilities.execute_command_provider.commands)
         assert {"aider-lsp.workflow.run", "aider-lsp.diagnostics.clear"} <= commands
         run = asyncio.ensure_future(
@@ -160,7 +154,7 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
 
         result = await run
         assert result["status"] == "COMPLETE", result["content"]
-        assert (project / "calc.py").read_text() == FIXED
+        assert (calc_project / "calc.py").read_text() == FIXED
         first, second = result["parsedContent"]["iterations"]
         assert first["analysis"]["verdict"] == "RETRY" and second["test"]["exit_code"] == 0
         assert list(client.diagnostics[test_uri]) == []  # cleared on SUCCESS
@@ -173,14 +167,14 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
 
 
 async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
-    lsp: Any, project: Path, llm_server: Any
+    lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(FAILURE))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
-    test_path = project / "test_calc.py"
+    test_path = calc_project / "test_calc.py"
     test_uri = test_path.as_uri()
-    async with lsp(project, init_options=options(llm_server)) as client:
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 types.TextDocumentItem(uri=test_uri, language_id="python", version=7, text=TESTS)
@@ -197,7 +191,7 @@ async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
         # published with the open document's version
         assert {params.version for params in published if params.uri == test_uri} == {7}
         # the analysis' advice sits on the plan's file, line 0, as information
-        advice = await wait_for_diagnostics(client, (project / "calc.py").as_uri(), bool)
+        advice = await wait_for_diagnostics(client, (calc_project / "calc.py").as_uri(), bool)
         assert [(d.range.start.line, d.severity) for d in advice] == [
             (0, types.DiagnosticSeverity.Information)
         ]
@@ -213,14 +207,14 @@ async def test_failed_run_keeps_diagnostics_fix_action_and_clear(
         cleared = await execute(client, "aider-lsp.diagnostics.clear", {})
         assert cleared["status"] == "COMPLETE"
         await wait_for_diagnostics(client, test_uri, lambda found: not found)
-        await wait_for_diagnostics(client, (project / "calc.py").as_uri(), lambda found: not found)
+        await wait_for_diagnostics(client, (calc_project / "calc.py").as_uri(), lambda found: not found)
 
 
 async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
-    lsp: Any, project: Path, llm_server: Any
+    lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
-    pid_file, arguments = edit_then_slow_test(llm_server, project)
-    async with lsp(project, init_options=options(llm_server)) as client:
+    pid_file, arguments = edit_then_slow_test(llm_server, calc_project)
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
         msg_id = str(uuid.uuid4())
         pending = asyncio.ensure_future(
             client.protocol.send_request_async(
@@ -230,7 +224,7 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
             )
         )
         pid = await wait_for_pid(pid_file)
-        assert (project / "calc.py").read_text() == HALF_FIXED  # the edit landed, the test runs
+        assert (calc_project / "calc.py").read_text() == HALF_FIXED  # the edit landed, the test runs
         client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
         with pytest.raises(Exception, match="cancel"):
             await asyncio.wait_for(pending, 10)
@@ -243,14 +237,14 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
 
         undone = await execute(client, "aider-lsp.workflow.undo", {})
         assert undone["status"] == "COMPLETE", undone["content"]
-        assert (project / "calc.py").read_text() == BUGGY
+        assert (calc_project / "calc.py").read_text() == BUGGY
 
 
 async def test_second_run_refused_while_one_runs_then_progress_cancel(
-    lsp: Any, project: Path, llm_server: Any
+    lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
-    pid_file, arguments = edit_then_slow_test(llm_server, project)
-    async with lsp(project, init_options=options(llm_server)) as client:
+    pid_file, arguments = edit_then_slow_test(llm_server, calc_project)
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
         first = asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arguments))
         pid = await wait_for_pid(pid_file)
 
@@ -275,4 +269,4 @@ async def test_second_run_refused_while_one_runs_then_progress_cancel(
         assert client.progress_reports[token][-1].kind == "end"
         undone = await execute(client, "aider-lsp.workflow.undo", {})
         assert undone["status"] == "COMPLETE", undone["content"]
-        assert (project / "calc.py").read_text() == BUGGY
+        assert (calc_project / "calc.py").read_text() == BUGGY

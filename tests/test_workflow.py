@@ -23,7 +23,6 @@ from aider_lsp_testing.calc_project import (
     TEST_COMMAND,
     TESTS,
     analysis_by_exit_code,
-    write_calc_project,
 )
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -41,11 +40,6 @@ from conftest import needs_aider
 pytestmark = needs_aider
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return write_calc_project(tmp_path)
-
-
 def make_app(root: Path, base_url: str, **extra: Any) -> Application:
     options = {
         "model": "openai:scripted-planner",
@@ -60,8 +54,8 @@ def make_app(root: Path, base_url: str, **extra: Any) -> Application:
 
 
 @pytest.fixture
-async def app(project: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(project, llm_server.base_url)
+async def app(calc_project: Path, llm_server: Any) -> AsyncIterator[Application]:
+    application = make_app(calc_project, llm_server.base_url)
     try:
         yield application
     finally:
@@ -93,7 +87,7 @@ def script_two_iterations(llm_server: Any) -> None:
 
 
 async def test_failing_iteration_then_retry_reaches_success(
-    app: Application, project: Path, llm_server: Any
+    app: Application, calc_project: Path, llm_server: Any
 ) -> None:
     script_two_iterations(llm_server)
     seen = Recorder()
@@ -101,7 +95,7 @@ async def test_failing_iteration_then_retry_reaches_success(
         WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), seen.context
     )
     assert result.status is TaskStatus.COMPLETE, result.content
-    assert (project / "calc.py").read_text() == FIXED
+    assert (calc_project / "calc.py").read_text() == FIXED
     run = result.notes["workflow"]
     assert run["status"] == "SUCCESS" and result.parsed_content == run
     first, second = run["iterations"]
@@ -133,7 +127,7 @@ async def test_failing_iteration_then_retry_reaches_success(
 
 
 async def test_undo_after_success_restores_and_removes_created_files(
-    app: Application, project: Path, llm_server: Any
+    app: Application, calc_project: Path, llm_server: Any
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output({**PLAN, "instructions": "Fix both"}))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
@@ -142,17 +136,19 @@ async def test_undo_after_success_restores_and_removes_created_files(
         WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
     )
     assert result.status is TaskStatus.COMPLETE, result.content
-    assert (project / "helpers.py").exists()
+    assert (calc_project / "helpers.py").exists()
     assert result.notes["created_files"] == ["helpers.py"] and result.notes["checkpoint_id"]
     assert "diff --aider-mcp a/helpers.py b/helpers.py\nnew file\n--- /dev/null\n" in result.notes["diff"]
     undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
-    assert (project / "calc.py").read_text() == BUGGY
-    assert not (project / "helpers.py").exists()
+    assert (calc_project / "calc.py").read_text() == BUGGY
+    assert not (calc_project / "helpers.py").exists()
     assert app.undo().content == "Nothing to undo."
 
 
-async def test_max_retries_reached_is_a_failure(app: Application, project: Path, llm_server: Any) -> None:
+async def test_max_retries_reached_is_a_failure(
+    app: Application, calc_project: Path, llm_server: Any
+) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
     llm_server.add_rule(
@@ -172,7 +168,7 @@ async def test_max_retries_reached_is_a_failure(app: Application, project: Path,
 
 
 async def test_llm_error_fails_the_run_and_changes_nothing(
-    app: Application, project: Path, llm_server: Any
+    app: Application, calc_project: Path, llm_server: Any
 ) -> None:
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "the model is on fire"}}))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
@@ -182,14 +178,14 @@ async def test_llm_error_fails_the_run_and_changes_nothing(
     assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "llm_error"
     assert "500" in result.content and "planning failed" in result.content
-    assert (project / "calc.py").read_text() == BUGGY
-    assert (project / "test_calc.py").read_text() == TESTS
+    assert (calc_project / "calc.py").read_text() == BUGGY
+    assert (calc_project / "test_calc.py").read_text() == TESTS
     assert all(IS_PLAN(request) for request in llm_server.chat_requests())  # Aider never ran
     assert app.checkpoints.latest() is None
 
 
 async def test_a_second_run_is_refused_while_one_runs(
-    app: Application, project: Path, llm_server: Any
+    app: Application, calc_project: Path, llm_server: Any
 ) -> None:
     llm_server.add_rule(IS_PLAN, slow(30, json_output(PLAN)))
     first = asyncio.create_task(
@@ -205,11 +201,11 @@ async def test_a_second_run_is_refused_while_one_runs(
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
-    assert (project / "calc.py").read_text() == BUGGY
+    assert (calc_project / "calc.py").read_text() == BUGGY
 
 
-async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any) -> None:
-    app = make_app(project, llm_server.base_url, budget={"maxTokens": 500})
+async def test_budget_stops_the_run_between_steps(calc_project: Path, llm_server: Any) -> None:
+    app = make_app(calc_project, llm_server.base_url, budget={"maxTokens": 500})
     plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
     retry = json_output(RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390})
     llm_server.add_rule(IS_PLAN, plan)
@@ -228,8 +224,8 @@ async def test_budget_stops_the_run_between_steps(project: Path, llm_server: Any
     assert run["usage"]["total_tokens"] == 500
     assert "budget" in result.content
     # what was done stays undoable
-    assert (project / "calc.py").read_text() == HALF_FIXED
-    assert app.undo().ok and (project / "calc.py").read_text() == BUGGY
+    assert (calc_project / "calc.py").read_text() == HALF_FIXED
+    assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY
 
 
 async def test_a_stopped_edit_is_the_same_failure_typed_and_on_the_wire(tmp_path: Path) -> None:
