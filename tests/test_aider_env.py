@@ -77,6 +77,22 @@ def test_server_package_is_copied_without_our_site_packages(tmp_path: Path) -> N
     assert args == ["-m", "aider_mcp"] and command == str(aider_env.aider_python(tmp_path))
 
 
+def test_two_versions_of_the_server_package_keep_their_own_copies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A second checkout (or version) sharing the Aider env never replaces a running server."""
+    first = aider_env.sync_server_package(tmp_path / "env")
+    assert first == aider_env.sync_server_package(tmp_path / "env")
+    other = tmp_path / "other" / "aider_mcp"
+    other.mkdir(parents=True)
+    (other / "__main__.py").write_text("print('another version')\n")
+    monkeypatch.setattr(aider_env, "package_parent", lambda: other.parent)
+    second = aider_env.sync_server_package(tmp_path / "env")
+    assert second != first
+    assert (first / "aider_mcp" / "engine.py").is_file()
+    assert [p.name for p in (second / "aider_mcp").iterdir()] == ["__main__.py"]
+
+
 def test_aider_mcp_imports_nothing_from_aider_lsp() -> None:
     source = Path(aider_env.package_parent()) / "aider_mcp"
     for path in source.glob("*.py"):

@@ -9,6 +9,7 @@ cache folder. `aider-lsp setup-aider` creates it once (a stamp file makes reruns
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -84,24 +85,27 @@ def sync_server_package(root: Path | None = None) -> Path:
     """Copy `aider_mcp` (a few small files) into the Aider env; returns the PYTHONPATH entry.
 
     Why a copy: putting this distribution's own site-packages on the Aider env's PYTHONPATH
-    would shadow its mcp 1.x / pydantic with ours. Re-copied whenever the sources change.
+    would shadow its mcp 1.x / pydantic with ours. The copy lives in a folder named after its
+    content, so two versions of aider-lsp (or two checkouts) sharing one Aider env never
+    replace each other's server while it runs.
     """
     root = env_dir() if root is None else root
     source = package_parent() / "aider_mcp"
-    target_parent = root / "aider-lsp-server"
-    target = target_parent / "aider_mcp"
     wanted = {p.name: p.read_bytes() for p in sorted(source.glob("*.py"))}
-    current = {p.name: p.read_bytes() for p in sorted(target.glob("*.py"))} if target.is_dir() else {}
-    if wanted != current:
+    digest = hashlib.sha256()
+    for name, data in wanted.items():
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    target_parent = root / "aider-lsp-server" / digest.hexdigest()[:16]
+    target = target_parent / "aider_mcp"
+    if not target.is_dir():
         staging = target_parent / f".aider_mcp.{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for name, data in wanted.items():
             (staging / name).write_bytes(data)
-        shutil.rmtree(target, ignore_errors=True)
         try:
             os.replace(staging, target)
-        except OSError:  # another process synced it at the same moment: same content
+        except OSError:  # another process made the same copy at the same moment
             shutil.rmtree(staging, ignore_errors=True)
     return target_parent
 
