@@ -43,3 +43,12 @@ def test_whole_file_and_unknown_text() -> None:
     assert span(unreadable) == (6, 0, 6, 0)
     past_the_end = to_diagnostic(Finding(path="m.py", line=40, message="x"), LINES, UTF16)
     assert span(past_the_end) == (39, 0, 39, 0)
+
+
+def test_every_severity_has_its_lsp_severity() -> None:
+    lines = ["x = 1"]
+    shown = {
+        to_diagnostic(Finding(path="a.py", line=1, message="m", severity=severity), lines, UTF16).severity
+        for severity in Severity
+    }
+    assert shown == set(types.DiagnosticSeverity)

@@ -9,7 +9,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from aider_lsp.lsp.commands import CommandId
+from aider_lsp.lsp.command_ids import CommandId
 from conftest import execute
 
 OUTSIDE_TEXT = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"

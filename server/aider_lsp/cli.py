@@ -6,19 +6,9 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .settings import Settings, SettingsError, env_var_for, load_settings
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
 
 
 def _setup_logging(level: str) -> None:
@@ -29,87 +19,6 @@ def _setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
-
-
-def check_model(settings: Settings) -> list[Check]:
-    """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
-    from .handler.model_config import probe_endpoint, resolve_model_config
-
-    config = resolve_model_config(settings)
-    if config.model_id is None:
-        return [Check("model", False, config.problem or f"not set: set {env_var_for('model')}")]
-    if config.base_url is None and config.problem:
-        if config.provider is None:
-            return [Check("model", False, config.problem)]
-        return [
-            Check("model", True, config.model_id),
-            Check("api key", False, config.problem),
-        ]
-    checks = [Check("model", True, f"{config.model_id} (served as {config.model_name!r})")]
-    if config.base_url:
-        reachable, detail = probe_endpoint(config.base_url)
-        checks.append(
-            Check("endpoint", reachable, f"OpenAI-compatible (chat completions) {config.base_url}: {detail}")
-        )
-    if config.api_key_source == "provider default":
-        # a provider this table does not know: let pydantic-ai say whether it exists / has a key
-        from .handler.model_config import LLMConfigurationError, build_model
-
-        try:
-            build_model(settings)
-        except LLMConfigurationError as exc:
-            return [Check("model", False, str(exc))]
-        except Exception as exc:  # a provider's own client refusing its environment
-            return [Check("model", False, f"cannot use model {config.model_id!r}: {exc}")]
-    if config.api_key_source:
-        checks.append(Check("api key", True, f"from {config.api_key_source}"))
-    return checks
-
-
-def check_workspace(workspace: Path) -> list[Check]:
-    ok = workspace.is_dir()
-    return [Check("workspace", ok, str(workspace) if ok else f"not a directory: {workspace}")]
-
-
-def check_aider_env(settings: Settings) -> list[Check]:
-    """Is the Aider environment there (or is a custom Aider MCP server configured)?"""
-    from . import aider_env
-
-    if settings.aider_server.command:
-        import shutil
-
-        command = settings.aider_server.command
-        found = shutil.which(command)
-        detail = (
-            f"custom: {command}"
-            if found
-            else (
-                f"custom command not found: {command} (aiderLsp.aiderServer.command / AIDER_LSP_AIDER_SERVER)"
-            )
-        )
-        return [Check("aider server", found is not None, detail)]
-    return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
-
-
-DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
-    lambda settings, workspace: check_model(settings),
-    lambda settings, workspace: check_workspace(workspace),
-    lambda settings, workspace: check_aider_env(settings),
-]
-
-
-def doctor(workspace: Path) -> int:
-    """Print what is configured and what is missing; exit 1 when something is missing."""
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        print(f"settings: FAILED {exc}")
-        return 1
-    checks = [check for run in DOCTOR_CHECKS for check in run(settings, workspace)]
-    print(f"aider-lsp {__version__}")
-    for check in checks:
-        print(f"  [{'ok' if check.ok else 'MISSING'}] {check.name}: {check.detail}")
-    return 0 if all(check.ok for check in checks) else 1
 
 
 def serve(tcp: str | None) -> int:
@@ -197,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return serve(args.tcp)
     if args.command == "doctor":
+        from .doctor import doctor
+
         return doctor(args.workspace)
     if args.command == "setup-aider":
         from . import aider_env

@@ -215,3 +215,27 @@ def load_settings(
         if top in explicit_keys:
             raise SettingsError(where, top) from exc
         raise SettingsError(f"{where} (from {env_var_for(top or '')})", None) from exc
+
+
+def settings_over(
+    explicit: Mapping[str, Any], previous: Settings | None
+) -> tuple[Settings | None, list[str]]:
+    """Settings from `explicit` over the environment, dropping each bad explicit value in turn
+    (a bad one falls back to its `previous` value when that was not the default). The problems
+    are one message per bad value, for the user."""
+    remaining = snake_keys(explicit)
+    kept = previous.model_dump() if previous is not None else {}
+    defaults = Settings().model_dump()
+    problems: list[str] = []
+    for _ in range(len(remaining) + 1):
+        try:
+            return load_settings(remaining), problems
+        except SettingsError as exc:
+            problems.append(str(exc))
+            name = exc.setting
+            if name is None or name not in remaining:
+                return None, problems
+            del remaining[name]
+            if name in kept and kept[name] != defaults.get(name):
+                remaining[name] = kept[name]
+    return None, problems

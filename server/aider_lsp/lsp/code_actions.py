@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from .commands import CommandId
+from .command_ids import CommandId
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer

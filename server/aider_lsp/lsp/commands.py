@@ -2,14 +2,13 @@
 
 Each command takes ONE object argument, validated by its pydantic model (a mismatch becomes
 JSON-RPC InvalidParams naming the field) and answers a TaskResult. Every command id the server
-offers is a `CommandId` here; other modules (code actions) point at these constants.
+offers is a `CommandId` (command_ids.py) with one CommandSpec here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,23 +26,7 @@ from ..models import (
     complete_result,
 )
 from ..results import run_tests_result
-
-
-class CommandId(StrEnum):
-    """The id of every command the server offers (workspace/executeCommand)."""
-
-    READ_FILES = "aider-lsp.system.readFiles"
-    LIST_TOOLS = "aider-lsp.tools.list"
-    GET_CONTEXT = "aider-lsp.system.getContext"
-    PRIME_CONTEXT = "aider-lsp.handler.primeContext"
-    RESET = "aider-lsp.handler.reset"
-    AIDER_AUTOMATIC = "aider-lsp.aider.automatic"
-    AIDER_INTERACTIVE = "aider-lsp.aider.interactive"
-    AIDER_LIST_MODELS = "aider-lsp.aider.listModels"
-    WORKFLOW_RUN = "aider-lsp.workflow.run"
-    WORKFLOW_UNDO = "aider-lsp.workflow.undo"
-    RUN_TESTS = "aider-lsp.system.runTests"
-    CLEAR_DIAGNOSTICS = "aider-lsp.diagnostics.clear"
+from .command_ids import CommandId
 
 
 class CommandParams(BaseModel):

@@ -7,6 +7,9 @@ variable keeps the previous settings whole. Problems are shown once the editor's
 all known (after the configuration pull that follows `initialized`), and a problem arriving
 again from another source (initializationOptions, the pull, didChangeConfiguration) is shown
 once, until it changes.
+
+The settings module (pydantic) is imported by the functions that use it: they run once the
+client is initialized, and answering initialize should cost only pygls.
 """
 
 from __future__ import annotations
@@ -17,38 +20,17 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from ..settings import SECTION, Settings, SettingsError, load_settings, snake_keys
-
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
 
 
-def validated(explicit: dict[str, Any], previous: Settings) -> tuple[Settings | None, list[str]]:
-    """Settings from `explicit` over the environment, dropping each bad explicit value in turn
-    (a bad one falls back to its `previous` value when that was not the default)."""
-    remaining = snake_keys(explicit)
-    kept = previous.model_dump()
-    defaults = Settings().model_dump()
-    problems: list[str] = []
-    for _ in range(len(remaining) + 1):
-        try:
-            return load_settings(remaining), problems
-        except SettingsError as exc:
-            problems.append(str(exc))
-            name = exc.setting
-            if name is None or name not in remaining:
-                return None, problems
-            del remaining[name]
-            if name in kept and kept[name] != defaults.get(name):
-                remaining[name] = kept[name]
-    return None, problems
-
-
 def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
     """Validate and apply settings; the problems become the server's current settings problem."""
-    settings, problems = validated(explicit, ls.settings)
+    from ..settings import Settings, settings_over
+
+    settings, problems = settings_over(explicit, ls.settings)
     if problems:
         fallback = "ignored" if settings is not None else "the previous settings stay"
         ls.settings_problem = f"aider-lsp: {'; '.join(problems)} ({fallback})"
@@ -57,6 +39,8 @@ def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
     if ls.configured.is_set():
         show_settings_problem(ls)
     if settings is None:
+        if ls.settings is None:  # the first settings are bad as a whole: start from the defaults
+            ls.settings = Settings()
         return
     ls.settings = settings
     if ls.app is not None:
@@ -73,6 +57,8 @@ def show_settings_problem(ls: AiderLanguageServer) -> None:
 
 async def pull_configuration(ls: AiderLanguageServer) -> None:
     """Read the `aiderLsp` section when the client supports workspace/configuration."""
+    from ..settings import SECTION
+
     if not get_capability(ls.client_capabilities, "workspace.configuration", False):
         return
     try:
@@ -91,6 +77,8 @@ def register(server: AiderLanguageServer) -> None:
     async def on_configuration_changed(
         ls: AiderLanguageServer, params: types.DidChangeConfigurationParams
     ) -> None:
+        from ..settings import SECTION
+
         settings = params.settings
         if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
             apply_settings(ls, {**ls.init_options, **settings[SECTION]})

@@ -19,9 +19,9 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..files import AccessDenied
-from ..models import Finding, FindingsCallback, Severity
 
 if TYPE_CHECKING:
+    from ..models import Finding, FindingsCallback
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,12 @@ log = logging.getLogger(__name__)
 SOURCE = "aider-lsp"
 WORKFLOW = "workflow"  # the producer whose findings arrive through RequestContext.report_findings
 
-_SEVERITIES = {
-    Severity.ERROR: types.DiagnosticSeverity.Error,
-    Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.INFORMATION: types.DiagnosticSeverity.Information,
-    Severity.HINT: types.DiagnosticSeverity.Hint,
+# by models.Severity's value (a StrEnum finds these keys); models load after initialize
+_SEVERITIES: dict[str, types.DiagnosticSeverity] = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
 }
 
 

@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..app import Application
-from ..models import ProgressCallback, RequestContext
-from ..settings import Settings
 from .diagnostics import WORKFLOW as WORKFLOW_FINDINGS
 from .diagnostics import DiagnosticStore
 from .documents import OpenDocuments
 from .protocol import AiderProtocol
 
+if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not before initialize
+    from ..app import Application
+    from ..models import ProgressCallback, RequestContext
+    from ..settings import Settings
+
 log = logging.getLogger(__name__)
 
 
 class AiderLanguageServer(LanguageServer):
-    """`app` exists once a workspace folder is known."""
+    """`settings` exist once the client is initialized; `app` once a workspace folder is known."""
 
     protocol: AiderProtocol
 
@@ -32,7 +34,8 @@ class AiderLanguageServer(LanguageServer):
         super().__init__("aider-lsp", __version__, protocol_cls=AiderProtocol)
         self.app: Application | None = None
         self.init_options: dict[str, Any] = {}
-        self.settings: Settings = Settings()
+        self.workspace_root: str | None = None  # from initialize; opened once initialized
+        self.settings: Settings | None = None
         self.settings_problem: str | None = None  # what is wrong in the settings now
         self.settings_problem_shown: str | None = None  # the last settings problem shown to the user
         self.configured = asyncio.Event()  # set once workspace/configuration has been read
@@ -68,6 +71,8 @@ class AiderLanguageServer(LanguageServer):
 
     def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
         """What a request needs to know of the editor: open documents, where progress goes."""
+        from ..models import RequestContext  # a request comes after initialized: already loaded
+
         context = RequestContext(open_files=self.documents.open_files())
         context.report_findings = self.diagnostic_store.sink(WORKFLOW_FINDINGS)
         context.clear_findings = self.diagnostic_store.clear

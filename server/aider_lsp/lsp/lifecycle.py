@@ -1,5 +1,10 @@
-"""The server's life: initialize opens the workspace, initialized reads the settings and starts
-the index, shutdown (or SIGTERM) closes the Aider server and its process group."""
+"""The server's life: initialize records the workspace, initialized loads the application, reads
+the settings, opens the workspace and starts the index; shutdown (or SIGTERM) closes the Aider
+server and its process group.
+
+Answering initialize needs only pygls: the application (pydantic, the services) is imported when
+`initialized` arrives, so an editor gets its answer as soon as pygls could give one.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..app import Application
 from . import configuration, indexing
 
 if TYPE_CHECKING:
@@ -29,11 +33,15 @@ def workspace_root(params: types.InitializeParams) -> str | None:
     return params.root_path
 
 
-def open_workspace(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
-    root = workspace_root(params)
+def open_workspace(ls: AiderLanguageServer) -> None:
+    """The Application over the folder initialize named (imported here: see the docstring)."""
+    from ..app import Application
+
+    root = ls.workspace_root
     if root is None:
         log.warning("no workspace folder: commands will ask the user to open one")
         return
+    assert ls.settings is not None  # applied just before
     try:
         ls.app = Application(root, ls.settings, unsaved_files=ls.documents.unsaved_files)
     except (OSError, ValueError) as exc:
@@ -93,25 +101,34 @@ class PipeToClient:
             pass
 
 
+async def start_session(ls: AiderLanguageServer) -> None:
+    """The editor's settings, then the index and Aider's start-up, in the background."""
+    try:
+        await configuration.pull_configuration(ls)
+    finally:
+        ls.configured.set()
+    configuration.show_settings_problem(ls)
+    indexing.start_workspace_index(ls)  # background, with $/progress
+    if ls.app is not None:  # the first edit should not pay Aider's start-up
+        ls.keep_task(asyncio.create_task(ls.app.warm_up(), name="aider-warm-up"))
+
+
 def register(server: AiderLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.init_options = dict(options) if isinstance(options, dict) else {}
-        configuration.apply_settings(ls, ls.init_options)
-        open_workspace(ls, params)
+        ls.workspace_root = workspace_root(params)
         exit_cleanly_on_sigterm(ls)
 
     @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: AiderLanguageServer, params: types.InitializedParams) -> None:
-        try:
-            await configuration.pull_configuration(ls)
-        finally:
-            ls.configured.set()
-        configuration.show_settings_problem(ls)
-        indexing.start_workspace_index(ls)  # background, with $/progress
-        if ls.app is not None:  # the first edit should not pay Aider's start-up
-            ls.keep_task(asyncio.create_task(ls.app.warm_up(), name="aider-warm-up"))
+    def on_initialized(ls: AiderLanguageServer, params: types.InitializedParams) -> None:
+        """Synchronous, so the settings and the Application exist before the next message."""
+        from . import runtime  # noqa: F401  the command machinery, now rather than at the first command
+
+        configuration.apply_settings(ls, ls.init_options)
+        open_workspace(ls)
+        ls.keep_task(asyncio.create_task(start_session(ls), name="aider-lsp-start"))
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AiderLanguageServer, params: Any = None) -> None:

@@ -1,15 +1,15 @@
 """Running a workspace/executeCommand: decode the one argument, wait for the settings, show
 progress for long commands, link cancellation, and turn every failure into a TaskResult.
 
-A command is a `CommandSpec` (lsp/commands.py); `register_commands` makes each one a pygls
-command. The unsaved-buffer guard is the Application's, asked at each edit (lsp/documents.py).
+A command is a `CommandSpec` (lsp/commands.py); command_handlers.py registers each id with
+pygls and calls `execute_command` here. The unsaved-buffer guard is the Application's, asked
+at each edit (lsp/documents.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -59,40 +59,30 @@ async def run_command(ls: AiderLanguageServer, spec: CommandSpec, params: Comman
         return result
 
 
-CommandHandler = Callable[..., Awaitable[dict[str, Any]]]
+SPECS: dict[str, CommandSpec] = {spec.id: spec for spec in COMMANDS}
 
 
-def make_handler(spec: CommandSpec) -> CommandHandler:
-    """The pygls command for `spec`: its answer is always a TaskResult (or InvalidParams)."""
-
-    async def execute(ls: AiderLanguageServer, *args: Any) -> dict[str, Any]:
-        params = decode_argument(spec, args)
-        await ls.wait_configured()
-        if ls.app is None:
-            return failed_result(
-                ErrorReason.CONFIGURATION_ERROR,
-                ls.workspace_problem or "aider-lsp needs a workspace folder: open a folder in the editor",
-            ).to_wire()
-        task = asyncio.current_task()
-        if task is not None:
-            cancellation.cancel_task_with_request(ls.protocol, task)
-        try:
-            result = await run_command(ls, spec, params)
-        except asyncio.CancelledError:
-            if cancellation.request_cancelled(ls.protocol):
-                raise  # pygls has already answered the request as cancelled
-            # cancelled from the progress UI: answer the request with what happened
-            result = failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
-        except Exception as exc:  # never a traceback to the user, never a dead server
-            log.exception("command %s failed", spec.id)
-            result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")
-        return result.to_wire()
-
-    execute.__name__ = "cmd_" + spec.id.replace(".", "_").replace("-", "_")
-    return execute
-
-
-def register_commands(server: AiderLanguageServer) -> None:
-    """Every command of lsp/commands.py's COMMANDS; a new command is one CommandSpec there."""
-    for spec in COMMANDS:
-        server.command(spec.id)(make_handler(spec))
+async def execute_command(ls: AiderLanguageServer, command_id: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    """One workspace/executeCommand: its answer is always a TaskResult (or InvalidParams)."""
+    spec = SPECS[command_id]
+    params = decode_argument(spec, args)
+    await ls.wait_configured()
+    if ls.app is None:
+        return failed_result(
+            ErrorReason.CONFIGURATION_ERROR,
+            ls.workspace_problem or "aider-lsp needs a workspace folder: open a folder in the editor",
+        ).to_wire()
+    task = asyncio.current_task()
+    if task is not None:
+        cancellation.cancel_task_with_request(ls.protocol, task)
+    try:
+        result = await run_command(ls, spec, params)
+    except asyncio.CancelledError:
+        if cancellation.request_cancelled(ls.protocol):
+            raise  # pygls has already answered the request as cancelled
+        # cancelled from the progress UI: answer the request with what happened
+        result = failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
+    except Exception as exc:  # never a traceback to the user, never a dead server
+        log.exception("command %s failed", spec.id)
+        result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")
+    return result.to_wire()

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO, cast
 
-from . import code_actions, configuration, documents, indexing, lifecycle, runtime
+from . import code_actions, command_handlers, configuration, documents, indexing, lifecycle
 from .language_server import AiderLanguageServer
 
 FEATURES: list[Callable[[AiderLanguageServer], None]] = [
@@ -20,7 +20,7 @@ FEATURES: list[Callable[[AiderLanguageServer], None]] = [
     configuration.register,  # didChangeConfiguration
     documents.register,  # didOpen / didChange / didSave / didClose
     indexing.register,  # watched files, renames
-    runtime.register_commands,  # workspace/executeCommand: lsp/commands.py's COMMANDS
+    command_handlers.register,  # workspace/executeCommand: every CommandId, run by runtime.py
     code_actions.register,  # Fix with Aider, Run Aider workflow, Edit selection with Aider
 ]
 
