@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -136,6 +137,38 @@ async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=command, arguments=list(arguments))
     )
+
+
+def start_command(client: LanguageClient, command: str, argument: Any) -> tuple[str, asyncio.Future[Any]]:
+    """workspace/executeCommand sent without waiting: (its message id, its answer to come)."""
+    msg_id = str(uuid.uuid4())
+    pending = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            types.WORKSPACE_EXECUTE_COMMAND,
+            types.ExecuteCommandParams(command=command, arguments=[argument]),
+            msg_id=msg_id,
+        )
+    )
+    return msg_id, pending
+
+
+async def cancel_command(client: LanguageClient, msg_id: str, pending: asyncio.Future[Any]) -> None:
+    """$/cancelRequest as an editor sends it, then wait for the (cancelled) answer."""
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    try:
+        await asyncio.wait_for(pending, 10)
+    except Exception:
+        pass  # answered "cancelled"
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Whether `condition` holds within `timeout` seconds (polled every 50 ms)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import pytest
 
 from aider_lsp.aider.bridge import AiderBridge
 from aider_lsp.aider.launch import aider_model_for, launch_spec, server_environment
+from aider_lsp.checkpoints import CheckpointStore, run_checkpoint
+from aider_lsp.executors.aider import AiderExecutors
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings, load_settings
@@ -31,6 +33,16 @@ def fake_settings(mode: str, tmp_path: Path, aider_timeout: float = 30.0) -> Set
         },
         environ={},
     )
+
+
+def executors_over(
+    workspace: Path, settings: Settings
+) -> tuple[AiderBridge, CheckpointStore, AiderExecutors]:
+    """The Aider executors as the Application wires them: one bridge, one checkpoint store."""
+    files = FileAccessManager(workspace)
+    bridge = AiderBridge(files, lambda: settings)
+    store = CheckpointStore(files)
+    return bridge, store, AiderExecutors(bridge, files, store)
 
 
 def make_bridge(workspace: Path, settings: Settings) -> AiderBridge:
@@ -262,14 +274,7 @@ async def test_changed_server_settings_restart_the_session(workspace: Path, tmp_
 async def test_interactive_falls_back_to_one_edit_on_a_server_without_sessions(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.executors.aider import AiderExecutors
-
-    files = FileAccessManager(workspace)
-    settings = fake_settings("ok", tmp_path)
-    bridge = AiderBridge(files, lambda: settings)
-    store = CheckpointStore(files)
-    executors = AiderExecutors(bridge, files, store)
+    bridge, store, executors = executors_over(workspace, fake_settings("ok", tmp_path))
     try:
         result = await executors.interactive({"query": "edit it", "file_context": ["pkg/calc.py"]})
         assert result.status is TaskStatus.COMPLETE, result.content
@@ -298,14 +303,7 @@ async def test_warm_up_starts_the_server_once(workspace: Path, tmp_path: Path) -
 async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from aider_lsp.checkpoints import CheckpointStore, run_checkpoint
-    from aider_lsp.executors.aider import AiderExecutors
-
-    files = FileAccessManager(workspace)
-    settings = fake_settings("ok", tmp_path)
-    bridge = AiderBridge(files, lambda: settings)
-    store = CheckpointStore(files)
-    executors = AiderExecutors(bridge, files, store)
+    bridge, store, executors = executors_over(workspace, fake_settings("ok", tmp_path))
     original = (workspace / "pkg" / "calc.py").read_text()
     try:
         with run_checkpoint(store, "goal: edit twice"):
@@ -329,8 +327,6 @@ async def test_an_edit_without_files_edits_the_files_the_memory_finds(
 ) -> None:
     """No file_context: the bridge asks the MemorySystem for the prompt's files and keeps the
     existing, confined, non-secret ones (a file deleted since it was indexed is dropped)."""
-    from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.executors.aider import AiderExecutors
     from aider_lsp.memory import MemorySystem
 
     (workspace / "pkg" / "gone.py").write_text("def add_twice(a, b):\n    return add(add(a, b), b)\n")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import uuid
 from pathlib import Path
 
 from lsprotocol import types
 
-from conftest import execute
+from conftest import cancel_command, eventually, execute, start_command
 
 
 def _alive(pid: int) -> bool:
@@ -55,24 +54,10 @@ async def test_no_test_command_names_the_setting(lsp, workspace: Path) -> None:
 async def test_cancel_request_stops_the_command_and_its_process(lsp, workspace: Path) -> None:
     pid_file = workspace / "pid"
     async with lsp(workspace, init_options={"testCommand": _slow_test_command(pid_file)}) as client:
-        msg_id = str(uuid.uuid4())
-        pending = asyncio.ensure_future(
-            client.protocol.send_request_async(
-                types.WORKSPACE_EXECUTE_COMMAND,
-                types.ExecuteCommandParams(command="aider-lsp.system.runTests", arguments=[{}]),
-                msg_id=msg_id,
-            )
-        )
+        msg_id, pending = start_command(client, "aider-lsp.system.runTests", {})
         pid = await _wait_for_pid(pid_file)
-        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-        try:
-            await asyncio.wait_for(pending, 10)
-        except Exception:
-            pass  # answered "cancelled"
-        for _ in range(100):
-            if not _alive(pid):
-                break
-            await asyncio.sleep(0.05)
+        await cancel_command(client, msg_id, pending)
+        await eventually(lambda: not _alive(pid))
         assert not _alive(pid), "the test command survived the cancel"
         after = await execute(client, "aider-lsp.tools.list", {})
         assert after["status"] == "COMPLETE"

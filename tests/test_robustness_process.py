@@ -47,6 +47,20 @@ def _wait_gone(pids: set[int], timeout: float) -> set[int]:
     return {pid for pid in pids if alive(pid)}
 
 
+def _aider_editing(client: RawLspClient, workspace: Path, llm: ScriptedLLMServer) -> set[int]:
+    """Start an edit whose model reply is slow; once Aider has asked the model, its processes."""
+    client.initialize(workspace, _options(llm))
+    client.send_request(
+        "workspace/executeCommand",
+        {
+            "command": "aider-lsp.aider.automatic",
+            "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}],
+        },
+    )
+    assert llm.wait_for_requests(1, 60), client.stderr_text()[-2000:]
+    return children_of(client.process.pid)
+
+
 def test_stdout_is_only_lsp_frames_while_libraries_print(tmp_path: Path, workspace: Path) -> None:
     """Warnings on, a first LLM call (pydantic-ai imported then), a test command that prints on
     stdout and stderr: the client still reads nothing but well-formed frames."""
@@ -97,16 +111,7 @@ def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
         llm.add_rule(any_request, slow(30, aider_whole({"pkg/calc.py": EDITED})))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
-            client.initialize(workspace, _options(llm))
-            client.send_request(
-                "workspace/executeCommand",
-                {
-                    "command": "aider-lsp.aider.automatic",
-                    "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}],
-                },
-            )
-            assert llm.wait_for_requests(1, 60), client.stderr_text()[-2000:]
-            aider = children_of(client.process.pid)
+            aider = _aider_editing(client, workspace, llm)
             assert aider, "no Aider server was started"
             if ending == "shutdown":  # as a client should: exit once shutdown is answered
                 assert "result" in client.request("shutdown", None, timeout=20)
@@ -131,16 +136,7 @@ def test_a_killed_server_does_not_leave_aider_editing(tmp_path: Path, workspace:
         llm.add_rule(any_request, slow(30, aider_whole({"pkg/calc.py": EDITED})))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
-            client.initialize(workspace, _options(llm))
-            client.send_request(
-                "workspace/executeCommand",
-                {
-                    "command": "aider-lsp.aider.automatic",
-                    "arguments": [{"prompt": "add types", "file_context": ["pkg/calc.py"]}],
-                },
-            )
-            assert llm.wait_for_requests(1, 60)
-            aider = children_of(client.process.pid)
+            aider = _aider_editing(client, workspace, llm)
             client.process.kill()
             client.process.wait(10)
             left = _wait_gone(aider, 5)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
-from conftest import execute, needs_aider
+from conftest import cancel_command, eventually, execute, needs_aider, start_command
 
 pytestmark = needs_aider
 
@@ -233,28 +232,13 @@ async def test_cancelled_edit_leaves_files_untouched_and_no_aider_process(
     a = tree / "pkg" / "a.py"
     llm_server.add_rule(any_request, slow(3.0, aider_whole({"pkg/a.py": A1})))
     async with lsp(tree, init_options=options(llm_server)) as client:
-        msg_id = str(uuid.uuid4())
-        pending = asyncio.ensure_future(
-            client.protocol.send_request_async(
-                types.WORKSPACE_EXECUTE_COMMAND,
-                types.ExecuteCommandParams(
-                    command="aider-lsp.aider.automatic",
-                    arguments=[{"prompt": "bump", "file_context": ["pkg/a.py"]}],
-                ),
-                msg_id=msg_id,
-            )
+        msg_id, pending = start_command(
+            client, "aider-lsp.aider.automatic", {"prompt": "bump", "file_context": ["pkg/a.py"]}
         )
         assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60), "Aider never called the LLM"
         assert _aider_servers_for(tree), "no Aider server found to watch"
-        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-        try:
-            await asyncio.wait_for(pending, 10)
-        except Exception:
-            pass  # answered "cancelled"
-        for _ in range(100):
-            if not _aider_servers_for(tree):
-                break
-            await asyncio.sleep(0.05)
+        await cancel_command(client, msg_id, pending)
+        await eventually(lambda: not _aider_servers_for(tree))
         assert _aider_servers_for(tree) == [], "the Aider server survived the cancel"
         await asyncio.sleep(3.5)  # past the slow reply: nothing lands late
         assert a.read_text() == A0
