@@ -300,6 +300,31 @@ async def test_warm_up_starts_the_server_once(workspace: Path, tmp_path: Path) -
     assert await make_bridge(workspace, load_settings({}, environ={})).warm_up() is False
 
 
+async def test_warm_up_makes_the_first_tool_call_and_survives_a_server_slow_to_answer(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up's cheap call takes the server's first-call cost off the first edit; a server
+    that never answers it is kept running for the edit's own deadline to judge."""
+    from aider_lsp.aider import session
+
+    bridge = make_bridge(workspace, fake_settings("ok", tmp_path))
+    try:
+        assert await bridge.warm_up() is True
+        first = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])
+        assert first["params"]["name"] == "list_models"
+    finally:
+        await bridge.aclose()
+    monkeypatch.setattr(session, "WARM_UP_CALL_SECONDS", 0.5)
+    (tmp_path / "calls.log").unlink()
+    bridge = make_bridge(workspace, fake_settings("hang-once", tmp_path))
+    try:
+        assert await bridge.warm_up() is True
+        pid = bridge.server_pid
+        assert pid is not None and bridge.starts == 1
+    finally:
+        await bridge.aclose()
+
+
 async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
     workspace: Path, tmp_path: Path
 ) -> None:

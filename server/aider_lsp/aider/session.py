@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 4000
 PING_SECONDS = 5.0
+WARM_UP_QUERY = "aider-lsp warm-up"  # list_models with a name no model has: a cheap first tool call
+WARM_UP_CALL_SECONDS = 60.0  # Aider's own warm-up, which that call waits for, takes seconds
 STDIN_CLOSE_GRACE = 0.3  # the bundled server exits at once when its stdin closes
 SIGTERM_GRACE = 1.0  # then the group gets SIGTERM, and SIGKILL after this
 STOP_WAIT_SECONDS = 6.0
@@ -150,12 +152,26 @@ class ServerSession:
         """Start the server ahead of the first call; False (and nothing left running) when it failed."""
         try:
             async with asyncio.timeout(deadline):
-                await self._ensure(spec)
+                conn = await self._ensure(spec)
+                # the client lists the tools before its first call (to check results against
+                # their schemas), and the server's first tool call is slow (its worker thread,
+                # Aider's warm-up it waits for): both now, not on the first edit
+                await conn.session.list_tools()
+            await self._first_call(conn)
             return True
         except Exception as exc:
             log.warning("could not pre-start the Aider MCP server: %s", describe(exc))
             await self.stop()
             return False
+
+    async def _first_call(self, conn: _Connection) -> None:
+        """A cheap tool call, bounded: a server that does not know it or is slow to answer is
+        left to the first real call's own deadline, never stopped by the warm-up."""
+        try:
+            async with asyncio.timeout(WARM_UP_CALL_SECONDS):
+                await conn.session.call_tool("list_models", {"substring": WARM_UP_QUERY})
+        except Exception as exc:
+            log.info("the Aider server's first tool call during warm-up: %s", describe(exc))
 
     async def _ensure(self, spec: LaunchSpec) -> _Connection:
         """The running connection for `spec`: a dead, unresponsive or differently launched
