@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { setApiKey } from './flows/apiKey';
-import type { FlowContext } from './flows/context';
+import { showLastDiff, type FlowContext } from './flows/context';
 import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
@@ -34,6 +34,7 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.restartServer]: () => host.restartServer(),
         [ClientCommand.showLog]: () => { host.log.show(); },
         [ClientCommand.setupServer]: () => host.setupServer(),
+        [ClientCommand.showLastDiff]: () => showLastDiff(host),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

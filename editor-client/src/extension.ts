@@ -14,6 +14,7 @@ import { showWithLog } from './common/showLog';
 import { StatusItem } from './common/status';
 import { BEFORE_SCHEME, BeforeContentProvider } from './diffView';
 import { runFromCodeAction } from './flows/codeAction';
+import { LastChange } from './flows/lastChange';
 import { ServerCommands, type ServerCommandHost } from './serverCommand';
 
 class Extension implements CommandHost, ServerCommandHost {
@@ -22,6 +23,7 @@ class Extension implements CommandHost, ServerCommandHost {
     readonly log: vscode.LogOutputChannel;
     readonly chat: vscode.OutputChannel;
     readonly beforeContent = new BeforeContentProvider();
+    readonly lastChange = new LastChange();
     readonly status: StatusItem;
     readonly secrets: vscode.SecretStorage;
     private readonly info: ServerInfo;

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ClientCommand, ServerCommand } from '../src/protocol';
 import { clients, type FakeLanguageClient, type SentRequest } from './mocks/languageclient';
-import { recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
+import { commands, recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mocks are installed
 import extension = require('../src/extension');
 
@@ -49,6 +49,18 @@ async function until<T>(probe: () => T | undefined): Promise<T> {
         await new Promise((resolve) => setTimeout(resolve, 5));
     }
 }
+
+/** A run's diff of shapes/area.py, as the server writes it. */
+const AREA_DIFF = [
+    'diff --aider-mcp a/shapes/area.py b/shapes/area.py',
+    '--- a/shapes/area.py',
+    '+++ b/shapes/area.py',
+    '@@ -1,2 +1,2 @@',
+    ' def area(r):',
+    '-    return 3 * r * r',
+    '+    return 3.14159 * r * r',
+    '',
+].join('\n');
 
 function client(): FakeLanguageClient {
     const last = clients.at(-1);
@@ -203,6 +215,100 @@ describe('activate', () => {
         assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: 'Aider: Edit with Aider failed: no key', items: ['Show Log'] });
     });
 
+    it('asks to save before the instruction, so saying no costs no typed text', async () => {
+        const doc = document('dirty2.py', 'x = 1\n', true);
+        workspace.textDocuments = [doc];
+        window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+        recorded.inputs.push('a long instruction the user typed');
+        recorded.answers.push(undefined); // the save question is cancelled
+        const fake = client();
+        const count = fake.sent.length;
+        await run(ClientCommand.edit);
+        assert.match(recorded.shown[0]?.text ?? '', /Save .*dirty2\.py/);
+        assert.equal(recorded.inputs.length, 1, 'the instruction was never asked for');
+        assert.equal(fake.sent.length, count, 'nothing was sent');
+        await run(ClientCommand.runWorkflow);
+        assert.equal(recorded.inputs.length, 1, 'nor the workflow goal');
+        recorded.inputs.length = 0;
+    });
+
+    it('Undo over later changes: Keep My Changes is the default, the question says what is kept and what is lost', async () => {
+        const unsaved = document('pkg/typed.py', 'T = 2  # typing\n', true);
+        workspace.textDocuments = [unsaved];
+        const fake = client();
+        const count = fake.sent.length;
+        recorded.answers.push('Keep My Changes');
+        const done = run(ClientCommand.undo);
+        const first = await nextRequest(fake, count + 1);
+        assert.deepEqual(first.params.arguments, [{}]);
+        first.answer({
+            status: 'FAILED',
+            content: 'Nothing was restored …',
+            notes: {
+                checkpoint: 'c1',
+                label: 'workflow: fix area',
+                restored: [],
+                deleted: [],
+                skipped: [
+                    { path: 'shapes/area.py', reason: 'changed since the edit (undo would discard those changes)' },
+                    { path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' },
+                ],
+                error: { type: 'TASK_FAILURE', reason: 'input_validation_failure', message: '…' },
+            },
+        });
+        await done;
+        const question = recorded.shown[0];
+        assert.ok(question);
+        assert.equal(question.text, 'Aider: nothing undone yet. Undoing shapes/area.py, pkg/typed.py would discard your later changes.');
+        assert.ok(!question.text.includes('Restored 0'));
+        assert.deepEqual(question.items, ['Keep My Changes', 'Undo Anyway (discard my changes)'], 'the safe answer is the first, default button');
+        assert.match(question.detail ?? '', /pkg\/typed\.py not saved yet/);
+        assert.match(question.detail ?? '', /Keep My Changes: shapes\/area\.py, pkg\/typed\.py stay as they are now/);
+        assert.match(question.detail ?? '', /before “workflow: fix area”; the changes you made after Aider's edit are lost/);
+        assert.equal(fake.sent.length, count + 1, 'kept: no forced undo');
+        assert.equal(unsaved.isDirty, true);
+
+        // Undo Anyway: the unsaved file is saved (the server never writes under a dirty buffer), then forced
+        recorded.reset();
+        recorded.answers.push('Undo Anyway (discard my changes)');
+        const again = run(ClientCommand.undo);
+        const second = await nextRequest(fake, count + 2);
+        second.answer({
+            status: 'FAILED',
+            content: '…',
+            notes: { checkpoint: 'c1', label: 'edit', restored: [], deleted: [], skipped: [{ path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' }] },
+        });
+        const forced = await nextRequest(fake, count + 3);
+        assert.equal(unsaved.isDirty, false, 'saved before the forced undo');
+        assert.deepEqual(forced.params.arguments, [{ force: true }]);
+        forced.answer({ status: 'COMPLETE', content: 'Restored pkg/typed.py from before “edit”.', notes: { restored: ['pkg/typed.py'] } });
+        await again;
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Undo: Restored pkg/typed.py from before “edit”.', items: [] });
+    });
+
+    it('the Undo button of a result runs the undo', async () => {
+        recorded.inputs.push('goal', '');
+        recorded.answers.push('Undo');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        request.answer({
+            status: 'FAILED',
+            content: 'gave up',
+            notes: { error: { type: 'TASK_FAILURE', reason: 'goal_not_reached', message: 'the analysis gave up: too hard' }, changed_files: ['a.py'], diff: '' },
+        });
+        const undoRequest = await nextRequest(fake, count + 2);
+        assert.equal(undoRequest.params.command, ServerCommand.undo);
+        assert.match(recorded.shown[0]?.text ?? '', /^Aider: Workflow failed: the analysis gave up: too hard\. It left a\.py changed: Undo puts it back\.$/);
+        assert.deepEqual(recorded.shown[0]?.items, ['Show Diff', 'Undo', 'Show Log']);
+        undoRequest.answer({ status: 'COMPLETE', content: 'Restored a.py.', notes: {} });
+        await done;
+        // undone: nothing left to show
+        await run(ClientCommand.showLastDiff);
+        assert.match(recorded.shown.at(-1)?.text ?? '', /no Aider change to show/);
+    });
+
     it('Run Workflow pre-fills the test command and shows the server\'s progress; cancel cancels the request', async () => {
         recorded.inputs.push('make tests pass', 'pytest -q -x');
         const fake = client();
@@ -224,18 +330,88 @@ describe('activate', () => {
         const progress = recorded.progress.at(-1);
         assert.ok(progress);
         assert.equal(progress.title, 'Aider workflow');
-        assert.deepEqual(progress.messages, ['Run workflow', 'Iteration 2/3: running tests']);
+        assert.deepEqual(progress.messages, ['Iteration 2/3: running tests'], 'the server\'s title does not repeat the notification\'s');
         assert.ok(recorded.statusTexts.some((text) => text.includes('Iteration 2/3: running tests')), 'the status bar shows the phase');
         assert.deepEqual(forwarded, [], 'no second progress UI for the same work');
 
         progress.cancel.cancel();
-        assert.equal(request.token?.isCancellationRequested, true, 'the cancel button cancels the request');
+        // the server's progress is stopped, so the server still answers and says what the run did
+        assert.deepEqual(fake.notifications.at(-1), { method: 'window/workDoneProgress/cancel', params: { token: 'server-token-1' } });
+        assert.equal(request.token?.isCancellationRequested, false, 'the request waits for the server\'s answer');
         route('server-token-1', { kind: 'end', message: 'cancelled' }, next);
         assert.equal(forwarded.length, 1, 'the end still reaches the client so it cleans up');
-        request.answer(undefined); // what the language client resolves a cancelled request with
+        request.answer({
+            status: 'FAILED',
+            content: 'the workflow was cancelled by the user; it had changed shapes/area.py (undo restores them)',
+            notes: {
+                error: { type: 'TASK_FAILURE', reason: 'cancelled', message: 'the workflow was cancelled by the user; it had changed shapes/area.py' },
+                changed_files: ['shapes/area.py'],
+                created_files: [],
+                diff: 'D',
+                checkpoint_id: 'c1',
+            },
+        });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), {
+            kind: 'warning',
+            text: 'Aider: Workflow: cancelled. It left shapes/area.py changed: Undo puts it back.',
+            items: ['Show Diff', 'Undo'],
+        });
+        assert.ok(!recorded.statusTexts.at(-1)?.includes('Iteration'), 'the phase is gone from the status bar');
+    });
+
+    it('a cancel before the server began any progress cancels the request itself', async () => {
+        recorded.inputs.push('make tests pass', '');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        const notified = fake.notifications.length;
+        recorded.progress.at(-1)?.cancel.cancel();
+        assert.equal(request.token?.isCancellationRequested, true);
+        assert.equal(fake.notifications.length, notified);
+        request.answer(undefined);
         await done;
         assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Aider: Aider workflow: cancelled.', items: [] });
-        assert.ok(!recorded.statusTexts.at(-1)?.includes('Iteration'), 'the phase is gone from the status bar');
+    });
+
+    it('a finished run says the goal was reached, in how many iterations, and what the tests said; its diff stays on the palette', async () => {
+        recorded.inputs.push('fix area', 'pytest -q');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        const test = (exit: number, stdout: string) => ({ command: 'pytest -q', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '' });
+        request.answer({
+            status: 'COMPLETE',
+            content: 'area is right now',
+            notes: {
+                workflow: {
+                    status: 'SUCCESS',
+                    iterations: [
+                        { iteration: 1, prompt: 'p', files: [], test: test(1, '1 failed in 0.1s\n') },
+                        { iteration: 2, prompt: 'p', files: [], test: test(0, '..\n========== 2 passed in 0.02s ==========\n') },
+                    ],
+                },
+                changed_files: ['shapes/area.py'],
+                created_files: [],
+                diff: AREA_DIFF,
+            },
+        });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), {
+            kind: 'info',
+            text: 'Aider: Workflow: goal reached in 2 iterations; the tests pass (pytest -q: 2 passed in 0.02s). Changed shapes/area.py.',
+            items: ['Show Diff', 'Undo'],
+        });
+        recorded.reset();
+        document('shapes/area.py', 'def area(r):\n    return 3.14159 * r * r\n');
+        const opened = commands.executed.length;
+        await run(ClientCommand.showLastDiff);
+        const diff = commands.executed.slice(opened).find((call) => call.id === 'vscode.diff');
+        assert.ok(diff, 'the last diff opens from the palette');
+        assert.equal(diff.args[2], 'shapes/area.py (before Aider ↔ now)');
+        assert.equal(recorded.shown.length, 0);
     });
 
     it('progress that belongs to no command goes to VS Code\'s default handling', () => {
