@@ -35,7 +35,7 @@ export interface ServerCommandHost {
 /** The outcome of one request: its TaskResult, or cancelled by the user. */
 type Outcome = { kind: 'result'; result: TaskResult } | { kind: 'cancelled' };
 
-const RESTART = 'Restart Server';
+export const RESTART = 'Restart Server';
 
 /** How long a server asked to stop its progress may take to answer before the request is cancelled. */
 export const CANCEL_GRACE_MS = 15_000;

@@ -1,9 +1,11 @@
 /** `activate` with a mocked `vscode`: the commands it registers and the requests they send, cancellation included. */
 import './mocks/install';
 import * as assert from 'node:assert/strict';
+import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ClientCommand, ServerCommand } from '../src/protocol';
 import { clients, type FakeLanguageClient, type SentRequest } from './mocks/languageclient';
@@ -491,6 +493,36 @@ describe('activate', () => {
         fake.running = true;
     });
 
+    it('writes the server\'s log lines at their own levels, not all as errors', async () => {
+        const options = client().clientOptions as unknown as { stdioOptions?: { stderr(input: PassThrough, channel: unknown): void } };
+        assert.ok(options.stdioOptions, 'the client reads the server\'s stderr itself');
+        const stderr = new PassThrough();
+        const lines: string[] = [];
+        const channel = Object.fromEntries(['trace', 'debug', 'info', 'warn', 'error'].map((level) => [level, (text: string) => void lines.push(`${level} ${text}`)]));
+        options.stdioOptions.stderr(stderr, channel);
+        stderr.end(
+            [
+                '2026-11-23 21:05:53,123 INFO aider_lsp.lsp.server: Server shutting down',
+                '2026-11-23 21:05:53,124 INFO httpx: HTTP Request: POST http://127.0.0.1/v1/chat/completions "HTTP/1.1 200 OK"',
+                '2026-11-23 21:05:53,125 WARNING aider_lsp.settings: aiderLsp.maxRetries: not a number',
+                '2026-11-23 21:05:53,126 ERROR aider_lsp.lsp.runtime: command failed',
+                'Traceback (most recent call last):',
+                '  File "x.py", line 1',
+                '',
+            ].join('\n'),
+        );
+        await once(stderr, 'end');
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(lines, [
+            'info aider_lsp.lsp.server: Server shutting down',
+            'info httpx: HTTP Request: POST http://127.0.0.1/v1/chat/completions "HTTP/1.1 200 OK"',
+            'warn aider_lsp.settings: aiderLsp.maxRetries: not a number',
+            'error aider_lsp.lsp.runtime: command failed',
+            'error Traceback (most recent call last):',
+            'error   File "x.py", line 1',
+        ]);
+    });
+
     it('Set API Key stores the key in secret storage and restarts the server with it', async () => {
         const before = clients.length;
         recorded.inputs.push('sk-new');
@@ -514,10 +546,11 @@ describe('zero set-up', () => {
     };
     const savedPath = process.env.PATH;
 
-    /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`. */
-    function fakePython(version: 'True' | 'False'): string {
+    /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`
+     * (whose `setup-aider` prints a pip line, then takes `aiderSeconds`). */
+    function fakePython(version: 'True' | 'False', aiderSeconds = 0): string {
         const file = path.join(home, `python-${version}`);
-        const aiderLsp = `#!/bin/sh\\necho "aider-lsp $*" >> ${calls}\\n`;
+        const aiderLsp = `#!/bin/sh\\nPATH=/usr/bin:/bin\\necho "aider-lsp $*" >> ${calls}\\necho "Collecting aider-chat==0.86.2"\\nsleep ${String(aiderSeconds)}\\n`;
         fs.writeFileSync(
             file,
             [
@@ -551,6 +584,7 @@ describe('zero set-up', () => {
         await extension.deactivate();
         recorded.reset();
         fs.rmSync(calls, { force: true });
+        fs.rmSync(path.join(home, 'global'), { recursive: true, force: true }); // no server set up yet
     });
 
     it('without Python, says what to do with a Show Log button', async () => {
@@ -573,6 +607,61 @@ describe('zero set-up', () => {
         const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
         assert.match(error.text, /is not Python 3\.11 or newer: set aiderLsp\.server\.python/);
         assert.ok(!fs.readFileSync(calls, 'utf8').includes('venv'), 'no environment was created');
+    });
+
+    it('says that a configured Python does not exist (not that it is too old)', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': path.join(home, 'no', 'python3.12') };
+        recorded.answers.push('Set Up');
+        await extension.activate(context as never);
+        const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
+        assert.equal(
+            error.text,
+            `Aider: aiderLsp.server.python is ${path.join(home, 'no', 'python3.12')}, which does not exist: set it to a Python 3.11+ interpreter, or leave it empty to use python3 on PATH.`,
+        );
+    });
+
+    it('a missing server is no error yet: the status item is neutral and offers the set-up', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True') };
+        recorded.answers.push(undefined); // the offer is left alone
+        await extension.activate(context as never);
+        const last = recorded.statusTexts.at(-1) ?? '';
+        assert.ok(!last.includes('$(error)'), last);
+        assert.match(last, /cloud-download/);
+    });
+
+    it('Edit with Aider offers the set-up first (modal), then asks for the instruction and edits; set-up is told when done', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 1.5) };
+        recorded.answers.push(undefined); // the activation's offer is left alone
+        await extension.activate(context as never);
+        const before = clients.length;
+        recorded.answers.push('Set Up');
+        recorded.inputs.push('add zero');
+        const done = run(ClientCommand.edit);
+        const request = await until(() => (clients.length > before ? clients.at(-1)?.sent[0] : undefined));
+        assert.equal(request.params.command, ServerCommand.automatic);
+        assert.deepEqual(request.params.arguments, [{ prompt: 'add zero' }], 'the instruction reached the server');
+        request.answer({ status: 'COMPLETE', content: 'done', notes: {} });
+        await done;
+        const texts = recorded.shown.map((shown) => shown.text);
+        const modal = texts.findIndex((text) => text.startsWith('Aider needs its server first: aider-lsp was not found'));
+        assert.ok(modal >= 0, JSON.stringify(texts));
+        assert.ok(texts.includes('Aider: the server is set up and running.'), JSON.stringify(texts));
+        assert.ok(!texts.some((text) => text.includes('not running')), JSON.stringify(texts));
+        const messages = recorded.progress.find((entry) => entry.title === 'Aider: setting up the server')?.messages ?? [];
+        assert.ok(messages.includes('3/3 installing Aider (pip, a few minutes)'), JSON.stringify(messages));
+        assert.ok(messages.some((message) => /^3\/3 installing Aider .* — 1 s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
+    });
+
+    it('runs one set-up at a time: the palette command during the offer\'s set-up joins it', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 0.5) };
+        recorded.answers.push(undefined);
+        await extension.activate(context as never);
+        const first = run(ClientCommand.setupServer);
+        const second = run(ClientCommand.setupServer);
+        assert.deepEqual(await Promise.all([first, second]), [true, true]);
+        const venvs = fs.readFileSync(calls, 'utf8').split('\n').filter((line) => line.includes('-m venv'));
+        assert.equal(venvs.length, 1, 'one environment created');
+        assert.ok(recorded.shown.some((shown) => shown.text.includes('already being set up')));
     });
 
     it('creates the private environment, installs the bundled wheel, sets up Aider, then starts that server', async () => {

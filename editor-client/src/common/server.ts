@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, RevealOutputChannelOn, type LanguageClientOptions, type Middleware, type ServerOptions } from 'vscode-languageclient/node';
 import { ClientCommandsFeature } from './capabilities';
+import { pipeServerLog, pipeServerStdout } from './serverLog';
 import { initializationOptions, SECTION, serverEnvironment } from './settings';
 
 /** package.json's `serverInfo`: the language client's id (e.g. the `aider-lsp.trace.server` setting) and the log's name. */
@@ -97,6 +98,8 @@ export function createServer(
         outputChannel,
         traceOutputChannel: outputChannel,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
+        // the server logs to stderr at its own levels: INFO stays info, not [error]
+        stdioOptions: { stdout: pipeServerStdout, stderr: pipeServerLog },
         initializationOptions: initializationOptions((key) => config.get(key), apiKey),
         synchronize: { configurationSection: SECTION },
         middleware,
