@@ -20,7 +20,7 @@ type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDonePr
 export interface ActiveRun {
     readonly token: string;
     report(message: string): void;
-    /** The progress tokens the server has begun for this run and not ended (its cancel buttons). */
+    /** The cancellable progress tokens the server has begun for this run and not ended (its cancel buttons). */
     begun(): ProgressToken[];
     dispose(): void;
 }
@@ -76,7 +76,12 @@ export class ProgressRouter {
             }
         }
         if (owner !== undefined && params.kind === 'begin') {
-            owner.begun.add(token);
+            if (token === owner.token) {
+                owner.serverTokens += 1; // the server reports under the run's own token: no other is the run's
+            }
+            if (params.cancellable === true) {
+                owner.begun.add(token);
+            }
         }
         if (owner === undefined || params.kind === 'end') {
             owner?.begun.delete(token);
