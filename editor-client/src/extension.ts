@@ -34,6 +34,8 @@ class Extension implements CommandHost, ServerCommandHost {
     private starting: Promise<void> | undefined;
     /** Why no server was found (undefined: one was): a command then offers the set-up first. */
     private missing: string | undefined;
+    /** Why the server found did not start (a bad setting, a crash): told before a command. */
+    private notStarted: string | undefined;
     private settingUp: Promise<boolean> | undefined;
 
     constructor(private readonly context: vscode.ExtensionContext) {
@@ -81,6 +83,14 @@ class Extension implements CommandHost, ServerCommandHost {
             return;
         }
         this.missing = undefined;
+        if (location.kind === 'badSetting') {
+            this.log.error(location.reason);
+            this.notStarted = location.reason;
+            this.status.setState('error', location.reason);
+            void showWithLog(this.log, 'error', `Aider: ${location.reason}.`);
+            return;
+        }
+        this.notStarted = undefined;
         this.status.setState('starting');
         this.log.info(`starting ${location.executable} serve (${location.origin})`);
         const apiKey = await this.secrets.get(API_KEY_SECRET);
@@ -101,6 +111,7 @@ class Extension implements CommandHost, ServerCommandHost {
             await fresh.start();
             this.status.setState('ready');
         } catch (error) {
+            this.notStarted = `it did not start: ${String(error)}`;
             this.log.error(`the server did not start: ${String(error)}`);
             this.status.setState('error', String(error));
             // not awaited: activation (and every command waiting for it) must not hang until the
@@ -155,7 +166,8 @@ class Extension implements CommandHost, ServerCommandHost {
             );
             return choice === SET_UP && (await this.setupServer());
         }
-        if ((await showWithLog(this.log, 'error', 'Aider: the server is not running.', RESTART)) === RESTART) {
+        const why = this.notStarted === undefined ? '' : `: ${this.notStarted}`;
+        if ((await showWithLog(this.log, 'error', `Aider: the server is not running${why}.`, RESTART)) === RESTART) {
             await this.restartServer();
         }
         return this.server.running();
@@ -197,6 +209,7 @@ class Extension implements CommandHost, ServerCommandHost {
             void vscode.window.showInformationMessage('Aider: the server is set up and running.');
             return true;
         }
+        void showWithLog(this.log, 'error', `Aider: the server was set up but is not running${this.notStarted === undefined ? '' : `: ${this.notStarted}`}.`);
         return false;
     }
 }

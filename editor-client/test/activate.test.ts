@@ -620,6 +620,19 @@ describe('zero set-up', () => {
         );
     });
 
+    it('a bad aiderLsp.server.path is an error to fix, not a set-up to offer', async () => {
+        const bad = path.join(home, 'nowhere', 'aider-lsp');
+        recorded.configuration = { 'aiderLsp.server.path': bad, 'aiderLsp.server.python': fakePython('True') };
+        await extension.activate(context as never);
+        const reason = `aiderLsp.server.path is ${bad}, which is not an executable file: fix the setting or clear it`;
+        assert.deepEqual(recorded.shown, [{ kind: 'error', text: `Aider: ${reason}.`, items: ['Show Log'] }]);
+        recorded.inputs.push('never asked');
+        await run(ClientCommand.edit);
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: `Aider: the server is not running: ${reason}.`, items: ['Restart Server', 'Show Log'] });
+        assert.equal(recorded.inputs.length, 1, 'no instruction asked for a server that cannot run');
+        recorded.inputs.length = 0;
+    });
+
     it('a missing server is no error yet: the status item is neutral and offers the set-up', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True') };
         recorded.answers.push(undefined); // the offer is left alone
