@@ -43,6 +43,15 @@ function dirtyDocuments(): Map<string, vscode.TextDocument> {
     return dirty;
 }
 
+/** "before “fix the parser”": the change by its label's first line, kept short (it may be a whole prompt). */
+function describeChange(label: string | undefined): string {
+    const first = (label ?? '').split('\n')[0]?.trim() ?? '';
+    if (!first) {
+        return 'before the last Aider change';
+    }
+    return `before “${first.length > 60 ? `${first.slice(0, 60)}…` : first}”`;
+}
+
 function list(paths: readonly string[]): string {
     return paths.join(', ');
 }
@@ -59,15 +68,15 @@ export async function undo(ctx: FlowContext): Promise<void> {
         return finish(ctx, result);
     }
     const restored = [...stringListNote(result, 'restored'), ...stringListNote(result, 'deleted')];
-    const label = stringNote(result, 'label');
-    const before = label ? `before “${label}”` : 'before the last Aider change';
+    const before = describeChange(stringNote(result, 'label'));
     const keptPaths = later.map((item) => item.path);
     const unsaved = keptPaths.filter((path) => dirty.has(path));
     const head = restored.length > 0 ? `Aider: restored ${list(restored)}. ` : 'Aider: nothing undone yet. ';
+    const one = keptPaths.length === 1;
     const detail = [
         `You changed ${list(keptPaths)} after Aider's edit${unsaved.length > 0 ? ` (${list(unsaved)} not saved yet)` : ''}.`,
-        `${KEEP}: ${list(keptPaths)} stay as they are now, with Aider's change and yours.`,
-        `${UNDO_ANYWAY}: ${list(keptPaths)} go back to how they were ${before}; the changes you made after Aider's edit are lost.`,
+        `${KEEP}: ${list(keptPaths)} ${one ? 'stays as it is' : 'stay as they are'} now, with Aider's change and yours.`,
+        `${UNDO_ANYWAY}: ${list(keptPaths)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${before}; the changes you made after Aider's edit are lost.`,
     ].join('\n\n');
     // the safe answer first: VS Code makes the first button the default (Enter)
     const choice = await vscode.window.showWarningMessage(
