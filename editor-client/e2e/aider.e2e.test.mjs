@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-    CLIENT, copyExample, E2E, REPO, scriptedVersions, serverEnvironment, startScriptedLlm, TEST_COMMAND,
+    CLIENT, copyExample, E2E, REPO, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
     writeWorkspaceSettings,
 } from './project.mjs';
 import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
@@ -55,10 +55,12 @@ describe('the Aider extension in a real VS Code', () => {
         copyExample(project);
         text = scriptedVersions(project);
         llm = await startScriptedLlm(project, { log: path.join(run, 'llm-requests.json') });
-        // AIDER_LSP_E2E_SERVER: another server executable (e.g. /bin/false, to see the test fail)
-        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: process.env.AIDER_LSP_E2E_SERVER || undefined });
+        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null });
         codeServer = new CodeServer(path.join(run, 'code-server'), serverEnvironment({ scripted: true }));
-        codeServer.writeUserSettings({});
+        // the server's path where users put it, the User settings: code-server is a remote window,
+        // where machine-scoped settings are read from the Remote ones only (the setting is window-scoped)
+        // AIDER_LSP_E2E_SERVER: another server executable (e.g. /bin/false, to see the test fail)
+        codeServer.writeUserSettings({ 'aiderLsp.server.path': process.env.AIDER_LSP_E2E_SERVER || SERVER });
         codeServer.installExtension(buildVsix());
         const url = await codeServer.start(project);
         browser = await openBrowser(url, path.join(run, 'chromium-profile'));
