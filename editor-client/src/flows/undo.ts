@@ -61,32 +61,19 @@ export async function undo(ctx: FlowContext): Promise<void> {
     if (!result) {
         return;
     }
-    const skipped = skippedFiles(result);
     const dirty = dirtyDocuments();
-    const later = skipped.filter((item) => dirty.has(item.path) || CHANGED_SINCE.test(item.reason));
-    if (result.status !== 'FAILED' || later.length === 0) {
+    const kept = skippedFiles(result)
+        .filter((item) => dirty.has(item.path) || CHANGED_SINCE.test(item.reason))
+        .map((item) => item.path);
+    if (result.status !== 'FAILED' || kept.length === 0) {
         return finish(ctx, result);
     }
-    const restored = [...stringListNote(result, 'restored'), ...stringListNote(result, 'deleted')];
-    const before = describeChange(stringNote(result, 'label'));
-    const keptPaths = later.map((item) => item.path);
-    const unsaved = keptPaths.filter((path) => dirty.has(path));
-    const head = restored.length > 0 ? `Aider: restored ${list(restored)}. ` : 'Aider: nothing undone yet. ';
-    const one = keptPaths.length === 1;
-    const detail = [
-        `You changed ${list(keptPaths)} after Aider's edit${unsaved.length > 0 ? ` (${list(unsaved)} not saved yet)` : ''}.`,
-        `${KEEP}: ${list(keptPaths)} ${one ? 'stays as it is' : 'stay as they are'} now, with Aider's change and yours.`,
-        `${UNDO_ANYWAY}: ${list(keptPaths)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${before}; the changes you made after Aider's edit are lost.`,
-    ].join('\n\n');
+    const unsaved = kept.filter((path) => dirty.has(path));
+    const { message, detail } = question(result, kept, unsaved);
     // the safe answer first: VS Code makes the first button the default (Enter)
-    const choice = await vscode.window.showWarningMessage(
-        `${head}Undoing ${list(keptPaths)} would discard your later changes.`,
-        { modal: true, detail },
-        KEEP,
-        UNDO_ANYWAY,
-    );
+    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, KEEP, UNDO_ANYWAY);
     if (choice !== UNDO_ANYWAY) {
-        void vscode.window.showInformationMessage(`Aider: kept your changes to ${list(keptPaths)}.`);
+        void vscode.window.showInformationMessage(`Aider: kept your changes to ${list(kept)}.`);
         return;
     }
     // the server never writes under an unsaved buffer: save it, then force discards it
@@ -99,6 +86,19 @@ export async function undo(ctx: FlowContext): Promise<void> {
     if (forced) {
         await finish(ctx, forced);
     }
+}
+
+/** The question over files changed after the edit: what the undo did, what is kept, what would be lost. */
+function question(result: TaskResult, kept: readonly string[], unsaved: readonly string[]): { message: string; detail: string } {
+    const restored = [...stringListNote(result, 'restored'), ...stringListNote(result, 'deleted')];
+    const head = restored.length > 0 ? `Aider: restored ${list(restored)}. ` : 'Aider: nothing undone yet. ';
+    const one = kept.length === 1;
+    const detail = [
+        `You changed ${list(kept)} after Aider's edit${unsaved.length > 0 ? ` (${list(unsaved)} not saved yet)` : ''}.`,
+        `${KEEP}: ${list(kept)} ${one ? 'stays as it is' : 'stay as they are'} now, with Aider's change and yours.`,
+        `${UNDO_ANYWAY}: ${list(kept)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${describeChange(stringNote(result, 'label'))}; the changes you made after Aider's edit are lost.`,
+    ].join('\n\n');
+    return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
 }
 
 /** Tells the undo's outcome; once the files are back, the last change's diff is gone. */
