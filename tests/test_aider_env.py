@@ -55,7 +55,12 @@ def test_a_creation_cut_short_is_created_again(monkeypatch: pytest.MonkeyPatch, 
         commands.append(command)
         return subprocess.CompletedProcess(command, 0, stdout="0.86.2\n", stderr="")
 
+    def stream(command: list[str], log: object) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+
     monkeypatch.setattr(aider_env.subprocess, "run", run)
+    monkeypatch.setattr(aider_env, "stream_command", stream)
     monkeypatch.setattr(aider_env, "sync_server_package", lambda root=None: tmp_path)
     aider_env.setup(root=tmp_path, log=lambda line: None)
     assert created == [tmp_path]
@@ -112,3 +117,13 @@ def test_setup_aider_subcommand_is_instant_when_ready(
     monkeypatch.setenv(aider_env.ENV_OVERRIDE, str(root))
     assert cli_main(["setup-aider"]) == 0
     assert "already set up" in capsys.readouterr().out
+
+
+def test_the_install_reports_each_line_as_it_comes(tmp_path: Path) -> None:
+    """pip's minutes of output reach the log line by line (the editor shows them as progress);
+    a failure keeps the last lines for its message."""
+    script = "import sys\nfor n in range(40): print(f'Collecting pkg{n}', flush=True)\nsys.exit(3)\n"
+    lines: list[str] = []
+    done = aider_env.stream_command([sys.executable, "-c", script], lines.append)
+    assert lines == [f"Collecting pkg{n}" for n in range(40)]
+    assert done.returncode == 3 and done.stdout.splitlines() == lines[-30:]

@@ -138,3 +138,19 @@ async def test_shutdown_and_exit_end_the_process(lsp, workspace: Path) -> None:
     assert process is not None
     assert process.returncode == 0
     assert os.path.isdir(workspace)
+
+
+def test_answering_initialize_loads_no_application() -> None:
+    """The initialize answer needs only pygls: the Application, the settings and pydantic load
+    once `initialized` arrives (bench/startup.py measures the time this saves)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import aider_lsp.cli, aider_lsp.lsp.server; "
+        "print(sorted(m for m in ('pydantic', 'aider_lsp.app', 'aider_lsp.models', 'aider_lsp.settings') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -265,6 +265,10 @@ async def test_second_run_refused_while_one_runs_then_progress_cancel(
         )
         result = await asyncio.wait_for(first, 10)
         assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "cancelled"
+        # the answer says what the run had already changed, so the editor can offer Undo
+        assert result["notes"]["changed_files"] == ["calc.py"], result
+        assert "calc.py" in result["content"] and result["notes"]["checkpoint_id"], result
+        assert "calc.py" in result["notes"]["diff"], result
         await wait_until_gone(pid)
         assert client.progress_reports[token][-1].kind == "end"
         undone = await execute(client, "aider-lsp.workflow.undo", {})

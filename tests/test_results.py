@@ -70,4 +70,24 @@ def test_undo_notes_keep_their_wire_shape() -> None:
         "deleted": ["new.py"],
         "skipped": [{"path": "b.py", "reason": "open in the editor"}],
     }
-    assert result.content.startswith("Restored 2 file(s) from before “edit”: a.py, new.py. Not restored")
+    assert result.content.startswith("Restored a.py, new.py from before “edit”. Kept b.py: unsaved changes")
+
+
+def test_undo_says_what_it_kept_and_what_it_could_not_restore_never_restored_0_files() -> None:
+    report = RestoreReport(
+        checkpoint="c1",
+        label="workflow: area",
+        skipped=(
+            SkippedFile(path="shapes/area.py", reason="changed since", kind=SkipReason.CHANGED_SINCE),
+            SkippedFile(path="ro.py", reason="Permission denied", kind=SkipReason.UNWRITABLE),
+        ),
+    )
+    content = undo_result(report).content
+    assert "0 file" not in content and content.startswith(
+        "Nothing was restored from before “workflow: area”."
+    )
+    assert "Kept shapes/area.py as it is now: changed since the edit; undo with force" in content
+    assert "Could not restore ro.py: Permission denied" in content
+    assert undo_result(RestoreReport(checkpoint="c2", label="edit", restored=("a.py",))).content == (
+        "Restored a.py from before “edit”."
+    )

@@ -42,3 +42,36 @@ def test_undo_skips_a_checkpoint_left_by_an_interrupted_edit(tmp_path: Path) -> 
     assert undo.ok and undo.notes["label"] == "first edit", undo.content
     assert a.read_text() == "A = 1\n"
     assert app.undo().content == "Nothing to undo."
+
+
+def test_the_undo_advice_is_what_lets_the_undo_through(tmp_path: Path) -> None:
+    """Saving a file the user changed after the edit does not let a plain undo through (it is
+    their later work): the advice says so and names force; reverting lets it through."""
+    from aider_lsp.models import TaskStatus
+    from aider_lsp.results import undo_result
+
+    a = tmp_path / "a.py"
+    a.write_text("A = 0\n")
+    store = CheckpointStore(FileAccessManager(tmp_path))
+    checkpoint = store.create(["a.py"], label="edit")
+    a.write_text("A = 1\n")  # Aider's edit
+    store.record_after(checkpoint)
+
+    # the user types into a.py without saving: kept, and the advice says how to undo
+    refused = undo_result(store.restore(skip=[str(a)]))
+    assert refused.status is TaskStatus.FAILED
+    assert "revert them and undo again, or save them and undo with force" in refused.content
+    # following it, first way: revert (the buffer is the edit's content again) and undo again
+    assert undo_result(store.restore()).status is TaskStatus.COMPLETE and a.read_text() == "A = 0\n"
+
+    # second way: the user saves their later work; a plain undo keeps it, force restores
+    checkpoint = store.create(["a.py"], label="edit 2")
+    a.write_text("A = 1\n")
+    store.record_after(checkpoint)
+    a.write_text("A = 1  # my own later work\n")
+    kept = undo_result(store.restore())
+    assert kept.status is TaskStatus.FAILED and a.read_text() == "A = 1  # my own later work\n"
+    assert "Kept a.py as it is now: changed since the edit; undo with force" in kept.content
+    assert "undo again" not in kept.content.split("Kept a.py")[1], kept.content
+    assert undo_result(store.restore(force=True)).status is TaskStatus.COMPLETE
+    assert a.read_text() == "A = 0\n"

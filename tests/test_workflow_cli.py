@@ -204,3 +204,23 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_undo_refuses_later_work_and_force_restores_it(tmp_path: Path) -> None:
+    """The refusal's advice ("undo with force") is something the command line can do."""
+    from aider_lsp.checkpoints import CheckpointStore
+    from aider_lsp.files import FileAccessManager
+
+    a = tmp_path / "a.py"
+    a.write_text("A = 0\n")
+    store = CheckpointStore(FileAccessManager(tmp_path))
+    checkpoint = store.create(["a.py"], label="edit")
+    a.write_text("A = 1\n")  # the edit
+    store.record_after(checkpoint)
+    a.write_text("A = 1  # mine\n")  # the user's later work
+    refused = run_cli("undo", "--workspace", str(tmp_path), env=clean_env())
+    assert refused.returncode == 1 and "undo with force" in refused.stdout, refused
+    assert a.read_text() == "A = 1  # mine\n"
+    forced = run_cli("undo", "--workspace", str(tmp_path), "--force", env=clean_env())
+    assert forced.returncode == 0, forced
+    assert a.read_text() == "A = 0\n"

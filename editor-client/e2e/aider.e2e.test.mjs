@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-    CLIENT, copyExample, E2E, REPO, scriptedVersions, serverEnvironment, startScriptedLlm, TEST_COMMAND,
+    CLIENT, copyExample, E2E, REPO, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
     writeWorkspaceSettings,
 } from './project.mjs';
 import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
@@ -55,10 +55,12 @@ describe('the Aider extension in a real VS Code', () => {
         copyExample(project);
         text = scriptedVersions(project);
         llm = await startScriptedLlm(project, { log: path.join(run, 'llm-requests.json') });
-        // AIDER_LSP_E2E_SERVER: another server executable (e.g. /bin/false, to see the test fail)
-        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: process.env.AIDER_LSP_E2E_SERVER || undefined });
+        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null });
         codeServer = new CodeServer(path.join(run, 'code-server'), serverEnvironment({ scripted: true }));
-        codeServer.writeUserSettings({});
+        // the server's path where users put it, the User settings: code-server is a remote window,
+        // where machine-scoped settings are read from the Remote ones only (the setting is window-scoped)
+        // AIDER_LSP_E2E_SERVER: another server executable (e.g. /bin/false, to see the test fail)
+        codeServer.writeUserSettings({ 'aiderLsp.server.path': process.env.AIDER_LSP_E2E_SERVER || SERVER });
         codeServer.installExtension(buildVsix());
         const url = await codeServer.start(project);
         browser = await openBrowser(url, path.join(run, 'chromium-profile'));
@@ -124,11 +126,18 @@ describe('the Aider extension in a real VS Code', () => {
         }
         const done = await wb.waitForToast(/Aider: Workflow/);
         assert.doesNotMatch(done, /failed|cancelled/i);
+        // what a user wants to know: reached, how long it took, what the tests said, what changed
+        assert.match(done, /Workflow: goal reached in 2 iterations; the tests pass \(.*unittest: OK\)\. Changed calculator\.py\./);
         await wb.waitForEditorText(text.fixed);
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')));
     });
 
-    step(3, 'undoes the last Aider change', 'undo', async () => {
+    step(3, 'shows the last run\'s diff from the palette, then undoes it', 'undo', async () => {
+        await wb.runCommand('Aider: Show Last Aider Diff');
+        await wb.page.locator('.tab.active', { hasText: 'calculator.py (before Aider ↔ now)' }).waitFor({ timeout: 30_000 });
+        await wb.screenshot('last-diff');
+        await wb.runCommand('View: Close Editor');
+        await wb.page.locator('.tab.active', { hasText: 'calculator.py' }).waitFor();
         await wb.runCommand('Aider: Undo Last Aider Change');
         assert.match(await wb.waitForToast(/Aider: Undo/), /calculator\.py|restored|undid/i);
         await wb.waitForEditorText(text.documented); // as it was before the workflow
@@ -147,6 +156,29 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.page.locator('.action-widget .monaco-list-row', { hasText: 'Fix with Aider' }).first().click();
         await wb.waitForEditorText(text.quick_fixed, 180_000);
         assert.match(await wb.waitForToast(RESULT), /Aider: Editing with Aider: changed calculator\.py/);
+    });
+
+    step(5, 'undo over a change the user saved after the edit: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
+        await wb.openFile('calculator.py');
+        await wb.goToLine(1, 1);
+        await wb.page.keyboard.type('# my own note');
+        await wb.page.keyboard.press('Enter');
+        await wb.runCommand('File: Save');
+        const mine = `# my own note\n${text.quick_fixed}`;
+        await wb.waitForEditorText(mine);
+        await wb.runCommand('Aider: Undo Last Aider Change');
+        const dialog = wb.page.locator('.monaco-dialog-box');
+        await dialog.waitFor({ timeout: 60_000 });
+        const said = await dialog.innerText();
+        assert.match(said, /Undoing calculator\.py would discard your later changes/);
+        assert.match(said, /Keep My Changes: calculator\.py stays? as it is now/);
+        assert.match(said, /the changes you made after Aider's edit are lost/);
+        assert.doesNotMatch(said, /Restored 0/);
+        await wb.screenshot('undo-question');
+        await wb.page.keyboard.press('Enter'); // the default button
+        await dialog.waitFor({ state: 'detached' });
+        assert.match(await wb.waitForToast(/Aider: kept your changes/), /calculator\.py/);
+        await wb.waitForEditorText(mine);
     });
 
     after(() => {

@@ -58,10 +58,13 @@ export async function startScriptedLlm(project, { log, hold = true } = {}) {
     };
 }
 
-/** Workspace settings: the repository's server, the test command and (if given) the scripted models. */
+/**
+ * Workspace settings: the repository's server (`server: null`: left to the User settings), the
+ * test command and (if given) the scripted models.
+ */
 export function writeWorkspaceSettings(project, { server = SERVER, baseUrl } = {}) {
     const settings = {
-        'aiderLsp.server.path': server,
+        ...(server ? { 'aiderLsp.server.path': server } : {}),
         'aiderLsp.testCommand': TEST_COMMAND,
         'aiderLsp.timeouts': { llm: 120, aider: 300, test: 120, shell: 60 },
     };

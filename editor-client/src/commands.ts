@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { setApiKey } from './flows/apiKey';
-import type { FlowContext } from './flows/context';
+import { showLastDiff, type FlowContext } from './flows/context';
 import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
@@ -16,24 +16,35 @@ import { ClientCommand, type ClientCommandId } from './protocol';
 
 /** What the commands need beyond the flows' context: the server's set-up. */
 export interface CommandHost extends FlowContext {
-    setupServer(): Promise<void>;
+    setupServer(): Promise<boolean>;
+    /** True when the server runs, after offering to set it up or restart it (before any question). */
+    ensureServer(): Promise<boolean>;
 }
 
 /** Registers every client command; the disposables unregister them. */
 export function registerCommands(host: CommandHost): vscode.Disposable[] {
+    // a command that needs the server makes sure of it first, before asking the user anything
+    const withServer =
+        (flow: (...args: unknown[]) => Promise<void>) =>
+        async (...args: unknown[]): Promise<void> => {
+            if (await host.ensureServer()) {
+                await flow(...args);
+            }
+        };
     const table: Record<ClientCommandId, (...args: unknown[]) => unknown> = {
-        [ClientCommand.edit]: (clicked, selected) => edit(host, clicked, selected),
-        [ClientCommand.editSelection]: (arg) => editSelection(host, arg),
-        [ClientCommand.runWorkflow]: (clicked, selected) => runWorkflow(host, clicked, selected),
-        [ClientCommand.undo]: () => undo(host),
-        [ClientCommand.findFiles]: () => findFiles(host),
-        [ClientCommand.interactive]: (clicked, selected) => interactive(host, clicked, selected),
-        [ClientCommand.clearDiagnostics]: () => clearDiagnostics(host),
-        [ClientCommand.runTests]: () => runTests(host),
+        [ClientCommand.edit]: withServer((clicked, selected) => edit(host, clicked, selected)),
+        [ClientCommand.editSelection]: withServer((arg) => editSelection(host, arg)),
+        [ClientCommand.runWorkflow]: withServer((clicked, selected) => runWorkflow(host, clicked, selected)),
+        [ClientCommand.undo]: withServer(() => undo(host)),
+        [ClientCommand.findFiles]: withServer(() => findFiles(host)),
+        [ClientCommand.interactive]: withServer((clicked, selected) => interactive(host, clicked, selected)),
+        [ClientCommand.clearDiagnostics]: withServer(() => clearDiagnostics(host)),
+        [ClientCommand.runTests]: withServer(() => runTests(host)),
         [ClientCommand.setApiKey]: () => setApiKey(host),
         [ClientCommand.restartServer]: () => host.restartServer(),
         [ClientCommand.showLog]: () => { host.log.show(); },
         [ClientCommand.setupServer]: () => host.setupServer(),
+        [ClientCommand.showLastDiff]: () => showLastDiff(host),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

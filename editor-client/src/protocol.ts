@@ -37,6 +37,7 @@ export const ClientCommand = {
     restartServer: 'aider-lsp.client.restartServer',
     showLog: 'aider-lsp.client.showLog',
     setupServer: 'aider-lsp.client.setupServer',
+    showLastDiff: 'aider-lsp.client.showLastDiff',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 

@@ -1,12 +1,24 @@
 /**
  * Running a server command (workspace/executeCommand) for the UI: the one place a request is
- * sent. It runs under a cancellable notification whose cancel button cancels the request
- * ($/cancelRequest, which stops the server's work), the server's progress is routed into it
+ * sent. It runs under a cancellable notification whose cancel button stops the server's work:
+ * through the server's own progress (window/workDoneProgress/cancel) when it has begun one, so
+ * the server still answers and says what the work did before it stopped (a workflow's changed
+ * files, for Undo), else, or when that answer is late, by cancelling the request
+ * ($/cancelRequest). The server's progress is routed into the notification
  * (common/progress.ts), and a server that is not running, a cancel or a failed request is told
  * to the user here, so the flows (src/flows/) only read TaskResults.
  */
 import * as vscode from 'vscode';
-import { ExecuteCommandRequest, WorkDoneProgress, type Disposable, type LanguageClient } from 'vscode-languageclient/node';
+import {
+    CancellationTokenSource,
+    ExecuteCommandRequest,
+    WorkDoneProgress,
+    WorkDoneProgressCancelNotification,
+    type CancellationToken,
+    type Disposable,
+    type LanguageClient,
+} from 'vscode-languageclient/node';
+import type { ActiveRun } from './common/progress';
 import type { ProgressRouter } from './common/progress';
 import { requestErrorMessage } from './common/results';
 import { showWithLog } from './common/showLog';
@@ -23,7 +35,10 @@ export interface ServerCommandHost {
 /** The outcome of one request: its TaskResult, or cancelled by the user. */
 type Outcome = { kind: 'result'; result: TaskResult } | { kind: 'cancelled' };
 
-const RESTART = 'Restart Server';
+export const RESTART = 'Restart Server';
+
+/** How long a server asked to stop its progress may take to answer before the request is cancelled. */
+export const CANCEL_GRACE_MS = 15_000;
 
 export class ServerCommands {
     constructor(private readonly host: ServerCommandHost) {}
@@ -66,6 +81,31 @@ export class ServerCommands {
     }
 
     /**
+     * The cancel button: stop the server's progress (it then answers), and cancel the request
+     * itself when the server has no progress of this run to stop or does not answer in time.
+     */
+    private stopOnCancel(client: LanguageClient, run: ActiveRun, cancel: CancellationToken, request: CancellationTokenSource): Disposable {
+        let timer: NodeJS.Timeout | undefined;
+        const listener = cancel.onCancellationRequested(() => {
+            const begun = run.begun();
+            if (begun.length === 0) {
+                request.cancel();
+                return;
+            }
+            for (const token of begun) {
+                void client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+            }
+            timer = setTimeout(() => { request.cancel(); }, CANCEL_GRACE_MS);
+        });
+        return {
+            dispose: () => {
+                listener.dispose();
+                clearTimeout(timer);
+            },
+        };
+    }
+
+    /**
      * The request under a cancellable notification. Resolves to the TaskResult, or cancelled;
      * rejects on a JSON-RPC error or an answer that is not a TaskResult.
      */
@@ -74,6 +114,8 @@ export class ServerCommands {
             { location: vscode.ProgressLocation.Notification, title, cancellable: true },
             async (progress, cancel) => {
                 const run = this.host.router.start((message) => { progress.report({ message }); });
+                const request = new CancellationTokenSource();
+                const stopping = this.stopOnCancel(client, run, cancel, request);
                 let listener: Disposable | undefined;
                 try {
                     // if the server reports under our token, the middleware routes it to this run
@@ -81,15 +123,16 @@ export class ServerCommands {
                     const answer: unknown = await client.sendRequest(
                         ExecuteCommandRequest.type,
                         { command, arguments: [arg], workDoneToken: run.token },
-                        cancel,
+                        request.token,
                     );
-                    if (cancel.isCancellationRequested) {
+                    const result = asTaskResult(answer);
+                    if (result === undefined && cancel.isCancellationRequested) {
                         return { kind: 'cancelled' };
                     }
-                    const result = asTaskResult(answer);
                     if (result === undefined) {
                         throw new Error(`${command}: the server's answer is not a TaskResult`);
                     }
+                    // also after a cancel: the server's answer says what the work did before it stopped
                     return { kind: 'result', result };
                 } catch (error) {
                     if (cancel.isCancellationRequested) {
@@ -97,8 +140,10 @@ export class ServerCommands {
                     }
                     throw error;
                 } finally {
+                    stopping.dispose();
                     listener?.dispose();
                     run.dispose();
+                    request.dispose();
                 }
             },
         );

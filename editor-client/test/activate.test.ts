@@ -1,13 +1,15 @@
 /** `activate` with a mocked `vscode`: the commands it registers and the requests they send, cancellation included. */
 import './mocks/install';
 import * as assert from 'node:assert/strict';
+import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ClientCommand, ServerCommand } from '../src/protocol';
 import { clients, type FakeLanguageClient, type SentRequest } from './mocks/languageclient';
-import { recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
+import { commands, recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mocks are installed
 import extension = require('../src/extension');
 
@@ -49,6 +51,18 @@ async function until<T>(probe: () => T | undefined): Promise<T> {
         await new Promise((resolve) => setTimeout(resolve, 5));
     }
 }
+
+/** A run's diff of shapes/area.py, as the server writes it. */
+const AREA_DIFF = [
+    'diff --aider-mcp a/shapes/area.py b/shapes/area.py',
+    '--- a/shapes/area.py',
+    '+++ b/shapes/area.py',
+    '@@ -1,2 +1,2 @@',
+    ' def area(r):',
+    '-    return 3 * r * r',
+    '+    return 3.14159 * r * r',
+    '',
+].join('\n');
 
 function client(): FakeLanguageClient {
     const last = clients.at(-1);
@@ -203,6 +217,100 @@ describe('activate', () => {
         assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: 'Aider: Edit with Aider failed: no key', items: ['Show Log'] });
     });
 
+    it('asks to save before the instruction, so saying no costs no typed text', async () => {
+        const doc = document('dirty2.py', 'x = 1\n', true);
+        workspace.textDocuments = [doc];
+        window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+        recorded.inputs.push('a long instruction the user typed');
+        recorded.answers.push(undefined); // the save question is cancelled
+        const fake = client();
+        const count = fake.sent.length;
+        await run(ClientCommand.edit);
+        assert.match(recorded.shown[0]?.text ?? '', /Save .*dirty2\.py/);
+        assert.equal(recorded.inputs.length, 1, 'the instruction was never asked for');
+        assert.equal(fake.sent.length, count, 'nothing was sent');
+        await run(ClientCommand.runWorkflow);
+        assert.equal(recorded.inputs.length, 1, 'nor the workflow goal');
+        recorded.inputs.length = 0;
+    });
+
+    it('Undo over later changes: Keep My Changes is the default, the question says what is kept and what is lost', async () => {
+        const unsaved = document('pkg/typed.py', 'T = 2  # typing\n', true);
+        workspace.textDocuments = [unsaved];
+        const fake = client();
+        const count = fake.sent.length;
+        recorded.answers.push('Keep My Changes');
+        const done = run(ClientCommand.undo);
+        const first = await nextRequest(fake, count + 1);
+        assert.deepEqual(first.params.arguments, [{}]);
+        first.answer({
+            status: 'FAILED',
+            content: 'Nothing was restored …',
+            notes: {
+                checkpoint: 'c1',
+                label: 'workflow: fix area',
+                restored: [],
+                deleted: [],
+                skipped: [
+                    { path: 'shapes/area.py', reason: 'changed since the edit (undo would discard those changes)' },
+                    { path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' },
+                ],
+                error: { type: 'TASK_FAILURE', reason: 'input_validation_failure', message: '…' },
+            },
+        });
+        await done;
+        const question = recorded.shown[0];
+        assert.ok(question);
+        assert.equal(question.text, 'Aider: nothing undone yet. Undoing shapes/area.py, pkg/typed.py would discard your later changes.');
+        assert.ok(!question.text.includes('Restored 0'));
+        assert.deepEqual(question.items, ['Keep My Changes', 'Undo Anyway (discard my changes)'], 'the safe answer is the first, default button');
+        assert.match(question.detail ?? '', /pkg\/typed\.py not saved yet/);
+        assert.match(question.detail ?? '', /Keep My Changes: shapes\/area\.py, pkg\/typed\.py stay as they are now/);
+        assert.match(question.detail ?? '', /before “workflow: fix area”; the changes you made after Aider's edit are lost/);
+        assert.equal(fake.sent.length, count + 1, 'kept: no forced undo');
+        assert.equal(unsaved.isDirty, true);
+
+        // Undo Anyway: the unsaved file is saved (the server never writes under a dirty buffer), then forced
+        recorded.reset();
+        recorded.answers.push('Undo Anyway (discard my changes)');
+        const again = run(ClientCommand.undo);
+        const second = await nextRequest(fake, count + 2);
+        second.answer({
+            status: 'FAILED',
+            content: '…',
+            notes: { checkpoint: 'c1', label: 'edit', restored: [], deleted: [], skipped: [{ path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' }] },
+        });
+        const forced = await nextRequest(fake, count + 3);
+        assert.equal(unsaved.isDirty, false, 'saved before the forced undo');
+        assert.deepEqual(forced.params.arguments, [{ force: true }]);
+        forced.answer({ status: 'COMPLETE', content: 'Restored pkg/typed.py from before “edit”.', notes: { restored: ['pkg/typed.py'] } });
+        await again;
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Undo: Restored pkg/typed.py from before “edit”.', items: [] });
+    });
+
+    it('the Undo button of a result runs the undo', async () => {
+        recorded.inputs.push('goal', '');
+        recorded.answers.push('Undo');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        request.answer({
+            status: 'FAILED',
+            content: 'gave up',
+            notes: { error: { type: 'TASK_FAILURE', reason: 'goal_not_reached', message: 'the analysis gave up: too hard' }, changed_files: ['a.py'], diff: '' },
+        });
+        const undoRequest = await nextRequest(fake, count + 2);
+        assert.equal(undoRequest.params.command, ServerCommand.undo);
+        assert.match(recorded.shown[0]?.text ?? '', /^Aider: Workflow failed: the analysis gave up: too hard\. It left a\.py changed: Undo puts it back\.$/);
+        assert.deepEqual(recorded.shown[0]?.items, ['Show Diff', 'Undo', 'Show Log']);
+        undoRequest.answer({ status: 'COMPLETE', content: 'Restored a.py.', notes: {} });
+        await done;
+        // undone: nothing left to show
+        await run(ClientCommand.showLastDiff);
+        assert.match(recorded.shown.at(-1)?.text ?? '', /no Aider change to show/);
+    });
+
     it('Run Workflow pre-fills the test command and shows the server\'s progress; cancel cancels the request', async () => {
         recorded.inputs.push('make tests pass', 'pytest -q -x');
         const fake = client();
@@ -224,18 +332,88 @@ describe('activate', () => {
         const progress = recorded.progress.at(-1);
         assert.ok(progress);
         assert.equal(progress.title, 'Aider workflow');
-        assert.deepEqual(progress.messages, ['Run workflow', 'Iteration 2/3: running tests']);
+        assert.deepEqual(progress.messages, ['Iteration 2/3: running tests'], 'the server\'s title does not repeat the notification\'s');
         assert.ok(recorded.statusTexts.some((text) => text.includes('Iteration 2/3: running tests')), 'the status bar shows the phase');
         assert.deepEqual(forwarded, [], 'no second progress UI for the same work');
 
         progress.cancel.cancel();
-        assert.equal(request.token?.isCancellationRequested, true, 'the cancel button cancels the request');
+        // the server's progress is stopped, so the server still answers and says what the run did
+        assert.deepEqual(fake.notifications.at(-1), { method: 'window/workDoneProgress/cancel', params: { token: 'server-token-1' } });
+        assert.equal(request.token?.isCancellationRequested, false, 'the request waits for the server\'s answer');
         route('server-token-1', { kind: 'end', message: 'cancelled' }, next);
         assert.equal(forwarded.length, 1, 'the end still reaches the client so it cleans up');
-        request.answer(undefined); // what the language client resolves a cancelled request with
+        request.answer({
+            status: 'FAILED',
+            content: 'the workflow was cancelled by the user; it had changed shapes/area.py (undo restores them)',
+            notes: {
+                error: { type: 'TASK_FAILURE', reason: 'cancelled', message: 'the workflow was cancelled by the user; it had changed shapes/area.py' },
+                changed_files: ['shapes/area.py'],
+                created_files: [],
+                diff: 'D',
+                checkpoint_id: 'c1',
+            },
+        });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), {
+            kind: 'warning',
+            text: 'Aider: Workflow: cancelled. It left shapes/area.py changed: Undo puts it back.',
+            items: ['Show Diff', 'Undo'],
+        });
+        assert.ok(!recorded.statusTexts.at(-1)?.includes('Iteration'), 'the phase is gone from the status bar');
+    });
+
+    it('a cancel before the server began any progress cancels the request itself', async () => {
+        recorded.inputs.push('make tests pass', '');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        const notified = fake.notifications.length;
+        recorded.progress.at(-1)?.cancel.cancel();
+        assert.equal(request.token?.isCancellationRequested, true);
+        assert.equal(fake.notifications.length, notified);
+        request.answer(undefined);
         await done;
         assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Aider: Aider workflow: cancelled.', items: [] });
-        assert.ok(!recorded.statusTexts.at(-1)?.includes('Iteration'), 'the phase is gone from the status bar');
+    });
+
+    it('a finished run says the goal was reached, in how many iterations, and what the tests said; its diff stays on the palette', async () => {
+        recorded.inputs.push('fix area', 'pytest -q');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        const test = (exit: number, stdout: string) => ({ command: 'pytest -q', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '' });
+        request.answer({
+            status: 'COMPLETE',
+            content: 'area is right now',
+            notes: {
+                workflow: {
+                    status: 'SUCCESS',
+                    iterations: [
+                        { iteration: 1, prompt: 'p', files: [], test: test(1, '1 failed in 0.1s\n') },
+                        { iteration: 2, prompt: 'p', files: [], test: test(0, '..\n========== 2 passed in 0.02s ==========\n') },
+                    ],
+                },
+                changed_files: ['shapes/area.py'],
+                created_files: [],
+                diff: AREA_DIFF,
+            },
+        });
+        await done;
+        assert.deepEqual(recorded.shown.at(-1), {
+            kind: 'info',
+            text: 'Aider: Workflow: goal reached in 2 iterations; the tests pass (pytest -q: 2 passed in 0.02s). Changed shapes/area.py.',
+            items: ['Show Diff', 'Undo'],
+        });
+        recorded.reset();
+        document('shapes/area.py', 'def area(r):\n    return 3.14159 * r * r\n');
+        const opened = commands.executed.length;
+        await run(ClientCommand.showLastDiff);
+        const diff = commands.executed.slice(opened).find((call) => call.id === 'vscode.diff');
+        assert.ok(diff, 'the last diff opens from the palette');
+        assert.equal(diff.args[2], 'shapes/area.py (before Aider ↔ now)');
+        assert.equal(recorded.shown.length, 0);
     });
 
     it('progress that belongs to no command goes to VS Code\'s default handling', () => {
@@ -315,6 +493,36 @@ describe('activate', () => {
         fake.running = true;
     });
 
+    it('writes the server\'s log lines at their own levels, not all as errors', async () => {
+        const options = client().clientOptions as unknown as { stdioOptions?: { stderr(input: PassThrough, channel: unknown): void } };
+        assert.ok(options.stdioOptions, 'the client reads the server\'s stderr itself');
+        const stderr = new PassThrough();
+        const lines: string[] = [];
+        const channel = Object.fromEntries(['trace', 'debug', 'info', 'warn', 'error'].map((level) => [level, (text: string) => void lines.push(`${level} ${text}`)]));
+        options.stdioOptions.stderr(stderr, channel);
+        stderr.end(
+            [
+                '2026-11-23 21:05:53,123 INFO aider_lsp.lsp.server: Server shutting down',
+                '2026-11-23 21:05:53,124 INFO httpx: HTTP Request: POST http://127.0.0.1/v1/chat/completions "HTTP/1.1 200 OK"',
+                '2026-11-23 21:05:53,125 WARNING aider_lsp.settings: aiderLsp.maxRetries: not a number',
+                '2026-11-23 21:05:53,126 ERROR aider_lsp.lsp.runtime: command failed',
+                'Traceback (most recent call last):',
+                '  File "x.py", line 1',
+                '',
+            ].join('\n'),
+        );
+        await once(stderr, 'end');
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(lines, [
+            'info aider_lsp.lsp.server: Server shutting down',
+            'info httpx: HTTP Request: POST http://127.0.0.1/v1/chat/completions "HTTP/1.1 200 OK"',
+            'warn aider_lsp.settings: aiderLsp.maxRetries: not a number',
+            'error aider_lsp.lsp.runtime: command failed',
+            'error Traceback (most recent call last):',
+            'error   File "x.py", line 1',
+        ]);
+    });
+
     it('Set API Key stores the key in secret storage and restarts the server with it', async () => {
         const before = clients.length;
         recorded.inputs.push('sk-new');
@@ -338,10 +546,11 @@ describe('zero set-up', () => {
     };
     const savedPath = process.env.PATH;
 
-    /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`. */
-    function fakePython(version: 'True' | 'False'): string {
+    /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`
+     * (whose `setup-aider` prints a pip line, then takes `aiderSeconds`). */
+    function fakePython(version: 'True' | 'False', aiderSeconds = 0): string {
         const file = path.join(home, `python-${version}`);
-        const aiderLsp = `#!/bin/sh\\necho "aider-lsp $*" >> ${calls}\\n`;
+        const aiderLsp = `#!/bin/sh\\nPATH=/usr/bin:/bin\\necho "aider-lsp $*" >> ${calls}\\necho "Collecting aider-chat==0.86.2"\\nsleep ${String(aiderSeconds)}\\n`;
         fs.writeFileSync(
             file,
             [
@@ -375,6 +584,7 @@ describe('zero set-up', () => {
         await extension.deactivate();
         recorded.reset();
         fs.rmSync(calls, { force: true });
+        fs.rmSync(path.join(home, 'global'), { recursive: true, force: true }); // no server set up yet
     });
 
     it('without Python, says what to do with a Show Log button', async () => {
@@ -397,6 +607,74 @@ describe('zero set-up', () => {
         const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
         assert.match(error.text, /is not Python 3\.11 or newer: set aiderLsp\.server\.python/);
         assert.ok(!fs.readFileSync(calls, 'utf8').includes('venv'), 'no environment was created');
+    });
+
+    it('says that a configured Python does not exist (not that it is too old)', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': path.join(home, 'no', 'python3.12') };
+        recorded.answers.push('Set Up');
+        await extension.activate(context as never);
+        const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
+        assert.equal(
+            error.text,
+            `Aider: aiderLsp.server.python is ${path.join(home, 'no', 'python3.12')}, which does not exist: set it to a Python 3.11+ interpreter, or leave it empty to use python3 on PATH.`,
+        );
+    });
+
+    it('a bad aiderLsp.server.path is an error to fix, not a set-up to offer', async () => {
+        const bad = path.join(home, 'nowhere', 'aider-lsp');
+        recorded.configuration = { 'aiderLsp.server.path': bad, 'aiderLsp.server.python': fakePython('True') };
+        await extension.activate(context as never);
+        const reason = `aiderLsp.server.path is ${bad}, which is not an executable file: fix the setting or clear it`;
+        assert.deepEqual(recorded.shown, [{ kind: 'error', text: `Aider: ${reason}.`, items: ['Show Log'] }]);
+        recorded.inputs.push('never asked');
+        await run(ClientCommand.edit);
+        assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: `Aider: the server is not running: ${reason}.`, items: ['Restart Server', 'Show Log'] });
+        assert.equal(recorded.inputs.length, 1, 'no instruction asked for a server that cannot run');
+        recorded.inputs.length = 0;
+    });
+
+    it('a missing server is no error yet: the status item is neutral and offers the set-up', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True') };
+        recorded.answers.push(undefined); // the offer is left alone
+        await extension.activate(context as never);
+        const last = recorded.statusTexts.at(-1) ?? '';
+        assert.ok(!last.includes('$(error)'), last);
+        assert.match(last, /cloud-download/);
+    });
+
+    it('Edit with Aider offers the set-up first (modal), then asks for the instruction and edits; set-up is told when done', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 1.5) };
+        recorded.answers.push(undefined); // the activation's offer is left alone
+        await extension.activate(context as never);
+        const before = clients.length;
+        recorded.answers.push('Set Up');
+        recorded.inputs.push('add zero');
+        const done = run(ClientCommand.edit);
+        const request = await until(() => (clients.length > before ? clients.at(-1)?.sent[0] : undefined));
+        assert.equal(request.params.command, ServerCommand.automatic);
+        assert.deepEqual(request.params.arguments, [{ prompt: 'add zero' }], 'the instruction reached the server');
+        request.answer({ status: 'COMPLETE', content: 'done', notes: {} });
+        await done;
+        const texts = recorded.shown.map((shown) => shown.text);
+        const modal = texts.findIndex((text) => text.startsWith('Aider needs its server first: aider-lsp was not found'));
+        assert.ok(modal >= 0, JSON.stringify(texts));
+        assert.ok(texts.includes('Aider: the server is set up and running.'), JSON.stringify(texts));
+        assert.ok(!texts.some((text) => text.includes('not running')), JSON.stringify(texts));
+        const messages = recorded.progress.find((entry) => entry.title === 'Aider: setting up the server')?.messages ?? [];
+        assert.ok(messages.includes('3/3 installing Aider (pip, a few minutes)'), JSON.stringify(messages));
+        assert.ok(messages.some((message) => /^3\/3 installing Aider .* — 1 s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
+    });
+
+    it('runs one set-up at a time: the palette command during the offer\'s set-up joins it', async () => {
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 0.5) };
+        recorded.answers.push(undefined);
+        await extension.activate(context as never);
+        const first = run(ClientCommand.setupServer);
+        const second = run(ClientCommand.setupServer);
+        assert.deepEqual(await Promise.all([first, second]), [true, true]);
+        const venvs = fs.readFileSync(calls, 'utf8').split('\n').filter((line) => line.includes('-m venv'));
+        assert.equal(venvs.length, 1, 'one environment created');
+        assert.ok(recorded.shown.some((shown) => shown.text.includes('already being set up')));
     });
 
     it('creates the private environment, installs the bundled wheel, sets up Aider, then starts that server', async () => {

@@ -26,6 +26,7 @@ import {
     ShutdownRequest,
     StreamMessageReader,
     StreamMessageWriter,
+    WorkDoneProgressCancelNotification,
     WorkDoneProgressCreateRequest,
     type ClientCapabilities,
     type Command,
@@ -348,5 +349,31 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         await cancelWhileTesting(server, workspace, ServerCommand.workflowRun, { goal: 'mark add as edited', max_retries: 1 });
         const progressMessages = server.progress.map((p) => p.value.message ?? p.value.title ?? '');
         assert.ok(progressMessages.some((message) => /test/i.test(message)), `a progress message about the tests: ${progressMessages.join(' | ')}`);
+    });
+
+    it('a workflow cancelled as the extension cancels (its progress) answers with the files it changed, for Undo', async () => {
+        const pidFile = path.join(workspace, 'test.pid');
+        fs.rmSync(pidFile, { force: true });
+        fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL);
+        const token = 'aider-lsp-client-test-1'; // the request's own workDoneToken, as serverCommand.ts sends it
+        const answer = server.connection.sendRequest(ExecuteCommandRequest.type, {
+            command: ServerCommand.workflowRun,
+            arguments: [{ goal: 'mark add as edited', max_retries: 1 }],
+            workDoneToken: token,
+        });
+        await waitFor('the test process starts', () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').length > 0, 120);
+        const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+        assert.ok(server.progress.some((p) => p.token === token && p.value.kind === 'begin' && p.value.title !== undefined), 'the server reports under the request\'s token');
+        await server.connection.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+        const result = asTaskResult(await answer);
+        assert.ok(result, 'the request is answered, not dropped');
+        assert.equal(result.status, 'FAILED');
+        assert.equal((result.notes.error as { reason?: string } | undefined)?.reason, 'cancelled');
+        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        assert.match(result.content, /pkg\/calc\.py/);
+        await waitFor(`test process ${String(pid)} is gone`, () => !processAlive(pid), 30);
+        const undo = await server.execute(ServerCommand.undo, {});
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
     });
 });

@@ -5,7 +5,10 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileContext, selectionArgument } from '../src/common/arguments';
 import { contentBefore, splitDiff } from '../src/common/diff';
-import { requestErrorMessage, resultMessage } from '../src/common/results';
+import { ProgressRouter } from '../src/common/progress';
+import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
+import { parseServerLine } from '../src/common/serverLog';
+import { summaryLine } from '../src/common/workflowSummary';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
 import { asTaskResult, ClientCommand, contextMatches, type TaskResult } from '../src/protocol';
 
@@ -106,6 +109,56 @@ describe('result → message', () => {
     it('turns JSON-RPC errors into messages', () => {
         assert.equal(requestErrorMessage('Edit', { code: -32800, message: 'cancelled' }).severity, 'warning');
         assert.equal(requestErrorMessage('Edit', new Error('InvalidParams: prompt')).text, 'Edit failed: InvalidParams: prompt');
+    });
+});
+
+describe('progress routing', () => {
+    it('a run the server reports under its own token takes no other progress, and its cancel targets only cancellable ones', () => {
+        const router = new ProgressRouter();
+        const messages: string[] = [];
+        const run = router.start((message) => void messages.push(message));
+        const forwarded: unknown[] = [];
+        const next = (_token: unknown, params: unknown): void => void forwarded.push(params);
+        router.route(run.token, { kind: 'begin', title: 'Aider workflow', cancellable: true }, next);
+        router.route('indexing', { kind: 'begin', title: 'Indexing workspace' }, next);
+        router.route(run.token, { kind: 'report', message: 'Planning' }, next);
+        assert.deepEqual(messages, ['Planning'], 'the title is not repeated as a message');
+        assert.equal(forwarded.length, 1, 'the index\'s progress is VS Code\'s to show');
+        assert.deepEqual(run.begun(), [run.token]);
+        router.route(run.token, { kind: 'end' }, next);
+        assert.deepEqual(run.begun(), []);
+        run.dispose();
+    });
+});
+
+describe('workflow messages', () => {
+    const failed = (reason: string, notes: Record<string, unknown> = {}) =>
+        result('FAILED', '', { error: { type: 'TASK_FAILURE', reason, message: `it ended: ${reason}` }, ...notes });
+    it('a run that ended without reaching the goal says after how many iterations and what the tests said', () => {
+        const history = { iterations: [{ iteration: 1, test: { command: 'pytest', exit_code: 1, stdout: 'FAILED t.py::x\n=== 1 failed in 0.1s ===\n', stderr: '' } }] };
+        const message = workflowMessage('Workflow', failed('max_retries_reached', { workflow: history }));
+        assert.equal(message.text, 'Workflow failed: it ended: max_retries_reached (after 1 iteration; the tests fail (pytest: 1 failed in 0.1s, exit 1)).');
+        assert.equal(message.undoable, false);
+    });
+    it('a cancelled run that changed nothing says only that', () => {
+        assert.deepEqual(workflowMessage('Workflow', failed('cancelled')), { severity: 'warning', text: 'Workflow: cancelled.', changedFiles: [], undoable: false });
+    });
+    it('a goal reached without a test run or changes says so', () => {
+        assert.equal(workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: { iterations: [{}] } })).text, 'Workflow: goal reached in 1 iteration. No file changed.');
+    });
+    it('reads a runner\'s summary line from stdout, else stderr (unittest)', () => {
+        assert.equal(summaryLine('', '....\n----------------------------------------------------------------------\nRan 4 tests in 0.001s\n\nOK\n'), 'OK');
+        assert.equal(summaryLine('', ''), undefined);
+    });
+});
+
+describe('server log levels', () => {
+    it('reads Python logging\'s level and keeps a traceback at its record\'s level', () => {
+        assert.deepEqual(parseServerLine('2026-11-23 21:05:53,123 INFO pygls.server: Server shutting down', 'error'), { level: 'info', text: 'pygls.server: Server shutting down' });
+        assert.deepEqual(parseServerLine('2026-11-23 21:05:53,123 CRITICAL x: y', 'info'), { level: 'error', text: 'x: y' });
+        assert.deepEqual(parseServerLine('  File "a.py", line 3', 'error'), { level: 'error', text: '  File "a.py", line 3' });
+        assert.equal(parseServerLine('Traceback (most recent call last):', 'info').level, 'error');
+        assert.equal(parseServerLine('litellm says hi', 'info').level, 'info');
     });
 });
 
@@ -258,6 +311,12 @@ describe('package.json', () => {
     it('contributes every server setting plus server.path and server.python, and no apiKey', () => {
         const expected = [...SERVER_SETTING_KEYS.map((key) => `aiderLsp.${key}`), 'aiderLsp.server.path', 'aiderLsp.server.python'];
         assert.deepEqual(Object.keys(manifest.contributes.configuration.properties), expected);
+    });
+    it('reads server.path and server.python wherever users put them, remote windows included (not machine scope)', () => {
+        const properties = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
+        for (const key of ['aiderLsp.server.path', 'aiderLsp.server.python']) {
+            assert.equal(properties[key]?.scope, 'window', key);
+        }
     });
     it('lists every client command under the category Aider', () => {
         const listed = manifest.contributes.commands.filter((command) => command.category === 'Aider').map((command) => command.command);

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,6 +131,25 @@ def describe() -> str:
     return f"Aider environment missing at {root}: run `aider-lsp setup-aider`"
 
 
+def stream_command(
+    command: list[str], log: Callable[[str], None], keep: int = 30
+) -> subprocess.CompletedProcess[str]:
+    """Run `command`, each output line (stdout and stderr) to `log` as it comes: pip's minutes
+    of "Collecting …" / "Installing …" are the set-up's progress for whoever watches (the VS Code
+    extension shows the latest line). The result's stdout is the last `keep` lines."""
+    tail: deque[str] = deque(maxlen=keep)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None  # PIPE asked for
+        for raw in proc.stdout:
+            line = raw.rstrip()
+            if line:
+                tail.append(line)
+                log(line)
+    return subprocess.CompletedProcess(command, proc.returncode, stdout="\n".join(tail), stderr="")
+
+
 def setup(
     *,
     force: bool = False,
@@ -162,12 +182,13 @@ def setup(
         "install",
         "--disable-pip-version-check",
         "--no-input",
+        "--progress-bar",
+        "off",
         *REQUIREMENTS,
     ]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = stream_command(command, log)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-        raise RuntimeError(f"pip install failed in {root}:\n{tail}")
+        raise RuntimeError(f"pip install failed in {root}:\n{proc.stdout}")
     check = subprocess.run(
         [python, "-c", "import aider, mcp, mcp.server.fastmcp; print(aider.__version__)"],
         capture_output=True,
@@ -189,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="recreate the environment")
     args = parser.parse_args(argv)
     try:
-        setup(force=args.force)
+        # flushed line by line: an editor reading the pipe shows pip's progress as it comes
+        setup(force=args.force, log=lambda line: print(line, flush=True))
     except (RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

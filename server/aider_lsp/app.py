@@ -47,7 +47,7 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
-from .results import undo_result, workflow_result
+from .results import undo_result, workflow_cancelled_result, workflow_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
@@ -326,6 +326,10 @@ class Application:
             )
             try:
                 outcome = await orchestrator.run(ctx)
+            except asyncio.CancelledError:
+                # settled by now: the editor is told which files the run left changed (undo)
+                ctx.answer_cancelled(workflow_cancelled_result(orchestrator.changes()))
+                raise
             except Exception as exc:  # a bug must not reach the user as a traceback
                 log.exception("workflow run failed")
                 return failed_result(ErrorReason.UNEXPECTED_ERROR, f"the workflow failed: {exc}")

@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     undo_parser = commands.add_parser("undo", help="restore the files of the last workflow run or Aider edit")
     undo_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    undo_parser.add_argument(
+        "--force",
+        action="store_true",
+        help="also restore files changed since the edit (discards those changes)",
+    )
     return parser
 
 
@@ -137,6 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "undo":
         from .workflow.cli import undo_command
 
-        return undo_command(args.workspace)
+        return undo_command(args.workspace, force=args.force)
     build_parser().print_help()
     return 2

@@ -71,18 +71,25 @@ def _nothing_to_clear() -> int:
     return 0
 
 
+def _no_cancelled_answer(result: TaskResult) -> None:
+    """Default: a cancelled request is answered by its caller's generic "cancelled"."""
+
+
 @dataclass
 class RequestContext:
     """What the caller (the editor, the CLI) gives a request: where to report progress and
     findings (test failures, analysis; the LSP layer publishes them as diagnostics), how to
     clear every finding shown (returns how many documents it cleared), and the
     workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
-    here: the Application asks its `unsaved_files` provider at each edit."""
+    here: the Application asks its `unsaved_files` provider at each edit.
+    `answer_cancelled` takes what a command did before it was cancelled (a run's changed files,
+    for the user to undo): the answer the caller sends when it still answers a cancelled request."""
 
     report_progress: ProgressCallback = _no_progress
     report_findings: FindingsCallback = _no_findings
     clear_findings: Callable[[], int] = _nothing_to_clear
     open_files: list[str] = field(default_factory=list)
+    answer_cancelled: Callable[[TaskResult], None] = _no_cancelled_answer
 
 
 class TaskStatus(StrEnum):

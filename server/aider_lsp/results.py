@@ -14,6 +14,8 @@ from .models import (
     ErrorReason,
     RestoreReport,
     RunChanges,
+    SkippedFile,
+    SkipReason,
     TaskError,
     TaskResult,
     TaskStatus,
@@ -70,24 +72,62 @@ def restore_notes(report: RestoreReport) -> dict[str, Any]:
 
 
 def undo_result(report: RestoreReport) -> TaskResult:
-    """`aider-lsp.workflow.undo`: what was restored; FAILED when a file was left alone, so
-    the user saves or reverts it and undoes again."""
+    """`aider-lsp.workflow.undo`: what was restored; FAILED when a file was left alone, saying
+    for each why and what actually lets the undo through (saving a file the user changed after
+    the edit never does: its content is then the user's later work, which only force discards)."""
     notes = restore_notes(report)
     if report.checkpoint is None:
         return complete_result("Nothing to undo.", notes=notes)
-    message = f"Restored {len(report.touched)} file(s) from before “{report.label}”"
-    if report.touched:
-        message += ": " + ", ".join(report.touched)
+    before = f"from before “{report.label}”" if report.label else "from before the last Aider change"
+    done = f"Restored {', '.join(report.touched)} {before}." if report.touched else ""
     if not report.skipped:
-        return complete_result(message, notes=notes)
-    skipped = ", ".join(item.path for item in report.skipped)
-    return failed_result(
-        ErrorReason.INPUT_VALIDATION_FAILURE,
-        message + f". Not restored (unsaved in the editor, changed since the edit, or"
-        f" unwritable): {skipped}; save or revert them and undo again (or undo with"
-        " force to discard the later changes)",
-        notes=notes,
+        return complete_result(
+            done or f"Nothing to restore {before}: the files are already as they were.", notes=notes
+        )
+    sentences = [done or f"Nothing was restored {before}."]
+    sentences.extend(_skipped_advice(report.skipped))
+    return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, " ".join(sentences), notes=notes)
+
+
+def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:
+    """One sentence per kind of file left alone: what is kept, and what to do to undo it."""
+
+    def paths(kind: SkipReason) -> str:
+        return ", ".join(item.path for item in skipped if item.kind is kind)
+
+    advice: list[str] = []
+    if changed := paths(SkipReason.CHANGED_SINCE):
+        advice.append(
+            f"Kept {changed} as it is now: changed since the edit; undo with force to put it back"
+            " as before the edit, which discards those later changes."
+        )
+    if unsaved := paths(SkipReason.UNSAVED):
+        advice.append(
+            f"Kept {unsaved}: unsaved changes in the editor; revert them and undo again, or save"
+            " them and undo with force, which discards them."
+        )
+    advice.extend(
+        f"Could not restore {item.path}: {item.reason}; fix that and undo again."
+        for item in skipped
+        if item.kind is SkipReason.UNWRITABLE
     )
+    return advice
+
+
+def workflow_cancelled_result(changes: RunChanges) -> TaskResult:
+    """A run cancelled by the user: FAILED (cancelled), naming the files it had already changed
+    (undo restores them); notes as `workflow_result`'s but without the history."""
+    notes: dict[str, Any] = {
+        "changed_files": list(changes.changed_files),
+        "created_files": list(changes.created_files),
+        "diff": changes.diff,
+        "checkpoint_id": changes.checkpoint_id,
+    }
+    touched = [*changes.changed_files, *changes.created_files]
+    message = "the workflow was cancelled by the user"
+    if touched:
+        message += f"; it had changed {', '.join(touched)} (undo restores them)"
+    return failed_result(ErrorReason.CANCELLED, message, notes=notes)
 
 
 def workflow_result(outcome: WorkflowResult, changes: RunChanges) -> TaskResult:

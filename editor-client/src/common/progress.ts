@@ -20,6 +20,8 @@ type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDonePr
 export interface ActiveRun {
     readonly token: string;
     report(message: string): void;
+    /** The cancellable progress tokens the server has begun for this run and not ended (its cancel buttons). */
+    begun(): ProgressToken[];
     dispose(): void;
 }
 
@@ -27,6 +29,7 @@ interface RunState {
     token: string;
     report: (message: string) => void;
     serverTokens: number;
+    begun: Set<ProgressToken>;
 }
 
 export class ProgressRouter {
@@ -43,12 +46,13 @@ export class ProgressRouter {
     /** Starts routing for a new command; the first progress the server begins after this belongs to it. */
     start(report: (message: string) => void): ActiveRun {
         this.started += 1;
-        const state: RunState = { token: `aider-lsp-client-${process.pid}-${this.started}`, report, serverTokens: 0 };
+        const state: RunState = { token: `aider-lsp-client-${process.pid}-${this.started}`, report, serverTokens: 0, begun: new Set() };
         this.runs.push(state);
         this.owners.set(state.token, state);
         return {
             token: state.token,
             report: (message) => { this.deliver(state, message); },
+            begun: () => [...state.begun],
             dispose: () => {
                 this.runs.splice(this.runs.indexOf(state), 1);
                 for (const [token, owner] of this.owners) {
@@ -71,16 +75,28 @@ export class ProgressRouter {
                 this.owners.set(token, owner);
             }
         }
+        if (owner !== undefined && params.kind === 'begin') {
+            if (token === owner.token) {
+                owner.serverTokens += 1; // the server reports under the run's own token: no other is the run's
+            }
+            if (params.cancellable === true) {
+                owner.begun.add(token);
+            }
+        }
         if (owner === undefined || params.kind === 'end') {
+            owner?.begun.delete(token);
             if (owner !== undefined && token !== owner.token) {
                 this.owners.delete(token);
             }
             next(token, params); // VS Code's own progress part cleans up on `end`
             return;
         }
-        const message = params.message ?? (params.kind === 'begin' ? params.title : undefined);
-        if (message) {
-            this.deliver(owner, message);
+        if (params.message) {
+            this.deliver(owner, params.message);
+        } else if (params.kind === 'begin') {
+            // the notification already carries the command's own title: the server's title
+            // would only repeat it ("Aider workflow: Aider workflow"); the status bar gets it
+            this.onPhase(params.title);
         }
     }
 

@@ -3,6 +3,7 @@
  * shown. Pure, so every wording is tested without VS Code.
  */
 import { stringListNote, stringNote, taskError, type TaskResult } from '../protocol';
+import { describeTests, iterationCount, workflowSummary } from './workflowSummary';
 
 export type Severity = 'info' | 'warning' | 'error';
 
@@ -13,6 +14,8 @@ export interface ResultMessage {
     changedFiles: string[];
     /** The unified diff of those files, when the server sent one. */
     diff?: string;
+    /** The files are still as the command left them and "Undo Last Aider Change" restores them. */
+    undoable?: boolean;
 }
 
 const MAX_TEXT = 400;
@@ -51,6 +54,31 @@ export function resultMessage(title: string, result: TaskResult): ResultMessage 
     }
     const summary = firstLines(result.content);
     return { severity: 'info', text: summary ? `${title}: ${summary}` : `${title}: done.`, changedFiles };
+}
+
+/**
+ * The message for a workflow run (`aider-lsp.workflow.run`): whether the goal was reached, in
+ * how many iterations, what the last test run said, and the files the run left changed, with
+ * Undo offered whenever it left any (cancelled and failed runs included).
+ */
+export function workflowMessage(title: string, result: TaskResult): ResultMessage {
+    const base = resultMessage(title, result);
+    const summary = workflowSummary(result);
+    const tests = describeTests(summary.test);
+    const files = base.changedFiles;
+    const left = files.length > 0 ? ` It left ${listFiles(files)} changed: Undo puts ${files.length === 1 ? 'it' : 'them'} back.` : '';
+    if (result.status === 'FAILED') {
+        const reason = taskError(result)?.reason;
+        const after = summary.iterations > 0 && reason !== 'cancelled' ? ` (after ${String(summary.iterations)} iteration${summary.iterations === 1 ? '' : 's'}${tests ? `; ${tests}` : ''})` : '';
+        const text = base.text.replace(/\.?$/, '') + after + '.' + left;
+        return { ...base, text, undoable: files.length > 0 };
+    }
+    const parts = [`${title}: goal reached ${iterationCount(summary.iterations)}`];
+    if (tests) {
+        parts.push(tests);
+    }
+    const changed = files.length > 0 ? ` Changed ${listFiles(files)}.` : ' No file changed.';
+    return { ...base, text: `${parts.join('; ')}.${changed}`, undoable: files.length > 0 };
 }
 
 /** The text of a cancelled or failed request (JSON-RPC error, transport failure). */

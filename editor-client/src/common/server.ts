@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, RevealOutputChannelOn, type LanguageClientOptions, type Middleware, type ServerOptions } from 'vscode-languageclient/node';
 import { ClientCommandsFeature } from './capabilities';
+import { pipeServerLog, pipeServerStdout } from './serverLog';
 import { initializationOptions, SECTION, serverEnvironment } from './settings';
 
 /** package.json's `serverInfo`: the language client's id (e.g. the `aider-lsp.trace.server` setting) and the log's name. */
@@ -58,14 +59,18 @@ export function findOnPath(name: string, searchPath: string | undefined): string
     return undefined;
 }
 
-export type ServerLocation = { kind: 'found'; executable: string; origin: 'setting' | 'path' | 'private' } | { kind: 'missing'; reason: string };
+/** Found; missing (the set-up helps); or a bad `aiderLsp.server.path` (only fixing the setting helps). */
+export type ServerLocation =
+    | { kind: 'found'; executable: string; origin: 'setting' | 'path' | 'private' }
+    | { kind: 'missing'; reason: string }
+    | { kind: 'badSetting'; reason: string };
 
 /** Where `aider-lsp` is, in the order the README describes. A configured path that does not exist is an error, not a fallback. */
 export function locateServer(configuredPath: string, globalStorage: string, searchPath: string | undefined): ServerLocation {
     if (configuredPath) {
         return isExecutable(configuredPath)
             ? { kind: 'found', executable: configuredPath, origin: 'setting' }
-            : { kind: 'missing', reason: `aiderLsp.server.path is ${configuredPath}, which is not an executable file` };
+            : { kind: 'badSetting', reason: `aiderLsp.server.path is ${configuredPath}, which is not an executable file: fix the setting or clear it` };
     }
     const onPath = findOnPath(EXECUTABLE, searchPath);
     if (onPath) {
@@ -97,6 +102,8 @@ export function createServer(
         outputChannel,
         traceOutputChannel: outputChannel,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
+        // the server logs to stderr at its own levels: INFO stays info, not [error]
+        stdioOptions: { stdout: pipeServerStdout, stderr: pipeServerLog },
         initializationOptions: initializationOptions((key) => config.get(key), apiKey),
         synchronize: { configurationSection: SECTION },
         middleware,

@@ -11,12 +11,13 @@ import { findOnPath, privateEnvDir, venvExecutable } from './server';
 
 export class SetupError extends Error {}
 
-/** Runs a program, its output to the log; rejects with the last lines when it fails. */
+/** Runs a program, its output to the log (and each line to `onLine`); rejects with the last lines when it fails. */
 function run(
     log: vscode.LogOutputChannel,
     command: string,
     args: string[],
     cancel: vscode.CancellationToken,
+    onLine: (line: string) => void = () => undefined,
 ): Promise<string> {
     log.info(`$ ${command} ${args.join(' ')}`);
     return new Promise((resolve, reject) => {
@@ -28,6 +29,7 @@ function run(
             for (const line of text.split('\n')) {
                 if (line.trim()) {
                     log.info(line);
+                    onLine(line.trim());
                 }
             }
         };
@@ -51,6 +53,52 @@ function run(
             }
         });
     });
+}
+
+/** A configured Python that is not there, or not a program: what to say (undefined: it may be one). */
+export function pythonProblem(python: string): string | undefined {
+    let stat: fs.Stats;
+    try {
+        stat = fs.statSync(python);
+    } catch {
+        return path.isAbsolute(python) || python.includes(path.sep) ? `aiderLsp.server.python is ${python}, which does not exist` : undefined;
+    }
+    if (!stat.isFile()) {
+        return `aiderLsp.server.python is ${python}, which is not a file`;
+    }
+    try {
+        fs.accessSync(python, fs.constants.X_OK);
+    } catch {
+        return `aiderLsp.server.python is ${python}, which is not executable`;
+    }
+    return undefined;
+}
+
+/** "1 min 20 s" */
+export function elapsed(ms: number): string {
+    const seconds = Math.floor(ms / 1000);
+    return seconds < 60 ? `${String(seconds)} s` : `${String(Math.floor(seconds / 60))} min ${String(seconds % 60)} s`;
+}
+
+/**
+ * The step's message, then every second its elapsed time and the latest line it printed (pip's
+ * "Collecting …", "Installing collected packages"), so a step of minutes is seen moving.
+ */
+function stepProgress(message: string, report: (message: string) => void): { onLine(line: string): void; dispose(): void } {
+    const started = Date.now();
+    let latest = '';
+    const show = (): void => {
+        const line = latest.length > 70 ? `${latest.slice(0, 70)}…` : latest;
+        report(`${message} — ${elapsed(Date.now() - started)}${line ? `: ${line}` : ''}`);
+    };
+    report(message);
+    const timer = setInterval(show, 1000);
+    return {
+        onLine: (line) => {
+            latest = line;
+        },
+        dispose: () => { clearInterval(timer); },
+    };
 }
 
 /** The Python to build the environment with: the setting, else python3/python on PATH. */
@@ -84,9 +132,14 @@ export async function createPrivateServer(
     extensionPath: string,
     globalStorage: string,
     log: vscode.LogOutputChannel,
+    onPhase: (phase: string) => void = () => undefined,
 ): Promise<string> {
     if (!python) {
         throw new SetupError('Python 3.11 or newer was not found: install it, or set aiderLsp.server.python to its path.');
+    }
+    const problem = pythonProblem(python);
+    if (problem) {
+        throw new SetupError(`${problem}: set it to a Python 3.11+ interpreter, or leave it empty to use python3 on PATH.`);
     }
     const wheel = bundledWheel(extensionPath);
     if (!wheel) {
@@ -96,19 +149,30 @@ export async function createPrivateServer(
     return vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'Aider: setting up the server', cancellable: true },
         async (progress, cancel) => {
-            progress.report({ message: `checking ${python}` });
+            const report = (message: string): void => {
+                progress.report({ message });
+                onPhase(`setting up: ${message}`);
+            };
+            /** One step under its own progress message. */
+            const step = async (message: string, command: string, args: string[]): Promise<string> => {
+                const shown = stepProgress(message, report);
+                try {
+                    return await run(log, command, args, cancel, (line) => { shown.onLine(line); });
+                } finally {
+                    shown.dispose();
+                }
+            };
+            report(`checking ${python}`);
             const version = await run(log, python, ['-c', 'import sys; print(sys.version_info >= (3, 11))'], cancel).catch(() => 'error');
             if (version.trim() !== 'True') {
                 throw new SetupError(`${python} is not Python 3.11 or newer: set aiderLsp.server.python to a Python 3.11+ interpreter.`);
             }
             fs.mkdirSync(globalStorage, { recursive: true });
-            progress.report({ message: 'creating a virtual environment' });
-            await run(log, python, ['-m', 'venv', '--clear', venv], cancel);
-            progress.report({ message: 'installing the server (pip)' });
-            await run(log, venvExecutable(venv, process.platform === 'win32' ? 'python.exe' : 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', wheel], cancel);
+            await step('1/3 creating a virtual environment', python, ['-m', 'venv', '--clear', venv]);
+            const venvPython = venvExecutable(venv, process.platform === 'win32' ? 'python.exe' : 'python');
+            await step('2/3 installing the server (pip)', venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', wheel]);
             const executable = venvExecutable(venv);
-            progress.report({ message: 'installing Aider (aider-lsp setup-aider, a few minutes)' });
-            await run(log, executable, ['setup-aider'], cancel);
+            await step('3/3 installing Aider (pip, a few minutes)', executable, ['setup-aider']);
             return executable;
         },
     );

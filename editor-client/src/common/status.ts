@@ -1,8 +1,12 @@
-/** The status bar item: the server's state and a running command's phase; a click shows the log. */
+/**
+ * The status bar item: the server's state and a running command's (or the set-up's) phase; a
+ * click shows the log, or starts the set-up when there is no server yet. Red only once
+ * something failed: a server not set up yet is no error.
+ */
 import * as vscode from 'vscode';
 import { ClientCommand } from '../protocol';
 
-export type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup';
+export type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
 
 const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
     starting: { icon: '$(loading~spin)', tooltip: 'Aider: the server is starting' },
@@ -10,6 +14,7 @@ const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
     error: { icon: '$(error)', tooltip: 'Aider: the server is not running — click for the log' },
     stopped: { icon: '$(circle-slash)', tooltip: 'Aider: the server is stopped' },
     setup: { icon: '$(loading~spin)', tooltip: 'Aider: setting up the server' },
+    missing: { icon: '$(cloud-download)', tooltip: 'Aider: the server is not set up yet — click to set it up' },
 };
 
 export class StatusItem implements vscode.Disposable {
@@ -44,8 +49,10 @@ export class StatusItem implements vscode.Disposable {
 
     private render(): void {
         const label = LABELS[this.state];
-        if (this.phase !== undefined && this.state === 'ready') {
-            this.item.text = `$(sync~spin) Aider: ${this.phase.length > 50 ? `${this.phase.slice(0, 50)}…` : this.phase}`;
+        this.item.command = this.state === 'missing' ? ClientCommand.setupServer : ClientCommand.showLog;
+        if (this.phase !== undefined && (this.state === 'ready' || this.state === 'setup')) {
+            const icon = this.state === 'setup' ? label.icon : '$(sync~spin)';
+            this.item.text = `${icon} Aider: ${this.phase.length > 50 ? `${this.phase.slice(0, 50)}…` : this.phase}`;
             this.item.tooltip = `Aider: ${this.phase}`;
         } else {
             this.item.text = `${label.icon} Aider`;

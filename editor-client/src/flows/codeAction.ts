@@ -3,7 +3,7 @@
  * workflow on this file"): run like the palette's, with progress, cancel and a result message.
  */
 import * as vscode from 'vscode';
-import { resultMessage } from '../common/results';
+import { resultMessage, workflowMessage } from '../common/results';
 import { ServerCommand, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from './context';
 import { saveDirtyFiles } from './files';
@@ -22,7 +22,7 @@ export async function runFromCodeAction(ctx: FlowContext, command: string, args:
     // the argument comes from the server's own code action: pass it through unchanged
     const result = await ctx.server.run(title, known, arg);
     if (result) {
-        await tell(ctx, resultMessage(title, result));
+        await tell(ctx, known === ServerCommand.workflowRun ? workflowMessage('Workflow', result) : resultMessage(title, result));
     }
     return result;
 }

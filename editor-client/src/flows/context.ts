@@ -6,8 +6,10 @@ import * as vscode from 'vscode';
 import type { ResultMessage } from '../common/results';
 import { showWithLog } from '../common/showLog';
 import { showDiff, type BeforeContentProvider } from '../diffView';
+import { ClientCommand } from '../protocol';
 import type { ServerCommands } from '../serverCommand';
 import { workspaceRoot } from './files';
+import type { LastChange } from './lastChange';
 
 export interface FlowContext {
     readonly server: ServerCommands;
@@ -15,28 +17,53 @@ export interface FlowContext {
     readonly chat: vscode.OutputChannel;
     readonly beforeContent: BeforeContentProvider;
     readonly secrets: vscode.SecretStorage;
+    readonly lastChange: LastChange;
     restartServer(): Promise<void>;
 }
 
 const SHOW_DIFF = 'Show Diff';
+const UNDO = 'Undo';
 
-/** Tells a result; the diff opens against `root` (default: the first workspace folder). */
+/**
+ * Tells a result; the diff opens against `root` (default: the first workspace folder). A result
+ * that changed files is remembered for "Show Last Aider Diff" and offers Show Diff (and Undo
+ * when the message says the change can be undone), whatever its severity.
+ */
 export async function tell(ctx: FlowContext, message: ResultMessage, root?: vscode.Uri): Promise<void> {
     const text = `Aider: ${message.text}`;
-    if (message.severity === 'error') {
-        await showWithLog(ctx.log, 'error', text);
-        return;
-    }
-    if (message.severity === 'warning') {
-        void vscode.window.showWarningMessage(text);
-        return;
-    }
     const base = root ?? workspaceRoot();
+    const items: string[] = [];
     if (message.changedFiles.length > 0 && base !== undefined) {
-        if ((await vscode.window.showInformationMessage(text, SHOW_DIFF)) === SHOW_DIFF) {
-            await showDiff(ctx.beforeContent, base, message.diff, message.changedFiles);
-        }
+        ctx.lastChange.remember({ root: base, changedFiles: message.changedFiles, diff: message.diff });
+        items.push(SHOW_DIFF);
+    }
+    if (message.undoable === true) {
+        items.push(UNDO);
+    }
+    let choice: string | undefined;
+    if (message.severity === 'error') {
+        choice = await showWithLog(ctx.log, 'error', text, ...items);
+    } else if (items.length === 0) {
+        // nothing to choose: do not hold the command until the notification is dismissed
+        void (message.severity === 'warning' ? vscode.window.showWarningMessage(text) : vscode.window.showInformationMessage(text));
+        return;
+    } else {
+        const show = message.severity === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+        choice = await show(text, ...items);
+    }
+    if (choice === SHOW_DIFF && base !== undefined) {
+        await showDiff(ctx.beforeContent, base, message.diff, message.changedFiles);
+    } else if (choice === UNDO) {
+        await vscode.commands.executeCommand(ClientCommand.undo);
+    }
+}
+
+/** "Show Last Aider Diff": the last change told, in the diff editor. */
+export async function showLastDiff(ctx: FlowContext): Promise<void> {
+    const change = ctx.lastChange.current;
+    if (change === undefined) {
+        void vscode.window.showInformationMessage('Aider: no Aider change to show yet (or it was undone).');
         return;
     }
-    void vscode.window.showInformationMessage(text);
+    await showDiff(ctx.beforeContent, change.root, change.diff, change.changedFiles);
 }

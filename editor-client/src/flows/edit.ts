@@ -1,6 +1,6 @@
 /**
  * "Edit with Aider" (palette, editor and explorer menus) and the server's "Edit selection with
- * Aider" code action: ask for the instruction, save dirty files, run one Aider edit, tell the outcome.
+ * Aider" code action: save dirty files (asked first), ask for the instruction, run one Aider edit, tell the outcome.
  */
 import * as vscode from 'vscode';
 import { selectionArgument } from '../common/arguments';
@@ -40,13 +40,17 @@ async function askAndEdit(
     selection: Selection | undefined,
     root: vscode.Uri | undefined,
 ): Promise<void> {
+    // first: a "no" to saving then costs no typed instruction
+    if (!(await saveDirtyFiles())) {
+        return;
+    }
     const prompt = await vscode.window.showInputBox({
         title,
         prompt: files.length > 0 ? `Files: ${files.join(', ')}${selection ? ' (with the selection)' : ''}` : 'Aider picks the files',
         placeHolder: 'What should Aider change?',
         ignoreFocusOut: true,
     });
-    if (!prompt || !(await saveDirtyFiles())) {
+    if (!prompt) {
         return;
     }
     const arg: CommandArgs['aider-lsp.aider.automatic'] = {

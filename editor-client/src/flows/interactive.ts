@@ -10,12 +10,16 @@ export async function interactive(ctx: FlowContext, clicked?: unknown, selected?
     let sessionId: string | undefined;
     ctx.chat.show(true);
     for (;;) {
+        // before the question: a "no" to saving then costs no typed prompt
+        if (!(await saveDirtyFiles())) {
+            break;
+        }
         const prompt = await vscode.window.showInputBox({
             title: sessionId ? 'Aider session (Esc ends it)' : 'Start an Aider session',
             placeHolder: 'Ask or tell Aider…',
             ignoreFocusOut: true,
         });
-        if (!prompt || !(await saveDirtyFiles())) {
+        if (!prompt) {
             break;
         }
         const result = await ctx.server.run('Aider is answering', ServerCommand.interactive, {

@@ -1,26 +1,110 @@
-/** "Undo Last Aider Change": restores the last edit; files changed since are kept unless the user confirms. */
+/**
+ * "Undo Last Aider Change": restores the last edit or run. Files the user changed since are
+ * kept unless they choose otherwise: the question says what is kept and what "Undo Anyway"
+ * would lose, and the safe answer is the default button (Enter).
+ */
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
-import { ServerCommand } from '../protocol';
+import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from './context';
 
 const TITLE = 'Undoing the last Aider change';
+export const KEEP = 'Keep My Changes';
+export const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
+
+/** A file the undo left alone, as the server reports it (`notes.skipped`). */
+interface Skipped {
+    path: string;
+    reason: string;
+}
+
+function skippedFiles(result: TaskResult): Skipped[] {
+    const skipped = result.notes.skipped;
+    if (!Array.isArray(skipped)) {
+        return [];
+    }
+    return skipped.flatMap((item: unknown) => {
+        const { path, reason } = (typeof item === 'object' && item !== null ? item : {}) as { path?: unknown; reason?: unknown };
+        return typeof path === 'string' ? [{ path, reason: typeof reason === 'string' ? reason : '' }] : [];
+    });
+}
+
+/** The server's words for a file changed after the edit (server checkpoints.py CHANGED_SINCE_REASON). */
+const CHANGED_SINCE = /^changed since the edit/;
+
+/** The open documents with unsaved changes, by workspace-relative path. */
+function dirtyDocuments(): Map<string, vscode.TextDocument> {
+    const dirty = new Map<string, vscode.TextDocument>();
+    for (const doc of vscode.workspace.textDocuments) {
+        if (doc.isDirty && doc.uri.scheme === 'file') {
+            dirty.set(vscode.workspace.asRelativePath(doc.uri, false), doc);
+        }
+    }
+    return dirty;
+}
+
+/** "before “fix the parser”": the change by its label's first line, kept short (it may be a whole prompt). */
+function describeChange(label: string | undefined): string {
+    const first = (label ?? '').split('\n')[0]?.trim() ?? '';
+    if (!first) {
+        return 'before the last Aider change';
+    }
+    return `before “${first.length > 60 ? `${first.slice(0, 60)}…` : first}”`;
+}
+
+function list(paths: readonly string[]): string {
+    return paths.join(', ');
+}
 
 export async function undo(ctx: FlowContext): Promise<void> {
     const result = await ctx.server.run(TITLE, ServerCommand.undo, {});
     if (!result) {
         return;
     }
-    const skipped = result.notes.skipped;
-    if (result.status === 'FAILED' && Array.isArray(skipped) && skipped.length > 0) {
-        const choice = await vscode.window.showWarningMessage(`Aider: ${result.content}`, { modal: true }, 'Undo Anyway (discard later changes)');
-        if (choice) {
-            const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true });
-            if (forced) {
-                await tell(ctx, resultMessage('Undo', forced));
-            }
-        }
+    const dirty = dirtyDocuments();
+    const kept = skippedFiles(result)
+        .filter((item) => dirty.has(item.path) || CHANGED_SINCE.test(item.reason))
+        .map((item) => item.path);
+    if (result.status !== 'FAILED' || kept.length === 0) {
+        return finish(ctx, result);
+    }
+    const unsaved = kept.filter((path) => dirty.has(path));
+    const { message, detail } = question(result, kept, unsaved);
+    // the safe answer first: VS Code makes the first button the default (Enter)
+    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, KEEP, UNDO_ANYWAY);
+    if (choice !== UNDO_ANYWAY) {
+        void vscode.window.showInformationMessage(`Aider: kept your changes to ${list(kept)}.`);
         return;
+    }
+    // the server never writes under an unsaved buffer: save it, then force discards it
+    const saved = await Promise.all(unsaved.map((path) => dirty.get(path)?.save() ?? Promise.resolve(true)));
+    if (!saved.every(Boolean)) {
+        void vscode.window.showWarningMessage(`Aider: ${list(unsaved)} could not be saved: nothing more undone.`);
+        return;
+    }
+    const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true });
+    if (forced) {
+        await finish(ctx, forced);
+    }
+}
+
+/** The question over files changed after the edit: what the undo did, what is kept, what would be lost. */
+function question(result: TaskResult, kept: readonly string[], unsaved: readonly string[]): { message: string; detail: string } {
+    const restored = [...stringListNote(result, 'restored'), ...stringListNote(result, 'deleted')];
+    const head = restored.length > 0 ? `Aider: restored ${list(restored)}. ` : 'Aider: nothing undone yet. ';
+    const one = kept.length === 1;
+    const detail = [
+        `You changed ${list(kept)} after Aider's edit${unsaved.length > 0 ? ` (${list(unsaved)} not saved yet)` : ''}.`,
+        `${KEEP}: ${list(kept)} ${one ? 'stays as it is' : 'stay as they are'} now, with Aider's change and yours.`,
+        `${UNDO_ANYWAY}: ${list(kept)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${describeChange(stringNote(result, 'label'))}; the changes you made after Aider's edit are lost.`,
+    ].join('\n\n');
+    return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
+}
+
+/** Tells the undo's outcome; once the files are back, the last change's diff is gone. */
+async function finish(ctx: FlowContext, result: TaskResult): Promise<void> {
+    if (result.status === 'COMPLETE') {
+        ctx.lastChange.forget();
     }
     await tell(ctx, resultMessage('Undo', result));
 }

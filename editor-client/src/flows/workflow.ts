@@ -1,6 +1,6 @@
 /** "Run Workflow…": the goal, the test command (pre-filled from the settings), then the server's loop. */
 import * as vscode from 'vscode';
-import { resultMessage } from '../common/results';
+import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from './context';
@@ -8,6 +8,10 @@ import { chosenFiles, relative, saveDirtyFiles } from './files';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
     const { root, files } = relative(chosenFiles(clicked, selected));
+    // first: a "no" to saving then costs no typed goal
+    if (!(await saveDirtyFiles())) {
+        return;
+    }
     const goal = await vscode.window.showInputBox({
         title: 'Run Aider Workflow (1/2)',
         placeHolder: 'The goal, e.g. "make the failing parser tests pass"',
@@ -23,7 +27,7 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
         value: configured,
         ignoreFocusOut: true,
     });
-    if (testCommand === undefined || !(await saveDirtyFiles())) {
+    if (testCommand === undefined) {
         return;
     }
     const arg: CommandArgs['aider-lsp.workflow.run'] = { goal };
@@ -35,6 +39,6 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     }
     const result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
     if (result) {
-        await tell(ctx, resultMessage('Workflow', result), root);
+        await tell(ctx, workflowMessage('Workflow', result), root);
     }
 }

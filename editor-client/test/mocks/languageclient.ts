@@ -33,6 +33,7 @@ export const behaviour = { running: true };
 
 export class FakeLanguageClient {
     readonly sent: SentRequest[] = [];
+    readonly notifications: { method: string; params: unknown }[] = [];
     readonly progressTokens: ProgressToken[] = [];
     readonly features: { fillClientCapabilities(capabilities: Record<string, unknown>): void }[] = [];
     running = false;
@@ -77,6 +78,10 @@ export class FakeLanguageClient {
     onProgress(_type: unknown, token: ProgressToken): { dispose(): void } {
         this.progressTokens.push(token);
         return { dispose: () => undefined };
+    }
+    sendNotification(type: { method: string }, params: unknown): Promise<void> {
+        this.notifications.push({ method: type.method, params });
+        return Promise.resolve();
     }
     sendRequest(type: { method: string }, params: SentRequest['params'], token?: CancellationToken): Promise<unknown> {
         return new Promise((resolve) => {

@@ -2,6 +2,7 @@
  * A small stand-in for the `vscode` module: enough of the API for the extension's activation
  * and commands, recording what the extension shows and registers so tests can assert on it.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CancellationTokenSource, Emitter, type CancellationToken } from 'vscode-languageserver-protocol';
 
@@ -71,6 +72,8 @@ export interface Shown {
     kind: 'info' | 'warning' | 'error';
     text: string;
     items: string[];
+    /** A modal message's detail, when it has one. */
+    detail?: string;
 }
 
 export interface FakeDocument {
@@ -104,7 +107,9 @@ export const recorded = {
 function show(kind: Shown['kind']) {
     return (text: string, ...rest: unknown[]): Promise<string | undefined> => {
         const items = rest.filter((item): item is string => typeof item === 'string');
-        recorded.shown.push({ kind, text, items });
+        const options = rest[0] as { detail?: unknown } | undefined;
+        const detail = typeof options === 'object' && typeof options.detail === 'string' ? options.detail : undefined;
+        recorded.shown.push(detail === undefined ? { kind, text, items } : { kind, text, items, detail });
         return Promise.resolve(recorded.answers.shift());
     };
 }
@@ -176,18 +181,26 @@ export const workspace = {
     }),
     onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
     registerTextDocumentContentProvider: (): { dispose(): void } => ({ dispose: () => undefined }),
-    asRelativePath: (uri: Uri): string => uri.path,
+    asRelativePath: (uri: Uri): string => {
+        const folder = workspace.workspaceFolders[0]?.uri.path;
+        return folder && uri.path.startsWith(`${folder}/`) ? uri.path.slice(folder.length + 1) : uri.path;
+    },
     openTextDocument: (uri: Uri): Promise<FakeDocument | undefined> =>
         Promise.resolve(workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString())),
-    fs: { readFile: (): Promise<Uint8Array> => Promise.resolve(new Uint8Array()) },
+    fs: { readFile: (uri: Uri): Promise<Uint8Array> => fs.promises.readFile(uri.fsPath).catch(() => new Uint8Array()) },
 };
 
 export const commands = {
+    executed: [] as { id: string; args: unknown[] }[],
     registerCommand: (id: string, handler: (...args: unknown[]) => unknown): { dispose(): void } => {
         recorded.commands.set(id, handler);
         return { dispose: () => recorded.commands.delete(id) };
     },
-    executeCommand: (): Promise<undefined> => Promise.resolve(undefined),
+    executeCommand: (id: string, ...args: unknown[]): Promise<unknown> => {
+        commands.executed.push({ id, args });
+        const handler = recorded.commands.get(id);
+        return Promise.resolve(handler ? handler(...args) : undefined);
+    },
 };
 
 export class CancellationError extends Error {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -19,7 +20,7 @@ from .protocol import AiderProtocol
 
 if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not before initialize
     from ..app import Application
-    from ..models import ProgressCallback, RequestContext
+    from ..models import ProgressCallback, RequestContext, TaskResult
     from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -69,11 +70,18 @@ class AiderLanguageServer(LanguageServer):
             log.warning("no workspace/configuration answer within %.0f s; using what is known", timeout)
             self.configured.set()
 
-    def request_context(self, report: ProgressCallback | None = None) -> RequestContext:
-        """What a request needs to know of the editor: open documents, where progress goes."""
+    def request_context(
+        self,
+        report: ProgressCallback | None = None,
+        answer_cancelled: Callable[[TaskResult], None] | None = None,
+    ) -> RequestContext:
+        """What a request needs to know of the editor: open documents, where progress goes,
+        and (`answer_cancelled`) where a cancelled command's own answer goes."""
         from ..models import RequestContext  # a request comes after initialized: already loaded
 
         context = RequestContext(open_files=self.documents.open_files())
+        if answer_cancelled is not None:
+            context.answer_cancelled = answer_cancelled
         context.report_findings = self.diagnostic_store.sink(WORKFLOW_FINDINGS)
         context.clear_findings = self.diagnostic_store.clear
         if report is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -45,16 +46,22 @@ def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
         raise JsonRpcInvalidParams(f"{spec.id}: invalid argument: {problems}") from None
 
 
-async def run_command(ls: AiderLanguageServer, spec: CommandSpec, params: CommandParams) -> TaskResult:
-    """The command's run with progress when it is long; cancelled by the client either way."""
+async def run_command(
+    ls: AiderLanguageServer,
+    spec: CommandSpec,
+    params: CommandParams,
+    answer_cancelled: Callable[[TaskResult], None] | None = None,
+) -> TaskResult:
+    """The command's run with progress when it is long; cancelled by the client either way.
+    `answer_cancelled` receives what the command did before a cancel, when it says."""
     app = ls.app
     assert app is not None
     token = ls.protocol.take_work_done_token()
     if not spec.long_running:
-        return await spec.run(app, params, ls.request_context())
+        return await spec.run(app, params, ls.request_context(answer_cancelled=answer_cancelled))
     async with work_done_progress(ls, spec.title, token=token, cancellable=True) as progress:
         report = progress.report if progress.shown else None
-        result = await spec.run(app, params, ls.request_context(report))
+        result = await spec.run(app, params, ls.request_context(report, answer_cancelled))
         progress.outcome = result.status.value.lower()
         return result
 
@@ -75,13 +82,16 @@ async def execute_command(ls: AiderLanguageServer, command_id: str, args: tuple[
     task = asyncio.current_task()
     if task is not None:
         cancellation.cancel_task_with_request(ls.protocol, task)
+    said: list[TaskResult] = []  # what the command did before a cancel, when it says
     try:
-        result = await run_command(ls, spec, params)
+        result = await run_command(ls, spec, params, said.append)
     except asyncio.CancelledError:
         if cancellation.request_cancelled(ls.protocol):
             raise  # pygls has already answered the request as cancelled
         # cancelled from the progress UI: answer the request with what happened
-        result = failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
+        result = (
+            said[-1] if said else failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
+        )
     except Exception as exc:  # never a traceback to the user, never a dead server
         log.exception("command %s failed", spec.id)
         result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")
