@@ -1,5 +1,5 @@
 """`aider-lsp doctor`: what is configured and what is missing (model, key, endpoint, workspace,
-the Aider environment), one line each."""
+the Aider environment, the test command), one line each."""
 
 from __future__ import annotations
 
@@ -78,10 +78,23 @@ def check_aider_env(settings: Settings) -> list[Check]:
     return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
 
 
+def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
+    """The command a run would test the workspace with, and why (set, confirmed or detected)."""
+    from .test_command import choose_test_command, no_suite_message
+
+    if not workspace.is_dir():
+        return []
+    choice = choose_test_command(workspace, settings)
+    if choice is None:
+        return [Check("test command", False, no_suite_message())]
+    return [Check("test command", True, choice.describe())]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
     lambda settings, workspace: check_model(settings),
     lambda settings, workspace: check_workspace(workspace),
     lambda settings, workspace: check_aider_env(settings),
+    check_test_command,
 ]
 
 
