@@ -1,4 +1,4 @@
-/** "Run Workflow…": the goal, the test command (pre-filled from the settings), then the server's loop. */
+/** "Run Workflow…": the goal, the test command (pre-filled from the settings; empty: the server's detected one), then the server's loop. */
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { SECTION } from '../common/settings';
@@ -19,7 +19,7 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     const configured = vscode.workspace.getConfiguration(SECTION).get<string>('testCommand') ?? '';
     const testCommand = await vscode.window.showInputBox({
         title: 'Run Aider Workflow (2/2)',
-        prompt: 'The command that tests the result (empty: no tests)',
+        prompt: 'The command that tests the result (empty: the one aider-lsp finds in the workspace, asked once)',
         value: configured,
         ignoreFocusOut: true,
     });
