@@ -61,6 +61,7 @@ async def test_change_stops_and_names_the_setting_without_remembering(lsp, works
         result = await execute(client, "aider-lsp.system.runTests", {})
     assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "configuration_error"
     assert "aiderLsp.testCommand" in result["content"] and DETECTED in result["content"]
+    assert result["notes"]["detected_test_command"] == DETECTED  # for a client's pre-filled input
     assert not (workspace / ".aider-lsp" / "test-command.json").exists()
 
 

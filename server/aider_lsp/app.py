@@ -144,15 +144,16 @@ class Application:
 
     async def pick_test_command(
         self, requested: str | None, ctx: RequestContext
-    ) -> ChosenTestCommand | TaskError | None:
+    ) -> ChosenTestCommand | TaskResult | None:
         """The test command for a request (`test_command_choice`), a detected one confirmed
-        with the user first; None when the workspace has no suite this server recognises."""
+        with the user first; a FAILED result when the user chose to change it; None when the
+        workspace has no suite this server recognises."""
         choice = await asyncio.to_thread(self.test_command_choice, requested)
         return None if choice is None else await self._confirm_test_command(choice, ctx)
 
     async def _confirm_test_command(
         self, choice: ChosenTestCommand, ctx: RequestContext
-    ) -> ChosenTestCommand | TaskError:
+    ) -> ChosenTestCommand | TaskResult:
         """A detected command is shown once to the user to accept (then remembered for the
         workspace) or change (then the request stops, naming the setting); any other choice is
         the user's own and is used as is.
@@ -169,11 +170,12 @@ class Application:
         )
         if answer == USE_TEST_COMMAND:
             return remember_test_command(self.workspace, choice.command, choice.rule)
-        if answer == CHANGE_TEST_COMMAND:
-            return TaskError(
-                reason=ErrorReason.CONFIGURATION_ERROR,
-                message="set aiderLsp.testCommand (or pass a test command to the run) to the command "
+        if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR,
+                "set aiderLsp.testCommand (or pass a test command to the run) to the command "
                 f"that tests this workspace; the one detected was `{choice.command}`",
+                notes={"detected_test_command": choice.command, "detected_by": choice.rule},
             )
         log.info("no answer about the test command: using %s this time", choice.describe())
         return choice
@@ -369,8 +371,8 @@ class Application:
             # the command is picked (and a detected one confirmed) here, before the run; with no
             # suite found the run may still use the plan's own command, else it stops naming the setting
             choice = await self.pick_test_command(request.test_command, ctx)
-            if isinstance(choice, TaskError):
-                return failed_result(choice.reason, choice.message)
+            if isinstance(choice, TaskResult):
+                return choice
             orchestrator = CodingWorkflowOrchestrator(
                 self,
                 request.goal,

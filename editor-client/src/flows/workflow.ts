@@ -5,6 +5,7 @@ import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from './context';
 import { chosenFiles, relative, saveDirtyFiles } from './files';
+import { changedTestCommand } from './testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
     const { root, files } = relative(chosenFiles(clicked, selected));
@@ -33,7 +34,11 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (files.length > 0) {
         arg.file_context = files;
     }
-    const result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    const changed = await changedTestCommand(result);
+    if (changed) {
+        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed });
+    }
     if (result) {
         await tell(ctx, resultMessage('Workflow', result), root);
     }

@@ -21,11 +21,9 @@ from ..models import (
     ReadFilesArgs,
     RequestContext,
     Selection,
-    TaskError,
     TaskResult,
     WorkflowRequest,
     complete_result,
-    failed_result,
 )
 from ..results import run_tests_result
 from .command_ids import CommandId
@@ -120,8 +118,8 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
 async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
     """The given command, else the configured, confirmed or detected one (asked once)."""
     choice = await app.pick_test_command(params.command, ctx)
-    if isinstance(choice, TaskError):
-        return failed_result(choice.reason, choice.message)
+    if isinstance(choice, TaskResult):
+        return choice
     ctx.report_progress(f"running {choice.command if choice else 'tests'}", None)
     return run_tests_result(await app.run_tests(choice.command if choice else None))
 
