@@ -59,7 +59,8 @@ def test_doctor_shows_the_test_command_and_why(tmp_path: Path) -> None:
 
 
 def test_doctor_names_the_setting_when_no_suite_is_found(tmp_path: Path) -> None:
+    """Shown, but not missing: a run can still be given its command (test_robustness_config
+    holds that a workspace without tests and a complete configuration exits 0)."""
     result = _doctor(tmp_path, {})
-    assert result.returncode == 1
-    assert "[MISSING] test command: no test command" in result.stdout
+    assert "[none] test command: no test command" in result.stdout
     assert "AIDER_LSP_TEST_COMMAND" in result.stdout

@@ -13,9 +13,17 @@ from .settings import Settings, SettingsError, env_var_for, load_settings
 
 @dataclass(frozen=True)
 class Check:
+    """One line; an `optional` check that fails is shown as `none`, not counted as missing
+    (a workspace without a test suite can still be tested with a command given to the run)."""
+
     name: str
     ok: bool
     detail: str
+    optional: bool = False
+
+    @property
+    def label(self) -> str:
+        return "ok" if self.ok else "none" if self.optional else "MISSING"
 
 
 def check_model(settings: Settings) -> list[Check]:
@@ -86,7 +94,7 @@ def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
         return []
     choice = choose_test_command(workspace, settings)
     if choice is None:
-        return [Check("test command", False, no_suite_message())]
+        return [Check("test command", False, no_suite_message(), optional=True)]
     return [Check("test command", True, choice.describe())]
 
 
@@ -108,5 +116,5 @@ def doctor(workspace: Path) -> int:
     checks = [check for run in DOCTOR_CHECKS for check in run(settings, workspace)]
     print(f"aider-lsp {__version__}")
     for check in checks:
-        print(f"  [{'ok' if check.ok else 'MISSING'}] {check.name}: {check.detail}")
-    return 0 if all(check.ok for check in checks) else 1
+        print(f"  [{check.label}] {check.name}: {check.detail}")
+    return 0 if all(check.ok or check.optional for check in checks) else 1
