@@ -30,6 +30,7 @@ SKIPPED_DIRS = frozenset(
 )
 MAX_TEST_FILES = 200  # enough to tell unittest from pytest; a big tree is not walked whole
 MAX_DEPTH = 4
+MAX_DIRS = 2_000  # a big tree is not walked whole: detection runs before every unconfigured run
 NPM_PLACEHOLDER = "no test specified"  # `npm init`'s default script fails on purpose
 NODE_LOCKFILES = (
     ("package-lock.json", "npm"),
@@ -234,11 +235,14 @@ def _ini_sections(path: Path) -> list[str]:
 
 def _test_files(root: Path) -> Iterator[Path]:
     """test_*.py / *_test.py files, breadth-first, skipping environments and build output."""
-    found = 0
+    found = visited = 0
     level = [root]
     for _ in range(MAX_DEPTH + 1):
         below: list[Path] = []
         for folder in level:
+            visited += 1
+            if visited > MAX_DIRS:
+                return
             try:
                 entries = sorted(folder.iterdir())
             except OSError:
