@@ -1,4 +1,5 @@
-"""`aider-lsp doctor`'s model section, against the scripted LLM server (real subprocess)."""
+"""`aider-lsp doctor` (real subprocess): its model section against the scripted LLM server,
+and the test command it reports."""
 
 from __future__ import annotations
 
@@ -47,3 +48,19 @@ def test_doctor_reports_an_unreachable_endpoint_and_a_prefixless_model(tmp_path:
         and "no provider prefix" in result.stdout
         and "AIDER_LSP_BASE_URL" in result.stdout
     )
+
+
+def test_doctor_shows_the_test_command_and_why(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text("module x\n")
+    result = _doctor(tmp_path, {})
+    assert "[ok] test command: `go test ./...` (found: go.mod)" in result.stdout
+    result = _doctor(tmp_path, {"AIDER_LSP_TEST_COMMAND": "make check"})
+    assert "[ok] test command: `make check` (the testCommand setting)" in result.stdout
+
+
+def test_doctor_names_the_setting_when_no_suite_is_found(tmp_path: Path) -> None:
+    """Shown, but not missing: a run can still be given its command (test_robustness_config
+    holds that a workspace without tests and a complete configuration exits 0)."""
+    result = _doctor(tmp_path, {})
+    assert "[none] test command: no test command" in result.stdout
+    assert "AIDER_LSP_TEST_COMMAND" in result.stdout

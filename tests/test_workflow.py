@@ -246,3 +246,27 @@ async def test_a_stopped_edit_is_the_same_failure_typed_and_on_the_wire(tmp_path
     assert wire.status is TaskStatus.FAILED and wire.notes["refused"] == typed.refused
     assert typed.to_task_result().model_dump(by_alias=True) == wire.model_dump(by_alias=True)
     assert outside.error is not None and outside.error.reason is ErrorReason.ACCESS_DENIED
+
+
+async def test_without_a_test_command_the_detected_one_is_asked_once_and_used(
+    app: Application, calc_project: Path, llm_server: Any
+) -> None:
+    script_two_iterations(llm_server)
+    questions: list[str] = []
+
+    async def use_it(message: str, actions: Any) -> str:
+        questions.append(message)
+        return "Use it"
+
+    seen = Recorder()
+    seen.context.ask = use_it
+    result = await app.run_workflow(WorkflowRequest(goal="make the tests pass"), seen.context)
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert len(questions) == 1 and f"`{TEST_COMMAND}`" in questions[0]
+    commands = {item["test"]["command"] for item in result.notes["workflow"]["iterations"]}
+    assert commands == {TEST_COMMAND}
+    (calc_project / "calc.py").write_text(BUGGY)
+    script_two_iterations(llm_server)
+    again = await app.run_workflow(WorkflowRequest(goal="make the tests pass"), seen.context)
+    assert again.status is TaskStatus.COMPLETE, again.content
+    assert len(questions) == 1  # remembered for the workspace: not asked again

@@ -224,3 +224,27 @@ def test_undo_refuses_later_work_and_force_restores_it(tmp_path: Path) -> None:
     forced = run_cli("undo", "--workspace", str(tmp_path), "--force", env=clean_env())
     assert forced.returncode == 0, forced
     assert a.read_text() == "A = 0\n"
+
+
+def test_run_without_a_test_command_prints_the_detected_one(project: Path, llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
+    done = run_cli(
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--json",
+        env=model_env(llm_server),
+    )
+    assert done.returncode == 1, done.stderr  # the planner is down: the run got as far as planning
+    assert f"tests: `{sys.executable} -m unittest` (found: test_*.py files using unittest)" in done.stderr
+
+
+def test_run_in_a_workspace_without_a_suite_names_the_setting(tmp_path: Path, llm_server: Any) -> None:
+    (tmp_path / "main.py").write_text("print('hello')\n")
+    env = {**model_env(llm_server), "AIDER_LSP_AIDER_SERVER": json.dumps({"command": "true"})}
+    done = run_cli("run", "--workspace", str(tmp_path), "--goal", "greet", env=env)
+    assert done.returncode == 2
+    assert "AIDER_LSP_TEST_COMMAND" in done.stderr and "aiderLsp.testCommand" in done.stderr
+    assert "Traceback" not in done.stderr

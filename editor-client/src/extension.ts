@@ -11,6 +11,7 @@ import { ProgressRouter } from './common/progress';
 import { createServer, loadServerDefaults, locateServer, type ServerInfo } from './common/server';
 import { API_KEY_SECRET, SECTION } from './common/settings';
 import { choosePython, createPrivateServer, SetupError } from './common/setup';
+import { pythonExtensionInterpreter } from './common/python';
 import { showWithLog } from './common/showLog';
 import { StatusItem } from './common/status';
 import { BEFORE_SCHEME, BeforeContentProvider } from './diffView';
@@ -94,11 +95,19 @@ class Extension implements CommandHost, ServerCommandHost {
         this.status.setState('starting');
         this.log.info(`starting ${location.executable} serve (${location.origin})`);
         const apiKey = await this.secrets.get(API_KEY_SECRET);
-        const fresh = createServer(this.info, location.executable, apiKey, this.log, {
-            ...this.router.middleware,
-            // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
-            executeCommand: (command, args) => runFromCodeAction(this, command, args),
-        });
+        const python = await pythonExtensionInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
+        const fresh = createServer(
+            this.info,
+            location.executable,
+            apiKey,
+            this.log,
+            {
+                ...this.router.middleware,
+                // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
+                executeCommand: (command, args) => runFromCodeAction(this, command, args),
+            },
+            python,
+        );
         fresh.onDidChangeState((event) => {
             if (event.newState === State.Running) {
                 this.status.setState('ready');

@@ -311,6 +311,27 @@ describe('activate', () => {
         assert.match(recorded.shown.at(-1)?.text ?? '', /no Aider change to show/);
     });
 
+    it('Run Tests: "Change…" on the detected command offers it pre-filled, saves the answer for the workspace and runs it', async () => {
+        recorded.inputs.push('pytest -x');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runTests);
+        const first = await nextRequest(fake, count + 1);
+        assert.deepEqual(first.params.arguments, [{}]);
+        first.answer({
+            status: 'FAILED',
+            content: 'set aiderLsp.testCommand',
+            notes: { detected_test_command: 'python -m pytest', error: { type: 't', reason: 'configuration_error', message: 'set it' } },
+        });
+        const second = await nextRequest(fake, count + 2);
+        assert.deepEqual(second.params.arguments, [{ command: 'pytest -x' }]);
+        assert.equal(recorded.configuration['aiderLsp.testCommand'], 'pytest -x');
+        assert.equal(recorded.configurationTargets.at(-1), 2, 'saved in the workspace settings');
+        second.answer({ status: 'COMPLETE', content: 'ok', notes: { exit_code: 0 } });
+        await done;
+        delete recorded.configuration['aiderLsp.testCommand'];
+    });
+
     it('Run Workflow pre-fills the test command and shows the server\'s progress; cancel cancels the request', async () => {
         recorded.inputs.push('make tests pass', 'pytest -q -x');
         const fake = client();

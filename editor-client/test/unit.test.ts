@@ -71,11 +71,13 @@ describe('settings → initializationOptions', () => {
         assert.equal(initializationOptions((key) => values[key]).apiKey, undefined);
     });
     it('covers every setting of the README table', () => {
-        assert.equal(SERVER_SETTING_KEYS.length, 15);
+        assert.equal(SERVER_SETTING_KEYS.length, 16);
     });
     it('puts the key in the server environment', () => {
         assert.equal(serverEnvironment({ PATH: '/bin' }, 'k').AIDER_LSP_API_KEY, 'k');
         assert.equal(serverEnvironment({ PATH: '/bin' }).AIDER_LSP_API_KEY, undefined);
+        assert.equal(serverEnvironment({ PATH: '/bin' }, undefined, '/ws/.env/bin/python').AIDER_LSP_PYTHON_INTERPRETER, '/ws/.env/bin/python');
+        assert.equal(serverEnvironment({ PATH: '/bin' }).AIDER_LSP_PYTHON_INTERPRETER, undefined);
     });
 });
 

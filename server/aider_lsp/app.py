@@ -51,10 +51,19 @@ from .results import undo_result, workflow_cancelled_result, workflow_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .tasks import TaskSystem
+from .test_command import (
+    ChosenTestCommand,
+    choose_test_command,
+    no_suite_message,
+    remember_test_command,
+)
 from .test_output import parse_test_output
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+# the answers to "aider-lsp will run the tests with `…`" (window/showMessageRequest's actions)
+USE_TEST_COMMAND, CHANGE_TEST_COMMAND = "Use it", "Change…"
 
 # what the Aider bridge imports on first use: its session module, which brings mcp and anyio
 # (aider/mcp_sdk.py; about 0.7 s, several under load)
@@ -126,20 +135,63 @@ class Application:
         self.settings = settings
         self.memory.settings_changed()
 
+    # -- the test command ---------------------------------------------------------------------
+    def test_command_choice(self, requested: str | None = None) -> ChosenTestCommand | None:
+        """The test command a run uses and why (test_command.py): the requested one, the
+        `testCommand` setting, the one confirmed for the workspace, or the detected one (which
+        reads the workspace's files: call it off the event loop)."""
+        return choose_test_command(self.workspace, self.settings, requested)
+
+    async def pick_test_command(
+        self, requested: str | None, ctx: RequestContext
+    ) -> ChosenTestCommand | TaskResult | None:
+        """The test command for a request (`test_command_choice`), a detected one confirmed
+        with the user first; a FAILED result when the user chose to change it; None when the
+        workspace has no suite this server recognises."""
+        choice = await asyncio.to_thread(self.test_command_choice, requested)
+        return None if choice is None else await self._confirm_test_command(choice, ctx)
+
+    async def _confirm_test_command(
+        self, choice: ChosenTestCommand, ctx: RequestContext
+    ) -> ChosenTestCommand | TaskResult:
+        """A detected command is shown once to the user to accept (then remembered for the
+        workspace) or change (then the request stops, naming the setting); any other choice is
+        the user's own and is used as is.
+
+        A caller that cannot ask (ctx.ask is None), or a question left unanswered, uses the
+        detected command without remembering it, and the log says so."""
+        if not choice.needs_confirmation:
+            return choice
+        if ctx.ask is None:
+            log.info("tests: using the detected %s; set aiderLsp.testCommand to change it", choice.describe())
+            return choice
+        answer = await ctx.ask(
+            f"aider-lsp will run the tests with {choice.describe()}.", [USE_TEST_COMMAND, CHANGE_TEST_COMMAND]
+        )
+        if answer == USE_TEST_COMMAND:
+            return remember_test_command(self.workspace, choice.command, choice.rule)
+        if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
+            return failed_result(
+                ErrorReason.CONFIGURATION_ERROR,
+                "set aiderLsp.testCommand (or pass a test command to the run) to the command "
+                f"that tests this workspace; the one detected was `{choice.command}`",
+                notes={"detected_test_command": choice.command, "detected_by": choice.rule},
+            )
+        log.info("no answer about the test command: using %s this time", choice.describe())
+        return choice
+
     # -- what the editor, the CLI and a workflow run call ------------------------------------
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
-        """Run the user's test command (the argument, else the `testCommand` setting); a failing
-        run carries the failures it printed on file:line (`fallback_files`: where to put those
-        that name no file)."""
-        command = command or self.settings.test_command
-        if not command:
+        """Run the test command (the argument, else the `testCommand` setting, the one confirmed
+        for the workspace or the detected one); a failing run carries the failures it printed on
+        file:line (`fallback_files`: where to put those that name no file)."""
+        choice = await asyncio.to_thread(self.test_command_choice, command)
+        if choice is None:
             return CommandRun(
                 command="",
-                error=TaskError(
-                    reason=ErrorReason.CONFIGURATION_ERROR,
-                    message="no test command: set aiderLsp.testCommand or AIDER_LSP_TEST_COMMAND",
-                ),
+                error=TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=no_suite_message()),
             )
+        command = choice.command
         run = await self.shell.execute(
             command, timeout=self.settings.timeouts.test, use_shell=self.settings.test_shell
         )
@@ -316,11 +368,16 @@ class Application:
             )
         self._workflow_running = True
         try:
+            # the command is picked (and a detected one confirmed) here, before the run; with no
+            # suite found the run may still use the plan's own command, else it stops naming the setting
+            choice = await self.pick_test_command(request.test_command, ctx)
+            if isinstance(choice, TaskResult):
+                return choice
             orchestrator = CodingWorkflowOrchestrator(
                 self,
                 request.goal,
                 request.context,
-                request.test_command,
+                None if choice is None else choice.command,
                 self.settings.max_retries if request.max_retries is None else request.max_retries,
                 request.file_context,
             )

@@ -1,5 +1,5 @@
 """`aider-lsp doctor`: what is configured and what is missing (model, key, endpoint, workspace,
-the Aider environment), one line each."""
+the Aider environment, the test command), one line each."""
 
 from __future__ import annotations
 
@@ -13,9 +13,17 @@ from .settings import Settings, SettingsError, env_var_for, load_settings
 
 @dataclass(frozen=True)
 class Check:
+    """One line; an `optional` check that fails is shown as `none`, not counted as missing
+    (a workspace without a test suite can still be tested with a command given to the run)."""
+
     name: str
     ok: bool
     detail: str
+    optional: bool = False
+
+    @property
+    def label(self) -> str:
+        return "ok" if self.ok else "none" if self.optional else "MISSING"
 
 
 def check_model(settings: Settings) -> list[Check]:
@@ -78,10 +86,23 @@ def check_aider_env(settings: Settings) -> list[Check]:
     return [Check("aider environment", aider_env.is_ready(), aider_env.describe())]
 
 
+def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
+    """The command a run would test the workspace with, and why (set, confirmed or detected)."""
+    from .test_command import choose_test_command, no_suite_message
+
+    if not workspace.is_dir():
+        return []
+    choice = choose_test_command(workspace, settings)
+    if choice is None:
+        return [Check("test command", False, no_suite_message(), optional=True)]
+    return [Check("test command", True, choice.describe())]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
     lambda settings, workspace: check_model(settings),
     lambda settings, workspace: check_workspace(workspace),
     lambda settings, workspace: check_aider_env(settings),
+    check_test_command,
 ]
 
 
@@ -95,5 +116,5 @@ def doctor(workspace: Path) -> int:
     checks = [check for run in DOCTOR_CHECKS for check in run(settings, workspace)]
     print(f"aider-lsp {__version__}")
     for check in checks:
-        print(f"  [{'ok' if check.ok else 'MISSING'}] {check.name}: {check.detail}")
-    return 0 if all(check.ok for check in checks) else 1
+        print(f"  [{check.label}] {check.name}: {check.detail}")
+    return 0 if all(check.ok or check.optional for check in checks) else 1

@@ -9,7 +9,7 @@ come from it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -54,6 +54,10 @@ class Finding(BaseModel):
     source: str = "tests"  # the tool that said it: pytest, ruff, mypy, tsc, gcc, analysis, …
 
 
+# Ask the user to pick one of the actions for a message (the editor's window/showMessageRequest):
+# the action chosen, or None when the user dismissed the question or the editor could not show it.
+AskCallback = Callable[[str, Sequence[str]], Awaitable[str | None]]
+
 # Sink for a run's current findings: each call REPLACES the previous set (an empty list clears).
 FindingsCallback = Callable[[list[Finding]], None]
 
@@ -80,8 +84,10 @@ class RequestContext:
     """What the caller (the editor, the CLI) gives a request: where to report progress and
     findings (test failures, analysis; the LSP layer publishes them as diagnostics), how to
     clear every finding shown (returns how many documents it cleared), and the
-    workspace-relative paths open in the editor (a ranking hint). Unsaved buffers are not
-    here: the Application asks its `unsaved_files` provider at each edit.
+    workspace-relative paths open in the editor (a ranking hint), and how to ask the user a
+    question (None: this caller cannot ask, e.g. the CLI or a client without
+    window/showMessageRequest). Unsaved buffers are not here: the Application asks its
+    `unsaved_files` provider at each edit.
     `answer_cancelled` takes what a command did before it was cancelled (a run's changed files,
     for the user to undo): the answer the caller sends when it still answers a cancelled request."""
 
@@ -90,6 +96,7 @@ class RequestContext:
     clear_findings: Callable[[], int] = _nothing_to_clear
     open_files: list[str] = field(default_factory=list)
     answer_cancelled: Callable[[TaskResult], None] = _no_cancelled_answer
+    ask: AskCallback | None = None
 
 
 class TaskStatus(StrEnum):

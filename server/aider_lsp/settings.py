@@ -85,6 +85,11 @@ class Settings(_Camel):
         default=False,
         description="Run testCommand through /bin/sh (pipes, &&) instead of as a plain argv.",
     )
+    python_interpreter: str | None = Field(
+        default=None,
+        description="The project's Python, for a detected Python test command when the workspace "
+        "has no .venv/ or venv/ (the editor's Python extension's pick); default: the server's.",
+    )
     max_retries: int = Field(default=3, ge=0, le=20)
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     context_excludes: list[str] = Field(default_factory=list)
@@ -107,6 +112,7 @@ class Settings(_Camel):
         "api_key",
         "aider_model",
         "test_command",
+        "python_interpreter",
         "context_index_path",
         "context_excludes",
         "secret_patterns",

@@ -90,12 +90,13 @@ export function createServer(
     apiKey: string | undefined,
     outputChannel: vscode.LogOutputChannel,
     middleware: Middleware,
+    pythonInterpreter?: string,
 ): LanguageClient {
     const config = vscode.workspace.getConfiguration(SECTION);
     const serverOptions: ServerOptions = {
         command: executable,
         args: ['serve'],
-        options: { env: serverEnvironment(process.env, apiKey) },
+        options: { env: serverEnvironment(process.env, apiKey, pythonInterpreter) },
     };
     const clientOptions: LanguageClientOptions = {
         documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],

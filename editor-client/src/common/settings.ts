@@ -18,6 +18,7 @@ export const SERVER_SETTING_KEYS = [
     'aiderServer',
     'testCommand',
     'testShell',
+    'pythonInterpreter',
     'maxRetries',
     'timeouts',
     'contextExcludes',
@@ -79,11 +80,18 @@ export function initializationOptions(read: SettingReader, apiKey?: string): Ini
     return options;
 }
 
-/** The server's environment additions: the key from SecretStorage, never from settings.json. */
-export function serverEnvironment(base: NodeJS.ProcessEnv, apiKey?: string): NodeJS.ProcessEnv {
+/**
+ * The server's environment additions: the key from SecretStorage, never from settings.json, and
+ * the Python extension's interpreter (as the environment, so `aiderLsp.pythonInterpreter` set
+ * by the user still wins over it).
+ */
+export function serverEnvironment(base: NodeJS.ProcessEnv, apiKey?: string, pythonInterpreter?: string): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { ...base };
     if (apiKey) {
         env.AIDER_LSP_API_KEY = apiKey;
+    }
+    if (pythonInterpreter) {
+        env.AIDER_LSP_PYTHON_INTERPRETER = pythonInterpreter;
     }
     return env;
 }

@@ -3,12 +3,17 @@ import { resultMessage } from '../common/results';
 import { ServerCommand } from '../protocol';
 import { tell, type FlowContext } from './context';
 import { saveDirtyFiles } from './files';
+import { changedTestCommand } from './testCommand';
 
 export async function runTests(ctx: FlowContext): Promise<void> {
     if (!(await saveDirtyFiles())) {
         return;
     }
-    const result = await ctx.server.run('Running the tests', ServerCommand.runTests, {});
+    let result = await ctx.server.run('Running the tests', ServerCommand.runTests, {});
+    const changed = await changedTestCommand(result);
+    if (changed) {
+        result = await ctx.server.run('Running the tests', ServerCommand.runTests, { command: changed });
+    }
     if (result) {
         await tell(ctx, resultMessage('Tests', result));
     }

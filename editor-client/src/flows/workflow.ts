@@ -1,10 +1,11 @@
-/** "Run Workflow…": the goal, the test command (pre-filled from the settings), then the server's loop. */
+/** "Run Workflow…": the goal, the test command (pre-filled from the settings; empty: the server's detected one), then the server's loop. */
 import * as vscode from 'vscode';
 import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from './context';
 import { chosenFiles, relative, saveDirtyFiles } from './files';
+import { changedTestCommand } from './testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
     const { root, files } = relative(chosenFiles(clicked, selected));
@@ -23,7 +24,7 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     const configured = vscode.workspace.getConfiguration(SECTION).get<string>('testCommand') ?? '';
     const testCommand = await vscode.window.showInputBox({
         title: 'Run Aider Workflow (2/2)',
-        prompt: 'The command that tests the result (empty: no tests)',
+        prompt: 'The command that tests the result (empty: the one aider-lsp finds in the workspace, asked once)',
         value: configured,
         ignoreFocusOut: true,
     });
@@ -37,7 +38,11 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (files.length > 0) {
         arg.file_context = files;
     }
-    const result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    const changed = await changedTestCommand(result);
+    if (changed) {
+        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed });
+    }
     if (result) {
         await tell(ctx, workflowMessage('Workflow', result), root);
     }

@@ -61,6 +61,12 @@ export enum ProgressLocation {
     Notification = 15,
 }
 
+export enum ConfigurationTarget {
+    Global = 1,
+    Workspace = 2,
+    WorkspaceFolder = 3,
+}
+
 export enum StatusBarAlignment {
     Left = 1,
     Right = 2,
@@ -93,6 +99,7 @@ export const recorded = {
     progress: [] as { title: string; messages: string[]; cancel: CancellationTokenSource }[],
     statusTexts: [] as string[],
     configuration: {} as Record<string, unknown>,
+    configurationTargets: [] as (ConfigurationTarget | undefined)[],
     logLines: [] as string[],
     outputChannels: [] as string[],
     reset(): void {
@@ -178,6 +185,11 @@ export const workspace = {
         workspace.workspaceFolders.find((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`)),
     getConfiguration: (section: string) => ({
         get: (key: string): unknown => recorded.configuration[`${section}.${key}`],
+        update: (key: string, value: unknown, target?: ConfigurationTarget): Promise<void> => {
+            recorded.configuration[`${section}.${key}`] = value;
+            recorded.configurationTargets.push(target);
+            return Promise.resolve();
+        },
     }),
     onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
     registerTextDocumentContentProvider: (): { dispose(): void } => ({ dispose: () => undefined }),

@@ -116,8 +116,12 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
 
 
 async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
-    ctx.report_progress(f"running {params.command or app.settings.test_command or 'tests'}", None)
-    return run_tests_result(await app.run_tests(params.command))
+    """The given command, else the configured, confirmed or detected one (asked once)."""
+    choice = await app.pick_test_command(params.command, ctx)
+    if isinstance(choice, TaskResult):
+        return choice
+    ctx.report_progress(f"running {choice.command if choice else 'tests'}", None)
+    return run_tests_result(await app.run_tests(choice.command if choice else None))
 
 
 async def _get_context(app: Application, params: GetContextParams, ctx: RequestContext) -> TaskResult:

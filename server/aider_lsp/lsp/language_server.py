@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
@@ -86,4 +87,22 @@ class AiderLanguageServer(LanguageServer):
         context.clear_findings = self.diagnostic_store.clear
         if report is not None:
             context.report_progress = report
+        if get_capability(self.client_capabilities, "window.show_message") is not None:
+            context.ask = self.ask
         return context
+
+    async def ask(self, message: str, actions: Sequence[str]) -> str | None:
+        """window/showMessageRequest: the title of the action the user chose, or None when the
+        question was dismissed or the client failed it (logged; the caller goes on without)."""
+        try:
+            answer = await self.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Info,
+                    message=message,
+                    actions=[types.MessageActionItem(title=title) for title in actions],
+                )
+            )
+        except Exception as exc:  # a client that cannot show it: not fatal
+            log.warning("the client did not answer window/showMessageRequest: %s", exc)
+            return None
+        return answer.title if answer is not None else None

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
 from ..settings import Settings, SettingsError, env_var_for, load_settings
+from ..test_command import choose_test_command, no_suite_message
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -118,11 +119,15 @@ def run_workflow_command(
         return EXIT_USAGE
     workspace = workspace.expanduser().resolve()
     problem = configuration_problem(settings, workspace)
-    if problem is None and not (request.test_command or settings.test_command):
-        problem = f'no test command: pass --test "…" or set {env_var_for("test_command")}'
     if problem:
         print(f"aider-lsp run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    tests = choose_test_command(workspace, settings, request.test_command)
+    if tests is None:
+        print(f'aider-lsp run: {no_suite_message()} (--test "…")', file=sys.stderr)
+        return EXIT_USAGE
+    print(f"aider-lsp run: tests: {tests.describe()}", file=sys.stderr)
+    request = request.model_copy(update={"test_command": tests.command})
     return asyncio.run(_run(workspace, settings, request, as_json))
 
 

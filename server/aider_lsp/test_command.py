@@ -1,0 +1,114 @@
+"""The test command a run uses, and why: the user's, the one confirmed for the workspace, or the
+one detected (test_detection.py).
+
+Why an order: a command the user set (the run's own `test_command`, else the `testCommand`
+setting) always wins; a command the user confirmed once in the editor is remembered in the
+workspace's `.aider-lsp/test-command.json` (state.py owns the folder) and wins over detection, so
+the question is asked once; a detected command not yet confirmed says so (`needs_confirmation`),
+for the caller that can ask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from .settings import SECTION, Settings, env_var_for
+from .state import STATE_DIR, ensure_state_dir
+from .test_detection import detect_test_command
+
+log = logging.getLogger(__name__)
+
+REMEMBERED_FILE = "test-command.json"
+NO_SUITE_MESSAGE = (
+    "no test command: no test suite recognised in the workspace (pytest, unittest, package.json, "
+    "Cargo, Go, Maven, Gradle, a Makefile test target); set {section}.testCommand or {variable}, "
+    "or pass one to the run"
+)
+
+
+class CommandSource(StrEnum):
+    RUN = "given to the run"
+    SETTING = "the testCommand setting"
+    REMEMBERED = "confirmed for this workspace"
+    DETECTED = "detected"
+
+
+@dataclass(frozen=True)
+class ChosenTestCommand:
+    """The command (a string, as settings hold it: shlex-split unless testShell), where it came
+    from, and for a detected or remembered one the rule that found it."""
+
+    command: str
+    source: CommandSource
+    rule: str | None = None
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return self.source is CommandSource.DETECTED
+
+    def describe(self) -> str:
+        """`…` and why, for a message: "`.venv/bin/python -m pytest` (found: pytest configured in
+        pyproject.toml)"."""
+        if self.source is CommandSource.DETECTED:
+            why = f"found: {self.rule}"
+        elif self.source is CommandSource.REMEMBERED and self.rule:
+            why = f"{self.source.value}; found: {self.rule}"
+        else:
+            why = self.source.value
+        return f"`{self.command}` ({why})"
+
+
+def no_suite_message() -> str:
+    """The message for a workspace where nothing was found: it names the setting."""
+    return NO_SUITE_MESSAGE.format(section=SECTION, variable=env_var_for("test_command"))
+
+
+def choose_test_command(
+    root: Path, settings: Settings, requested: str | None = None
+) -> ChosenTestCommand | None:
+    """The command a run in `root` uses, or None when there is none to use."""
+    if requested and requested.strip():
+        return ChosenTestCommand(requested, CommandSource.RUN)
+    if settings.test_command and settings.test_command.strip():
+        return ChosenTestCommand(settings.test_command, CommandSource.SETTING)
+    remembered = remembered_test_command(root)
+    if remembered is not None:
+        return remembered
+    detected = detect_test_command(root, editor_python=settings.python_interpreter)
+    if detected is None:
+        return None
+    return ChosenTestCommand(detected.command, CommandSource.DETECTED, detected.rule)
+
+
+def remembered_test_command(root: Path) -> ChosenTestCommand | None:
+    """The command confirmed for this workspace, if any (an unreadable file is no answer)."""
+    path = root / STATE_DIR / REMEMBERED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return None
+    command = data.get("command") if isinstance(data, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        return None
+    rule = data.get("rule")
+    return ChosenTestCommand(command, CommandSource.REMEMBERED, rule if isinstance(rule, str) else None)
+
+
+def remember_test_command(root: Path, command: str, rule: str | None = None) -> ChosenTestCommand:
+    """Keep the command the user confirmed (or typed) for the workspace's next runs; a file that
+    cannot be written is logged, and the command still used for this run."""
+    choice = ChosenTestCommand(command, CommandSource.REMEMBERED, rule)
+    try:
+        folder = ensure_state_dir(root)
+        text = json.dumps({"command": command, "rule": rule}, indent=2) + "\n"
+        (folder / REMEMBERED_FILE).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        log.warning("cannot remember the test command in %s: %s", root / STATE_DIR, exc)
+    return choice
