@@ -70,6 +70,17 @@ def matches_secret(rel: str, patterns: list[str]) -> bool:
     return False
 
 
+def state_dir(root: Path) -> Path:
+    """`<root>/.aider-lsp/` with its `.gitignore` (as aider_lsp/state.py makes it: this
+    package runs in Aider's environment and cannot import aider_lsp)."""
+    folder = root / ".aider-lsp"
+    folder.mkdir(exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return folder
+
+
 class EngineError(Exception):
     """A request the engine cannot serve (bad path, unknown session); becomes {"error"}."""
 
@@ -200,9 +211,9 @@ class AiderEngine:
             if self.config.map_tokens > 0:
                 from aider.repomap import RepoMap
 
-                cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                tags = cache / "aider-lsp" / "tags" / uuid.uuid5(uuid.NAMESPACE_URL, str(self.root)).hex
-                RepoMap.TAGS_CACHE_DIR = str(tags)
+                # Aider writes its tags cache (`.aider.tags.cache.v4/`) into the repository's
+                # root: keep it in aider-lsp's own state folder, which git ignores
+                RepoMap.TAGS_CACHE_DIR = str(state_dir(self.root) / RepoMap.TAGS_CACHE_DIR.lstrip("."))
             self._io_class = _make_io_class()
             # what the first edit would otherwise pay (about 1.5 s, measured): the tokenizer that
             # counts the chat's tokens, and the OpenAI client's resources that litellm imports
