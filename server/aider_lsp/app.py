@@ -201,7 +201,10 @@ class Application:
             return AiderEditOutcome(tool="aider_ai_code", error=error)
 
     async def end_chat(self, session_id: str) -> None:
-        """Forget a kept Aider chat (the end of a workflow run); a failure only logs."""
+        """Forget a kept Aider chat (the end of a workflow run); a failure only logs. A stopped
+        server forgot its chats: it is not started again for this."""
+        if not self.aider.running:
+            return
         result = await self.aider_tools.interactive({"session_id": session_id, "end_session": True})
         if not result.ok:
             log.debug("ending the Aider chat %s: %s", session_id, result.content)

@@ -126,6 +126,11 @@ class AiderBridge:
         async with self._lock:
             await self.aclose()
 
+    @property
+    def running(self) -> bool:
+        """A server is running (its chats are alive; a stopped one forgot them)."""
+        return self._session is not None and self._session.running
+
     async def aclose(self) -> None:
         """Stop the server and its process group (shutdown)."""
         if self._session is not None:
