@@ -7,8 +7,10 @@ to the model and the second edit fixes `multiply`. Aider's CLI (the Aider enviro
 `aider` executable, `whole` edit format, no git, no repo map, no streaming) runs the test
 command itself and sends its output back (`--auto-test`). Ours is a real `aider-lsp serve`
 over stdio, warmed up by one run first, driving the bundled Aider server; its planner and
-analyst are the same scripted model. Two variants of ours: the goal alone (the plan is a
-model call) and the goal with the editor's file (`file_context`: no plan call).
+analyst are the same scripted model. Aider's CLI gets a HOME with its price cache filled
+(from litellm's bundled map, as our server does), so it does not try to download it. Two
+variants of ours: the goal alone (the plan is a model call) and the goal with the editor's
+file (`file_context`: no plan call).
 
 The scripted model answers every call after `--latency` seconds; an Aider request whose last
 message carries a failing test's output ("I ran this command:") gets the right fix, any other
@@ -130,10 +132,25 @@ def aider_command(history: Path) -> list[str]:
     ]
 
 
-def run_aider(project: Path, server: ScriptedLLMServer) -> Run:
+def aider_home(base: Path) -> Path:
+    """A HOME whose Aider price cache is filled from litellm's bundled map: without it Aider's
+    CLI tries to download the list on every run (seconds without a network), which a user
+    with a network does once a day; our server serves the same map to Aider (engine.py)."""
+    home = base / "home"
+    caches = home / ".aider" / "caches"
+    caches.mkdir(parents=True)
+    dump = "import json, sys, litellm; json.dump(litellm.model_cost, open(sys.argv[1], 'w'))"
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    target = caches / "model_prices_and_context_window.json"
+    subprocess.run([str(aider_env.aider_python()), "-c", dump, str(target)], env=env, check=True)
+    return home
+
+
+def run_aider(project: Path, server: ScriptedLLMServer, home: Path) -> Run:
     env = dict(os.environ)
     env.update(
         {
+            "HOME": str(home),
             "OPENAI_API_BASE": server.base_url,
             "OPENAI_API_KEY": "sk-bench",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -221,18 +238,19 @@ def main() -> int:
     (base / "ours").mkdir()
     aider_project = write_calc_project(base / "aider")
     our_project = write_calc_project(base / "ours")
+    home = aider_home(base)
     server = scripted_server()
     client = start_ours(our_project, server)
     rows: list[tuple[float, Run, Run, Run]] = []
     try:
         time.sleep(args.settle)  # the background warm-up after `initialized`, as a user would wait
         run_ours(client, our_project, server, editor_files=False)  # warm: Aider, the LLM client, the index
-        run_aider(aider_project, server)  # warm: the OS's file cache for Aider's imports
+        run_aider(aider_project, server, home)  # warm: the OS's file cache for Aider's imports
         for latency in args.latency:
             server.latency = latency
             theirs, plain, named = [], [], []
             for _ in range(args.repeat):
-                theirs.append(run_aider(aider_project, server))
+                theirs.append(run_aider(aider_project, server, home))
                 plain.append(run_ours(client, our_project, server, editor_files=False))
                 named.append(run_ours(client, our_project, server, editor_files=True))
             rows.append((latency, median_run(theirs), median_run(plain), median_run(named)))
