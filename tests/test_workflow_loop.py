@@ -5,6 +5,10 @@ skip the plan."""
 
 from __future__ import annotations
 
+import asyncio
+import shlex
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +17,9 @@ import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.settings import load_settings
 from aider_lsp_testing.calc_project import (
+    BUGGY,
     FIXED,
     HALF_FIXED,
     PLAN,
@@ -30,6 +36,7 @@ from aider_lsp_testing.llm_server import (
     all_of,
     json_output,
     last_user_contains,
+    slow,
     text,
 )
 from conftest import needs_aider
@@ -180,3 +187,54 @@ async def test_the_analysis_beside_the_edit_still_stops_a_hopeless_run(
     assert "multiply is beyond me" in result.content
     assert len(result.notes["workflow"]["iterations"]) == 2  # the edit beside it, then no third
     assert calls(llm_server).count("aider") == 2
+
+
+async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
+    app: Application, calc_project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(60, aider_whole({"calc.py": FIXED}))
+    )
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    running = asyncio.create_task(run(app))
+    # plan, edit 1, then the analysis of iteration 1 and edit 2 at once
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 4, 60)
+    assert sorted(calls(llm_server)[2:]) == ["aider", "analysis"]
+    started = time.monotonic()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(running, 20)
+    assert time.monotonic() - started < 20
+    assert (calc_project / "calc.py").read_text() == HALF_FIXED  # the first edit, kept for undo
+    assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY
+
+
+async def test_a_server_without_usage_or_chats_shows_aider_not_reported(
+    calc_project: Path, tmp_path: Path
+) -> None:
+    """The public aider-mcp-server's shape (tests/fake_aider_mcp.py): no `usage`, no chat tool.
+    The run falls back to stateless edits, and its spend says "Aider: not reported". With the
+    editor's file and a known test command, and green tests, no model is called at all."""
+    fake = str(Path(__file__).with_name("fake_aider_mcp.py"))
+    check = "import sys; sys.exit(0 if 'edited by fake' in open('calc.py').read() else 1)"
+    options = {"aiderServer": {"command": sys.executable, "args": [fake, "ok"]}, "timeouts": {"aider": 30}}
+    app = Application(calc_project, load_settings(options, environ={}))
+    progress: list[str] = []
+    context = RequestContext(report_progress=lambda message, pct: progress.append(message))
+    request = WorkflowRequest(
+        goal="mark calc.py",
+        test_command=f"{sys.executable} -c {shlex.quote(check)}",
+        file_context=["calc.py"],
+    )
+    try:
+        result = await app.run_workflow(request, context)
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.COMPLETE, result.content
+    usage = result.notes["workflow"]["usage"]
+    assert usage["aider"]["unreported"] == 1 and usage["aider"]["edits"] == 0 and usage["requests"] == 0
+    assert progress[-1].endswith("Aider: not reported)")
+    (only,) = result.notes["workflow"]["iterations"]
+    assert "session_id" not in only["aider"] and only["aider"]["usage"] is None

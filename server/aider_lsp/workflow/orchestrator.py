@@ -188,10 +188,8 @@ class CodingWorkflowOrchestrator:
                 prompt = self._retry_prompt(prompt, test_command, outcome, test, advice)
                 files = _with_files(files, advice)
         finally:
-            if pending is not None:
-                pending.cancel()
-                with contextlib.suppress(BaseException):
-                    await pending
+            if pending is not None:  # an analysis still running beside (a stop or a cancel)
+                await _stop(pending)
         raise AssertionError("unreachable: the last iteration always ends the run")
 
     async def _start(self) -> tuple[str, list[str], str]:
@@ -608,8 +606,19 @@ async def _beside(
             await edit
         raise
     except asyncio.CancelledError:
-        edit.cancel()
+        # the run was cancelled while waiting for the analysis: stop the edit too, and wait
+        # until it has stopped (its server stopped, its checkpoint settled) before going on
+        await _stop(edit)
         raise
+
+
+async def _stop(task: asyncio.Task[Any]) -> None:
+    """Cancel a step running beside and wait until it has stopped; its outcome is dropped
+    (retrieved, so asyncio does not report it as never retrieved)."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()
 
 
 def _clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
