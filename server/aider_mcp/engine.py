@@ -9,6 +9,7 @@ model-info cache is filled from it, so no price list is ever downloaded.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import threading
@@ -187,6 +188,11 @@ class AiderEngine:
         self._sessions: dict[str, Session] = {}
         self._io_class: Any = None
         self._warm = threading.Lock()
+        # Aider asks for the repository's file list several times per message; matching every
+        # path against every pattern each time cost about half a second a call on a 200-file
+        # repository: each path is judged once (the patterns are fixed for the process)
+        patterns = list(config.secret_patterns)
+        self._is_secret = functools.lru_cache(maxsize=1 << 16)(lambda rel: matches_secret(rel, patterns))
 
     # -- setup -----------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -279,6 +285,9 @@ class AiderEngine:
             suggest_shell_commands=False,
             detect_urls=False,
             map_tokens=self.config.map_tokens,
+            # a chat's later turns reuse the map while its files stay the same (Aider's "auto"
+            # recomputes it every turn when that takes under a second: about a second a turn)
+            map_refresh="files",
             use_git=self.config.map_tokens > 0,
             auto_lint=False,
             auto_test=False,
@@ -291,8 +300,7 @@ class AiderEngine:
             # the repo map (map_tokens > 0) shows lines of every tracked file, and mentions of
             # tracked files are offered for the chat: secret files are in neither
             all_files = coder.get_all_relative_files
-            patterns = self.config.secret_patterns
-            coder.get_all_relative_files = lambda: [f for f in all_files() if not matches_secret(f, patterns)]
+            coder.get_all_relative_files = lambda: [f for f in all_files() if not self._is_secret(f)]
         # a prompt is data, never an Aider chat command: "/run …" or "!…" would run a shell
         # command, "/add" / "/read-only" would put any file (secrets, outside the workspace) in
         # the chat, "/web" would fetch a URL; prompts may come from a model (plans, analyses)
