@@ -119,6 +119,7 @@ class CodingWorkflowOrchestrator:
         self._usage_start: WorkflowUsage | None = None
         self._warm_up: asyncio.Task[bool] | None = None
         self._chat: str | None = None  # the run's Aider chat (None: not started, or no chats)
+        self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
         self._ctx = RequestContext()
 
     # -- the run -----------------------------------------------------------------------------
@@ -148,6 +149,7 @@ class CodingWorkflowOrchestrator:
 
     async def _loop(self) -> WorkflowResult:
         prompt, files, test_command = await self._start()
+        self._instructions = prompt
         pending: asyncio.Task[CombinedAnalysisResult] | None = None
         try:
             for number in range(1, self.max_iterations + 1):
@@ -185,7 +187,7 @@ class CodingWorkflowOrchestrator:
                 pending = asyncio.create_task(
                     self._analyse(number, prompt, files, test_command, outcome, test)
                 )
-                prompt = self._retry_prompt(prompt, test_command, outcome, test, advice)
+                prompt = self._retry_prompt(test_command, outcome, test, advice)
                 files = _with_files(files, advice)
         finally:
             if pending is not None:  # an analysis still running beside (a stop or a cancel)
@@ -265,7 +267,6 @@ class CodingWorkflowOrchestrator:
 
     def _retry_prompt(
         self,
-        prompt: str,
         test_command: str,
         outcome: AiderEditOutcome,
         test: CommandRun | None,
@@ -287,7 +288,7 @@ class CodingWorkflowOrchestrator:
         if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
             message += f"\n\n{advice.next_prompt}"
         if self._chat is None:
-            message = f"{prompt}\n\n{message}"
+            message = f"{self._instructions}\n\n{message}"
         return message
 
     # -- steps -------------------------------------------------------------------------------
