@@ -30,6 +30,7 @@ from aider_lsp_testing.llm_server import (
     all_of,
     json_output,
     last_user_contains,
+    slow,
 )
 from aider_lsp_testing.raw_lsp import alive
 from conftest import execute, needs_aider
@@ -127,7 +128,8 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
     # the retry sends the failing output into Aider's chat, as Aider's own --auto-test loop does
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("I ran this command:")), aider_whole({"calc.py": FIXED})
+        all_of(IS_AIDER, last_user_contains("I ran this command:")),
+        slow(1.0, aider_whole({"calc.py": FIXED})),  # after the analysis beside it
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})

@@ -82,7 +82,10 @@ def script_two_iterations(llm_server: Any) -> None:
     """The plan fixes subtract; the failing output sent back to Aider's chat fixes multiply."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains(RETRY_MARK)), aider_whole({"calc.py": FIXED}))
+    # the retry answers after the analysis beside it (which a green run would not wait for)
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
+    )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
     )

@@ -88,7 +88,9 @@ async def test_success_over_a_red_test_is_taken_as_retry(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(SUCCESS))
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains(RETRY_MARK)), aider_whole({"calc.py": FIXED}))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
+    )
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     result = await run(app, max_retries=3)
     assert result.status is TaskStatus.COMPLETE, result.content
@@ -146,7 +148,7 @@ async def test_a_no_change_edit_is_a_failed_attempt_and_retried(
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
     llm_server.add_rule(IS_AIDER, text("I would rather not change anything."), times=1)
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    llm_server.add_rule(IS_AIDER, slow(1.0, aider_whole({"calc.py": FIXED})))  # after the analysis
     result = await run(app)
     assert result.status is TaskStatus.COMPLETE, result.content
     first, second = result.notes["workflow"]["iterations"]
@@ -238,3 +240,21 @@ async def test_a_server_without_usage_or_chats_shows_aider_not_reported(
     assert progress[-1].endswith("Aider: not reported)")
     (only,) = result.notes["workflow"]["iterations"]
     assert "session_id" not in only["aider"] and only["aider"]["usage"] is None
+
+
+async def test_green_tests_do_not_wait_for_the_analysis_beside(
+    app: Application, calc_project: Path, llm_server: Any
+) -> None:
+    """The analysis of iteration 1 runs beside edit 2; when edit 2 turns the tests green first,
+    the run ends at once (the tests are the judge) and the analysis is stopped, not awaited."""
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains(RETRY_MARK)), aider_whole({"calc.py": FIXED}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    started = time.monotonic()
+    result = await asyncio.wait_for(run(app), 50)
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert time.monotonic() - started < 40
+    first, second = result.notes["workflow"]["iterations"]
+    assert first["analysis"] is None and second["test"]["exit_code"] == 0  # stopped unanswered
+    assert calls(llm_server).count("analysis") == 1

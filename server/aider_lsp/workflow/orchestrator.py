@@ -23,7 +23,6 @@ its instructions reach the edit after).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -159,23 +158,28 @@ class CodingWorkflowOrchestrator:
                 step = 100 * (number - 1) // self.max_iterations
                 beside = f"; analysing iteration {number - 1} beside it" if pending else ""
                 self._progress(f"{label}: Aider is editing{beside}", step)
-                edit = asyncio.create_task(self._edit(prompt, files))
-                advice: CombinedAnalysisResult | None = None
-                if pending is not None:
-                    advice = await _beside(pending, edit)
-                    pending = None
-                outcome, files = await edit
+                outcome, files = await self._edit(prompt, files)
                 test: CommandRun | None = None
                 if _changed(outcome):
-                    self._progress(f"{label}: running tests", step)
+                    beside = beside if pending is not None and not pending.done() else ""
+                    self._progress(f"{label}: running tests{beside}", step)
                     test = await self._test(test_command, files)
                     if test.passed:
+                        if pending is not None:  # the tests are the judge: its verdict is moot now
+                            await _stop(pending)
+                            pending = None
                         done = await self._green(number, label, step, prompt, files, test_command, test)
                         if done is not None:
                             return done
                         prompt, files = self._follow(self.analysis, prompt, files)
                         continue
                     self._ctx.report_findings(list(test.findings))
+                advice: CombinedAnalysisResult | None = None
+                if pending is not None:  # red again: the analysis may stop the run, and advises
+                    if not pending.done():
+                        self._progress(f"{label}: waiting for the analysis of iteration {number - 1}", step)
+                    advice = await pending
+                    pending = None
                 if advice is not None and advice.verdict is Verdict.FAILURE:
                     raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {advice.message}")
                 self._check_budget()
@@ -407,7 +411,9 @@ class CodingWorkflowOrchestrator:
             overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
         self._record(number, analysis=analysis.model_dump(mode="json"), overruled=overruled)
         self.analysis = analysis
-        if not passed or analysis.verdict is not Verdict.SUCCESS:
+        latest = self.iterations[-1]
+        current = latest.iteration == number or latest.test is None  # no later test run shown
+        if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
             found = list(test.findings) if test else []
             self._ctx.report_findings([*found, *self._analysis_findings(analysis, files)])
         return analysis
@@ -593,24 +599,6 @@ def _with_files(files: list[str], advice: CombinedAnalysisResult | None) -> list
     """The files for the next edit: these plus what the latest analysis named."""
     extra = [path for path in (advice.next_files or []) if path not in files] if advice else []
     return [*files, *extra]
-
-
-async def _beside(
-    analysis: asyncio.Task[CombinedAnalysisResult], edit: asyncio.Task[Any]
-) -> CombinedAnalysisResult:
-    """The analysis that ran beside an edit. When it failed, the edit is let finish (stopping
-    Aider mid-edit would stop its server) and the analysis's failure ends the run."""
-    try:
-        return await analysis
-    except _RunEnded:
-        with contextlib.suppress(Exception):
-            await edit
-        raise
-    except asyncio.CancelledError:
-        # the run was cancelled while waiting for the analysis: stop the edit too, and wait
-        # until it has stopped (its server stopped, its checkpoint settled) before going on
-        await _stop(edit)
-        raise
 
 
 async def _stop(task: asyncio.Task[Any]) -> None:
