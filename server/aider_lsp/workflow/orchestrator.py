@@ -339,6 +339,10 @@ class CodingWorkflowOrchestrator:
         changed nothing is a failed attempt (retried); any other failure ends the run."""
         self._remember_originals(files)
         outcome = await self.app.edit(prompt, files, chat=True, session_id=self._chat)
+        if self._chat and outcome.error and "unknown session_id" in outcome.error.message:
+            # Aider's server restarted (it died) and forgot the chat: a new one, told again
+            self._chat = None
+            outcome = await self.app.edit(f"{self._instructions}\n\n{prompt}", files, chat=True)
         self.final_aider = outcome
         if self._chat is None:
             self._chat = outcome.session_id
