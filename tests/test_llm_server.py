@@ -14,6 +14,7 @@ from aider_lsp.offline_llm import OfflineLLMServer, Reply, last_user_message
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     all_of,
+    any_request,
     fault,
     has_tool_result,
     json_output,
@@ -130,6 +131,21 @@ def test_malformed_truncated_slow_callable_and_models(llm_server: ScriptedLLMSer
     assert r.choices[0].message.content == "echo:mx"
     with urllib.request.urlopen(llm_server.base_url + "/models") as resp:
         assert json.loads(resp.read())["data"][0]["id"] == "scripted-model"
+
+
+def test_latency_delays_every_answered_call(llm_server: ScriptedLLMServer) -> None:
+    """The benchmarks' model latency: each call waits `latency` seconds first; 0 turns it off."""
+    llm_server.add_rule(any_request, text("ok"))
+    client = _client(llm_server)
+    ask = [{"role": "user", "content": "hi"}]
+    llm_server.latency = 0.3
+    started = time.monotonic()
+    client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
+    assert time.monotonic() - started >= 0.3
+    llm_server.latency = 0.0
+    started = time.monotonic()
+    client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 0.3
 
 
 def test_context_manager_stops() -> None:

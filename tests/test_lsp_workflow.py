@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from aider_lsp.workflow.orchestrator import progress_phase
 from aider_lsp_testing.calc_project import (  # the calc project whose test fails, and its scripted LLM
     BUGGY,
     FIXED,
@@ -29,6 +30,7 @@ from aider_lsp_testing.llm_server import (
     all_of,
     json_output,
     last_user_contains,
+    slow,
 )
 from aider_lsp_testing.raw_lsp import alive
 from conftest import execute, needs_aider
@@ -124,8 +126,10 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    # the retry sends the failing output into Aider's chat, as Aider's own --auto-test loop does
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED})
+        all_of(IS_AIDER, last_user_contains("I ran this command:")),
+        slow(1.0, aider_whole({"calc.py": FIXED})),  # after the analysis beside it
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
@@ -159,10 +163,12 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
         assert first["analysis"]["verdict"] == "RETRY" and second["test"]["exit_code"] == 0
         assert list(client.diagnostics[test_uri]) == []  # cleared on SUCCESS
         assert all(not found for found in client.diagnostics.values())
-        messages = [getattr(report, "message", None) for report in progress_of(client, "Aider workflow")]
-        assert (
-            "Iteration 1/3: running tests" in messages and "Iteration 2/3: analysing the result" in messages
-        )
+        reports = progress_of(client, "Aider workflow")
+        messages = [progress_phase(getattr(report, "message", None) or "") for report in reports]
+        assert "Iteration 1/3: running tests" in messages
+        assert "Iteration 2/3: Aider is editing; analysing iteration 1 beside it" in messages
+        assert "Iteration 2/3: analysing the result" not in messages  # green tests: no analysis
+        assert "Aider: " in (getattr(reports[-2], "message", None) or "")  # the spend on screen
         assert progress_of(client, "Aider workflow")[-1].kind == "end"
 
 

@@ -6,6 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from aider_lsp.models import (
+    AiderSpend,
+    AiderUsage,
     CombinedAnalysisResult,
     ContextGenerationInput,
     DevelopmentPlan,
@@ -14,6 +16,7 @@ from aider_lsp.models import (
     TaskResult,
     TaskStatus,
     ToolSpec,
+    WorkflowUsage,
     failed_result,
 )
 
@@ -70,3 +73,30 @@ def test_context_input_effective_query_falls_back() -> None:
 
 def test_tool_spec_provider_alias() -> None:
     assert ToolSpec(name="aider:automatic", description="d").provider_name == "aider_automatic"
+
+
+def test_aiders_spend_adds_up_and_unknown_is_never_zero() -> None:
+    spend = AiderSpend()
+    assert spend.reported and spend.describe() == "Aider: 0 tokens · cost n/a"
+    unreported = spend.plus(None)  # a server that says nothing (the public aider-mcp-server)
+    assert not unreported.reported and unreported.describe() == "Aider: not reported"
+    priced = spend.plus(AiderUsage(prompt_tokens=100, completion_tokens=20, cost=0.01))
+    both = priced.plus(AiderUsage(prompt_tokens=50, completion_tokens=5))  # no price for this one
+    assert (both.total_tokens, both.cost, both.edits) == (175, 0.01, 2)
+    assert both.since(priced).total_tokens == 55 and both.describe() == "Aider: 175 tokens · $0.0100"
+
+
+def test_a_runs_usage_shows_both_spends_apart_and_together() -> None:
+    start = WorkflowUsage(total_tokens=10, requests=1, cost=0.001)
+    aider = AiderSpend().plus(AiderUsage(prompt_tokens=1000, completion_tokens=200, cost=None))
+    now = WorkflowUsage(total_tokens=310, requests=3, cost=0.003, aider=aider)
+    run = now.since(start)
+    assert (run.total_tokens, run.requests, run.aider.total_tokens) == (300, 2, 1200)
+    assert run.all.total_tokens == 1500 and run.all.cost == pytest.approx(0.002)
+    wire = run.model_dump(mode="json")
+    assert wire["all"] == {"total_tokens": 1500, "cost": pytest.approx(0.002)}
+    assert wire["aider"]["edits"] == 1 and wire["input_tokens"] == 0  # the old keys stay
+    assert run.describe() == (
+        "1500 tokens · $0.0020 (planning/analysis: 300 tokens · $0.0020; Aider: 1200 tokens · cost n/a)"
+    )
+    assert WorkflowUsage.model_validate(wire) == run  # read back (the CLI's report)

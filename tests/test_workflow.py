@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
+from aider_lsp.workflow.orchestrator import progress_phase
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -38,6 +40,7 @@ from aider_lsp_testing.llm_server import (
 from conftest import needs_aider
 
 pytestmark = needs_aider
+RETRY_MARK = "I ran this command:"  # how Aider's own loop (and ours) sends a failing test's output
 
 
 def make_app(root: Path, base_url: str, **extra: Any) -> Application:
@@ -76,14 +79,21 @@ class Recorder:
 
 
 def script_two_iterations(llm_server: Any) -> None:
+    """The plan fixes subtract; the failing output sent back to Aider's chat fixes multiply."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    # the retry answers after the analysis beside it (which a green run would not wait for)
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("Make multiply")), aider_whole({"calc.py": FIXED})
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
     )
+
+
+def phases(seen: Recorder) -> list[str]:
+    """The progress messages without the spend they carry."""
+    return [progress_phase(message) for message in seen.progress]
 
 
 async def test_failing_iteration_then_retry_reaches_success(
@@ -101,24 +111,41 @@ async def test_failing_iteration_then_retry_reaches_success(
     first, second = run["iterations"]
     assert first["test"]["exit_code"] != 0 and second["test"]["exit_code"] == 0
     assert "multiply(3, 4)" in first["test"]["stderr"]  # the analysis got the failing output
-    assert first["analysis"]["verdict"] == "RETRY" and second["prompt"] == RETRY["next_prompt"]
+    # the retry sent the failing output into the same Aider chat, as Aider's --auto-test does;
+    # iteration 1's analysis ran beside it and is recorded on iteration 1
+    assert second["prompt"].startswith(RETRY_MARK) and "multiply(3, 4)" in second["prompt"]
+    assert first["aider"]["session_id"] and first["aider"]["session_id"] == second["aider"]["session_id"]
+    retry_request = next(r for r in llm_server.chat_requests() if IS_AIDER(r) and RETRY_MARK in str(r))
+    assert "Fix subtract" in str(retry_request["messages"])  # the chat kept the first attempt
+    assert first["analysis"]["verdict"] == "RETRY" and second["analysis"] is None
     # iteration 1's finding sits on the failing assertion; SUCCESS cleared them
     failing = [f for f in seen.findings[0] if f.source != "analysis"]
     assert [(f.path, f.line) for f in failing] == [("test_calc.py", MULTIPLY_ASSERT_LINE)]
     assert "AssertionError" in failing[0].message and "test_multiply" in failing[0].message
-    advice = [f for f in seen.findings[0] if f.source == "analysis"]
+    # the test's findings come at once; the analysis's advice joins them when it answers
+    assert seen.findings[1][: len(seen.findings[0])] == seen.findings[0]
+    advice = [f for f in seen.findings[1] if f.source == "analysis"]
     assert [(f.path, f.severity.value) for f in advice] == [("calc.py", "information")]
     assert seen.findings[-1] == []
-    assert seen.progress[0] == "Planning"
-    assert "Iteration 1/3: Aider is editing" in seen.progress
-    assert "Iteration 2/3: running tests" in seen.progress
-    assert "Iteration 2/3: analysing the result" in seen.progress
+    assert phases(seen)[0] == "Planning"
+    assert "Iteration 1/3: Aider is editing" in phases(seen)
+    assert "Iteration 2/3: Aider is editing; analysing iteration 1 beside it" in phases(seen)
+    assert "Iteration 2/3: running tests" in phases(seen)
+    assert not any("2/3: analysing the result" in phase for phase in phases(seen))  # green: no analysis
+    assert "Aider:" in seen.progress[-1] and "planning/analysis:" in seen.progress[-1]
     assert result.notes["changed_files"] == ["calc.py"]
     assert "+    return a * b" in result.notes["diff"]
     # the run's diff has the format of an edit's: one `diff --aider-mcp a/X b/X` section per file
     assert result.notes["diff"].startswith("diff --aider-mcp a/calc.py b/calc.py\n--- a/calc.py\n")
     usage = run["usage"]
-    assert usage["requests"] == 3 and usage["total_tokens"] > 0  # plan + two analyses
+    assert usage["requests"] == 2 and usage["total_tokens"] > 0  # the plan and one analysis
+    assert usage["aider"]["edits"] == 2 and usage["aider"]["total_tokens"] > 0  # Aider's own calls
+    assert usage["all"]["total_tokens"] == usage["total_tokens"] + usage["aider"]["total_tokens"]
+    calls = [
+        ("plan" if IS_PLAN(r) else "analysis" if IS_ANALYSIS(r) else "aider")
+        for r in llm_server.chat_requests()
+    ]
+    assert sorted(calls) == ["aider", "aider", "analysis", "plan"]
     # the planner saw the open file and the goal
     plan_request = llm_server.chat_requests()[0]
     assert "make the tests pass" in str(plan_request["messages"]) and "calc.py" in str(
@@ -164,7 +191,9 @@ async def test_max_retries_reached_is_a_failure(
     run = result.notes["workflow"]
     assert run["status"] == "FAILURE" and len(run["iterations"]) == 2
     assert run["analysis_result"]["verdict"] == "RETRY"
-    assert len(seen.findings) == 2 and all(seen.findings)  # findings stay on a failed run
+    # each red iteration's findings, then with its analysis's advice; they stay on a failed run
+    assert len(seen.findings) == 4 and all(seen.findings)
+    assert {f.source == "analysis" for f in seen.findings[-1]} == {True, False}
 
 
 async def test_llm_error_fails_the_run_and_changes_nothing(
@@ -204,12 +233,56 @@ async def test_a_second_run_is_refused_while_one_runs(
     assert (calc_project / "calc.py").read_text() == BUGGY
 
 
-async def test_budget_stops_the_run_between_steps(calc_project: Path, llm_server: Any) -> None:
+async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: Path, llm_server: Any) -> None:
+    """The budget counts Aider's own calls with the planner's: plan 110 + Aider's edit 400
+    tokens pass 500, so the run stops before its next call (no analysis, no second edit)."""
     app = make_app(calc_project, llm_server.base_url, budget={"maxTokens": 500})
     plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
-    retry = json_output(RETRY, usage={"prompt_tokens": 380, "completion_tokens": 10, "total_tokens": 390})
+    edit = replace(
+        aider_whole({"calc.py": HALF_FIXED}), usage={"prompt_tokens": 300, "completion_tokens": 100}
+    )
     llm_server.add_rule(IS_PLAN, plan)
-    llm_server.add_rule(IS_ANALYSIS, retry)
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(IS_AIDER, edit)
+    seen = Recorder()
+    try:
+        result = await app.run_workflow(
+            WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), seen.context
+        )
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.FAILED
+    assert result.notes["error"]["reason"] == "budget_exceeded"
+    assert "budget of 500 is used up (510 used)" in result.content
+    run = result.notes["workflow"]
+    assert len(run["iterations"]) == 1  # stopped before the second edit
+    assert not any(IS_ANALYSIS(request) for request in llm_server.chat_requests())  # and the analysis
+    usage = run["usage"]
+    assert usage["total_tokens"] == 110 and usage["requests"] == 1  # planning/analysis
+    assert usage["aider"] == {
+        "prompt_tokens": 300,
+        "completion_tokens": 100,
+        "total_tokens": 400,
+        "cost": None,
+        "edits": 1,
+        "unreported": 0,
+    }
+    assert usage["all"] == {"total_tokens": 510, "cost": None}
+    assert run["iterations"][0]["aider"]["usage"] == {
+        "prompt_tokens": 300,
+        "completion_tokens": 100,
+        "cost": None,
+    }
+    assert "Aider: 400 tokens" in seen.progress[-1]  # the progress shows the spend
+    # what was done stays undoable
+    assert (calc_project / "calc.py").read_text() == HALF_FIXED
+    assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY
+
+
+async def test_the_planners_usage_alone_stops_the_run_too(calc_project: Path, llm_server: Any) -> None:
+    app = make_app(calc_project, llm_server.base_url, budget={"maxTokens": 100})
+    plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+    llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     try:
         result = await app.run_workflow(
@@ -217,15 +290,9 @@ async def test_budget_stops_the_run_between_steps(calc_project: Path, llm_server
         )
     finally:
         await app.aclose()
-    assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "budget_exceeded"
-    run = result.notes["workflow"]
-    assert len(run["iterations"]) == 1  # stopped before the second edit
-    assert run["usage"]["total_tokens"] == 500
-    assert "budget" in result.content
-    # what was done stays undoable
-    assert (calc_project / "calc.py").read_text() == HALF_FIXED
-    assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY
+    assert all(IS_PLAN(request) for request in llm_server.chat_requests())  # Aider never ran
+    assert (calc_project / "calc.py").read_text() == BUGGY
 
 
 async def test_a_stopped_edit_is_the_same_failure_typed_and_on_the_wire(tmp_path: Path) -> None:

@@ -111,7 +111,6 @@ def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_serv
 def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) -> None:
     llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
-    llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "the test passes"}))
     done = run_cli(
         "run",
         "--workspace",
@@ -123,9 +122,13 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
         env=model_env(llm_server),
     )
     assert done.returncode == 0, done.stderr
-    assert "SUCCESS: the test passes" in done.stdout
+    assert "SUCCESS: the tests pass" in done.stdout  # green tests end the run: no analysis call
+    assert not any(IS_ANALYSIS(request) for request in llm_server.chat_requests())
     assert "+    return x * 2" in done.stdout  # the diff
     assert "Iteration 1/3: running tests" in done.stderr and "tokens" in done.stderr  # progress
+    # the spend, planning/analysis and Aider apart and together, live and in the report
+    assert "planning/analysis:" in done.stderr and "; Aider: " in done.stderr
+    assert "Spent: " in done.stdout and "Aider: " in done.stdout and "1 Aider edit(s)" in done.stdout
     assert (project / "mathx.py").read_text() == FIXED
     undo = run_cli("undo", "--workspace", str(project), env=clean_env())
     assert undo.returncode == 0, undo.stderr

@@ -235,18 +235,31 @@ class Application:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
         return await self.aider_tools.automatic(params)
 
-    async def edit(self, prompt: str, files: Sequence[str] = ()) -> AiderEditOutcome:
+    async def edit(
+        self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None
+    ) -> AiderEditOutcome:
         """One `aider:automatic` edit, typed (a workflow run's): the same checks, redaction,
         edit lock and checkpoint as the tool; no files → the index picks them for the prompt.
+        `chat`: a turn of a kept Aider chat (`session_id` to continue one; the outcome names
+        it), so a retry sees its earlier attempts as in Aider's own loop.
         Never raises but for cancellation: a problem is a FAILED outcome, as the tool's is."""
         args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
         try:
-            return await self.aider_tools.edit(args)
+            return await self.aider_tools.edit(args, chat=chat, session_id=session_id)
         except Exception as exc:  # as the tool registry answers a tool's bug: a FAILED result
             log.exception("aider edit failed")
             message = f"aider:automatic failed: {exc}"
             error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
             return AiderEditOutcome(tool="aider_ai_code", error=error)
+
+    async def end_chat(self, session_id: str) -> None:
+        """Forget a kept Aider chat (the end of a workflow run); a failure only logs. A stopped
+        server forgot its chats: it is not started again for this."""
+        if not self.aider.running:
+            return
+        result = await self.aider_tools.interactive({"session_id": session_id, "end_session": True})
+        if not result.ok:
+            log.debug("ending the Aider chat %s: %s", session_id, result.content)
 
     async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat (`aider:interactive` arguments)."""
@@ -270,7 +283,8 @@ class Application:
         return undo_result(self.checkpoints.restore(skip=self.unsaved_files(), force=force))
 
     def spent(self) -> WorkflowUsage:
-        """Tokens, requests and cost of the LLM calls so far in this session (not Aider's own)."""
+        """Tokens, requests and cost of the LLM calls so far in this session, Aider's own (as
+        its server reported them) in `aider`."""
         totals = self.handler.usage_totals
         return WorkflowUsage(
             input_tokens=int(totals.get("input_tokens") or 0),
@@ -278,6 +292,7 @@ class Application:
             total_tokens=int(totals.get("total_tokens") or 0),
             requests=int(totals.get("requests") or 0),
             cost=None if totals.get("cost") is None else float(totals["cost"]),
+            aider=self.aider.spent,
         )
 
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:

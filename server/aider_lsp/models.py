@@ -22,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    computed_field,
     field_validator,
     model_validator,
 )
@@ -146,6 +147,9 @@ class TaskResult(BaseModel):
     notes: dict[str, Any] = Field(default_factory=dict)
     parsed_content: Any | None = Field(default=None, alias="parsedContent")
     error: TaskError | None = Field(default=None, exclude=True)
+    # the LLM layer refused or stopped the call because the run's budget is spent (typed for
+    # the workflow, which ends with budget_exceeded; the wire keeps `notes.budget_exhausted`)
+    budget_exhausted: bool = Field(default=False, exclude=True)
 
     @model_validator(mode="after")
     def _one_error(self) -> TaskResult:
@@ -536,14 +540,82 @@ class WorkflowStatus(StrEnum):
     FAILURE = "FAILURE"
 
 
+class AiderSpend(BaseModel):
+    """What Aider's own model calls spent, summed over edits. `edits` counts the edits whose
+    server reported usage, `unreported` those whose server said nothing (the public
+    aider-mcp-server): with no reported edit at all the spend is unknown, never zero."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None
+    edits: int = 0
+    unreported: int = 0
+
+    @property
+    def reported(self) -> bool:
+        """Whether anything is known: some edit reported, or no edit ran at all."""
+        return self.edits > 0 or self.unreported == 0
+
+    def plus(self, usage: AiderUsage | None) -> AiderSpend:
+        """These totals and one more edit's usage (None: the server reported none)."""
+        if usage is None:
+            return self.model_copy(update={"unreported": self.unreported + 1})
+        cost = self.cost if usage.cost is None else (self.cost or 0.0) + usage.cost
+        return AiderSpend(
+            prompt_tokens=self.prompt_tokens + usage.prompt_tokens,
+            completion_tokens=self.completion_tokens + usage.completion_tokens,
+            total_tokens=self.total_tokens + usage.prompt_tokens + usage.completion_tokens,
+            cost=cost,
+            edits=self.edits + 1,
+            unreported=self.unreported,
+        )
+
+    def since(self, start: AiderSpend) -> AiderSpend:
+        """What was spent between `start` and these totals."""
+        return AiderSpend(
+            prompt_tokens=self.prompt_tokens - start.prompt_tokens,
+            completion_tokens=self.completion_tokens - start.completion_tokens,
+            total_tokens=self.total_tokens - start.total_tokens,
+            cost=None if self.cost is None else self.cost - (start.cost or 0.0),
+            edits=self.edits - start.edits,
+            unreported=self.unreported - start.unreported,
+        )
+
+    def describe(self) -> str:
+        """`Aider: 1234 tokens · $0.0120` (or `cost n/a`), `Aider: not reported`."""
+        if not self.reported:
+            return "Aider: not reported"
+        money = f"${self.cost:.4f}" if self.cost is not None else "cost n/a"
+        return f"Aider: {self.total_tokens} tokens · {money}"
+
+
+class UsageTotal(BaseModel):
+    """Planning/analysis and Aider together: what the budget counts."""
+
+    total_tokens: int = 0
+    cost: float | None = None
+
+
 class WorkflowUsage(BaseModel):
-    """What a run spent on the planning/analysis model (Aider's own calls are not counted)."""
+    """What a run spent. The top-level fields are the planning/analysis model's (the shape
+    clients have always read); `aider` is Aider's own calls, `all` both together (the budget)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     requests: int = 0
     cost: float | None = None
+    aider: AiderSpend = Field(default_factory=AiderSpend)
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
+    @property
+    def all(self) -> UsageTotal:
+        """Both together; cost None only when neither side knows its price."""
+        costs = [c for c in (self.cost, self.aider.cost) if c is not None]
+        return UsageTotal(
+            total_tokens=self.total_tokens + self.aider.total_tokens, cost=sum(costs) if costs else None
+        )
 
     def since(self, start: WorkflowUsage) -> WorkflowUsage:
         """What was spent between `start` and these totals."""
@@ -554,6 +626,17 @@ class WorkflowUsage(BaseModel):
             total_tokens=self.total_tokens - start.total_tokens,
             requests=self.requests - start.requests,
             cost=cost,
+            aider=self.aider.since(start.aider),
+        )
+
+    def describe(self) -> str:
+        """`1500 tokens · $0.0100 (planning/analysis 300 tokens · $0.0010; Aider: 1200 tokens · …)`."""
+        total = self.all
+        money = f"${total.cost:.4f}" if total.cost is not None else "cost n/a"
+        own = f"${self.cost:.4f}" if self.cost is not None else "cost n/a"
+        return (
+            f"{total.total_tokens} tokens · {money} "
+            f"(planning/analysis: {self.total_tokens} tokens · {own}; {self.aider.describe()})"
         )
 
 
@@ -570,6 +653,8 @@ class WorkflowIteration(BaseModel):
     test: dict[str, Any] | None = None
     findings: list[Finding] = Field(default_factory=list)
     analysis: dict[str, Any] | None = None
+    # why the run did not follow the analysis's verdict (SUCCESS over a failing test)
+    overruled: str | None = None
 
 
 class WorkflowResult(BaseModel):

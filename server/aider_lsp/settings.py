@@ -80,6 +80,13 @@ class Settings(_Camel):
     )
     aider_model: str | None = None
     aider_server: AiderServerSettings = Field(default_factory=AiderServerSettings)
+    aider_map_tokens: int = Field(
+        default=1024,
+        ge=0,
+        le=65_536,
+        description="Size of Aider's repository map in tokens (0 = off; Aider's default is 1024). "
+        "Used where the workspace is the root of a git repository, by the bundled Aider server.",
+    )
     test_command: str | None = None
     test_shell: bool = Field(
         default=False,
@@ -91,6 +98,11 @@ class Settings(_Camel):
         "has no .venv/ or venv/ (the editor's Python extension's pick); default: the server's.",
     )
     max_retries: int = Field(default=3, ge=0, le=20)
+    analyse_green_tests: bool = Field(
+        default=False,
+        description="Ask the analysis model to confirm the goal when the tests pass (one more model "
+        "call); by default passing tests end a workflow run.",
+    )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     context_excludes: list[str] = Field(default_factory=list)
     context_rerank: bool = Field(

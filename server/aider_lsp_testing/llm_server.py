@@ -11,6 +11,7 @@ Usage::
     with ScriptedLLMServer() as srv:
         srv.add_rule(last_user_contains("plan"), json_output({"instructions": "x", "files": []}))
         srv.add_rule(any_request, fault(429, retry_after=0), times=1)   # first call fails
+        srv.latency = 1.0                                                # every call takes 1 s more
         ... point a client at srv.base_url (".../v1") ...
         assert srv.requests[-1]["model"] == "m"
 
@@ -282,7 +283,11 @@ class ScriptedHandler(ChatHandler):
     """The core's answers plus the injected faults; callable replies are resolved per request."""
 
     def respond(self, request: dict[str, Any], reply: Any) -> None:
-        """Answer with ``reply`` after resolving callables and waiting out `slow` replies."""
+        """Answer with ``reply`` after the server's per-call latency, resolving callables and
+        waiting out `slow` replies."""
+        latency = getattr(self.llm, "latency", 0.0)
+        if latency > 0:
+            time.sleep(latency)
         reply = _resolve(request, reply)
         while isinstance(reply, Slow):
             time.sleep(reply.seconds)
@@ -342,8 +347,11 @@ class ScriptedLLMServer(OfflineLLMServer):
 
     handler_class = ScriptedHandler
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, latency: float = 0.0) -> None:
+        """`latency`: seconds every answered call waits first, as a real model's would (the
+        benchmarks' model latency; it may be changed between calls)."""
         super().__init__(models=models)
+        self.latency = latency
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.unmatched: list[dict[str, Any]] = []

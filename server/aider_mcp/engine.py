@@ -9,6 +9,7 @@ model-info cache is filled from it, so no price list is ever downloaded.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import logging
 import os
@@ -71,6 +72,17 @@ def matches_secret(rel: str, patterns: list[str]) -> bool:
         if any(fnmatch.fnmatch(span, pat) for span in spans):
             return True
     return False
+
+
+def state_dir(root: Path) -> Path:
+    """`<root>/.aider-lsp/` with its `.gitignore` (as aider_lsp/state.py makes it: this
+    package runs in Aider's environment and cannot import aider_lsp)."""
+    folder = root / ".aider-lsp"
+    folder.mkdir(exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return folder
 
 
 class EngineError(Exception):
@@ -179,6 +191,11 @@ class AiderEngine:
         self._sessions: dict[str, Session] = {}
         self._io_class: Any = None
         self._warm = threading.Lock()
+        # Aider asks for the repository's file list several times per message; matching every
+        # path against every pattern each time cost about half a second a call on a 200-file
+        # repository: each path is judged once (the patterns are fixed for the process)
+        patterns = list(config.secret_patterns)
+        self._is_secret = functools.lru_cache(maxsize=1 << 16)(lambda rel: matches_secret(rel, patterns))
 
     # -- setup -----------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -203,9 +220,9 @@ class AiderEngine:
             if self.config.map_tokens > 0:
                 from aider.repomap import RepoMap
 
-                cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                tags = cache / "aider-lsp" / "tags" / uuid.uuid5(uuid.NAMESPACE_URL, str(self.root)).hex
-                RepoMap.TAGS_CACHE_DIR = str(tags)
+                # Aider writes its tags cache (`.aider.tags.cache.v4/`) into the repository's
+                # root: keep it in aider-lsp's own state folder, which git ignores
+                RepoMap.TAGS_CACHE_DIR = str(state_dir(self.root) / RepoMap.TAGS_CACHE_DIR.lstrip("."))
             self._io_class = _make_io_class()
             # what the first edit would otherwise pay (about 1.5 s, measured): the tokenizer that
             # counts the chat's tokens, and the OpenAI client's resources that litellm imports
@@ -288,6 +305,9 @@ class AiderEngine:
             suggest_shell_commands=False,
             detect_urls=False,
             map_tokens=self.config.map_tokens,
+            # a chat's later turns reuse the map while its files stay the same (Aider's "auto"
+            # recomputes it every turn when that takes under a second: about a second a turn)
+            map_refresh="files",
             use_git=self.config.map_tokens > 0,
             auto_lint=False,
             auto_test=False,
@@ -300,8 +320,7 @@ class AiderEngine:
             # the repo map (map_tokens > 0) shows lines of every tracked file, and mentions of
             # tracked files are offered for the chat: secret files are in neither
             all_files = coder.get_all_relative_files
-            patterns = self.config.secret_patterns
-            coder.get_all_relative_files = lambda: [f for f in all_files() if not matches_secret(f, patterns)]
+            coder.get_all_relative_files = lambda: [f for f in all_files() if not self._is_secret(f)]
         # a prompt is data, never an Aider chat command: "/run …" or "!…" would run a shell
         # command, "/add" / "/read-only" would put any file (secrets, outside the workspace) in
         # the chat, "/web" would fetch a URL; prompts may come from a model (plans, analyses)

@@ -25,6 +25,7 @@ from ..checkpoints import snapshot_files
 from ..files import FileAccessManager
 from ..models import (
     AiderEditOutcome,
+    AiderSpend,
     AssociativeMatchResult,
     ContextGenerationInput,
     ErrorReason,
@@ -54,6 +55,8 @@ class AiderBridge:
         self._lock = asyncio.Lock()
         self._session: ServerSession | None = None
         self._file_context: list[str] = []
+        # Aider's own spend over this session's edits (what the servers reported)
+        self.spent = AiderSpend()
 
     def settings(self) -> Settings:
         """The settings in force now (they change live in the editor)."""
@@ -123,6 +126,11 @@ class AiderBridge:
         async with self._lock:
             await self.aclose()
 
+    @property
+    def running(self) -> bool:
+        """A server is running (its chats are alive; a stopped one forgot them)."""
+        return self._session is not None and self._session.running
+
     async def aclose(self) -> None:
         """Stop the server and its process group (shutdown)."""
         if self._session is not None:
@@ -148,7 +156,10 @@ class AiderBridge:
         if isinstance(reply, CallFailure):
             return reply.as_edit(tool_name)
         answer, files, spec = reply
-        return edit_outcome(tool_name, answer, files, bundled=spec.bundled)
+        outcome = edit_outcome(tool_name, answer, files, bundled=spec.bundled)
+        if outcome.server_success is not None:  # a well-formed answer: Aider ran
+            self.spent = self.spent.plus(outcome.usage)
+        return outcome
 
     async def _exchange(
         self, tool_name: str, params: dict[str, Any], timeout: float | None, editable: list[str]

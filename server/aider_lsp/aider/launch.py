@@ -114,6 +114,16 @@ def _expand(arg: str, values: dict[str, str]) -> str:
     return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), arg)
 
 
+def repo_map_args(settings: Settings, workspace: Path) -> tuple[str, ...]:
+    """`--map-tokens N` where the workspace is the root of a git repository (Aider's repo map
+    lists the tracked files; in a folder inside a larger repository it would list files
+    outside the workspace, so it stays off there), `aiderMapTokens` > 0."""
+    tokens = settings.aider_map_tokens
+    if tokens <= 0 or not (workspace / ".git").exists():
+        return ()
+    return ("--map-tokens", str(tokens))
+
+
 def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
     """The server command: `aiderServer` if set (args may use ${workspace} and ${model}),
     else the bundled server in the Aider environment."""
@@ -144,7 +154,15 @@ def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
     env.update(custom.env)
     return LaunchSpec(
         command=command,
-        args=(*args, "--cwd", str(workspace), "--model", model, *custom.args),
+        args=(
+            *args,
+            "--cwd",
+            str(workspace),
+            "--model",
+            model,
+            *repo_map_args(settings, workspace),
+            *custom.args,
+        ),
         env=tuple(sorted(env.items())),
         cwd=str(workspace),
         bundled=True,

@@ -233,10 +233,13 @@ class AiderExecutors:
             return args
         return (await self.edit(args)).to_task_result()
 
-    async def edit(self, args: AiderAutomaticArgs) -> AiderEditOutcome:
+    async def edit(
+        self, args: AiderAutomaticArgs, *, chat: bool = False, session_id: str | None = None
+    ) -> AiderEditOutcome:
         """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
-        Aider ran is a FAILED outcome too (its `error` says why)."""
-        tool = "aider_ai_code"
+        Aider ran is a FAILED outcome too (its `error` says why). `chat`: the edit is a turn
+        of a kept Aider chat (`session_id` continues one), as a workflow run's retries are."""
+        tool = "aider_chat" if chat else "aider_ai_code"
         if not args.prompt.strip():
             return _stopped(
                 tool, ErrorReason.INPUT_VALIDATION_FAILURE, "missing prompt: say what Aider should change"
@@ -250,12 +253,12 @@ class AiderExecutors:
         readonly, problem = self._resolve_readonly(tool, args.readonly_files)
         if problem:
             return problem
-        call: dict[str, Any] = {
-            "ai_coding_prompt": self._for_model(args.prompt),
-            "relative_editable_files": paths,
-        }
+        key = "message" if chat else "ai_coding_prompt"
+        call: dict[str, Any] = {key: self._for_model(args.prompt), "relative_editable_files": paths}
         if readonly:
             call["relative_readonly_files"] = readonly
+        if session_id:
+            call["session_id"] = session_id
         outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call)
         return finished_edit(outcome, paths, cover, fallback=fallback)
 

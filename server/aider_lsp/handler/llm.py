@@ -276,7 +276,10 @@ class LLMInteractionManager:
                 notes={"model": label, "usage": _usage_dict(None, [], label)},
             )
         if self.budget is not None and (why := self.budget.exhausted()):
-            return failed_result(ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True})
+            refused = failed_result(
+                ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True}
+            )
+            return refused.model_copy(update={"budget_exhausted": True})
         from pydantic_ai.usage import RunUsage
 
         run_usage = RunUsage()
@@ -373,13 +376,14 @@ class LLMInteractionManager:
                 label,
             )
         if isinstance(exc, UsageLimitExceeded):
-            return self._failed(
+            stopped = self._failed(
                 ErrorReason.LLM_ERROR,
                 f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
                 run_usage,
                 [],
                 label,
             )
+            return stopped.model_copy(update={"budget_exhausted": True})
         if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
             message = _provider_message(exc)

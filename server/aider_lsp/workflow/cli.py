@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 from ..test_command import choose_test_command, no_suite_message
+from .orchestrator import progress_phase
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -58,14 +59,14 @@ class ProgressDisplay:
         self.phase = "Starting"
 
     def status(self) -> str:
-        usage = self.usage()
-        money = f"${usage.cost:.4f}" if usage.cost is not None else "cost n/a"
+        """`[00:12.5] Iteration 1/3: running tests · 1500 tokens · $0.0100 (planning/analysis:
+        300 tokens · $0.0010; Aider: 1200 tokens · $0.0090)`: both spends, apart and together."""
         elapsed = time.monotonic() - self.started
         clock = f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}]"
-        return f"{clock} {self.phase} · {usage.total_tokens} tokens · {money}"
+        return f"{clock} {self.phase} · {self.usage().describe()}"
 
     def on_progress(self, message: str, percentage: int | None) -> None:
-        self.phase = message
+        self.phase = progress_phase(message)  # the spend is shown live, not as reported
         self.render(final=not self.live)
 
     def on_findings(self, findings: list[Finding]) -> None:
@@ -197,12 +198,10 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
         analysis = item.get("analysis")
         if analysis:
             print(f"  analysis: {analysis['verdict']}: {analysis['message']}", file=out)
-    usage = run.get("usage") or {}
-    cost = usage.get("cost")
-    money = f"${cost:.4f}" if cost is not None else "n/a"
+    usage = WorkflowUsage.model_validate(run.get("usage") or {})
     print(
-        f"\nSpent: {usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} request(s) to the "
-        f"planning model, cost {money} (Aider's own calls not counted)",
+        f"\nSpent: {usage.describe()}; {usage.requests} request(s) to the planning model, "
+        f"{usage.aider.edits + usage.aider.unreported} Aider edit(s)",
         file=out,
     )
     diff = result.notes.get("diff")

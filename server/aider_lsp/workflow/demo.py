@@ -1,7 +1,8 @@
 """`aider-lsp demo`: the whole loop on the example calculator, offline, with a scripted model.
 
 Why: a new user without a key should see what the project does: a plan, a first Aider edit
-that leaves a test failing, the analysis asking for a retry, the second edit, the green test.
+that leaves a test failing, the failing output sent back to Aider (the analysis judging it
+beside), the second edit, the green test.
 The model is a minimal OpenAI-compatible server (offline_llm.py) on 127.0.0.1 answering from
 `scripted_answers`; the planner, the analyst and Aider (the REAL bundled Aider, `openai/<name>`
 on that server, `whole` edit format) all talk to it over HTTP. The analyst reads the real exit
@@ -51,7 +52,7 @@ def scripted_answers(source: str) -> Callable[[dict[str, Any]], Reply | None]:
             return json_output(plan)
         if "judge whether the goal has been reached" in system:
             return _analysis(asked)
-        if "make average return 0" in asked:
+        if "make average return 0" in asked or "ZeroDivisionError" in asked:  # the retry: the failing output
             return aider_whole({"calculator.py": both_fixed})
         if "fix subtract" in asked:
             return aider_whole({"calculator.py": subtract_fixed})

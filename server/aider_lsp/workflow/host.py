@@ -45,9 +45,16 @@ class WorkflowHost(Protocol):
         """Run a template (the plan, the analysis)."""
         ...
 
-    async def edit(self, prompt: str, files: Sequence[str] = ()) -> AiderEditOutcome:
+    async def edit(
+        self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None
+    ) -> AiderEditOutcome:
         """One Aider edit as `aider:automatic` makes it (checks, edit lock, checkpoint), typed:
-        what changed, what undo covers, or the `error` that stopped it."""
+        what changed, what undo covers, Aider's usage, or the `error` that stopped it. `chat`:
+        a turn of a kept Aider chat (`session_id` continues one; the outcome names it)."""
+        ...
+
+    async def end_chat(self, session_id: str) -> None:
+        """Forget a kept Aider chat (a run's, at its end)."""
         ...
 
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
@@ -59,7 +66,8 @@ class WorkflowHost(Protocol):
         ...
 
     def spent(self) -> WorkflowUsage:
-        """Tokens, requests and cost the LLM calls spent so far in this session."""
+        """Tokens, requests and cost the LLM calls spent so far in this session, Aider's own
+        (as its server reports them) in `aider`."""
         ...
 
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:

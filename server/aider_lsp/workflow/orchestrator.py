@@ -1,5 +1,5 @@
-"""The coding workflow: plan → (Aider edit → test command → analysis) until SUCCESS, FAILURE,
-the last iteration or the budget.
+"""The coding workflow: (plan →) Aider edit → test command → (analysis) until the tests pass,
+the analysis gives up, the last iteration or the budget.
 
 Why here and like this: the loop knows no protocol. It calls the Application the way any
 caller does, through the few calls named in host.py (`handle_task_command` for the plan and
@@ -10,6 +10,14 @@ RequestContext (progress per phase, findings after each test run), so the editor
 diagnostics and the CLI prints lines. Every problem ends the run with a result, never an
 exception, except cancellation, which propagates once the run's checkpoint is settled.
 The whole run is one checkpoint: one undo restores what it changed and deletes what it created.
+
+How it decides (docs/workflow.md): the tests are the judge. Green tests end the run with
+SUCCESS (no analysis call, unless `analyseGreenTests`); an analysis never makes a run SUCCESS
+over red tests. Model calls on the critical path are the loop's cost at real latency, so:
+no plan when the editor named the files and the test command is known; one Aider chat per
+run, a retry sending the failing output into it as Aider's own `--auto-test` loop does; and
+the analysis of a red iteration runs beside the next edit (its FAILURE still stops the run,
+its instructions reach the edit after).
 """
 
 from __future__ import annotations
@@ -53,6 +61,23 @@ PLAN_TEMPLATE = "user:generate-plan-from-goal"
 ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
 MEMORY_FILES = 5
 OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
+OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
+# what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
+RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
+PROGRESS_SEPARATOR = " · spent "
+
+
+def progress_message(phase: str, usage: WorkflowUsage) -> str:
+    """A phase for the progress report, with what the run spent so far once it spent anything
+    (planning/analysis and Aider apart and together)."""
+    if usage.requests == 0 and usage.aider.edits == 0 and usage.aider.unreported == 0:
+        return phase
+    return f"{phase}{PROGRESS_SEPARATOR}{usage.describe()}"
+
+
+def progress_phase(message: str) -> str:
+    """The phase of a progress message (what `progress_message` was given)."""
+    return message.split(PROGRESS_SEPARATOR, 1)[0]
 
 
 class _RunEnded(Exception):
@@ -92,67 +117,183 @@ class CodingWorkflowOrchestrator:
         self._originals: dict[str, bytes | None] = {}
         self._usage_start: WorkflowUsage | None = None
         self._warm_up: asyncio.Task[bool] | None = None
+        self._chat: str | None = None  # the run's Aider chat (None: not started, or no chats)
+        self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
+        self._ctx = RequestContext()
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self, ctx: RequestContext) -> WorkflowResult:
         """Run to the end; cancellation propagates after the checkpoint is settled."""
         settings = self.app.settings
+        self._ctx = ctx
         self._usage_start = self.app.spent()
         self.app.set_budget(settings.budget.max_tokens, settings.budget.max_cost)
         try:
             with run_checkpoint(self.app.checkpoints, f"workflow: {self.goal[:150]}") as checkpoint:
                 self.checkpoint = checkpoint
                 try:
-                    return await self._loop(ctx)
+                    result = await self._loop()
                 except _RunEnded as ended:
-                    return self._result(WorkflowStatus.FAILURE, ended.message, ended.reason, ended.details)
+                    result = self._result(WorkflowStatus.FAILURE, ended.message, ended.reason, ended.details)
                 finally:
                     self._settle(checkpoint)
         finally:
             self.app.clear_budget()
+        if self._chat is not None:  # not on cancellation: that stopped the server
+            await self.app.end_chat(self._chat)
+        return result
 
-    async def _loop(self, ctx: RequestContext) -> WorkflowResult:
+    def _progress(self, phase: str, percentage: int) -> None:
+        self._ctx.report_progress(progress_message(phase, self._usage()), percentage)
+
+    async def _loop(self) -> WorkflowResult:
+        prompt, files, test_command = await self._start()
+        self._instructions = prompt
+        pending: asyncio.Task[CombinedAnalysisResult] | None = None
+        try:
+            for number in range(1, self.max_iterations + 1):
+                self._check_budget()
+                self.iterations.append(WorkflowIteration(iteration=number, prompt=prompt, files=files))
+                label = f"Iteration {number}/{self.max_iterations}"
+                step = 100 * (number - 1) // self.max_iterations
+                beside = f"; analysing iteration {number - 1} beside it" if pending else ""
+                self._progress(f"{label}: Aider is editing{beside}", step)
+                outcome, files = await self._edit(prompt, files)
+                test: CommandRun | None = None
+                if _changed(outcome):
+                    beside = beside if pending is not None and not pending.done() else ""
+                    self._progress(f"{label}: running tests{beside}", step)
+                    test = await self._test(test_command, files)
+                    if test.passed:
+                        if pending is not None:  # the tests are the judge: its verdict is moot now
+                            await _stop(pending)
+                            pending = None
+                        done = await self._green(number, label, step, prompt, files, test_command, test)
+                        if done is not None:
+                            return done
+                        prompt, files = self._follow(self.analysis, prompt, files)
+                        continue
+                    self._ctx.report_findings(list(test.findings))
+                advice: CombinedAnalysisResult | None = None
+                if pending is not None:  # red again: the analysis may stop the run, and advises
+                    if not pending.done():
+                        self._progress(f"{label}: waiting for the analysis of iteration {number - 1}", step)
+                    advice = await pending
+                    pending = None
+                if advice is not None and advice.verdict is Verdict.FAILURE:
+                    raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {advice.message}")
+                self._check_budget()
+                if number == self.max_iterations:
+                    self._progress(f"{label}: analysing the result", step)
+                    last = await self._analyse(number, prompt, files, test_command, outcome, test)
+                    raise self._not_reached(last, number, test)
+                # the next edit starts at once with the failing output; this analysis runs beside it
+                pending = asyncio.create_task(
+                    self._analyse(number, prompt, files, test_command, outcome, test)
+                )
+                prompt = self._retry_prompt(test_command, outcome, test, advice)
+                files = _with_files(files, advice)
+        finally:
+            if pending is not None:  # an analysis still running beside (a stop or a cancel)
+                await _stop(pending)
+        raise AssertionError("unreachable: the last iteration always ends the run")
+
+    async def _start(self) -> tuple[str, list[str], str]:
+        """The first instructions, files and the test command: the plan's, or, when the editor
+        named the files and the test command is known, the goal itself (no planning call)."""
         editor_files = self._editor_files()
-        ctx.report_progress("Planning", 0)
         # Aider's start-up (seconds) overlaps the planning call instead of delaying the first edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
-        plan = await self._make_plan(ctx, editor_files)
+        known = self.test_command or self.app.settings.test_command
+        if editor_files and known:
+            context = self.context.strip()
+            return (f"{self.goal}\n\n{context}" if context else self.goal), editor_files, known
+        self._progress("Planning", 0)
+        plan = await self._make_plan(editor_files)
         test_command = self.test_command or plan.test_command or self.app.settings.test_command
         if not test_command:
             raise _RunEnded(
                 ErrorReason.CONFIGURATION_ERROR,
                 "no test command: pass one, or set aiderLsp.testCommand / AIDER_LSP_TEST_COMMAND",
             )
-        prompt, files = plan.instructions, list(plan.files or editor_files)
-        for number in range(1, self.max_iterations + 1):
-            self._check_budget()
-            self.iterations.append(WorkflowIteration(iteration=number, prompt=prompt, files=files))
-            label = f"Iteration {number}/{self.max_iterations}"
-            step = 100 * (number - 1) // self.max_iterations
-            ctx.report_progress(f"{label}: Aider is editing", step)
-            files = await self._edit(prompt, files)
+        return plan.instructions, list(plan.files or editor_files), test_command
 
-            ctx.report_progress(f"{label}: running tests", step)
-            test = await self._test(test_command, files)
+    async def _green(
+        self,
+        number: int,
+        label: str,
+        step: int,
+        prompt: str,
+        files: list[str],
+        test_command: str,
+        test: CommandRun,
+    ) -> WorkflowResult | None:
+        """The tests pass: SUCCESS, unless `analyseGreenTests` asks the analysis, which may
+        still say RETRY (the goal needs more: None, go on) or FAILURE."""
+        if not self.app.settings.analyse_green_tests:
+            return self._success(f"the tests pass (`{test_command}` exited 0 in iteration {number})")
+        self._check_budget()
+        self._progress(f"{label}: analysing the result", step)
+        analysis = await self._analyse(number, prompt, files, test_command, self.final_aider, test)
+        if analysis.verdict is Verdict.SUCCESS:
+            return self._success(analysis.message)
+        if analysis.verdict is Verdict.FAILURE:
+            raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
+        if number == self.max_iterations:
+            raise self._not_reached(analysis, number, test)
+        return None
 
-            self._check_budget()
-            ctx.report_progress(f"{label}: analysing the result", step)
-            analysis = await self._analyse(number, prompt, files, test_command, test)
-            self.analysis = analysis
-            if analysis.verdict is Verdict.SUCCESS:
-                ctx.report_findings([])
-                ctx.report_progress("Done: the goal is reached", 100)
-                return self._result(WorkflowStatus.SUCCESS, analysis.message)
-            ctx.report_findings([*test.findings, *self._analysis_findings(analysis, files)])
-            if analysis.verdict is Verdict.FAILURE:
-                raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
-            prompt = analysis.next_prompt or prompt
-            files = list(analysis.next_files or files)
-        raise _RunEnded(
+    def _success(self, message: str) -> WorkflowResult:
+        self._ctx.report_findings([])
+        self._progress("Done: the goal is reached", 100)
+        return self._result(WorkflowStatus.SUCCESS, message)
+
+    def _not_reached(
+        self, analysis: CombinedAnalysisResult, number: int, test: CommandRun | None
+    ) -> _RunEnded:
+        """The end after the last iteration (or an analysis that gave up)."""
+        if analysis.verdict is Verdict.FAILURE:
+            return _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
+        overruled = self.iterations[number - 1].overruled
+        why = overruled or analysis.message
+        return _RunEnded(
             ErrorReason.MAX_RETRIES_REACHED,
-            f"the goal was not reached in {self.max_iterations} iteration(s): "
-            f"{self.analysis.message if self.analysis else ''}".rstrip(": "),
+            f"the goal was not reached in {self.max_iterations} iteration(s): {_state(test)}; {why}",
         )
+
+    def _follow(
+        self, analysis: CombinedAnalysisResult | None, prompt: str, files: list[str]
+    ) -> tuple[str, list[str]]:
+        """The next edit after a RETRY over green tests: the analysis's instructions and files."""
+        if analysis is None:
+            return prompt, files
+        return analysis.next_prompt or prompt, list(analysis.next_files or files)
+
+    def _retry_prompt(
+        self,
+        test_command: str,
+        outcome: AiderEditOutcome,
+        test: CommandRun | None,
+        advice: CombinedAnalysisResult | None,
+    ) -> str:
+        """What the next edit sends Aider: the failing output as Aider's own loop sends it (or
+        that the last reply changed nothing), the latest analysis's instructions, and the
+        instructions again when Aider keeps no chat (the server has no sessions)."""
+        if test is None:
+            why = f" ({outcome.error.message})" if outcome.error else ""
+            message = (
+                f"Your last reply changed no file{why}. Make the change now, as the edit format requires."
+            )
+        else:
+            output = "\n".join(part for part in (test.stdout, test.stderr) if part.strip())
+            if test.timed_out:
+                output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
+            message = RUN_OUTPUT.format(command=test_command, output=_clip(output, OUTPUT_FOR_AIDER))
+        if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
+            message += f"\n\n{advice.next_prompt}"
+        if self._chat is None:
+            message = f"{self._instructions}\n\n{message}"
+        return message
 
     # -- steps -------------------------------------------------------------------------------
     def _editor_files(self) -> list[str]:
@@ -164,20 +305,21 @@ class CodingWorkflowOrchestrator:
             message = exc.errors()[0]["msg"]
             raise _RunEnded(ErrorReason.INPUT_VALIDATION_FAILURE, f"file_context: {message}") from None
 
-    async def _make_plan(self, ctx: RequestContext, editor_files: list[str]) -> DevelopmentPlan:
+    async def _make_plan(self, editor_files: list[str]) -> DevelopmentPlan:
         """The planner gets the goal, the user's context, the open files and the index's best."""
+        open_files = list(self._ctx.open_files)
         found = await self.app.find_context(
             ContextGenerationInput(
                 query=self.goal,
-                open_files=list(ctx.open_files),
+                open_files=open_files,
                 target_files=editor_files,
                 max_results=MEMORY_FILES,
             )
         )
         relevant = [m.source_path for m in found.matches if m.source_path]
         parts = [self.context.strip() or "(none)"]
-        if ctx.open_files:
-            parts.append("Files open in the editor: " + ", ".join(ctx.open_files))
+        if open_files:
+            parts.append("Files open in the editor: " + ", ".join(open_files))
         if relevant:
             parts.append("Workspace files most relevant to the goal: " + ", ".join(relevant))
         result = await self.app.handle_task_command(
@@ -191,22 +333,28 @@ class CodingWorkflowOrchestrator:
         self.plan = plan
         return plan
 
-    async def _edit(self, prompt: str, files: list[str]) -> list[str]:
-        """One Aider edit through the host (the executor's checks and checkpoint apply);
-        returns the files for the next steps."""
+    async def _edit(self, prompt: str, files: list[str]) -> tuple[AiderEditOutcome, list[str]]:
+        """One Aider edit, a turn of the run's chat, through the host (the executor's checks and
+        checkpoint apply); returns the outcome and the files for the next steps. An edit that
+        changed nothing is a failed attempt (retried); any other failure ends the run."""
         self._remember_originals(files)
-        outcome = await self.app.edit(prompt, files)
+        outcome = await self.app.edit(prompt, files, chat=True, session_id=self._chat)
+        if self._chat and outcome.error and "unknown session_id" in outcome.error.message:
+            # Aider's server restarted (it died) and forgot the chat: a new one, told again
+            self._chat = None
+            outcome = await self.app.edit(f"{self._instructions}\n\n{prompt}", files, chat=True)
         self.final_aider = outcome
+        if self._chat is None:
+            self._chat = outcome.session_id
         edited = list(outcome.files or files)
         self._remember_originals(edited)
         for created in outcome.created_files:
             self._originals.setdefault(created, None)
         self._record(aider=_aider_summary(outcome), files=edited)
         error = outcome.error
-        if error is not None:
-            reason = _reason(error.reason, error.message)
-            raise _RunEnded(reason, f"the Aider edit failed: {error.message}", details=error.message)
-        return edited
+        if error is not None and not _no_change(outcome):
+            raise _RunEnded(error.reason, f"the Aider edit failed: {error.message}", details=error.message)
+        return outcome, edited
 
     async def _test(self, command: str, files: list[str]) -> CommandRun:
         run = await self.app.run_tests(command, fallback_files=files)
@@ -231,20 +379,27 @@ class CodingWorkflowOrchestrator:
         prompt: str,
         files: list[str],
         test_command: str,
-        test: CommandRun,
+        aider: AiderEditOutcome | None,
+        test: CommandRun | None,
     ) -> CombinedAnalysisResult:
-        aider = self.final_aider
-        exit_code = test.exit_code
+        """The analysis of iteration `number` (its edit and test run), judged by the tests: a
+        SUCCESS over red tests is recorded as overruled and never ends the run."""
+        if test is None:
+            exit_code = "none (not run: the edit changed no file)"
+        elif test.exit_code is None:
+            exit_code = "none (killed at the timeout)"
+        else:
+            exit_code = str(test.exit_code)
         params = {
             "original_goal": self.goal,
             "initial_task_context": self.context or "(none)",
             "aider_instructions": prompt,
-            "aider_status": "edited the files" if aider is not None and aider.error is None else "failed",
+            "aider_status": _aider_status(aider),
             "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
             "test_command": test_command,
-            "test_stdout": _clip(test.stdout),
-            "test_stderr": _clip(test.stderr),
-            "test_exit_code": "none (killed at the timeout)" if exit_code is None else str(exit_code),
+            "test_stdout": _clip(test.stdout) if test else "",
+            "test_stderr": _clip(test.stderr) if test else "",
+            "test_exit_code": exit_code,
             "previous_files": files,
             "iteration": number,
             "max_retries": self.max_iterations,
@@ -254,13 +409,25 @@ class CodingWorkflowOrchestrator:
         analysis = result.parsed_content
         if not isinstance(analysis, CombinedAnalysisResult):
             analysis = CombinedAnalysisResult.model_validate_json(result.content)
-        self._record(analysis=analysis.model_dump(mode="json"))
+        passed = test is not None and test.passed
+        overruled = None
+        if analysis.verdict is Verdict.SUCCESS and not passed:
+            overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
+        self._record(number, analysis=analysis.model_dump(mode="json"), overruled=overruled)
+        self.analysis = analysis
+        latest = self.iterations[-1]
+        current = latest.iteration == number or latest.test is None  # no later test run shown
+        if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
+            found = list(test.findings) if test else []
+            self._ctx.report_findings([*found, *self._analysis_findings(analysis, files)])
         return analysis
 
     # -- helpers -----------------------------------------------------------------------------
-    def _record(self, **step: Any) -> None:
-        """Add a step's outcome to the current iteration's history (a new record, not a change)."""
-        self.iterations[-1] = self.iterations[-1].model_copy(update=step)
+    def _record(self, number: int | None = None, **step: Any) -> None:
+        """Add a step's outcome to an iteration's history (a new record, not a change): the
+        current one, or `number` (an analysis answers while the next edit runs)."""
+        index = -1 if number is None else number - 1
+        self.iterations[index] = self.iterations[index].model_copy(update=step)
 
     def _stop_on_failure(self, result: TaskResult, what: str) -> None:
         """A FAILED step ends the run with its reason (over budget → budget_exceeded)."""
@@ -268,25 +435,25 @@ class CodingWorkflowOrchestrator:
             return
         error = result.error
         reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
-        message = error.message if error else result.content
-        if result.notes.get("budget_exhausted"):  # the LLM layer's mark (handler/llm.py)
+        if result.budget_exhausted:  # the LLM layer's refusal (handler/llm.py)
             reason = ErrorReason.BUDGET_EXCEEDED
-        raise _RunEnded(_reason(reason, message), f"{what}: {message}", details=result.content)
+        message = error.message if error else result.content
+        raise _RunEnded(reason, f"{what}: {message}", details=result.content)
 
     def _check_budget(self) -> None:
         """Between steps: stop cleanly once the run has spent its budget."""
         budget = self.app.settings.budget
-        usage = self._usage()
-        if budget.max_tokens is not None and usage.total_tokens >= budget.max_tokens:
+        spent = self._usage().all  # planning/analysis and Aider together
+        if budget.max_tokens is not None and spent.total_tokens >= budget.max_tokens:
             raise _RunEnded(
                 ErrorReason.BUDGET_EXCEEDED,
-                f"the token budget of {budget.max_tokens} is used up ({usage.total_tokens} used): "
+                f"the token budget of {budget.max_tokens} is used up ({spent.total_tokens} used): "
                 "raise aiderLsp.budget.maxTokens",
             )
-        if budget.max_cost is not None and (usage.cost or 0.0) >= budget.max_cost:
+        if budget.max_cost is not None and (spent.cost or 0.0) >= budget.max_cost:
             raise _RunEnded(
                 ErrorReason.BUDGET_EXCEEDED,
-                f"the cost budget of {budget.max_cost:g} is used up ({usage.cost:.4f} used): "
+                f"the cost budget of {budget.max_cost:g} is used up ({spent.cost or 0.0:.4f} used): "
                 "raise aiderLsp.budget.maxCost",
             )
 
@@ -378,21 +545,73 @@ class CodingWorkflowOrchestrator:
 
 
 def _aider_summary(outcome: AiderEditOutcome) -> dict[str, Any]:
-    """What the history keeps of an Aider edit (the wire's `aider` of an iteration)."""
+    """What the history keeps of an Aider edit (the wire's `aider` of an iteration): an edit
+    that changed nothing is FAILED (a failed attempt), with Aider's usage when reported."""
+    failed = outcome.error is not None or not _changed(outcome)
     summary: dict[str, Any] = {
-        "status": (TaskStatus.FAILED if outcome.error else TaskStatus.COMPLETE).value,
+        "status": (TaskStatus.FAILED if failed else TaskStatus.COMPLETE).value,
         "diff": outcome.diff,
         "changed_files": list(outcome.changed_files),
         "created_files": list(outcome.created_files),
+        "usage": outcome.usage.model_dump() if outcome.usage is not None else None,
     }
     if outcome.error:
         summary["error"] = outcome.error.model_dump(mode="json")
+    elif failed:
+        summary["error"] = {
+            "type": "TASK_FAILURE",
+            "reason": "tool_execution_error",
+            "message": _aider_status(outcome),
+        }
+    if outcome.session_id:
+        summary["session_id"] = outcome.session_id
     return summary
 
 
-def _reason(reason: ErrorReason, message: str) -> ErrorReason:
-    """A step's reason, or budget_exceeded when the message says a usage limit was reached."""
-    return ErrorReason.BUDGET_EXCEEDED if "usage limit reached" in message else reason
+def _changed(outcome: AiderEditOutcome) -> bool:
+    """The edit changed or created a file (else it is a failed attempt)."""
+    return bool(outcome.changed_files or outcome.created_files)
+
+
+def _no_change(outcome: AiderEditOutcome) -> bool:
+    """Aider answered (a well-formed reply) but changed no file: a failed attempt to retry,
+    not the end of the run."""
+    return outcome.server_success is not None and not _changed(outcome)
+
+
+def _aider_status(outcome: AiderEditOutcome | None) -> str:
+    """The analysis's one line about the edit."""
+    if outcome is None:
+        return "failed"
+    if _changed(outcome):
+        return "edited the files"
+    detail = outcome.error.message if outcome.error else "Aider made no change to the files"
+    reply = outcome.reply.strip()
+    return f"changed nothing: {detail}" + (f"; Aider replied: {_clip(reply, 2000)}" if reply else "")
+
+
+def _state(test: CommandRun | None) -> str:
+    """The tests' state in words, for a result message."""
+    if test is None:
+        return "an edit that changed nothing"
+    if test.timed_out or test.exit_code is None:
+        return "a test run killed at its timeout"
+    return f"failing tests (exit code {test.exit_code})"
+
+
+def _with_files(files: list[str], advice: CombinedAnalysisResult | None) -> list[str]:
+    """The files for the next edit: these plus what the latest analysis named."""
+    extra = [path for path in (advice.next_files or []) if path not in files] if advice else []
+    return [*files, *extra]
+
+
+async def _stop(task: asyncio.Task[Any]) -> None:
+    """Cancel a step running beside and wait until it has stopped; its outcome is dropped
+    (retrieved, so asyncio does not report it as never retrieved)."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()
 
 
 def _clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:

@@ -1,0 +1,165 @@
+"""What Aider's repository map (`aiderMapTokens`) costs an edit on a real repository.
+
+A clone of a real git repository (by default this project's own, `--repo` for another) gets one
+small file to edit; the same one-line edit (whole format, the scripted model on 127.0.0.1) is
+made through the bundled Aider server with the map off (0) and at the given sizes:
+  - first edit: a new server (Aider already imported: `--settle` seconds after its start),
+    the tags cache empty: Aider parses every tracked file for the map;
+  - first edit, cache warm: a new server again, the tags cache in `.aider-lsp/` kept;
+  - warm edits: the next edits in the same server (median), one-shot (`aider_ai_code`, a new
+    Aider coder each: the map is ranked again) and as turns of one chat (a workflow run's
+    edits: the map is reused while the chat's files stay the same).
+Prints each, and the prompt tokens Aider sent per edit (the map's token cost).
+Needs the Aider environment (`aider-lsp setup-aider`).
+
+    .venv/bin/python bench/repo_map.py [--repo DIR] [--sizes 0 1024] [--warm 5] [--settle 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from aider_lsp import aider_env
+from aider_lsp.aider.bridge import AiderBridge
+from aider_lsp.files import FileAccessManager
+from aider_lsp.settings import load_settings
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, last_user_contains
+
+MODEL = "openai/bench-coder"
+TARGET = "bench_target.py"
+VERSIONS = {
+    "v1": "def add(a, b):\n    return a + b  # v1\n",
+    "v2": "def add(a, b):\n    return a + b  # v2\n",
+}
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+
+
+def clone(repo: Path) -> Path:
+    """A private clone with the file to edit committed (the map lists tracked files)."""
+    root = Path(tempfile.mkdtemp(prefix="aider-bench-map-")) / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(repo), str(root)], check=True)
+    (root / TARGET).write_text(VERSIONS["v2"])
+    subprocess.run([*GIT, "add", TARGET], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "--quiet", "-m", "bench target"], cwd=root, check=True)
+    return root
+
+
+def next_prompt(root: Path) -> str:
+    return "Change the comment to v2" if "# v1" in (root / TARGET).read_text() else "Change the comment to v1"
+
+
+async def edit(bridge: AiderBridge, root: Path) -> tuple[float, int]:
+    """One edit: (seconds, prompt tokens Aider sent)."""
+    started = time.perf_counter()
+    outcome = await bridge.edit(
+        "aider_ai_code", {"ai_coding_prompt": next_prompt(root), "relative_editable_files": [TARGET]}
+    )
+    elapsed = time.perf_counter() - started
+    if not outcome.success:
+        raise SystemExit(f"edit failed: {outcome.error}")
+    return elapsed, outcome.usage.prompt_tokens if outcome.usage else -1
+
+
+async def chat_turn(bridge: AiderBridge, root: Path, session: str | None) -> tuple[float, str]:
+    """One turn of a kept chat (a workflow run's edits): (seconds, the session)."""
+    call: dict[str, Any] = {"message": next_prompt(root), "relative_editable_files": [TARGET]}
+    if session:
+        call["session_id"] = session
+    started = time.perf_counter()
+    outcome = await bridge.edit("aider_chat", call)
+    elapsed = time.perf_counter() - started
+    if not outcome.changed_files or not outcome.session_id:
+        raise SystemExit(f"chat turn failed: {outcome.error}")
+    return elapsed, outcome.session_id
+
+
+async def first_edit(root: Path, settings: Any, settle: float) -> tuple[float, int, AiderBridge]:
+    bridge = AiderBridge(FileAccessManager(root), lambda: settings)
+    if not await bridge.warm_up():
+        raise SystemExit("the Aider server did not start")
+    await asyncio.sleep(settle)  # Aider imported in the background: only the edit is timed
+    seconds, tokens = await edit(bridge, root)
+    return seconds, tokens, bridge
+
+
+async def bench_size(root: Path, base_url: str, size: int, warm_runs: int, settle: float) -> dict[str, Any]:
+    settings = load_settings(
+        {
+            "baseUrl": base_url,
+            "aiderModel": MODEL,
+            "aiderServer": {"args": ["--edit-format", "whole"]},
+            "aiderMapTokens": size,
+        },
+        environ={},
+    )
+    shutil.rmtree(root / ".aider-lsp", ignore_errors=True)  # an empty tags cache
+    cold, tokens, bridge = await first_edit(root, settings, settle)
+    await bridge.aclose()
+    cached, _, bridge = await first_edit(root, settings, settle)
+    try:
+        warm = [await edit(bridge, root) for _ in range(warm_runs)]
+        _, session = await chat_turn(bridge, root, None)
+        turns = [(await chat_turn(bridge, root, session))[0] for _ in range(warm_runs)]
+    finally:
+        await bridge.aclose()
+    return {
+        "cold": cold,
+        "cached": cached,
+        "warm": statistics.median(seconds for seconds, _ in warm),
+        "turn": statistics.median(turns),
+        "tokens": statistics.median(sent for _, sent in warm) if warm else tokens,
+    }
+
+
+def tracked_files(root: Path) -> int:
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True)
+    return len(listed.stdout.splitlines())
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent.parent
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repo", type=Path, default=here, help="a git repository to clone (default: this one)"
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[0, 1024], help="aiderMapTokens values")
+    parser.add_argument("--warm", type=int, default=5, help="warm edits per size")
+    parser.add_argument("--settle", type=float, default=8.0, help="seconds for Aider's import after start")
+    args = parser.parse_args()
+    if not aider_env.is_ready():
+        print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
+        return 1
+    root = clone(args.repo)
+    count = tracked_files(root)
+    server = ScriptedLLMServer().start()
+    for tag, content in VERSIONS.items():
+        server.add_rule(last_user_contains(f"to {tag}"), aider_whole({TARGET: content}))
+    try:
+        rows = [
+            (size, asyncio.run(bench_size(root, server.base_url, size, args.warm, args.settle)))
+            for size in args.sizes
+        ]
+    finally:
+        server.stop()
+        shutil.rmtree(root.parent, ignore_errors=True)
+    print(f"One-line edit on a clone of {args.repo} ({count} tracked files), scripted model:")
+    header = ("aiderMapTokens", "first edit", "first, cache warm", "warm edit", "chat turn", "tokens sent")
+    print("  " + "  ".join(f"{name:>17}" for name in header))
+    for size, row in rows:
+        cells = [str(size), *(f"{row[key]:.2f} s" for key in ("cold", "cached", "warm", "turn"))]
+        print("  " + "  ".join(f"{cell:>17}" for cell in [*cells, f"{row['tokens']:.0f}"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
