@@ -342,6 +342,13 @@ class IndexStore:
             self._frequent = None
             conn.execute("VACUUM")
 
+    def reopen(self) -> None:
+        """Another process wrote the file (or replaced it): reconnect at the next use, and
+        recount the term statistics."""
+        with self._lock:
+            self.close()
+            self._writes_since_stats = 0
+
     def close(self) -> None:
         with self._lock:
             self._frequent = None
