@@ -114,3 +114,25 @@ def test_the_child_stops_when_its_server_is_gone() -> None:
     watcher.start()
     watcher.join(5)
     assert stop.is_set()
+
+
+def test_the_server_sees_counts_and_term_shares_written_by_another_process(tmp_path: Path) -> None:
+    """The server's connection keeps a file count and term shares between queries: a write by
+    the child (another connection) must show in the count."""
+    root = _project(tmp_path / "proj")
+    db = tmp_path / "index.sqlite3"
+    server = MemorySystem(FileAccessManager(root), Settings(), db_path=db)
+    child = MemorySystem(FileAccessManager(root), Settings(), db_path=db)
+    try:
+        assert server.store.count() == 0
+        child.index_all()
+        assert server.store.count() == 5
+        shares = server.store.term_shares(["helper", "retri", "absent"])
+        assert shares == {"helper": pytest.approx(4 / 5), "retri": pytest.approx(1 / 5), "absent": 0.0}
+        assert server.store.term_shares(["modul"]) == {"modul": pytest.approx(4 / 5)}
+        (root / "pkg" / "mod_0.py").unlink()
+        child.remove_paths_sync(["pkg/mod_0.py"])
+        assert server.store.count() == 4
+    finally:
+        server.close()
+        child.close()
