@@ -94,7 +94,9 @@ class Application:
         self.tasks = TaskSystem(self.handler)
         # Workspace index: cheap to build; the database opens on first use / start_indexing.
         # Its optional re-ranking runs the TaskSystem's template (it never calls back into here).
-        self.memory = MemorySystem(self.files, self.current_settings, reranker=template_reranker(self.tasks))
+        self.memory = MemorySystem(
+            self.files, self.current_settings, reranker=template_reranker(self.tasks), index_in_child=True
+        )
         self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)

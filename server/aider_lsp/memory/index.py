@@ -55,7 +55,8 @@ BUSY_TIMEOUT_MS = 2000
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
 UNIT_BM25_WEIGHTS = (2.0, 1.0)
 COMPACT_DEAD_RATIO = 0.25
-FREQUENT_MIN_FRACTION = 0.01  # term statistics keep the terms in more than 1% of the files
+SPARSE_ROWIDS = 200  # rowids this far apart on average are looked up one by one ("why")
+MAX_CACHED_SHARES = 50_000  # term shares kept between queries
 STATS_STALE_FRACTION = 0.1  # recomputed once a tenth of the files changed since
 COMPACT_MIN_DEAD = 200
 _TOKENIZER = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -210,7 +211,9 @@ class IndexStore:
         self._conn: sqlite3.Connection | None = None
         self.in_memory = db_path is None
         self.rebuilt_reason: str | None = None  # set when the file had to be recreated
-        self._frequent: dict[str, float] | None = None  # term → share of the files holding it
+        self._shares: dict[str, float] = {}  # term → share of the files holding it
+        self._generation = 0  # this connection's own commits (data_version counts others')
+        self._counted: tuple[tuple[int, int], int] | None = None  # (versions, file count)
         self._writes_since_stats = 0
 
     # -- opening -------------------------------------------------------------------------
@@ -330,6 +333,8 @@ class IndexStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._generation += 1
 
     def clear(self) -> None:
         """Empty every table (compaction: the next pass re-reads all files)."""
@@ -339,12 +344,20 @@ class IndexStore:
                 for table in ("fts", "unit_fts"):
                     conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
                 conn.execute("DELETE FROM meta WHERE key IN ('dead_docs', 'dead_units')")
-            self._frequent = None
+            self._shares.clear()
             conn.execute("VACUUM")
+
+    def reopen(self) -> None:
+        """Another process wrote the file (or replaced it): reconnect at the next use, and
+        recount the term statistics."""
+        with self._lock:
+            self.close()
+            self._writes_since_stats = 0
 
     def close(self) -> None:
         with self._lock:
-            self._frequent = None
+            self._shares.clear()
+            self._counted = None
             if self._conn is not None:
                 try:
                     self._conn.close()
@@ -368,8 +381,14 @@ class IndexStore:
         return row[0] if row else None
 
     def count(self) -> int:
+        """Indexed files; counted again only after a write (here or by another process):
+        a query asks several times, and counting 100,000 rows takes milliseconds."""
         with self._lock:
-            return int(self.open().execute("SELECT count(*) FROM files").fetchone()[0])
+            conn = self.open()
+            version = (conn.execute("PRAGMA data_version").fetchone()[0], self._generation)
+            if self._counted is None or self._counted[0] != version:
+                self._counted = (version, int(conn.execute("SELECT count(*) FROM files").fetchone()[0]))
+            return self._counted[1]
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:
@@ -430,10 +449,16 @@ class IndexStore:
         wanted = set(docs)
         if not wanted:
             return set()
-        # one scan of the rowid range: half the time of `rowid IN (…)`, a lookup per rowid
-        sql = "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid <= ?"
+        low, high = min(wanted), max(wanted)
         with self._lock:
-            rows = self.open().execute(sql, (fts_query, min(wanted), max(wanted))).fetchall()
+            if high - low <= SPARSE_ROWIDS * len(wanted):
+                # one scan of a short rowid range: half the time of a lookup per rowid
+                sql = "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid <= ?"
+                rows = self.open().execute(sql, (fts_query, low, high)).fetchall()
+            else:  # far apart in a large index: the range would be most of the term's doclist
+                marks = ", ".join("?" for _ in wanted)
+                sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})"
+                rows = self.open().execute(sql, (fts_query, *sorted(wanted))).fetchall()
         return {row[0] for row in rows} & wanted
 
     def tested_code(self, subjects: Iterable[str]) -> dict[str, SearchRow]:
@@ -503,30 +528,35 @@ class IndexStore:
             found.setdefault(doc, []).append(term)
         return {token: tuple(found.get(position, ())) for position, token in enumerate(tokens)}
 
-    def frequent_terms(self) -> dict[str, float]:
-        """Terms in more than 1% of the files, with the share of files that hold them.
+    def term_shares(self, terms: Iterable[str]) -> dict[str, float]:
+        """The share of the files holding each term (as the index stems it).
 
-        Read from the FTS index's own vocabulary (a fraction of a second) and kept until a
-        tenth of the files changed: frequencies move slowly."""
+        Read from the FTS index's own vocabulary for the asked terms only (their doclists,
+        not the whole vocabulary: that scan took seconds on 100,000 files, under the lock
+        every query waits for), and kept until a tenth of the files changed: frequencies
+        move slowly."""
+        wanted = set(terms)
         with self._lock:
             if self._writes_since_stats > STATS_STALE_FRACTION * max(1, self.count()):
-                self._frequent = None
+                self._shares.clear()
                 self._writes_since_stats = 0
-            if self._frequent is None:
-                self._frequent = self._count_frequent()
-            return self._frequent
+            missing = sorted(wanted - self._shares.keys())
+            if missing:
+                if len(self._shares) > MAX_CACHED_SHARES:
+                    self._shares.clear()
+                self._shares.update(self._count_shares(missing))
+            return {term: self._shares[term] for term in wanted}
 
-    def _count_frequent(self) -> dict[str, float]:
+    def _count_shares(self, terms: list[str]) -> dict[str, float]:
         conn = self.open()
         rows_indexed = self.count() + self._dead("dead_docs")  # dead rows are in the vocabulary
-        if rows_indexed == 0:
-            return {}
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts, 'row')")
-        rows = conn.execute(
-            "SELECT term, doc FROM temp.fts_terms WHERE doc > ?",
-            (FREQUENT_MIN_FRACTION * rows_indexed,),
-        ).fetchall()
-        return {term: min(1.0, docs / rows_indexed) for term, docs in rows}
+        docs: dict[str, int] = {}
+        for start in range(0, len(terms), 500):
+            chunk = terms[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            docs.update(conn.execute(f"SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", chunk))
+        return {term: min(1.0, docs.get(term, 0) / max(1, rows_indexed)) for term in terms}
 
     # -- writes --------------------------------------------------------------------------
     def touch_many(self, stats: list[tuple[str, int, float]]) -> None:

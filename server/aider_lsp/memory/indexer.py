@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import ProgressCallback
-from . import reader
+from . import pass_process, reader
 from .ignore import Candidate, IgnoreRules
 from .index import IndexStore
 
@@ -82,8 +82,13 @@ class Indexer:
         *,
         excludes: Iterable[str],
         max_file_bytes: int,
+        in_child: bool = False,
+        stop: threading.Event | None = None,
     ) -> None:
-        """`store` opens the index on first use (the façade decides where it lives)."""
+        """`store` opens the index on first use (the façade decides where it lives).
+        `in_child`: the background pass runs in a child process (pass_process.py: the
+        server's requests then never wait for its Python work); `stop` is the event a pass
+        checks between batches (a process-shared one in that child)."""
         self.files = files
         self._store = store
         self._excludes = tuple(excludes)
@@ -91,7 +96,8 @@ class Indexer:
         self._rules: IgnoreRules | None = None
         self._rules_lock = threading.Lock()
         self._pass_lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = stop if stop is not None else threading.Event()
+        self._in_child = in_child
         self._task: asyncio.Task[IndexStats] | None = None
         self._rescan = False
         self.progress = IndexProgress()
@@ -255,13 +261,51 @@ class Indexer:
         try:
             while True:
                 self._rescan = False
-                stats = await asyncio.to_thread(self.index_all, progress)
+                stats = await asyncio.to_thread(self._background_pass, progress)
                 if not self._rescan or self._stop.is_set():
                     return stats
         except Exception as exc:  # never let the background task die silently
             log.exception("workspace indexing failed: %s", exc)
             self.progress.running = False
             return IndexStats(skipped=[f"indexing failed: {exc}"])
+
+    def _background_pass(self, report: ProgressCallback) -> IndexStats:
+        """One background pass: in a child process when asked and the index is a file."""
+        spec = self._child_spec() if self._in_child else None
+        if spec is None:
+            return self.index_all(report)
+        with self._pass_lock:
+            self.progress.running, self.progress.done, self.progress.total = True, 0, 0
+            try:
+                stats = pass_process.index_in_child(spec, self._stop, self._relay(report))
+            except RuntimeError as exc:
+                log.warning("%s; indexing in the server process", exc)
+                stats = None
+            finally:
+                self.progress.running = False
+            if stats is not None:
+                self._store().reopen()  # the child may have rebuilt the file; fresh statistics
+                if not self._stop.is_set():
+                    self.progress.completed_once = True
+        return stats if stats is not None else self.index_all(report)
+
+    def _child_spec(self) -> pass_process.PassSpec | None:
+        """What a child process needs for the pass; None for an in-memory index."""
+        store = self._store()
+        if store.in_memory or store.db_path is None:
+            return None
+        with self._rules_lock:
+            excludes, max_file_bytes = self._excludes, self._max_file_bytes
+        return pass_process.PassSpec.of(self.files, str(store.db_path), excludes, max_file_bytes)
+
+    def _relay(self, report: ProgressCallback) -> pass_process.Progress:
+        """The child's progress into this process's IndexProgress and the caller's callback."""
+
+        def relay(message: str, percentage: int | None, done: int, total: int) -> None:
+            self.progress.done, self.progress.total = done, total
+            report(message, percentage)
+
+        return relay
 
     @property
     def started(self) -> bool:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Generator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 POOL_MIN_FILES = 400  # below this a pass is faster without workers
 CHUNK_FILES = 48
 MAX_WORKERS = 2
+IN_FLIGHT_PER_WORKER = 4  # chunks submitted ahead per worker: enough to keep it busy
 
 
 @dataclass(frozen=True)
@@ -100,16 +102,21 @@ def read_all(
         return
     try:
         executor = _pool(workers)
-        futures = [executor.submit(read_chunk, str(root), chunk, max_bytes) for chunk in chunks]
     except (OSError, RuntimeError) as exc:  # no processes to be had: read here
         log.warning("indexing without worker processes: %s", exc)
         for chunk in chunks:
             yield read_chunk(str(root), chunk, max_bytes)
         return
+    # a few chunks in flight, not all of them: a finished chunk's texts are dropped once
+    # stored (a future keeps its result, and 100,000 files' texts would stay in memory)
+    in_flight: deque[Future[list[ReadResult]]] = deque()
     try:
-        for position, future in enumerate(futures):
+        for position in range(len(chunks)):
+            while len(in_flight) < IN_FLIGHT_PER_WORKER * workers and position + len(in_flight) < len(chunks):
+                chunk = chunks[position + len(in_flight)]
+                in_flight.append(executor.submit(read_chunk, str(root), chunk, max_bytes))
             try:
-                results = future.result()
+                results = in_flight.popleft().result()
             except BrokenProcessPool as exc:  # e.g. a host script without a __main__ guard
                 log.warning("worker processes failed (%s); reading in this process", exc)
                 for chunk in chunks[position:]:

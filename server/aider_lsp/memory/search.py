@@ -153,11 +153,10 @@ class Searcher:
     def _common_words(store: IndexStore, terms: rank.QueryTerms) -> frozenset[str]:
         """The query's words found in most files: left out of the file search and of "why"."""
         tokens = rank.term_tokens(terms)
-        frequent = store.frequent_terms()
-        if not frequent:
-            return frozenset()
+        stems = store.stems(tokens)
+        shares = store.term_shares(stem for found in stems.values() for stem in found)
         share = max(rank.FILE_TERM_MAX_SHARE, rank.FILE_TERM_MIN_FILES / max(1, store.count()))
-        return rank.frequent_tokens(tokens, store.stems(tokens), frequent, share)
+        return rank.frequent_tokens(tokens, stems, shares, share)
 
     @staticmethod
     def _matched_words(

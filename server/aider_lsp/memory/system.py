@@ -60,10 +60,13 @@ class MemorySystem:
         db_path: str | os.PathLike[str] | None = None,
         reranker: Reranker | None = None,
         extra_excludes: Iterable[str] = (),
+        index_in_child: bool = False,
     ) -> None:
         """`settings`: the provider of the settings in force, read at each use (the server's;
         `settings_changed` says when they change), or fixed settings (the CLI, a test).
-        `reranker` re-ranks the top N when `contextRerank` is on (see rerank.py)."""
+        `reranker` re-ranks the top N when `contextRerank` is on (see rerank.py).
+        `index_in_child`: the background pass runs in a child process (the server: its
+        requests never wait for the pass; see pass_process.py)."""
         self.files = files
         self._settings: SettingsProvider = settings if callable(settings) else (lambda: settings)
         self.reranker = reranker
@@ -74,7 +77,11 @@ class MemorySystem:
         self._store_lock = threading.Lock()
         self._rules = self._rules_of(self.settings)  # the rules the index was built with
         self._indexer = Indexer(
-            files, self._open_store, excludes=self._excludes(), max_file_bytes=self.settings.max_file_bytes
+            files,
+            self._open_store,
+            excludes=self._excludes(),
+            max_file_bytes=self.settings.max_file_bytes,
+            in_child=index_in_child,
         )
         self._searcher = Searcher(files, self._open_store, self._indexer.progress)
 

@@ -1,0 +1,135 @@
+"""The server's full pass in a child process, writing the same SQLite file (WAL).
+
+Why: the pass is Python work (the walk and the ignore rules for every file, unpickling what
+the readers hand back, building the rows); in a thread of the server it holds the GIL, and
+every request the server answers meanwhile waits for it a switch interval at a time (p99 of
+cheap requests 161 ms during the first index of 100,000 files). In a child process the
+server only waits on a pipe. The child runs the same `Indexer.index_all` (the walk, the
+restart shortcut, the readers, the corruption recovery) on its own connection; the server's
+connection sees each committed batch, as WAL lets a reader do while another process writes.
+
+The child stops between batches when asked (`stop`), and on its own when the server that
+started it is gone. Progress arrives as messages: (message, percentage, done, total).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..files import DEFAULT_SECRET_PATTERNS, FileAccessManager
+from . import indexer as indexer_module  # a module: indexer.py imports this one
+from .index import IndexStore
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2  # how often the waiting thread looks at its stop event
+PARENT_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """What the child needs to rebuild the server's view of the workspace: picklable."""
+
+    root: str
+    db_path: str
+    excludes: tuple[str, ...]
+    secret_patterns: tuple[str, ...]  # the user's, without the built-in ones
+    max_file_bytes: int
+
+    @classmethod
+    def of(
+        cls, files: FileAccessManager, db_path: str, excludes: tuple[str, ...], max_file_bytes: int
+    ) -> PassSpec:
+        user_patterns = files.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
+        return cls(str(files.root), db_path, excludes, tuple(user_patterns), max_file_bytes)
+
+
+Progress = Callable[[str, int | None, int, int], None]
+
+
+def index_in_child(spec: PassSpec, stop: threading.Event, on_progress: Progress) -> indexer_module.IndexStats:
+    """Run one full pass in a child process and wait for it (blocking: call from a thread).
+
+    Raises RuntimeError when the child could not start or died without an answer."""
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    child_stop = context.Event()
+    process = context.Process(
+        target=_child_main, args=(spec, sending, child_stop, os.getpid()), name="aider-lsp-index"
+    )
+    try:
+        process.start()
+    except OSError as exc:
+        raise RuntimeError(f"cannot start the indexing process: {exc}") from exc
+    sending.close()  # the child holds the only writing end: its exit ends the pipe
+    try:
+        return _receive(receiving, stop, child_stop, on_progress)
+    finally:
+        receiving.close()
+        process.join(5)
+        if process.is_alive():
+            process.terminate()
+            process.join(5)
+
+
+def _receive(
+    receiving: Connection, stop: threading.Event, child_stop: Any, on_progress: Progress
+) -> indexer_module.IndexStats:
+    """Relay progress until the child's answer; forward a stop request to it."""
+    while True:
+        if stop.is_set():
+            child_stop.set()
+        if not receiving.poll(POLL_S):
+            continue
+        try:
+            message = receiving.recv()
+        except EOFError:
+            raise RuntimeError("the indexing process ended without an answer") from None
+        kind = message[0]
+        if kind == "progress":
+            on_progress(*message[1:])
+        elif kind == "done":
+            stats: indexer_module.IndexStats = message[1]
+            return stats
+        else:
+            raise RuntimeError(f"the indexing process failed: {message[1]}")
+
+
+def _child_main(spec: PassSpec, sending: Connection, stop: Any, parent: int) -> None:
+    """The child: one `index_all` on its own connection; stops if the server goes away."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    threading.Thread(target=_watch_parent, args=(parent, stop), daemon=True).start()
+    files = FileAccessManager(
+        spec.root, max_file_bytes=spec.max_file_bytes, secret_patterns=spec.secret_patterns
+    )
+    store = IndexStore(spec.db_path)
+    indexer = indexer_module.Indexer(
+        files, lambda: store, excludes=spec.excludes, max_file_bytes=spec.max_file_bytes, stop=stop
+    )
+
+    def report(message: str, percentage: int | None) -> None:
+        progress = indexer.progress
+        sending.send(("progress", message, percentage, progress.done, progress.total))
+
+    try:
+        stats = indexer.index_all(report)
+        sending.send(("done", stats))
+    except Exception as exc:  # reported to the server, which indexes in its own process then
+        sending.send(("failed", f"{type(exc).__name__}: {exc}"))
+    finally:
+        store.close()
+        sending.close()
+
+
+def _watch_parent(parent: int, stop: Any) -> None:
+    """Stop the pass when the server that started it has exited (it was not asked to)."""
+    while not stop.wait(PARENT_CHECK_S):
+        if os.getppid() != parent:
+            stop.set()
