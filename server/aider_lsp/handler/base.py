@@ -388,7 +388,11 @@ class BaseHandler:
         except OSError as exc:
             return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}")
         if output.timed_out:
-            return failed_result(ErrorReason.EXECUTION_TIMEOUT, "the command timed out")
+            return failed_result(
+                ErrorReason.EXECUTION_TIMEOUT,
+                f"the command did not finish within {self.settings.timeouts.shell:g} s and was killed: "
+                "raise aiderLsp.timeouts.shell if it needs longer",
+            )
         if output.exit_code != 0:
             return failed_result(
                 ErrorReason.TOOL_EXECUTION_ERROR,

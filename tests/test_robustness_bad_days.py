@@ -1,0 +1,103 @@
+"""Issue 21's bad days over a real `aider-lsp serve`: odd test output, runaway test processes,
+slow models and hostile arguments end with a result that says what happened and what to do,
+within their timeouts, and never with a traceback."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aider_lsp_testing.raw_lsp import RawLspClient
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    return root
+
+
+def start(tmp_path: Path, root: Path, options: dict[str, Any] | None = None) -> RawLspClient:
+    client = RawLspClient(tmp_path / "stderr.txt", configuration=options or {})
+    client.initialize(root, options or {})
+    return client
+
+
+@pytest.fixture
+def client(tmp_path: Path, project: Path) -> Iterator[RawLspClient]:
+    raw = start(tmp_path, project, {"timeouts": {"test": 2}})
+    try:
+        yield raw
+        assert raw.shutdown() == 0
+        assert "Traceback" not in raw.stderr_text()
+    finally:
+        raw.close()
+
+
+def run_tests(client: RawLspClient, script: str, project: Path, timeout: float = 30) -> dict[str, Any]:
+    (project / "check.py").write_text(script)
+    response = client.execute(
+        "aider-lsp.system.runTests", {"command": f"{sys.executable} check.py"}, timeout=timeout
+    )
+    assert "result" in response, response
+    return response["result"]
+
+
+def test_a_test_output_line_too_long_for_a_path_is_read_not_fatal(
+    client: RawLspClient, project: Path
+) -> None:
+    """Minified JS, base64, a long hash: a 300-character token is not probed as a file."""
+    script = (
+        "import sys\n"
+        "print('A' * 300)\n"
+        "print('calc.py:1: ' + 'B' * 5000)\n"
+        "print('B' * 300 + ':12: error')\n"
+        "print('  File \"' + 'C/' * 3000 + '\", line 3')\n"
+        "print('FAILED ' + 'D' * 400 + '::test_x - boom')\n"
+        "sys.exit(1)\n"
+    )
+    result = run_tests(client, script, project)
+    assert result["status"] == "COMPLETE", result  # the tests ran (and failed): not a server error
+    assert result["notes"]["exit_code"] == 1, result["notes"]
+    assert result["content"].startswith("tests failed (exit code 1)"), result["content"][:200]
+
+
+def test_a_daemonised_grandchild_does_not_keep_the_run_past_its_timeout(
+    client: RawLspClient, project: Path, tmp_path: Path
+) -> None:
+    """The grandchild leaves the process group (setsid) and keeps stdout open: the run still
+    ends at timeouts.test, says it timed out, and names the setting."""
+    pid_file = tmp_path / "grandchild.pid"
+    script = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "print('started', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    started = time.monotonic()
+    result = run_tests(client, script, project, timeout=60)
+    elapsed = time.monotonic() - started
+    try:
+        assert elapsed < 5, f"the run took {elapsed:.1f} s with timeouts.test = 2"
+        assert result["status"] == "FAILED", result
+        assert result["notes"]["error"]["reason"] == "execution_timeout", result
+        assert "timeouts.test" in result["notes"]["error"]["message"], result
+    finally:
+        if pid_file.exists():
+            import os
+            import signal
+
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
