@@ -5,6 +5,7 @@ within their timeouts, and never with a traceback."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from aider_lsp_testing.llm_server import IS_PLAN, ScriptedLLMServer, json_output, slow
 from aider_lsp_testing.raw_lsp import RawLspClient
 
 
@@ -101,3 +103,40 @@ def test_a_daemonised_grandchild_does_not_keep_the_run_past_its_timeout(
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def llm_options(llm: ScriptedLLMServer, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "openai:scripted-planner",
+        "baseUrl": llm.base_url,
+        "apiKey": "test-key",
+        "aiderModel": "openai/scripted-coder",
+        "testCommand": f"{sys.executable} -c pass",
+        **extra,
+    }
+
+
+def test_timeouts_llm_is_a_deadline_for_the_whole_call(tmp_path: Path, project: Path) -> None:
+    """A model slower than timeouts.llm: the transport's retries do not multiply the wait."""
+    with ScriptedLLMServer() as llm:
+        llm.add_rule(IS_PLAN, slow(20, json_output({"instructions": "x", "files": ["calc.py"]})))
+        client = start(tmp_path, project, llm_options(llm, timeouts={"llm": 1.5}))
+        try:
+            asked = threading.Thread(target=llm.wait_for_requests, args=(1, 60))
+            asked.start()
+            msg_id = client.send_request(
+                "workspace/executeCommand",
+                {"command": "aider-lsp.workflow.run", "arguments": [{"goal": "add a docstring"}]},
+            )
+            asked.join()  # the call starts once the model libraries are imported (cold start)
+            started = time.monotonic()
+            result = client.wait_response(msg_id, timeout=60)["result"]
+            elapsed = time.monotonic() - started
+            assert result["status"] == "FAILED", result
+            assert elapsed < 3.5, f"the planning call took {elapsed:.1f} s with timeouts.llm = 1.5"
+            message = result["notes"]["error"]["message"]
+            assert "1.5 s" in message and "aiderLsp.timeouts.llm" in message, message
+            assert client.shutdown() == 0
+            assert "Traceback" not in client.stderr_text()
+        finally:
+            client.close()

@@ -35,7 +35,7 @@ from .model_config import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) with the SDK's capped backoff
+DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) within timeouts.llm for the call
 DEFAULT_OUTPUT_RETRIES = 2  # structured output: pydantic-ai asks the model again this many times
 MAX_TOOL_RESULT_CHARS = 100_000  # a tool answer larger than this is cut (head and tail kept)
 
@@ -346,6 +346,7 @@ class LLMInteractionManager:
             usage_limits=UsageLimits(
                 total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
             ),
+            timeout=settings.timeouts.llm,  # the whole call: every request, retry and tool
         )
 
     def _call_failure(
@@ -355,11 +356,23 @@ class LLMInteractionManager:
         from pydantic_ai.exceptions import (
             ContentFilterError,
             ModelAPIError,
+            ModelRequestTimeout,
+            ModelTimeoutError,
             UnexpectedModelBehavior,
             UsageLimitExceeded,
             UserError,
         )
 
+        if isinstance(exc, (TimeoutError, ModelTimeoutError, ModelRequestTimeout)):
+            limit = self._settings().timeouts.llm
+            return self._failed(
+                ErrorReason.LLM_ERROR,
+                f"the model ({label}) did not answer within {limit:g} s: raise aiderLsp.timeouts.llm "
+                "for a slow model, or check that its server is up and not overloaded",
+                run_usage,
+                [],
+                label,
+            )
         if isinstance(exc, ContentFilterError):
             return self._failed(
                 ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label
