@@ -140,3 +140,94 @@ def test_timeouts_llm_is_a_deadline_for_the_whole_call(tmp_path: Path, project: 
             assert "Traceback" not in client.stderr_text()
         finally:
             client.close()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # a JSON string nested deeper than any parser recurses
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments", "field"),
+    [
+        ("aider-lsp.aider.automatic", {"prompt": "x", "file_context": DEEP}, "file_context"),
+        ("aider-lsp.aider.interactive", {"prompt": "x", "file_context": DEEP}, "file_context"),
+        ("aider-lsp.workflow.run", {"goal": "x", "file_context": DEEP}, "file_context"),
+        ("aider-lsp.system.readFiles", {"file_paths": DEEP}, "file_paths"),
+        ("aider-lsp.system.getContext", {"query": "x", "target_files": DEEP}, "target_files"),
+    ],
+)
+def test_a_deeply_nested_json_string_is_invalid_params(
+    client: RawLspClient, command: str, arguments: dict[str, Any], field: str
+) -> None:
+    response = client.execute(command, arguments, timeout=30)
+    assert "error" in response, response
+    assert response["error"]["code"] == -32602, response
+    message = response["error"]["message"]
+    assert field in message and "nested too deeply" in message, message
+
+
+def _answered_within(client: RawLspClient, seconds: float) -> float:
+    started = time.monotonic()
+    assert client.execute("aider-lsp.tools.list", {}, timeout=60)["result"]["status"] == "COMPLETE"
+    elapsed = time.monotonic() - started
+    assert elapsed < seconds, f"a request waited {elapsed:.1f} s behind a malformed message"
+    return elapsed
+
+
+HUGE = 300_000
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        (
+            "workspace/didChangeWatchedFiles",
+            {"changes": [{"uri": "file:///x.py", "type": 2}] * HUGE + [{"uri": 5}]},
+        ),
+        (
+            "textDocument/didChange",
+            {"textDocument": {"uri": "file:///x.py", "version": 1}, "contentChanges": [{"text": 1}] * HUGE},
+        ),
+        (
+            "workspace/didChangeWorkspaceFolders",
+            {"event": {"added": [{"uri": 1, "name": 2}] * HUGE, "removed": []}},
+        ),
+        ("workspace/didChangeConfiguration", {"settings": {"aiderLsp": {"contextExcludes": [1] * HUGE}}}),
+        ("$/cancelRequest", {"id": [1] * HUGE}),
+        ("workspace/didChangeWatchedFiles", {"changes": [[]] * HUGE}),
+    ],
+    ids=["watched", "didChange", "folders", "configuration", "cancel", "nested-lists"],
+)
+def test_a_huge_malformed_notification_does_not_stall_the_server(
+    client: RawLspClient, method: str, params: Any
+) -> None:
+    client.notify(method, params)
+    _answered_within(client, 1.0)
+
+
+def test_a_huge_request_is_refused_at_once_and_named(client: RawLspClient) -> None:
+    started = time.monotonic()
+    response = client.execute("aider-lsp.system.readFiles", {"file_paths": ["calc.py"] * HUGE}, timeout=60)
+    assert time.monotonic() - started < 3
+    assert response["error"]["code"] == -32602, response
+    assert "more than" in response["error"]["message"] and "items" in response["error"]["message"]
+    _answered_within(client, 1.0)
+
+
+def test_a_message_nested_too_deeply_to_parse_is_one_log_line(client: RawLspClient) -> None:
+    body = (
+        '{"jsonrpc":"2.0","method":"workspace/didChangeWatchedFiles","params":'
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    ).encode()
+    assert client.process.stdin is not None
+    client.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    client.process.stdin.flush()
+    _answered_within(client, 1.0)
+
+
+def test_thousands_of_watched_file_events_become_one_index_pass(client: RawLspClient, project: Path) -> None:
+    """A checkout reports every file at once: valid events, too many to follow one by one."""
+    changes = [{"uri": (project / f"gen_{n}.py").as_uri(), "type": 1} for n in range(30_000)]
+    client.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+    _answered_within(client, 1.0)

@@ -399,6 +399,8 @@ def _json_array_string(value: Any) -> Any:
             return json.loads(value)
         except json.JSONDecodeError:
             raise ValueError("must be a list of paths or a JSON array string") from None
+        except RecursionError:  # `[[[[…` a hundred thousand deep: refused, not a crash
+            raise ValueError("is a JSON string nested too deeply: send a flat list of paths") from None
     return value
 
 

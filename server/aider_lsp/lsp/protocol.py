@@ -6,6 +6,10 @@
   is decoded again to name the field, so a malformed message of hundreds of kilobytes costs
   milliseconds, not the tens of seconds cattrs and traceback formatting take on its thousands
   of errors, and the error stays short.
+- A message whose params hold more than MAX_MESSAGE_ITEMS list items and fields is not decoded
+  (counting them takes milliseconds, decoding them seconds; `screen_body` spares even the
+  parsing of one made of many strings): a request is answered
+  InvalidParams, a notification is logged, or its method's `oversized_handlers` entry runs.
 - A message that is not a JSON-RPC object is ignored with one log line.
 - After `shutdown`, requests are refused with InvalidRequest; `exit` sets the spec's exit code.
 - The `workDoneToken` of an executeCommand request is kept for the command (see `progress`).
@@ -16,7 +20,10 @@ request it could not decode); that override is this module's job and no other mo
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from collections.abc import Callable
 from typing import Any
 
 from cattrs import Converter, transform_error
@@ -32,6 +39,7 @@ from pygls.protocol import (
 
 log = logging.getLogger(__name__)
 
+MAX_MESSAGE_ITEMS = 20_000  # list items + object fields in one message's params (~0.2 s to decode)
 MAX_LIST_ITEMS_DECODED_AGAIN = 20  # a bad message is re-decoded with its lists cut to this
 MAX_PROBLEMS_SHOWN = 5
 MAX_PROBLEM_CHARS = 1000
@@ -51,6 +59,55 @@ def _first_error_converter() -> Converter:
     converter = default_converter()
     converter.detailed_validation = False
     return converter
+
+
+def exceeds(value: Any, limit: int) -> bool:
+    """True when `value` holds more than `limit` list items and object fields in all, found
+    without recursion and in at most `limit` steps (the decoded JSON is counted, not walked)."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            children: Any = item
+        elif isinstance(item, dict):
+            children = item.values()
+        else:
+            continue
+        count += len(children)
+        if count > limit:
+            return True
+        stack.extend(child for child in children if isinstance(child, (list, dict)))
+    return False
+
+
+SCREEN_BYTES = 256_000  # bodies larger than this are screened before json parses them
+OVERSIZED = "aider-lsp/oversized"  # the params of a message the screen replaced
+_HEAD_FIELD = re.compile(rb'"(method|id)"\s*:\s*("(?:[^"\\]{0,200})"|-?\d{1,18})')
+
+
+def screen_body(body: bytes) -> bytes:
+    """A message body as json should parse it: one with more strings than MAX_MESSAGE_ITEMS
+    could hold is replaced, before parsing (which alone takes a second for 15 MB of small
+    objects), by a small one keeping its method and id (the fields found before `params`)
+    and OVERSIZED params, which `structure_message` refuses. Counting quotes takes
+    milliseconds; a file's text (its quotes escaped) is never mistaken for many strings."""
+    if len(body) <= SCREEN_BYTES:
+        return body
+    strings = (body.count(b'"') - body.count(b'\\"')) // 2
+    if strings <= 2 * MAX_MESSAGE_ITEMS:  # every string is a field or a list item, or a key of one
+        return body
+    head = body[: body.find(b'"params"') if b'"params"' in body[:4096] else 0]
+    fields = {name.decode(): json.loads(value) for name, value in _HEAD_FIELD.findall(head)}
+    if not isinstance(fields.get("method"), str):
+        log.warning(
+            "ignored a client message of %d bytes: too large, and no method before its params", len(body)
+        )
+        return b"[]"  # not a JSON-RPC object: ignored with one log line
+    replacement: dict[str, Any] = {"jsonrpc": "2.0", "method": fields["method"], "params": {OVERSIZED: True}}
+    if "id" in fields:
+        replacement["id"] = fields["id"]
+    return json.dumps(replacement).encode()
 
 
 def _pruned(value: Any) -> Any:
@@ -79,9 +136,13 @@ class AiderProtocol(LanguageServerProtocol):
         self.work_done_tokens: dict[Any, types.ProgressToken] = {}  # request id → client's token
         self.shutdown_received = False
         self.exit_code = 0
+        # method → what to do instead of decoding a message too large to decode (see `_oversized`)
+        self.oversized_handlers: dict[str, Callable[[], None]] = {}
 
     # -- decoding --------------------------------------------------------------------------
     def structure_message(self, data: Any) -> Any:
+        if "jsonrpc" not in data:  # a nested object (json's object_hook sees every one): as is
+            return data
         if not (
             isinstance(data, dict)
             and "jsonrpc" in data
@@ -89,6 +150,9 @@ class AiderProtocol(LanguageServerProtocol):
             and "error" not in data
         ):
             return super().structure_message(data)  # answers to our requests, nested objects
+        params = data.get("params")
+        if (isinstance(params, dict) and OVERSIZED in params) or exceeds(params, MAX_MESSAGE_ITEMS):
+            return self._oversized(data)
         default = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
         message_type = self.get_message_type(data["method"]) or default
         # `initialize` decodes with pygls's own converter: building the second one (~10 ms)
@@ -108,8 +172,34 @@ class AiderProtocol(LanguageServerProtocol):
         self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
         return ANSWERED
 
+    def _oversized(self, data: dict[str, Any]) -> Any:
+        """A message too large to decode in good time is not decoded: its method's handler in
+        `oversized_handlers` runs instead (e.g. thousands of watched-file events → one
+        re-index), else a request is answered InvalidParams and a notification logged."""
+        method = data["method"]
+        handler = self.oversized_handlers.get(method)
+        if handler is not None:
+            log.info("%s: more than %d items; handled as a whole", method, MAX_MESSAGE_ITEMS)
+            handler()
+            return ANSWERED
+        problem = f"more than {MAX_MESSAGE_ITEMS} items in one message; refused unread (send less at a time)"
+        params = data.get("params")
+        if not (isinstance(params, dict) and OVERSIZED in params):  # a bad value among the first?
+            default = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
+            problem = self._pruned_problem(data, self.get_message_type(method) or default) or problem
+        message = f"invalid params for {method}: {problem}"
+        if "id" not in data:
+            raise JsonRpcInvalidParams(message)  # a notification: logged, no answer
+        self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
+        return ANSWERED
+
     def _problem(self, data: dict[str, Any], message_type: type, first: Exception) -> str:
         """What was wrong, with cattrs' paths (`$.params.command`), bounded in size and time."""
+        problem = self._pruned_problem(data, message_type)
+        return problem or _bounded([f"{type(first).__name__}: {first}"])  # the bad value was past the cut
+
+    def _pruned_problem(self, data: dict[str, Any], message_type: type) -> str | None:
+        """What is wrong among the first items of each list (cattrs' paths), or None."""
         try:
             self.detailed_converter.structure(_pruned(data), message_type)
         except Exception as exc:
@@ -117,7 +207,7 @@ class AiderProtocol(LanguageServerProtocol):
                 return _bounded(transform_error(exc, path="$"))
             except Exception:
                 return _bounded([str(exc)])
-        return _bounded([f"{type(first).__name__}: {first}"])  # the bad value was past the cut
+        return None
 
     # -- dispatch --------------------------------------------------------------------------
     def handle_message(self, message: Any) -> None:
@@ -139,6 +229,9 @@ class AiderProtocol(LanguageServerProtocol):
             return
         if method == types.SHUTDOWN and is_request:
             self.shutdown_received = True
+        if method == types.CANCEL_REQUEST and not isinstance(getattr(message.params, "id", None), (int, str)):
+            log.warning("ignored a $/cancelRequest whose id is not a number or a string")
+            return  # pygls would look it up in a dict: TypeError for a list
         super().handle_message(message)
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
