@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aider_lsp_testing.llm_server import IS_PLAN, ScriptedLLMServer, json_output, slow
+from aider_lsp_testing.llm_server import IS_PLAN, ScriptedLLMServer, json_output, slow, tool_call
 from aider_lsp_testing.raw_lsp import RawLspClient
 
 
@@ -231,3 +231,34 @@ def test_thousands_of_watched_file_events_become_one_index_pass(client: RawLspCl
     changes = [{"uri": (project / f"gen_{n}.py").as_uri(), "type": 1} for n in range(30_000)]
     client.notify("workspace/didChangeWatchedFiles", {"changes": changes})
     _answered_within(client, 1.0)
+
+
+def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, project: Path) -> None:
+    """The model layer stops a call at the budget's remainder; the user reads their own budget."""
+    with ScriptedLLMServer() as llm:
+        llm.add_rule(
+            IS_PLAN,
+            tool_call("system_read_files", {"file_paths": ["calc.py"]}),
+            times=1,
+        )
+        llm.add_rule(
+            IS_PLAN,
+            json_output(
+                {"instructions": "x", "files": ["calc.py"]},
+                usage={"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000},
+            ),
+        )
+        client = start(tmp_path, project, llm_options(llm, budget={"maxTokens": 700}))
+        try:
+            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
+                "result"
+            ]
+            assert result["status"] == "FAILED", result
+            error = result["notes"]["error"]
+            assert error["reason"] == "budget_exceeded", error
+            message = error["message"]
+            assert "aiderLsp.budget.maxTokens" in message and "700" in message, message
+            assert "total_tokens_limit" not in message, message
+            assert client.shutdown() == 0
+        finally:
+            client.close()

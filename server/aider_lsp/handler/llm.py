@@ -104,13 +104,13 @@ class Budget:
         """Why no further call may run, or None."""
         if self.max_tokens is not None and self.used_tokens >= self.max_tokens:
             return (
-                f"the token budget of {self.max_tokens} is used up ({self.used_tokens} used): "
-                "raise aiderLsp.budget.maxTokens"
+                f"the token budget of {self.max_tokens} per run (aiderLsp.budget.maxTokens) is used "
+                f"up ({self.used_tokens} spent): raise aiderLsp.budget.maxTokens, or give a smaller goal"
             )
         if self.max_cost is not None and self.used_cost >= self.max_cost:
             return (
-                f"the cost budget of {self.max_cost:g} is used up ({self.used_cost:.4f} used): "
-                "raise aiderLsp.budget.maxCost"
+                f"the cost budget of {self.max_cost:g} per run (aiderLsp.budget.maxCost) is used up "
+                f"({self.used_cost:.4f} spent): raise aiderLsp.budget.maxCost, or give a smaller goal"
             )
         return None
 
@@ -388,10 +388,11 @@ class LLMInteractionManager:
         if isinstance(exc, UsageLimitExceeded):
             return self._failed(
                 ErrorReason.LLM_ERROR,
-                f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
+                self._over_budget(_usage_dict(run_usage, [], label), exc),
                 run_usage,
                 [],
                 label,
+                budget_exhausted=True,
             )
         if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
@@ -436,6 +437,19 @@ class LLMInteractionManager:
             return PromptedOutput(output_type)
         return output_type
 
+    def _over_budget(self, call_usage: dict[str, Any], exc: Exception) -> str:
+        """The user's budget and what the run spent, not the remainder pydantic-ai was given
+        as this call's limit ("total_tokens_limit of 30")."""
+        budget = self.budget
+        if budget is None or budget.max_tokens is None:
+            return f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)"
+        spent = budget.used_tokens + int(call_usage.get("total_tokens") or 0)
+        return (
+            f"usage limit reached: the token budget of {budget.max_tokens} per run "
+            f"(aiderLsp.budget.maxTokens) is used up: the run's model calls spent {spent} tokens. "
+            "Raise aiderLsp.budget.maxTokens, or give a smaller goal"
+        )
+
     def _failed(
         self,
         reason: ErrorReason,
@@ -445,12 +459,15 @@ class LLMInteractionManager:
         label: str,
         *,
         status: int | None = None,
+        budget_exhausted: bool = False,
     ) -> TaskResult:
         usage = _usage_dict(run_usage, messages, label)
         self.usage.add(usage)
         if self.budget is not None:
             self.budget.add(usage)
         notes: dict[str, Any] = {"usage": usage, "model": label}
+        if budget_exhausted:
+            notes["budget_exhausted"] = True  # the workflow's mark: budget_exceeded
         if status is not None:
             notes["status_code"] = status
         log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
