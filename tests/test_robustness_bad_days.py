@@ -262,3 +262,33 @@ def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, pr
             assert client.shutdown() == 0
         finally:
             client.close()
+
+
+@pytest.mark.parametrize(
+    ("planned", "why"),
+    [
+        ("../outside.py", "outside the workspace"),
+        (".env", "secret"),
+        ("/etc/hostname", "absolute path"),
+    ],
+)
+def test_a_plan_naming_a_file_it_cannot_edit_says_which_and_why(
+    tmp_path: Path, project: Path, planned: str, why: str
+) -> None:
+    (project / ".env").write_text("OPENAI_API_KEY=sk-do-not-leak\n")
+    with ScriptedLLMServer() as llm:
+        llm.add_rule(IS_PLAN, json_output({"instructions": "edit it", "files": ["calc.py", planned]}))
+        client = start(tmp_path, project, llm_options(llm))
+        try:
+            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
+                "result"
+            ]
+            assert result["status"] == "FAILED", result
+            message = result["notes"]["error"]["message"]
+            assert planned in message and why in message, message
+            assert "Exceeded maximum output retries" not in message, message
+            assert "calc.py" not in message.replace(planned, ""), message  # only the bad file is named
+            assert client.shutdown() == 0
+            assert "Traceback" not in client.stderr_text()
+        finally:
+            client.close()

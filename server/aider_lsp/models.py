@@ -286,7 +286,9 @@ class DevelopmentPlan(BaseModel):
     @classmethod
     def _relative_paths(cls, files: list[str]) -> list[str]:
         for path in files:
-            if not path or path.startswith("/") or "\x00" in path:
+            if path.startswith("/"):
+                raise ValueError(f"{path} is an absolute path: files must be relative to the workspace")
+            if not path or "\x00" in path:
                 raise ValueError(f"files must be relative paths inside the workspace: {path!r}")
         return files
 

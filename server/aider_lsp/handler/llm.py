@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..models import (
     ErrorReason,
@@ -53,6 +53,7 @@ def log_debug(enabled: bool, message: str, *args: Any) -> None:
 @dataclass
 class _RunDeps:
     output_check: OutputCheck | None = None
+    refused_because: str | None = None  # why the output check refused the model's last output
 
 
 @dataclass
@@ -222,6 +223,7 @@ class LLMInteractionManager:
             def _check(ctx: RunContext[_RunDeps], output: Any) -> Any:
                 problem = ctx.deps.output_check(output) if ctx.deps and ctx.deps.output_check else None
                 if problem:
+                    ctx.deps.refused_because = problem  # the user's answer if the retries run out
                     raise ModelRetry(problem)
                 return output
 
@@ -280,6 +282,7 @@ class LLMInteractionManager:
         from pydantic_ai.usage import RunUsage
 
         run_usage = RunUsage()
+        deps = _RunDeps(output_check)
         try:
             result = await self._run_agent(
                 prompt,
@@ -289,14 +292,14 @@ class LLMInteractionManager:
                 run_tool,
                 output_type,
                 history_config,
-                output_check,
+                deps,
                 run_usage,
                 label,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._call_failure(exc, output_type, run_usage, label)
+            return self._call_failure(exc, output_type, run_usage, label, deps.refused_because)
         return self._call_result(result, run_usage, history_config, label)
 
     async def _run_agent(
@@ -308,7 +311,7 @@ class LLMInteractionManager:
         run_tool: ToolRunner | None,
         output_type: type[BaseModel] | None,
         history_config: HistoryConfigSettings,
-        output_check: OutputCheck | None,
+        deps: _RunDeps,
         run_usage: Any,
         label: str,
     ) -> Any:
@@ -342,7 +345,7 @@ class LLMInteractionManager:
             toolsets=toolsets or None,
             model_settings=model_settings,
             usage=run_usage,
-            deps=_RunDeps(output_check),
+            deps=deps,
             usage_limits=UsageLimits(
                 total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
             ),
@@ -350,7 +353,12 @@ class LLMInteractionManager:
         )
 
     def _call_failure(
-        self, exc: Exception, output_type: type[BaseModel] | None, run_usage: Any, label: str
+        self,
+        exc: Exception,
+        output_type: type[BaseModel] | None,
+        run_usage: Any,
+        label: str,
+        refused_because: str | None = None,
     ) -> TaskResult:
         """A failed run as a FAILED TaskResult whose reason says whose fault it was."""
         from pydantic_ai.exceptions import (
@@ -378,13 +386,17 @@ class LLMInteractionManager:
                 ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label
             )
         if isinstance(exc, UnexpectedModelBehavior):
-            return self._failed(
-                ErrorReason.OUTPUT_FORMAT_FAILURE,
-                f"the model did not return valid {getattr(output_type, '__name__', 'output')}: {exc}",
-                run_usage,
-                [],
-                label,
-            )
+            what = getattr(output_type, "__name__", "output")
+            attempts = self.output_retries + 1
+            refused_because = refused_because or _invalid_fields(exc.__cause__)
+            if refused_because:  # valid in form, refused for what it said (a path, …): say what
+                message = f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
+            else:
+                message = (
+                    f"the model did not return a valid {what} ({exc}): try another aiderLsp.model, "
+                    "or aiderLsp.outputMode 'native' or 'prompted' for a model weak at tool calls"
+                )
+            return self._failed(ErrorReason.OUTPUT_FORMAT_FAILURE, message, run_usage, [], label)
         if isinstance(exc, UsageLimitExceeded):
             return self._failed(
                 ErrorReason.LLM_ERROR,
@@ -488,6 +500,18 @@ class LLMInteractionManager:
         return tool_cls.from_schema(
             call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
         )
+
+
+def _invalid_fields(cause: BaseException | None) -> str | None:
+    """The fields a structured output failed on, when its schema refused it (e.g. `files:
+    /etc/x is an absolute path…`), or None."""
+    if not isinstance(cause, ValidationError):
+        return None
+    problems = []
+    for error in cause.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "output"
+        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(problems)
 
 
 def _cap(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:
