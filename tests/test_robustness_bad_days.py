@@ -292,3 +292,31 @@ def test_a_plan_naming_a_file_it_cannot_edit_says_which_and_why(
             assert "Traceback" not in client.stderr_text()
         finally:
             client.close()
+
+
+def test_read_files_says_which_files_it_did_not_read_and_why(client: RawLspClient, project: Path) -> None:
+    """The answer (what a model and an editor see) names each file left out, not only notes."""
+    (project / ".env").write_text("OPENAI_API_KEY=sk-do-not-leak\n")
+    (project / "pkg").mkdir()
+    (project / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    asked = {
+        "calc.py": None,
+        "missing.py": "not found",
+        ".env": "secret",
+        "../outside.py": "outside the workspace",
+        "pkg": "folder",
+        "blob.bin": "binary",
+    }
+    result = client.execute("aider-lsp.system.readFiles", {"file_paths": list(asked)})["result"]
+    assert result["status"] == "COMPLETE", result
+    notes = result["notes"]
+    assert notes["files_read_count"] == 1
+    assert notes["skipped_files"] == [path for path, why in asked.items() if why]
+    reasons = {item["path"]: item["reason"] for item in notes["skipped_reasons"]}
+    content = result["content"]
+    assert "def add" in content and "sk-do-not-leak" not in content
+    for path, why in asked.items():
+        if why is None:
+            continue
+        assert why in reasons[path], (path, reasons[path])
+        assert f"--- SKIPPED: {path} " in content and reasons[path] in content, content

@@ -272,8 +272,10 @@ class FileAccessManager:
     def read_text(self, path: str | os.PathLike[str], *, for_model: bool = True) -> FileText:
         """Read a text file: size cap, binary refusal, undecodable bytes replaced and noted."""
         real = self.check_model_safe(path) if for_model else self.resolve(path)
+        if real.is_dir():
+            raise IsADirectoryError(f"a folder, not a file: {self.relative(real) or '.'}")
         if not real.is_file():
-            raise FileNotFoundError(f"no such file: {self.relative(real)}")
+            raise FileNotFoundError(f"not found: no such file in the workspace: {self.relative(real)}")
         size = real.stat().st_size
         with real.open("rb") as handle:
             data = handle.read(self.max_file_bytes + 1)
