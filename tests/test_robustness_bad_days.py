@@ -13,8 +13,17 @@ from typing import Any
 
 import pytest
 
-from aider_lsp_testing.llm_server import IS_PLAN, ScriptedLLMServer, json_output, slow, tool_call
+from aider_lsp_testing.llm_server import (
+    IS_PLAN,
+    ScriptedLLMServer,
+    aider_whole,
+    any_request,
+    json_output,
+    slow,
+    tool_call,
+)
 from aider_lsp_testing.raw_lsp import RawLspClient
+from conftest import needs_aider
 
 
 @pytest.fixture
@@ -320,3 +329,27 @@ def test_read_files_says_which_files_it_did_not_read_and_why(client: RawLspClien
             continue
         assert why in reasons[path], (path, reasons[path])
         assert f"--- SKIPPED: {path} " in content and reasons[path] in content, content
+
+
+@needs_aider
+@pytest.mark.parametrize("command", ["aider-lsp.aider.automatic", "aider-lsp.aider.interactive"])
+def test_a_file_aider_cannot_read_as_utf8_is_named_with_what_to_do(
+    tmp_path: Path, project: Path, command: str
+) -> None:
+    (project / "legacy.py").write_bytes(b"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n")
+    with ScriptedLLMServer() as llm:
+        llm.add_rule(any_request, aider_whole({"legacy.py": "NAME = 'cafe'\n"}))
+        client = start(tmp_path, project, llm_options(llm, aiderServer={"args": ["--edit-format", "whole"]}))
+        try:
+            result = client.execute(
+                command, {"prompt": "rename NAME to TITLE", "file_context": ["legacy.py"]}, timeout=120
+            )["result"]
+            assert result["status"] == "FAILED", result
+            message = result["notes"]["error"]["message"]
+            assert "legacy.py" in message and "UTF-8" in message and "line 2" in message, message
+            assert "--encoding" not in message, message
+            assert (project / "legacy.py").read_bytes().endswith(b"caf\xe9'\n")
+            assert client.shutdown() == 0
+            assert "Traceback" not in client.stderr_text()
+        finally:
+            client.close()

@@ -6,6 +6,7 @@ workspace root. Secret files are refused whenever their content could reach a mo
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import functools
 import os
@@ -288,6 +289,31 @@ class FileAccessManager:
         except UnicodeDecodeError:
             text, errors = data.decode("utf-8", errors="replace"), True
         return FileText(self.relative(real), text, size, truncated, errors)
+
+    def utf8_problem(self, path: str | os.PathLike[str]) -> str | None:
+        """Where an existing file stops being UTF-8 (`byte 0xe9 on line 3`), or None. Aider
+        reads and writes files only as UTF-8; a Latin-1 file makes it stop with advice about an
+        `--encoding` flag that aider-lsp does not expose."""
+        real = self.resolve(path)
+        if not real.is_file():
+            return None
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        offset = 0
+        lines = 1
+        with real.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    line = lines + chunk.count(b"\n", 0, exc.start)
+                    return f"byte 0x{chunk[exc.start]:02x} on line {line} (offset {offset + exc.start})"
+                offset += len(chunk)
+                lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return "a character cut at the end of the file"
+        return None
 
     def write_text(self, path: str | os.PathLike[str], text: str) -> str:
         """Write a confined file (parents created); returns its workspace-relative path."""
