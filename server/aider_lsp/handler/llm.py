@@ -269,8 +269,8 @@ class LLMInteractionManager:
         history_config = history_config or HistoryConfigSettings()
         label = self.provider_identifier(model_override)
         await asyncio.to_thread(import_llm_libraries)  # waits for a warm-up importing them
-        try:
-            model = self._model(model_override)
+        try:  # building a model imports its provider's SDK (seconds): never on the event loop
+            model = await asyncio.to_thread(self._model, model_override)
         except LLMConfigurationError as exc:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR,

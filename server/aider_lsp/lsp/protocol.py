@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_ITEMS = 20_000  # list items + object fields in one message's params (~0.2 s to decode)
 MAX_LIST_ITEMS_DECODED_AGAIN = 20  # a bad message is re-decoded with its lists cut to this
+MAX_STRING_DECODED_AGAIN = 200  # … and its strings to this
 MAX_PROBLEMS_SHOWN = 5
 MAX_PROBLEM_CHARS = 1000
 
@@ -111,7 +112,10 @@ def screen_body(body: bytes) -> bytes:
 
 
 def _pruned(value: Any) -> Any:
-    """A copy of a decoded JSON value with every list cut to its first items."""
+    """A copy of a decoded JSON value with every list cut to its first items, and every long
+    string too (cattrs iterates a string given for a list, one error per character)."""
+    if isinstance(value, str) and len(value) > MAX_STRING_DECODED_AGAIN:
+        return value[:MAX_STRING_DECODED_AGAIN]
     if isinstance(value, list):
         return [_pruned(item) for item in value[:MAX_LIST_ITEMS_DECODED_AGAIN]]
     if isinstance(value, dict):
@@ -141,15 +145,23 @@ class AiderProtocol(LanguageServerProtocol):
 
     # -- decoding --------------------------------------------------------------------------
     def structure_message(self, data: Any) -> Any:
-        if "jsonrpc" not in data:  # a nested object (json's object_hook sees every one): as is
-            return data
-        if not (
-            isinstance(data, dict)
-            and "jsonrpc" in data
-            and isinstance(data.get("method"), str)
-            and "error" not in data
-        ):
-            return super().structure_message(data)  # answers to our requests, nested objects
+        """Nothing: pygls hands this to json as its object_hook, so it sees every object of a
+        message, nested ones first, and cannot tell a message from an object inside one (an
+        argument with a "jsonrpc" key). Messages are decoded whole in `handle_message`."""
+        return data
+
+    def _decode(self, data: dict[str, Any]) -> Any:
+        """A whole message decoded: a request, a notification, or an answer to our requests."""
+        if "method" in data and "id" in data and not isinstance(data["id"], (int, str)):
+            # the spec's ids are numbers or strings; answered with a null id, as the spec says
+            # for a request whose id cannot be read (echoing an object back breaks clients)
+            error = JsonRpcInvalidRequest(
+                f"a request id must be a number or a string, not {data['id']!r:.100}"
+            )
+            self._send_response(None, error=error.to_response_error())  # type: ignore[arg-type]  # the spec's null id
+            return ANSWERED
+        if not ("jsonrpc" in data and isinstance(data.get("method"), str) and "error" not in data):
+            return super().structure_message(data)  # answers to our requests
         params = data.get("params")
         if (isinstance(params, dict) and OVERSIZED in params) or exceeds(params, MAX_MESSAGE_ITEMS):
             return self._oversized(data)
@@ -211,6 +223,8 @@ class AiderProtocol(LanguageServerProtocol):
 
     # -- dispatch --------------------------------------------------------------------------
     def handle_message(self, message: Any) -> None:
+        if isinstance(message, dict):
+            message = self._decode(message)
         if message is ANSWERED:
             return
         if not hasattr(message, "jsonrpc"):  # e.g. a JSON array: not a JSON-RPC message at all
