@@ -353,3 +353,20 @@ def test_a_file_aider_cannot_read_as_utf8_is_named_with_what_to_do(
             assert "Traceback" not in client.stderr_text()
         finally:
             client.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments"),
+    [
+        ("aider-lsp.handler.primeContext", {"query": "add\ud800", "initial_files": ["calc.py"]}),
+        ("aider-lsp.system.readFiles", {"file_paths": ["calc\udc80.py"]}),
+        ("aider-lsp.aider.automatic", {"prompt": "\ud800", "file_context": ["calc.py"]}),
+    ],
+)
+def test_text_that_is_not_unicode_is_invalid_params(
+    client: RawLspClient, command: str, arguments: dict[str, Any]
+) -> None:
+    """`"\\ud800"` is valid JSON but no text: it can be neither written nor sent on."""
+    response = client.execute(command, arguments)
+    assert response.get("error", {}).get("code") == -32602, response
+    assert "not valid text" in response["error"]["message"] and "arguments[0]" in response["error"]["message"]

@@ -58,6 +58,8 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
 # .git: its config may hold credentials (remote URLs with tokens), and its hooks run code.
 SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".git")
 BINARY_SNIFF_BYTES = 8192
+MAX_PATH_CHARS = 4096  # PATH_MAX
+MAX_NAME_BYTES = 255  # NAME_MAX: one component of a path
 
 
 def _path_pattern_matches(rel: str, pattern: str) -> bool:
@@ -184,6 +186,11 @@ class FileAccessManager:
             raw = unquote(parsed.path)
             if "\x00" in raw:
                 raise AccessDenied(f"path contains a NUL byte: {raw!r}")
+        if len(raw) > MAX_PATH_CHARS or any(
+            len(part.encode(errors="replace")) > MAX_NAME_BYTES for part in raw.split("/")
+        ):
+            # asking the filesystem about it would raise "File name too long" wherever it is used
+            raise AccessDenied(f"not a path: too long ({len(raw)} characters): {raw[:80]}…")
         candidate = Path(raw) if os.path.isabs(raw) else self.root / raw
         real = Path(os.path.realpath(candidate))
         if real != self.root and self.root not in real.parents:

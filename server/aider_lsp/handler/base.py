@@ -411,10 +411,11 @@ class BaseHandler:
                 continue
             try:
                 resolved = self.files.resolve(candidate)
+                is_file = resolved.is_file()  # OSError for a name too long to be a path
             except (AccessDenied, OSError, ValueError):
                 skipped.append(candidate)
                 continue
-            if resolved.is_file():
+            if is_file:
                 rel = self.files.relative(resolved)
                 if rel not in paths:
                     paths.append(rel)

@@ -111,6 +111,29 @@ def screen_body(body: bytes) -> bytes:
     return json.dumps(replacement).encode()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(value: Any, path: str = "$.params") -> str | None:
+    """Where a string holds a lone surrogate (`"\\ud800"` is valid JSON, but no text: it
+    cannot be encoded, written or sent on), as a JSONPath, or None. Iterative; the message
+    was counted first (MAX_MESSAGE_ITEMS), so this is bounded too."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return where
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return where
+                stack.append((child, f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+    return None
+
+
 def _pruned(value: Any) -> Any:
     """A copy of a decoded JSON value with every list cut to its first items, and every long
     string too (cattrs iterates a string given for a list, one error per character)."""
@@ -165,6 +188,9 @@ class AiderProtocol(LanguageServerProtocol):
         params = data.get("params")
         if (isinstance(params, dict) and OVERSIZED in params) or exceeds(params, MAX_MESSAGE_ITEMS):
             return self._oversized(data)
+        where = lone_surrogate_at(params)
+        if where is not None:
+            return self._refuse(data, f"{where} is not valid text (it holds a lone UTF-16 surrogate)")
         default = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
         message_type = self.get_message_type(data["method"]) or default
         # `initialize` decodes with pygls's own converter: building the second one (~10 ms)
@@ -178,7 +204,12 @@ class AiderProtocol(LanguageServerProtocol):
         try:
             return converter.structure(data, message_type)
         except Exception as exc:
-            message = f"invalid params for {data['method']}: {self._problem(data, message_type, exc)}"
+            problem = self._problem(data, message_type, exc)
+        return self._refuse(data, problem)
+
+    def _refuse(self, data: dict[str, Any], problem: str) -> Any:
+        """InvalidParams: a request is answered with it, a notification's is logged."""
+        message = f"invalid params for {data['method']}: {problem}"
         if "id" not in data:
             raise JsonRpcInvalidParams(message) from None  # a notification: logged, no answer
         self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
@@ -199,11 +230,7 @@ class AiderProtocol(LanguageServerProtocol):
         if not (isinstance(params, dict) and OVERSIZED in params):  # a bad value among the first?
             default = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
             problem = self._pruned_problem(data, self.get_message_type(method) or default) or problem
-        message = f"invalid params for {method}: {problem}"
-        if "id" not in data:
-            raise JsonRpcInvalidParams(message)  # a notification: logged, no answer
-        self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
-        return ANSWERED
+        return self._refuse(data, problem)
 
     def _problem(self, data: dict[str, Any], message_type: type, first: Exception) -> str:
         """What was wrong, with cattrs' paths (`$.params.command`), bounded in size and time."""
