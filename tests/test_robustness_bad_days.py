@@ -370,3 +370,12 @@ def test_text_that_is_not_unicode_is_invalid_params(
     response = client.execute(command, arguments)
     assert response.get("error", {}).get("code") == -32602, response
     assert "not valid text" in response["error"]["message"] and "arguments[0]" in response["error"]["message"]
+
+
+@pytest.mark.parametrize("command", ["💥" * 200, "no-such-program-here --x", "./calc.py"])
+def test_a_test_command_that_cannot_start_says_so(client: RawLspClient, command: str) -> None:
+    result = client.execute("aider-lsp.system.runTests", {"command": command})["result"]
+    assert result["status"] == "FAILED", result
+    error = result["notes"]["error"]
+    assert error["reason"] == "tool_execution_error", error
+    assert "cannot start the command" in error["message"] and "aiderLsp.testCommand" in error["message"]

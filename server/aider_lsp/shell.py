@@ -217,10 +217,15 @@ class CommandExecutor:
             return CommandRun(
                 command=command, error=_error(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
             )
-        except (FileNotFoundError, PermissionError) as exc:
+        except OSError as exc:  # not found, not executable, a name too long, too many processes…
+            program = (exc.filename if isinstance(exc.filename, str) else command)[:120]
             return CommandRun(
                 command=command,
-                error=_error(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}"),
+                error=_error(
+                    ErrorReason.TOOL_EXECUTION_ERROR,
+                    f"cannot start the command: {exc.strerror or exc}: {program}; check the command "
+                    "(aiderLsp.testCommand for the tests)",
+                ),
             )
         error = None
         if output.timed_out:
