@@ -379,3 +379,20 @@ def test_a_test_command_that_cannot_start_says_so(client: RawLspClient, command:
     error = result["notes"]["error"]
     assert error["reason"] == "tool_execution_error", error
     assert "cannot start the command" in error["message"] and "aiderLsp.testCommand" in error["message"]
+
+
+def test_ids_and_tokens_that_are_not_numbers_or_strings_are_refused_not_crashing(
+    client: RawLspClient,
+) -> None:
+    response = client.request(
+        "workspace/executeCommand",
+        {"command": "aider-lsp.aider.automatic", "arguments": [{"prompt": "x"}], "workDoneToken": [1]},
+    )
+    assert response["error"]["code"] == -32602 and "workDoneToken" in response["error"]["message"], response
+    for method, params in [
+        ("$/cancelRequest", {"id": [1]}),
+        ("window/workDoneProgress/cancel", {"token": {"a": 1}}),
+        ("$/progress", {"token": [1], "value": {}}),
+    ]:
+        client.notify(method, params)
+    _answered_within(client, 1.0)

@@ -46,6 +46,19 @@ MAX_PROBLEMS_SHOWN = 5
 MAX_PROBLEM_CHARS = 1000
 
 
+# notifications whose field pygls looks up in a dict (a list there: TypeError, traceback)
+_LOOKED_UP = {
+    types.CANCEL_REQUEST: "id",
+    types.WINDOW_WORK_DONE_PROGRESS_CANCEL: "token",
+    types.PROGRESS: "token",
+}
+
+
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC id or progress token: a number or a string (not a bool)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 class _Answered:
     """A request already answered with an error while it was decoded: nothing left to do."""
 
@@ -270,8 +283,9 @@ class AiderProtocol(LanguageServerProtocol):
             return
         if method == types.SHUTDOWN and is_request:
             self.shutdown_received = True
-        if method == types.CANCEL_REQUEST and not isinstance(getattr(message.params, "id", None), (int, str)):
-            log.warning("ignored a $/cancelRequest whose id is not a number or a string")
+        key = _LOOKED_UP.get(method or "")
+        if key is not None and not _is_id(getattr(message.params, key, None)):
+            log.warning("ignored a %s whose %s is not a number or a string", method, key)
             return  # pygls would look it up in a dict: TypeError for a list
         super().handle_message(message)
 
@@ -280,6 +294,8 @@ class AiderProtocol(LanguageServerProtocol):
         """pygls passes a command only its arguments: keep the client's progress token aside."""
         if params.command not in self.fm.commands:  # pygls would echo a huge name whole
             raise JsonRpcInvalidParams(f"Command name {params.command[:100]!r} is not defined")
+        if params.work_done_token is not None and not _is_id(params.work_done_token):
+            raise JsonRpcInvalidParams("workDoneToken must be a number or a string")
         msg_id = self.msg_id
         if msg_id is not None and params.work_done_token is not None:
             self.work_done_tokens[msg_id] = params.work_done_token
