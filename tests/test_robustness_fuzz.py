@@ -95,7 +95,7 @@ REQUESTS: dict[str, Any] = {
     "aider-lsp/no-such-request": {"x": 1},
 }
 
-RAW_BODIES: list[bytes] = [
+RAW_BODIES: list[bytes] = [  # their ids are never the client's own (its answers would be taken)
     b"{",
     b"NaN",
     b"[]",
@@ -103,9 +103,9 @@ RAW_BODIES: list[bytes] = [
     b'{"jsonrpc": "2.0", "id": 99999, "method": ',
     b"\xff\xfe\x00garbage",
     b'{"jsonrpc": "2.0", "method": "x", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-    b'{"jsonrpc": "1.0", "id": 5, "method": "workspace/executeCommand"}',
+    b'{"jsonrpc": "1.0", "id": "fuzz-5", "method": "workspace/executeCommand"}',
     b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "workspace/executeCommand", "params": {}}',
-    b'{"jsonrpc": "2.0", "id": 7, "result": {"unexpected": "answer"}}',
+    b'{"jsonrpc": "2.0", "id": "fuzz-7", "result": {"unexpected": "answer"}}',
 ]
 
 
