@@ -4,6 +4,9 @@ within their timeouts, and never with a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import threading
 import time
@@ -105,13 +108,8 @@ def test_a_daemonised_grandchild_does_not_keep_the_run_past_its_timeout(
         assert "timeouts.test" in result["notes"]["error"]["message"], result
     finally:
         if pid_file.exists():
-            import os
-            import signal
-
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 def llm_options(llm: ScriptedLLMServer, **extra: Any) -> dict[str, Any]:
