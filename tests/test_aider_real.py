@@ -325,3 +325,19 @@ async def test_the_edit_reports_aiders_own_usage(app: Application, workspace: Pa
         "aider:automatic", {"prompt": "mark add as edited again", "file_context": ["pkg/calc.py"]}
     )
     assert again.notes["usage"] == {"prompt_tokens": 1000, "completion_tokens": 7, "cost": None}
+
+
+async def test_the_bundled_server_names_a_file_aider_cannot_read_as_utf8(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    """Called directly (the executors check first): Aider's advice names a flag this server does
+    not take; the bundled server names the file and says what to do instead."""
+    (workspace / "legacy.py").write_bytes(b"NAME = 'caf\xe9'\n")
+    llm_server.add_rule(any_request, aider_whole({"legacy.py": "NAME = 'cafe'\n"}))
+    result = await app.aider.call_aider_tool(
+        "aider_ai_code", {"ai_coding_prompt": "rename", "relative_editable_files": ["legacy.py"]}
+    )
+    assert result.status is TaskStatus.FAILED
+    message = result.notes["error"]["message"]
+    assert "legacy.py" in message and "convert it to UTF-8" in message, message
+    assert "--encoding" not in message, message

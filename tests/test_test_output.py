@@ -137,3 +137,20 @@ def test_nothing_parsed_falls_back_on_the_plan_files(workspace: Path) -> None:
 def test_summary_line() -> None:
     assert summary_line("a\n==== 2 failed in 0.1s ====\n\n", "") == "2 failed in 0.1s"
     assert summary_line("", "Ran 2 tests\n\nFAILED (failures=1)\n") == "FAILED (failures=1)"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "A" * 300,  # minified JS, base64, a long hash on a line of its own (eslint's file line)
+        "B" * 300 + ":12: error",  # a colon-style location with an impossible file name
+        "x/" * 3000 + "y:1: error",  # longer than PATH_MAX
+        'File "' + "C" * 400 + '", line 3',
+        "FAILED " + "D" * 400 + "::test_x - boom",
+        "bad\x00name.py:3: error",
+    ],
+)
+def test_lines_that_cannot_name_a_file_are_skipped_not_fatal(workspace: Path, line: str) -> None:
+    stdout = f"Traceback (most recent call last):\n  {line}\nValueError: x\n{line}\n"
+    findings = parse_test_output(stdout, line, workspace, exit_code=1, fallback_files=["calc.py"])
+    assert all(len(finding.path) < 300 for finding in findings)

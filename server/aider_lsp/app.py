@@ -195,7 +195,10 @@ class Application:
             )
         command = choice.command
         run = await self.shell.execute(
-            command, timeout=self.settings.timeouts.test, use_shell=self.settings.test_shell
+            command,
+            timeout=self.settings.timeouts.test,
+            use_shell=self.settings.test_shell,
+            timeout_setting="aiderLsp.timeouts.test",
         )
         if not run.ran or run.exit_code == 0:
             return run

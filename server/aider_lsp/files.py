@@ -6,6 +6,7 @@ workspace root. Secret files are refused whenever their content could reach a mo
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import functools
 import os
@@ -57,6 +58,8 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
 # .git: its config may hold credentials (remote URLs with tokens), and its hooks run code.
 SECRET_DIRECTORIES: tuple[str, ...] = (".ssh", ".gnupg", ".aws", ".git")
 BINARY_SNIFF_BYTES = 8192
+MAX_PATH_CHARS = 4096  # PATH_MAX
+MAX_NAME_BYTES = 255  # NAME_MAX: one component of a path
 
 
 def _path_pattern_matches(rel: str, pattern: str) -> bool:
@@ -183,6 +186,11 @@ class FileAccessManager:
             raw = unquote(parsed.path)
             if "\x00" in raw:
                 raise AccessDenied(f"path contains a NUL byte: {raw!r}")
+        if len(raw) > MAX_PATH_CHARS or any(
+            len(part.encode(errors="replace")) > MAX_NAME_BYTES for part in raw.split("/")
+        ):
+            # asking the filesystem about it would raise "File name too long" wherever it is used
+            raise AccessDenied(f"not a path: too long ({len(raw)} characters): {raw[:80]}…")
         candidate = Path(raw) if os.path.isabs(raw) else self.root / raw
         real = Path(os.path.realpath(candidate))
         if real != self.root and self.root not in real.parents:
@@ -272,8 +280,10 @@ class FileAccessManager:
     def read_text(self, path: str | os.PathLike[str], *, for_model: bool = True) -> FileText:
         """Read a text file: size cap, binary refusal, undecodable bytes replaced and noted."""
         real = self.check_model_safe(path) if for_model else self.resolve(path)
+        if real.is_dir():
+            raise IsADirectoryError(f"a folder, not a file: {self.relative(real) or '.'}")
         if not real.is_file():
-            raise FileNotFoundError(f"no such file: {self.relative(real)}")
+            raise FileNotFoundError(f"not found: no such file in the workspace: {self.relative(real)}")
         size = real.stat().st_size
         with real.open("rb") as handle:
             data = handle.read(self.max_file_bytes + 1)
@@ -286,6 +296,31 @@ class FileAccessManager:
         except UnicodeDecodeError:
             text, errors = data.decode("utf-8", errors="replace"), True
         return FileText(self.relative(real), text, size, truncated, errors)
+
+    def utf8_problem(self, path: str | os.PathLike[str]) -> str | None:
+        """Where an existing file stops being UTF-8 (`byte 0xe9 on line 3`), or None. Aider
+        reads and writes files only as UTF-8; a Latin-1 file makes it stop with advice about an
+        `--encoding` flag that aider-lsp does not expose."""
+        real = self.resolve(path)
+        if not real.is_file():
+            return None
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        offset = 0
+        lines = 1
+        with real.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    line = lines + chunk.count(b"\n", 0, exc.start)
+                    return f"byte 0x{chunk[exc.start]:02x} on line {line} (offset {offset + exc.start})"
+                offset += len(chunk)
+                lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return "a character cut at the end of the file"
+        return None
 
     def write_text(self, path: str | os.PathLike[str], text: str) -> str:
         """Write a confined file (parents created); returns its workspace-relative path."""

@@ -304,7 +304,9 @@ class DevelopmentPlan(BaseModel):
     @classmethod
     def _relative_paths(cls, files: list[str]) -> list[str]:
         for path in files:
-            if not path or path.startswith("/") or "\x00" in path:
+            if path.startswith("/"):
+                raise ValueError(f"{path} is an absolute path: files must be relative to the workspace")
+            if not path or "\x00" in path:
                 raise ValueError(f"files must be relative paths inside the workspace: {path!r}")
         return files
 
@@ -417,6 +419,8 @@ def _json_array_string(value: Any) -> Any:
             return json.loads(value)
         except json.JSONDecodeError:
             raise ValueError("must be a list of paths or a JSON array string") from None
+        except RecursionError:  # `[[[[…` a hundred thousand deep: refused, not a crash
+            raise ValueError("is a JSON string nested too deeply: send a flat list of paths") from None
     return value
 
 

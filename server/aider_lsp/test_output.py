@@ -22,6 +22,8 @@ from .models import Finding, Severity
 MAX_MESSAGE = 500
 MAX_FINDINGS = 200
 VENDORED_PARTS = frozenset({"site-packages", "dist-packages", "node_modules", ".venv", "venv", ".tox"})
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX: a longer token cannot name a file
+MAX_NAME_CHARS = 255  # NAME_MAX: nor can one with a longer component
 
 _PYTEST_HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
 _PYTEST_SECTION_END = re.compile(r"^(={3,}|-{3,} Captured )")
@@ -49,16 +51,24 @@ class _Collector:
     _seen: set[tuple[str, int, str]] = field(default_factory=set)
 
     def relative(self, raw: str) -> str | None:
-        """The workspace-relative path of an existing file, None when outside or missing."""
+        """The workspace-relative path of an existing file, None when outside or missing.
+
+        Any line of output may reach here (minified JS, base64, a long hash): a token that
+        cannot be a path is skipped before the filesystem is asked, and an error asking it
+        (a name too long, a loop of links) means "not a file", never a crashed run."""
+        if not _could_be_path(raw):
+            return None
         candidate = Path(raw)
         if not candidate.is_absolute():
             candidate = self.workspace / candidate
         try:
             real = candidate.resolve()
             rel = real.relative_to(self.workspace)
+            if not real.is_file():
+                return None
         except (OSError, ValueError):
             return None
-        if not real.is_file() or VENDORED_PARTS.intersection(rel.parts):
+        if VENDORED_PARTS.intersection(rel.parts):
             return None
         return rel.as_posix()
 
@@ -82,6 +92,13 @@ class _Collector:
                 Finding(path=rel, line=line, column=column, message=message, severity=severity, source=source)
             )
         return True
+
+
+def _could_be_path(raw: str) -> bool:
+    """False for tokens no filesystem accepts as a path (too long, a NUL, an over-long name)."""
+    if not raw or len(raw) > MAX_PATH_CHARS or "\x00" in raw:
+        return False
+    return all(len(part.encode("utf-8", "surrogateescape")) <= MAX_NAME_CHARS for part in raw.split("/"))
 
 
 def parse_test_output(

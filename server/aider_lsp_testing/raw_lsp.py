@@ -105,8 +105,8 @@ class RawLspClient:
                 continue
             with self._cond:
                 self.messages.append(message)
-                if "id" in message and "method" not in message:
-                    self._responses[message["id"]] = message
+                if "id" in message and "method" not in message and _hashable(message["id"]):
+                    self._responses[message["id"]] = message  # a bad id (a fuzz's) stays in messages
                 self._cond.notify_all()
             if "id" in message and "method" in message:
                 self.server_requests.append(message)
@@ -205,6 +205,10 @@ class RawLspClient:
             self.process.wait(10)
         self._reader.join(5)
         self._stderr.close()
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (int, str)) or value is None
 
 
 def children_of(pid: int) -> set[int]:

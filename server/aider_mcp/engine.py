@@ -144,8 +144,13 @@ def _make_io_class() -> Any:
             return super().confirm_ask(question, default, subject, *args, **kwargs)
 
         def tool_error(self, message: str = "", strip: bool = True) -> None:
-            if message:
-                self.errors.append(str(message).strip())
+            text = str(message).strip()
+            if text.startswith("Use --encoding") and self.errors:
+                # Aider's advice names a flag this server does not take; the error before it
+                # names the file ("x.py: 'utf-8' codec can't decode byte 0xe9 …")
+                text = f"{self.errors.pop()}: the file is not UTF-8; convert it to UTF-8 and try again"
+            if text:
+                self.errors.append(text)
             super().tool_error(message, strip)
 
         def get_input(self, *args: Any, **kwargs: Any) -> str:  # stdin is the MCP pipe

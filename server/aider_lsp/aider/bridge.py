@@ -18,6 +18,7 @@ conversation that keeps its files is `aider:interactive` with its session.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -85,13 +86,15 @@ class AiderBridge:
             return AssociativeMatchResult(context_summary="Context retrieval failed.", error=str(exc))
 
     # -- the server ------------------------------------------------------------------------
-    def _server(self) -> ServerSession:
+    async def _server(self) -> ServerSession:
         """The server session, made on first use: the one place that imports session.py, and
-        with it mcp and anyio (~0.7 s), so that they stay off the start-up path."""
+        with it mcp and anyio (~0.7 s, seconds on a busy machine), so that they stay off the
+        start-up path. The import runs in a worker thread: on the event loop it would stall
+        every request meanwhile (or wait there for the warm-up's thread importing it)."""
         if self._session is None:
-            from .session import ServerSession
-
-            self._session = ServerSession()
+            module = await asyncio.to_thread(importlib.import_module, "aider_lsp.aider.session")
+            if self._session is None:
+                self._session = module.ServerSession()
         return self._session
 
     @property
@@ -116,7 +119,7 @@ class AiderBridge:
         except ConfigurationProblem:
             return False
         async with self._lock:
-            server = self._server()
+            server = await self._server()
             if server.starts:
                 return server.running
             return await server.warm_up(spec, settings.timeouts.aider)
@@ -173,7 +176,7 @@ class AiderBridge:
         deadline = timeout if timeout is not None else settings.timeouts.aider
         async with self._lock:
             before = snapshot_files(self.files.resolve, editable)
-            reply = await self._server().call(spec, tool_name, params, deadline)
+            reply = await (await self._server()).call(spec, tool_name, params, deadline)
             if isinstance(reply, CallFailure):
                 return reply
             after = snapshot_files(self.files.resolve, editable)

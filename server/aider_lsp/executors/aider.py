@@ -157,6 +157,25 @@ class AiderExecutors:
         clean, refused = self.files.model_safe_files(readonly_files or [])
         return ([], _refused(tool, refused)) if refused else (clean, None)
 
+    def _not_utf8(self, tool: str, paths: list[str]) -> AiderEditOutcome | None:
+        """Aider reads files only as UTF-8: a file in another encoding (a Latin-1 byte) is
+        named before Aider starts, with what to do (aider-lsp has no encoding setting)."""
+        for path in paths:
+            try:
+                where = self.files.utf8_problem(path)
+            except (AccessDenied, OSError):
+                continue  # refused or unreadable: the other checks (or Aider) say why
+            if where:
+                return _stopped(
+                    tool,
+                    ErrorReason.INPUT_VALIDATION_FAILURE,
+                    f"{path} is not UTF-8 text ({where}): Aider reads and writes files as UTF-8 only. "
+                    f"Convert the file to UTF-8 first (in VS Code: 'Save with Encoding' → UTF-8; or "
+                    f"iconv -f latin1 -t utf-8), then try again",
+                    refused=[path],
+                )
+        return None
+
     def _unsaved_conflicts(self, tool: str, paths: list[str]) -> AiderEditOutcome | None:
         dirty: set[str] = set()
         for path in self.unsaved_files():
@@ -253,6 +272,9 @@ class AiderExecutors:
         readonly, problem = self._resolve_readonly(tool, args.readonly_files)
         if problem:
             return problem
+        problem = self._not_utf8(tool, [*paths, *readonly])
+        if problem:
+            return problem
         key = "message" if chat else "ai_coding_prompt"
         call: dict[str, Any] = {key: self._for_model(args.prompt), "relative_editable_files": paths}
         if readonly:
@@ -307,7 +329,7 @@ class AiderExecutors:
         if session_id:
             earlier = self._session_files.get(session_id, [])
             paths = [*earlier, *(path for path in paths if path not in earlier)]
-        blocked = self._unsaved_conflicts("aider_chat", paths)
+        blocked = self._unsaved_conflicts("aider_chat", paths) or self._not_utf8("aider_chat", paths)
         if blocked:
             return blocked.to_task_result()
         call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}

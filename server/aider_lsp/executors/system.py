@@ -49,8 +49,12 @@ def read_files(files: FileAccessManager, params: dict[str, Any]) -> TaskResult:
             continue
         suffix = "\n[... truncated ...]" if text.truncated else ""
         blocks.append(f"--- START FILE: {text.path} ---\n{text.text}{suffix}\n--- END FILE: {text.path} ---")
+    # the answer itself names what was left out: a model (or a user) reading only the content
+    # would otherwise take a missing file for an empty one
+    read_count = len(blocks)
+    blocks.extend(f"--- SKIPPED: {item['path']} ({item['reason']}) ---" for item in skipped)
     notes = {
-        "files_read_count": len(blocks),
+        "files_read_count": read_count,
         "skipped_files": [item["path"] for item in skipped],
         "skipped_reasons": skipped,
     }

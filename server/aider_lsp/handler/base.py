@@ -341,17 +341,21 @@ class BaseHandler:
         )
 
     def check_workspace_paths(self, paths: Sequence[str] | None, field: str) -> str | None:
-        """Why some of `paths` cannot be edited (outside the workspace, secret), or None."""
+        """Which of `paths` cannot be edited and why (outside the workspace, a secret), or None.
+        Read by the model (to fix its answer) and, when it never does, by the user."""
         bad: list[str] = []
         for path in paths or []:
             try:
-                self.files.check_model_safe(path)
+                real = self.files.check_model_safe(path)
             except (AccessDenied, OSError, ValueError) as exc:
-                bad.append(f"{path} ({exc})")
+                bad.append(f"{path} ({_why_refused(exc)})")
+                continue
+            if real.is_dir():
+                bad.append(f"{path} (a folder, not a file)")
         if bad:
             return (
-                f"`{field}` must hold workspace-relative paths of files inside the workspace that are "
-                f"not secrets; fix these: {'; '.join(bad)}"
+                f"`{field}` names files aider-lsp cannot edit: {'; '.join(bad)}. Only workspace-relative "
+                "paths of files inside the workspace that are not secrets can be edited"
             )
         return None
 
@@ -388,7 +392,11 @@ class BaseHandler:
         except OSError as exc:
             return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"cannot start the command: {exc}")
         if output.timed_out:
-            return failed_result(ErrorReason.EXECUTION_TIMEOUT, "the command timed out")
+            return failed_result(
+                ErrorReason.EXECUTION_TIMEOUT,
+                f"the command did not finish within {self.settings.timeouts.shell:g} s and was killed: "
+                "raise aiderLsp.timeouts.shell if it needs longer",
+            )
         if output.exit_code != 0:
             return failed_result(
                 ErrorReason.TOOL_EXECUTION_ERROR,
@@ -403,10 +411,11 @@ class BaseHandler:
                 continue
             try:
                 resolved = self.files.resolve(candidate)
+                is_file = resolved.is_file()  # OSError for a name too long to be a path
             except (AccessDenied, OSError, ValueError):
                 skipped.append(candidate)
                 continue
-            if resolved.is_file():
+            if is_file:
                 rel = self.files.relative(resolved)
                 if rel not in paths:
                     paths.append(rel)
@@ -424,3 +433,13 @@ class BaseHandler:
     def set_debug_mode(self, enabled: bool | None) -> None:
         """Log prompts and calls whatever the `debug` setting says (None: follow the setting)."""
         self.llm.debug_override = None if enabled is None else bool(enabled)
+
+
+def _why_refused(exc: Exception) -> str:
+    """A refusal's reason in a few words (FileAccessManager's messages repeat the path)."""
+    text = str(exc)
+    if text.startswith("path is outside the workspace"):
+        return "outside the workspace"
+    if text.startswith("refusing a secret file"):
+        return "refused as a secret: keys and credentials never reach a model"
+    return text

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..models import (
     ErrorReason,
@@ -35,7 +35,7 @@ from .model_config import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) with the SDK's capped backoff
+DEFAULT_REQUEST_RETRIES = 3  # transport retries (429, 5xx, timeouts) within timeouts.llm for the call
 DEFAULT_OUTPUT_RETRIES = 2  # structured output: pydantic-ai asks the model again this many times
 MAX_TOOL_RESULT_CHARS = 100_000  # a tool answer larger than this is cut (head and tail kept)
 
@@ -53,6 +53,7 @@ def log_debug(enabled: bool, message: str, *args: Any) -> None:
 @dataclass
 class _RunDeps:
     output_check: OutputCheck | None = None
+    refused_because: str | None = None  # why the output check refused the model's last output
 
 
 @dataclass
@@ -104,13 +105,13 @@ class Budget:
         """Why no further call may run, or None."""
         if self.max_tokens is not None and self.used_tokens >= self.max_tokens:
             return (
-                f"the token budget of {self.max_tokens} is used up ({self.used_tokens} used): "
-                "raise aiderLsp.budget.maxTokens"
+                f"the token budget of {self.max_tokens} per run (aiderLsp.budget.maxTokens) is used "
+                f"up ({self.used_tokens} spent): raise aiderLsp.budget.maxTokens, or give a smaller goal"
             )
         if self.max_cost is not None and self.used_cost >= self.max_cost:
             return (
-                f"the cost budget of {self.max_cost:g} is used up ({self.used_cost:.4f} used): "
-                "raise aiderLsp.budget.maxCost"
+                f"the cost budget of {self.max_cost:g} per run (aiderLsp.budget.maxCost) is used up "
+                f"({self.used_cost:.4f} spent): raise aiderLsp.budget.maxCost, or give a smaller goal"
             )
         return None
 
@@ -222,6 +223,7 @@ class LLMInteractionManager:
             def _check(ctx: RunContext[_RunDeps], output: Any) -> Any:
                 problem = ctx.deps.output_check(output) if ctx.deps and ctx.deps.output_check else None
                 if problem:
+                    ctx.deps.refused_because = problem  # the user's answer if the retries run out
                     raise ModelRetry(problem)
                 return output
 
@@ -267,8 +269,8 @@ class LLMInteractionManager:
         history_config = history_config or HistoryConfigSettings()
         label = self.provider_identifier(model_override)
         await asyncio.to_thread(import_llm_libraries)  # waits for a warm-up importing them
-        try:
-            model = self._model(model_override)
+        try:  # building a model imports its provider's SDK (seconds): never on the event loop
+            model = await asyncio.to_thread(self._model, model_override)
         except LLMConfigurationError as exc:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR,
@@ -283,6 +285,7 @@ class LLMInteractionManager:
         from pydantic_ai.usage import RunUsage
 
         run_usage = RunUsage()
+        deps = _RunDeps(output_check)
         try:
             result = await self._run_agent(
                 prompt,
@@ -292,14 +295,14 @@ class LLMInteractionManager:
                 run_tool,
                 output_type,
                 history_config,
-                output_check,
+                deps,
                 run_usage,
                 label,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._call_failure(exc, output_type, run_usage, label)
+            return self._call_failure(exc, output_type, run_usage, label, deps.refused_because)
         return self._call_result(result, run_usage, history_config, label)
 
     async def _run_agent(
@@ -311,7 +314,7 @@ class LLMInteractionManager:
         run_tool: ToolRunner | None,
         output_type: type[BaseModel] | None,
         history_config: HistoryConfigSettings,
-        output_check: OutputCheck | None,
+        deps: _RunDeps,
         run_usage: Any,
         label: str,
     ) -> Any:
@@ -345,43 +348,66 @@ class LLMInteractionManager:
             toolsets=toolsets or None,
             model_settings=model_settings,
             usage=run_usage,
-            deps=_RunDeps(output_check),
+            deps=deps,
             usage_limits=UsageLimits(
                 total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
             ),
+            timeout=settings.timeouts.llm,  # the whole call: every request, retry and tool
         )
 
     def _call_failure(
-        self, exc: Exception, output_type: type[BaseModel] | None, run_usage: Any, label: str
+        self,
+        exc: Exception,
+        output_type: type[BaseModel] | None,
+        run_usage: Any,
+        label: str,
+        refused_because: str | None = None,
     ) -> TaskResult:
         """A failed run as a FAILED TaskResult whose reason says whose fault it was."""
         from pydantic_ai.exceptions import (
             ContentFilterError,
             ModelAPIError,
+            ModelRequestTimeout,
+            ModelTimeoutError,
             UnexpectedModelBehavior,
             UsageLimitExceeded,
             UserError,
         )
 
+        if isinstance(exc, (TimeoutError, ModelTimeoutError, ModelRequestTimeout)):
+            limit = self._settings().timeouts.llm
+            return self._failed(
+                ErrorReason.LLM_ERROR,
+                f"the model ({label}) did not answer within {limit:g} s: raise aiderLsp.timeouts.llm "
+                "for a slow model, or check that its server is up and not overloaded",
+                run_usage,
+                [],
+                label,
+            )
         if isinstance(exc, ContentFilterError):
             return self._failed(
                 ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label
             )
         if isinstance(exc, UnexpectedModelBehavior):
-            return self._failed(
-                ErrorReason.OUTPUT_FORMAT_FAILURE,
-                f"the model did not return valid {getattr(output_type, '__name__', 'output')}: {exc}",
-                run_usage,
-                [],
-                label,
-            )
+            what = getattr(output_type, "__name__", "output")
+            attempts = self.output_retries + 1
+            refused_because = refused_because or _invalid_fields(exc.__cause__)
+            if refused_because:  # valid in form, refused for what it said (a path, …): say what
+                message = f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
+            else:
+                message = (
+                    f"the model did not return a valid {what} ({exc}): try another aiderLsp.model, "
+                    "or aiderLsp.outputMode 'native' or 'prompted' for a model weak at tool calls"
+                )
+            return self._failed(ErrorReason.OUTPUT_FORMAT_FAILURE, message, run_usage, [], label)
         if isinstance(exc, UsageLimitExceeded):
             stopped = self._failed(
                 ErrorReason.LLM_ERROR,
-                f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)",
+                self._over_budget(_usage_dict(run_usage, [], label), exc),
                 run_usage,
                 [],
                 label,
+                budget_exhausted=True,
             )
             return stopped.model_copy(update={"budget_exhausted": True})
         if isinstance(exc, ModelAPIError):
@@ -427,6 +453,19 @@ class LLMInteractionManager:
             return PromptedOutput(output_type)
         return output_type
 
+    def _over_budget(self, call_usage: dict[str, Any], exc: Exception) -> str:
+        """The user's budget and what the run spent, not the remainder pydantic-ai was given
+        as this call's limit ("total_tokens_limit of 30")."""
+        budget = self.budget
+        if budget is None or budget.max_tokens is None:
+            return f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)"
+        spent = budget.used_tokens + int(call_usage.get("total_tokens") or 0)
+        return (
+            f"usage limit reached: the token budget of {budget.max_tokens} per run "
+            f"(aiderLsp.budget.maxTokens) is used up: the run's model calls spent {spent} tokens. "
+            "Raise aiderLsp.budget.maxTokens, or give a smaller goal"
+        )
+
     def _failed(
         self,
         reason: ErrorReason,
@@ -436,12 +475,15 @@ class LLMInteractionManager:
         label: str,
         *,
         status: int | None = None,
+        budget_exhausted: bool = False,
     ) -> TaskResult:
         usage = _usage_dict(run_usage, messages, label)
         self.usage.add(usage)
         if self.budget is not None:
             self.budget.add(usage)
         notes: dict[str, Any] = {"usage": usage, "model": label}
+        if budget_exhausted:
+            notes["budget_exhausted"] = True  # the workflow's mark: budget_exceeded
         if status is not None:
             notes["status_code"] = status
         log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
@@ -462,6 +504,18 @@ class LLMInteractionManager:
         return tool_cls.from_schema(
             call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
         )
+
+
+def _invalid_fields(cause: BaseException | None) -> str | None:
+    """The fields a structured output failed on, when its schema refused it (e.g. `files:
+    /etc/x is an absolute path…`), or None."""
+    if not isinstance(cause, ValidationError):
+        return None
+    problems = []
+    for error in cause.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "output"
+        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(problems)
 
 
 def _cap(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:

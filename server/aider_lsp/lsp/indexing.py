@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_WATCHED_EVENTS = 1000  # more files changed at once: one index pass instead of one by one
+
 
 async def register_file_watchers(ls: AiderLanguageServer) -> None:
     """Ask the client to report file changes made outside the editor (git, Aider, tools)."""
@@ -70,16 +72,27 @@ async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
         await ls.app.files_changed(updated=[relative])
 
 
+def reindex_everything(ls: AiderLanguageServer) -> None:
+    """Too many files changed at once to follow one by one (a checkout, a build): one index
+    pass in the background, which reads only what really changed."""
+    if ls.app is not None:
+        ls.keep_task(asyncio.ensure_future(_index_with_progress(ls)))
+
+
 async def on_watched_files_changed(ls: AiderLanguageServer, changes: Sequence[types.FileEvent]) -> None:
     if ls.app is None:
         return
+    latest = {change.uri: change.type for change in changes}  # the last event of each file counts
+    if len(latest) > MAX_WATCHED_EVENTS:
+        reindex_everything(ls)
+        return
     updated: list[str] = []
     deleted: list[str] = []
-    for change in changes:
-        relative = ls.documents.workspace_relative(change.uri)
+    for uri, kind in latest.items():
+        relative = ls.documents.workspace_relative(uri)
         if relative is None:
             continue
-        (deleted if change.type == types.FileChangeType.Deleted else updated).append(relative)
+        (deleted if kind == types.FileChangeType.Deleted else updated).append(relative)
     if updated or deleted:
         await ls.app.files_changed(updated=updated, deleted=deleted)
 
@@ -100,6 +113,9 @@ async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) 
 
 def register(server: AiderLanguageServer) -> None:
     """File changes reported by the client (saves arrive through lsp/documents.py)."""
+    server.protocol.oversized_handlers[types.WORKSPACE_DID_CHANGE_WATCHED_FILES] = lambda: reindex_everything(
+        server
+    )
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def on_watched_files(ls: AiderLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:

@@ -12,7 +12,8 @@ import asyncio
 import logging
 import os
 import signal
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -111,6 +112,21 @@ async def start_session(ls: AiderLanguageServer) -> None:
     indexing.start_workspace_index(ls)  # background, with $/progress
     if ls.app is not None:  # the first edit should not pay Aider's start-up
         ls.keep_task(asyncio.create_task(ls.app.warm_up(), name="aider-warm-up"))
+
+
+class ScreenedInput:
+    """The stdin pipe from the editor, each message body screened (protocol.screen_body)
+    before pygls parses it: pygls reads headers with `readline` and a body with `read(n)`."""
+
+    def __init__(self, stream: BinaryIO, screen: Callable[[bytes], bytes]) -> None:
+        self.stream = stream
+        self.screen = screen
+
+    def readline(self) -> bytes:
+        return self.stream.readline()
+
+    def read(self, size: int) -> bytes:
+        return self.screen(self.stream.read(size))
 
 
 def register(server: AiderLanguageServer) -> None:

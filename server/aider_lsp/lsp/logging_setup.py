@@ -21,7 +21,7 @@ class OneLineClientErrors(logging.Filter):
         message = record.getMessage()
         if message.startswith("Unable to deserialize message"):
             record.msg, record.args = "a client message did not decode (details follow)", ()
-        elif isinstance(exc, (JsonRpcException, ValueError)):
+        elif isinstance(exc, (JsonRpcException, ValueError, RecursionError)):  # RecursionError: `[[[[…`
             record.msg, record.args = f"{message.splitlines()[0][:300]}: {str(exc)[:300]}", ()
             record.exc_info, record.exc_text = None, None
         return True

@@ -24,6 +24,8 @@ from .progress import work_done_progress
 
 log = logging.getLogger(__name__)
 
+MAX_PROBLEMS_SHOWN = 5  # an invalid argument's problems named in the answer
+
 
 def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
     """One object argument (or none) validated by the command's model, else InvalidParams.
@@ -39,10 +41,13 @@ def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
     try:
         return spec.params_model.model_validate(raw)
     except ValidationError as exc:
+        errors = exc.errors()
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'argument'}: {error['msg']}"
-            for error in exc.errors()
+            f"{'.'.join(str(part) for part in error['loc']) or 'argument'}: {error['msg'][:200]}"
+            for error in errors[:MAX_PROBLEMS_SHOWN]
         )
+        if len(errors) > MAX_PROBLEMS_SHOWN:  # 300 bad entries of a list: the first few say it
+            problems += f"; and {len(errors) - MAX_PROBLEMS_SHOWN} more"
         raise JsonRpcInvalidParams(f"{spec.id}: invalid argument: {problems}") from None
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO, cast
 
-from . import code_actions, command_handlers, configuration, documents, indexing, lifecycle
+from . import code_actions, command_handlers, configuration, documents, indexing, lifecycle, protocol
 from .language_server import AiderLanguageServer
 
 FEATURES: list[Callable[[AiderLanguageServer], None]] = [
@@ -36,7 +36,8 @@ def serve_stdio() -> int:
     transport = lifecycle.PipeToClient(os.dup(1))
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, cast(BinaryIO, transport))  # pygls calls write/flush/close only
+    stdin = lifecycle.ScreenedInput(sys.stdin.buffer, protocol.screen_body)  # pygls: readline and read
+    server.start_io(cast(BinaryIO, stdin), cast(BinaryIO, transport))  # pygls calls write/flush/close only
     return server.protocol.exit_code
 
 
