@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from aider_lsp import aider_env
 from aider_lsp.aider.bridge import AiderBridge
 from aider_lsp.files import FileAccessManager
 from aider_lsp.settings import load_settings
+from aider_lsp_testing.aider_cli import aider_command, aider_environment
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, last_user_contains
 from aider_lsp_testing.raw_lsp import RawLspClient
 
@@ -128,44 +128,11 @@ def bench_lsp_first_edit(
 
 
 def bench_cli(workspace: Path, base_url: str, runs: int) -> list[float]:
-    aider = str(aider_env.aider_executable())
-    env = dict(os.environ)
-    env.update(
-        {
-            "OPENAI_API_BASE": base_url,
-            "OPENAI_API_KEY": "sk-bench",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
-    )
+    env = aider_environment(base_url)
     history = Path(tempfile.mkdtemp(prefix="aider-bench-history-"))
     times: list[float] = []
     for _ in range(runs):
-        command = [
-            aider,
-            "--message",
-            next_prompt(workspace),
-            "--yes-always",
-            "--model",
-            MODEL,
-            "--edit-format",
-            "whole",
-            "--no-git",
-            "--no-auto-commits",
-            "--no-check-update",
-            "--no-analytics",
-            "--no-show-model-warnings",
-            "--no-pretty",
-            "--no-stream",
-            "--map-tokens",
-            "0",
-            "--no-auto-lint",
-            "--no-show-release-notes",
-            "--chat-history-file",
-            str(history / "chat.md"),
-            "--input-history-file",
-            str(history / "input"),
-            "calc.py",
-        ]
+        command = aider_command(next_prompt(workspace), MODEL, history, ["calc.py"])
         before = (workspace / "calc.py").read_text()
         started = time.perf_counter()
         subprocess.run(

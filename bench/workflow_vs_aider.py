@@ -25,7 +25,6 @@ Needs the Aider environment (`aider-lsp setup-aider`).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aider_lsp import aider_env
+from aider_lsp_testing.aider_cli import aider_command, aider_environment, aider_home
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -97,71 +97,24 @@ def check_fixed(project: Path, who: str) -> None:
 
 
 # -- Aider's own loop -----------------------------------------------------------------------
-def aider_command(history: Path) -> list[str]:
-    return [
-        str(aider_env.aider_executable()),
-        "--message",
-        GOAL,
-        "--test-cmd",
-        TEST_COMMAND,
-        "--auto-test",
-        "--yes-always",
-        "--model",
-        f"openai/{MODEL}",
-        "--edit-format",
-        "whole",
-        "--no-git",
-        "--no-auto-commits",
-        "--no-check-update",
-        "--no-analytics",
-        "--no-show-model-warnings",
-        "--no-pretty",
-        "--no-stream",
-        "--map-tokens",
-        "0",
-        "--no-auto-lint",
-        "--no-show-release-notes",
-        "--no-suggest-shell-commands",
-        "--no-detect-urls",
-        "--chat-history-file",
-        str(history / "chat.md"),
-        "--input-history-file",
-        str(history / "input"),
-        "calc.py",
-        "test_calc.py",
-    ]
-
-
-def aider_home(base: Path) -> Path:
-    """A HOME whose Aider price cache is filled from litellm's bundled map: without it Aider's
-    CLI tries to download the list on every run (seconds without a network), which a user
-    with a network does once a day; our server serves the same map to Aider (engine.py)."""
-    home = base / "home"
-    caches = home / ".aider" / "caches"
-    caches.mkdir(parents=True)
-    dump = "import json, sys, litellm; json.dump(litellm.model_cost, open(sys.argv[1], 'w'))"
-    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
-    target = caches / "model_prices_and_context_window.json"
-    subprocess.run([str(aider_env.aider_python()), "-c", dump, str(target)], env=env, check=True)
-    return home
-
-
 def run_aider(project: Path, server: ScriptedLLMServer, home: Path) -> Run:
-    env = dict(os.environ)
-    env.update(
-        {
-            "HOME": str(home),
-            "OPENAI_API_BASE": server.base_url,
-            "OPENAI_API_KEY": "sk-bench",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
-    )
+    env = aider_environment(server.base_url, home)
     history = Path(tempfile.mkdtemp(prefix="aider-bench-history-"))
     reset(project)
     server.clear_requests()
     started = time.perf_counter()
     subprocess.run(
-        aider_command(history),
+        aider_command(
+            GOAL,
+            f"openai/{MODEL}",
+            history,
+            ["calc.py", "test_calc.py"],
+            "--test-cmd",
+            TEST_COMMAND,
+            "--auto-test",
+            "--no-suggest-shell-commands",
+            "--no-detect-urls",
+        ),
         cwd=project,
         env=env,
         stdout=subprocess.DEVNULL,
