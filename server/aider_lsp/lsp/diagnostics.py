@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..files import AccessDenied
-
 if TYPE_CHECKING:
     from ..models import Finding, FindingsCallback
     from .language_server import AiderLanguageServer
@@ -125,6 +123,8 @@ class DiagnosticStore:
 
     def _locate(self, relative: str) -> tuple[str, Sequence[str]] | None:
         """The finding's document uri (the editor's own spelling when open) and its lines."""
+        from ..files import AccessDenied  # the file rules load after initialize, with the app
+
         app = self._ls.app
         if app is None:
             return None
