@@ -112,6 +112,15 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
         gate.wait()
         return llm.aider_whole({FILE: v["fixed"]})
 
+    # The workflow's own loop: the editor named the file and the test command, so its first edit
+    # is the goal itself (no plan), and a retry is a turn of the same Aider chat carrying the
+    # failing output ("I ran this command: …", as Aider's --auto-test loop says it).
+    retry = says("I ran this command")
+    server.add_rule(llm.all_of(coder, retry, mentions(GOAL_REVIEW)), llm.aider_whole({FILE: v["reviewed"]}))
+    server.add_rule(llm.all_of(coder, retry), held_fix)
+    server.add_rule(llm.all_of(coder, says(GOAL_REVIEW)), llm.aider_whole({FILE: v["reviewed"]}))
+    server.add_rule(llm.all_of(coder, says(GOAL_FIX)), llm.aider_whole({FILE: v["half_fixed"]}))
+    # The same story through a plan (a workflow without the editor's file):
     server.add_rule(llm.all_of(coder, says(EDIT_INSTRUCTION)), llm.aider_whole({FILE: v["documented"]}))
     server.add_rule(llm.all_of(coder, says(FIX_SUBTRACT)), llm.aider_whole({FILE: v["half_fixed"]}))
     server.add_rule(llm.all_of(coder, says(FIX_AVERAGE)), held_fix)
