@@ -4,10 +4,13 @@ so the first edit finds it running."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
+from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
 from conftest import execute, needs_aider
 
@@ -61,3 +64,37 @@ async def test_aider_server_starts_after_initialized_and_serves_the_first_edit(
         assert (workspace / "pkg" / "calc.py").read_text() == EDITED
         assert aider_servers(workspace) == warm, "the first edit started another Aider server"
     assert aider_servers(workspace) == set(), "the Aider server outlived the language server"
+
+
+REHEARSAL = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from aider.llm import litellm
+from aider_mcp.rehearsal import rehearse_provider_call
+litellm._load_litellm()
+print(json.dumps({model: rehearse_provider_call(litellm, model) for model in sys.argv[2:]}))
+"""
+
+
+def test_the_warm_up_rehearses_the_provider_call_without_sending_anything(llm_server: Any) -> None:
+    """The first edit's one-time SDK costs are paid in memory: the user's endpoint (and key)
+    see no request, and a provider the rehearsal cannot serve in memory is left alone."""
+    environ = {**os.environ, "OPENAI_API_BASE": llm_server.base_url, "OPENAI_API_KEY": "sk-user-secret"}
+    done = subprocess.run(
+        [
+            str(aider_env.aider_python()),
+            "-c",
+            REHEARSAL,
+            str(aider_env.package_parent()),
+            "openai/scripted-coder",
+            "anthropic/claude-3-5-sonnet-20241022",
+        ],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+        check=True,
+    )
+    rehearsed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rehearsed == {"openai/scripted-coder": True, "anthropic/claude-3-5-sonnet-20241022": False}
+    assert llm_server.chat_requests() == []

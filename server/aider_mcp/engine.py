@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .rehearsal import rehearse_provider_call
 from .snapshots import Snapshot
 
 log = logging.getLogger("aider_mcp")
@@ -237,6 +238,7 @@ class AiderEngine:
             import openai.resources  # noqa: F401
 
             self._rehearse()
+            rehearse_provider_call(litellm, self.config.model)
 
     def _rehearse(self) -> None:
         """One chat round answered by litellm's `mock_response` (no network, no cost), so the
