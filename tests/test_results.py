@@ -68,7 +68,7 @@ def test_undo_notes_keep_their_wire_shape() -> None:
         "label": "edit",
         "restored": ["a.py"],
         "deleted": ["new.py"],
-        "skipped": [{"path": "b.py", "reason": "open in the editor"}],
+        "skipped": [{"path": "b.py", "reason": "open in the editor", "kind": "unsaved"}],
     }
     assert result.content.startswith("Restored a.py, new.py from before “edit”. Kept b.py: unsaved changes")
 

@@ -252,8 +252,8 @@ describe('activate', () => {
                 restored: [],
                 deleted: [],
                 skipped: [
-                    { path: 'shapes/area.py', reason: 'changed since the edit (undo would discard those changes)' },
-                    { path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' },
+                    { path: 'shapes/area.py', reason: 'changed since the edit (undo would discard those changes)', kind: 'changed_since' },
+                    { path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes', kind: 'unsaved' },
                 ],
                 error: { type: 'TASK_FAILURE', reason: 'input_validation_failure', message: '…' },
             },
@@ -278,7 +278,7 @@ describe('activate', () => {
         second.answer({
             status: 'FAILED',
             content: '…',
-            notes: { checkpoint: 'c1', label: 'edit', restored: [], deleted: [], skipped: [{ path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes' }] },
+            notes: { checkpoint: 'c1', label: 'edit', restored: [], deleted: [], skipped: [{ path: 'pkg/typed.py', reason: 'open in the editor with unsaved changes', kind: 'unsaved' }] },
         });
         const forced = await nextRequest(fake, count + 3);
         assert.equal(unsaved.isDirty, false, 'saved before the forced undo');

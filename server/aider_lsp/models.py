@@ -719,7 +719,7 @@ class SkippedFile(BaseModel):
 
     path: str
     reason: str
-    kind: SkipReason = Field(default=SkipReason.UNWRITABLE, exclude=True)
+    kind: SkipReason = SkipReason.UNWRITABLE  # what a client decides on; never parse `reason`
 
 
 class RestoreReport(BaseModel):

@@ -61,7 +61,7 @@ def run_tests_result(run: CommandRun) -> TaskResult:
 
 
 def restore_notes(report: RestoreReport) -> dict[str, Any]:
-    """An undo's notes: {checkpoint, label?, restored, deleted, skipped: [{path, reason}]}."""
+    """An undo's notes: {checkpoint, label?, restored, deleted, skipped: [{path, reason, kind}]}."""
     notes: dict[str, Any] = {"checkpoint": report.checkpoint}
     if report.checkpoint is not None:
         notes["label"] = report.label

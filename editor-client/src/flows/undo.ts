@@ -12,10 +12,10 @@ const TITLE = 'Undoing the last Aider change';
 export const KEEP = 'Keep My Changes';
 export const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
 
-/** A file the undo left alone, as the server reports it (`notes.skipped`). */
+/** A file the undo left alone, as the server reports it (`notes.skipped`; server models.py SkipReason). */
 interface Skipped {
     path: string;
-    reason: string;
+    kind: string;
 }
 
 function skippedFiles(result: TaskResult): Skipped[] {
@@ -24,13 +24,13 @@ function skippedFiles(result: TaskResult): Skipped[] {
         return [];
     }
     return skipped.flatMap((item: unknown) => {
-        const { path, reason } = (typeof item === 'object' && item !== null ? item : {}) as { path?: unknown; reason?: unknown };
-        return typeof path === 'string' ? [{ path, reason: typeof reason === 'string' ? reason : '' }] : [];
+        const { path, kind } = (typeof item === 'object' && item !== null ? item : {}) as { path?: unknown; kind?: unknown };
+        return typeof path === 'string' ? [{ path, kind: typeof kind === 'string' ? kind : '' }] : [];
     });
 }
 
-/** The server's words for a file changed after the edit (server checkpoints.py CHANGED_SINCE_REASON). */
-const CHANGED_SINCE = /^changed since the edit/;
+/** The files an "Undo Anyway" would overwrite: the user's later work, saved or not. */
+const USERS_WORK = new Set(['changed_since', 'unsaved']);
 
 /** The open documents with unsaved changes, by workspace-relative path. */
 function dirtyDocuments(): Map<string, vscode.TextDocument> {
@@ -63,7 +63,7 @@ export async function undo(ctx: FlowContext): Promise<void> {
     }
     const dirty = dirtyDocuments();
     const kept = skippedFiles(result)
-        .filter((item) => dirty.has(item.path) || CHANGED_SINCE.test(item.reason))
+        .filter((item) => dirty.has(item.path) || USERS_WORK.has(item.kind))
         .map((item) => item.path);
     if (result.status !== 'FAILED' || kept.length === 0) {
         return finish(ctx, result);
