@@ -4,6 +4,7 @@ the map, and Aider's tags cache lives in `.aider-lsp/`, never in the user's tree
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from aider_lsp.aider.launch import repo_map_args
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
-from aider_lsp_testing.llm_server import aider_whole, any_request
+from aider_lsp_testing.llm_server import aider_whole, any_request, last_user_contains
 from conftest import needs_aider
 
 EDITED = "def add(a, b):\n    return a + b + 0\n"
@@ -81,6 +82,34 @@ async def test_the_repo_map_shows_the_repository_but_never_a_secret_file(
     assert (root / ".aider-lsp" / "aider.tags.cache.v4").is_dir()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
     assert status.stdout.strip() == "M pkg/calc.py"  # nothing else appeared for git
+
+
+@needs_aider
+async def test_the_next_one_shot_edit_maps_the_repository_as_it_is_now(
+    tmp_path: Path, llm_server: Any
+) -> None:
+    """One-shot edits share Aider's map caches: a file changed between two edits is mapped anew."""
+    root = git_project(tmp_path / "repo")
+    app = make_app(root, llm_server.base_url)
+    llm_server.add_rule(last_user_contains("+ 0"), aider_whole({"pkg/calc.py": EDITED}))
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": "def add(a, b):\n    return a + b\n"}))
+    try:
+        for prompt in ("make add return a + b + 0", "make add return a + b again"):
+            if prompt.endswith("again"):
+                shapes = root / "pkg" / "shapes.py"
+                shapes.write_text(
+                    shapes.read_text() + "\n\ndef perimeter_of_square(side):\n    return 4 * side\n"
+                )
+                os.utime(shapes, (shapes.stat().st_atime, shapes.stat().st_mtime + 5))
+            result = await app.handle_task_command(
+                "aider:automatic", {"prompt": prompt, "file_context": ["pkg/calc.py"]}
+            )
+            assert result.status is TaskStatus.COMPLETE, result.content
+    finally:
+        await app.aclose()
+    first, second = (str(request["messages"]) for request in llm_server.chat_requests())
+    assert "area_of_circle" in first and "perimeter_of_square" not in first
+    assert "area_of_circle" in second and "perimeter_of_square" in second
 
 
 @needs_aider
