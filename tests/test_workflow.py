@@ -130,7 +130,17 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert phases(seen)[0] == "Planning"
     assert "Iteration 1/3: Aider is editing" in phases(seen)
     assert "Iteration 2/3: Aider is editing; analysing iteration 1 beside it" in phases(seen)
-    assert "Iteration 2/3: running tests" in phases(seen)
+    # failing tests first: the one test that failed, then (it passes) the whole suite decides
+    running = [phase for phase in phases(seen) if phase.startswith("Iteration 2/3: running")]
+    assert [phase.split(";")[0] for phase in running] == [
+        "Iteration 2/3: running 1 failing test",
+        "Iteration 2/3: running the whole suite",
+    ]
+    retried = result.notes["workflow"]["iterations"][1]
+    assert [(r["scope"], r["tests"]) for r in retried["test_runs"]] == [
+        ("failing", ["test_calc.CalcTest.test_multiply"]),
+        ("whole", []),
+    ]
     assert not any("2/3: analysing the result" in phase for phase in phases(seen))  # green: no analysis
     assert "Aider:" in seen.progress[-1] and "planning/analysis:" in seen.progress[-1]
     assert result.notes["changed_files"] == ["calc.py"]

@@ -125,7 +125,7 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     assert "SUCCESS: the tests pass" in done.stdout  # green tests end the run: no analysis call
     assert not any(IS_ANALYSIS(request) for request in llm_server.chat_requests())
     assert "+    return x * 2" in done.stdout  # the diff
-    assert "Iteration 1/3: running tests" in done.stderr and "tokens" in done.stderr  # progress
+    assert "Iteration 1/3: running the whole suite" in done.stderr and "tokens" in done.stderr  # progress
     # the spend, planning/analysis and Aider apart and together, live and in the report
     assert "planning/analysis:" in done.stderr and "; Aider: " in done.stderr
     assert "Spent: " in done.stdout and "Aider: " in done.stdout and "1 Aider edit(s)" in done.stdout

@@ -644,6 +644,26 @@ class WorkflowUsage(BaseModel):
         )
 
 
+class SuiteScope(StrEnum):
+    """Which tests a run of the test command ran."""
+
+    FAILING = "failing"  # only those that failed in the run before (failing tests first)
+    WHOLE = "whole"  # the whole suite: the run that decides
+
+
+class SuiteRun(BaseModel):
+    """One run of the test command in an iteration: which tests, why, and how it ended."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: SuiteScope
+    command: str
+    why: str
+    tests: list[str] = Field(default_factory=list)  # the narrowed run's test ids
+    exit_code: int | None = None
+    duration_s: float = 0.0
+
+
 class WorkflowIteration(BaseModel):
     """One edit → test → analysis round, as the run's history records it (each step's outcome
     makes a new record: none is changed once made)."""
@@ -654,7 +674,8 @@ class WorkflowIteration(BaseModel):
     prompt: str
     files: list[str]
     aider: dict[str, Any] = Field(default_factory=dict)
-    test: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None  # the run that decided the iteration (the last one)
+    test_runs: list[SuiteRun] = Field(default_factory=list)  # every run, in order
     findings: list[Finding] = Field(default_factory=list)
     analysis: dict[str, Any] | None = None
     # why the run did not follow the analysis's verdict (SUCCESS over a failing test)

@@ -103,6 +103,11 @@ class Settings(_Camel):
         description="Ask the analysis model to confirm the goal when the tests pass (one more model "
         "call); by default passing tests end a workflow run.",
     )
+    failing_tests_first: bool = Field(
+        default=True,
+        description="After an edit, run only the tests that failed before (pytest, unittest, node --test, "
+        "cargo, go), then the whole suite once they pass; false: the whole suite every time.",
+    )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     context_excludes: list[str] = Field(default_factory=list)
     context_rerank: bool = Field(

@@ -190,8 +190,10 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
         else:
             changed = item.get("aider", {}).get("changed_files") or []
             print(f"  Aider changed: {', '.join(changed) or 'nothing'}", file=out)
-        if test:
-            print(f"  tests: exit code {test.get('exit_code')} ({test.get('command')})", file=out)
+        for suite in item.get("test_runs") or ([test] if test else []):
+            what = f"{len(suite['tests'])} failing" if suite.get("scope") == "failing" else "whole suite"
+            why = f"; {suite['why']}" if suite.get("why") else ""
+            print(f"  tests ({what}{why}): exit code {suite.get('exit_code')} ({suite.get('command')})", file=out)
         for finding in item.get("findings", [])[:10]:
             where = f"{finding['path']}:{finding['line']}" if finding["line"] else finding["path"]
             print(f"    {where}: {finding['message']}", file=out)

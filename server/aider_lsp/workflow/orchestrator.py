@@ -45,6 +45,8 @@ from ..models import (
     RequestContext,
     RunChanges,
     Severity,
+    SuiteRun,
+    SuiteScope,
     TaskResult,
     TaskStatus,
     Verdict,
@@ -53,6 +55,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
+from ..test_selection import Narrowed, narrow
 from .host import WorkflowHost
 
 log = logging.getLogger(__name__)
@@ -119,6 +122,8 @@ class CodingWorkflowOrchestrator:
         self._warm_up: asyncio.Task[bool] | None = None
         self._chat: str | None = None  # the run's Aider chat (None: not started, or no chats)
         self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
+        self._failed_output: str | None = None  # the last test run's output, when it failed
+        self._tested_once = False
         self._ctx = RequestContext()
 
     # -- the run -----------------------------------------------------------------------------
@@ -162,8 +167,7 @@ class CodingWorkflowOrchestrator:
                 test: CommandRun | None = None
                 if _changed(outcome):
                     beside = beside if pending is not None and not pending.done() else ""
-                    self._progress(f"{label}: running tests{beside}", step)
-                    test = await self._test(test_command, files)
+                    test = await self._test(test_command, files, f"{label}: running {{}}{beside}", step)
                     if test.passed:
                         if pending is not None:  # the tests are the judge: its verdict is moot now
                             await _stop(pending)
@@ -356,21 +360,65 @@ class CodingWorkflowOrchestrator:
             raise _RunEnded(error.reason, f"the Aider edit failed: {error.message}", details=error.message)
         return outcome, edited
 
-    async def _test(self, command: str, files: list[str]) -> CommandRun:
+    async def _test(self, command: str, files: list[str], phase: str, step: int) -> CommandRun:
+        """The tests after an edit: only those that failed in the last run first (when the
+        runner can be narrowed: test_selection.py), then, once they pass, the whole suite, the
+        only run that can call the iteration green. `phase` is the progress line, "{}" where
+        the tests it runs are named."""
+        runs: list[SuiteRun] = []
+        narrowed = self._narrowed(command)
+        why = self._whole_suite_reason()
+        if narrowed is not None:
+            self._progress(phase.format(narrowed.description), step)
+            run = await self._run_suite(narrowed.command, files)
+            why_narrowed = "they failed in the last run"
+            runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
+            if run.passed:
+                why = "the tests that failed pass now"
+            elif run.timed_out or narrow(command, _output(run)) is not None:
+                return self._tested(command, run, runs)
+            else:  # it failed without naming a failing test (renamed, gone): the suite decides
+                why = f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
+        self._progress(phase.format("the whole suite"), step)
+        run = await self._run_suite(command, files)
+        runs.append(_suite_run(SuiteScope.WHOLE, command, why, run))
+        return self._tested(command, run, runs)
+
+    def _narrowed(self, command: str) -> Narrowed | None:
+        if self._failed_output is None or not self.app.settings.failing_tests_first:
+            return None
+        return narrow(command, self._failed_output, shell=self.app.settings.test_shell)
+
+    def _whole_suite_reason(self) -> str:
+        """Why the whole suite runs (the iteration record says it)."""
+        if self._failed_output is None:
+            return "no earlier failing run" if not self._tested_once else "the last run passed"
+        if not self.app.settings.failing_tests_first:
+            return "aiderLsp.failingTestsFirst is off"
+        return "the runner cannot be narrowed, or its output named no failing test"
+
+    async def _run_suite(self, command: str, files: list[str]) -> CommandRun:
         run = await self.app.run_tests(command, fallback_files=files)
         if not run.ran and run.error is not None:  # the command could not run at all
             raise _RunEnded(
                 run.error.reason, f"the test command could not run: {run.error.message}", run.error.message
             )
+        return run
+
+    def _tested(self, command: str, run: CommandRun, runs: list[SuiteRun]) -> CommandRun:
+        """Record the iteration's runs; `run`, the last, decides it."""
+        self._tested_once = True
+        self._failed_output = None if run.passed else _output(run)
         test = {
-            "command": command,
+            "command": runs[-1].command,
+            "scope": runs[-1].scope.value,
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration_s": run.duration_s,
             "stdout": run.stdout,
             "stderr": run.stderr,
         }
-        self._record(test=test, findings=list(run.findings))
+        self._record(test=test, test_runs=runs, findings=list(run.findings))
         return run
 
     async def _analyse(
@@ -612,6 +660,23 @@ async def _stop(task: asyncio.Task[Any]) -> None:
     await asyncio.wait([task])
     if not task.cancelled():
         task.exception()
+
+
+def _output(run: CommandRun) -> str:
+    return f"{run.stdout}\n{run.stderr}"
+
+
+def _suite_run(
+    scope: SuiteScope, command: str, why: str, run: CommandRun, tests: Sequence[str] = ()
+) -> SuiteRun:
+    return SuiteRun(
+        scope=scope,
+        command=command,
+        why=why,
+        tests=list(tests),
+        exit_code=run.exit_code,
+        duration_s=run.duration_s,
+    )
 
 
 def _clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
