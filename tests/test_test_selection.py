@@ -92,23 +92,27 @@ def test_unittest_older_header_and_discovery_elsewhere() -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_node_test_runner_reruns_only_the_failing_tests(tmp_path: Path) -> None:
+def test_node_test_runner_reruns_only_the_failing_tests_in_their_files(tmp_path: Path) -> None:
     root = tmp_path / "js"
-    root.mkdir()
-    (root / "math.test.js").write_text(
-        "const test = require('node:test');\nconst assert = require('node:assert');\n"
-        "test('adds numbers', () => assert.strictEqual(1 + 1, 2));\n"
+    (root / "test").mkdir(parents=True)
+    header = "const test = require('node:test');\nconst assert = require('node:assert');\n"
+    (root / "test" / "math.test.js").write_text(
+        header + "test('adds numbers', () => assert.strictEqual(1 + 1, 2));\n"
         "test('multiplies (numbers)', () => assert.strictEqual(2 * 3, 5));\n"
         "test.describe('suite one', () => {\n"
         "  test.it('inner fails', () => assert.ok(false));\n  test.it('inner ok', () => {});\n});\n"
     )
-    code, output = run("node --test", root)
+    (root / "test" / "green.test.js").write_text(header + "test('always green', () => {});\n")
+    code, output = run("node --test test/", root)
     assert code == 1
-    narrowed = narrow("node --test", output)
+    narrowed = narrow("node --test test/", output)
     assert narrowed is not None
-    assert narrowed.tests == ("multiplies (numbers)", "inner fails")  # not the suite, not the file
+    math = str(root / "test" / "math.test.js")
+    # not the suite, not the file: the two tests, in their file
+    assert narrowed.tests == (f"{math}::multiplies (numbers)", f"{math}::inner fails")
     code, output = run(narrowed.command, root)
     assert code == 1 and "# fail 2" in output and "# pass 0" in output
+    assert "always green" not in output  # the green file was not even loaded
 
 
 def test_node_spec_reporter_names() -> None:

@@ -29,6 +29,7 @@ _PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+::\S.*?)(?: - .*)?$")
 _UNITTEST_HEADER = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)")
 _TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+?)(?:\s+#\s*(?:SKIP|TODO).*)?$")
 _TAP_OK = re.compile(r"^\s*ok \d+ - ")
+_TAP_LOCATION = re.compile(r"^\s*location: '(.+?):\d+:\d+'$")
 _SPEC_FAILED = re.compile(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$")
 _NOT_A_TEST = re.compile(r"(\.[cm]?[jt]sx?|:)$")  # a test file, or the spec reporter's "failing tests:"
 _CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
@@ -40,6 +41,12 @@ _PYTEST_VALUED = frozenset(
     {"-k", "-m", "-p", "-c", "-o", "-W", "-n", "-r", "--rootdir", "--maxfail", "--deselect", "--ignore",
      "--ignore-glob", "--confcutdir", "--basetemp", "--durations", "--tb", "--junitxml", "--log-level",
      "--dist", "--cov", "--cov-report", "--cov-config", "--import-mode", "--override-ini"}
+)  # fmt: skip
+
+# node options that take a value in the next argument
+_NODE_VALUED = frozenset(
+    {"-r", "--require", "--import", "--loader", "--experimental-loader", "--test-reporter",
+     "--test-reporter-destination", "--test-concurrency", "--test-timeout", "-C", "--conditions"}
 )  # fmt: skip
 
 # unittest options kept when it runs named tests (discovery's options are not)
@@ -157,27 +164,52 @@ def _unittest_argv(argv: list[str], ids: Sequence[str]) -> list[str] | None:
 
 # -- node --test ------------------------------------------------------------------------------
 def node_ids(lines: Sequence[str]) -> tuple[str, ...]:
-    """The failing tests' names; in TAP a failing suite (its `not ok` follows its children's,
-    indented deeper) and a failing file are not tests of their own."""
-    names: list[str] = []
+    """The failing tests, as `file::name` when TAP gives the test's location (then only those
+    files run), else the name. A failing suite (its `not ok` follows its children's, indented
+    deeper) and a failing file are not tests of their own."""
+    found: list[list[str]] = []  # [name, file]
+    current: list[str] | None = None  # the failing test whose YAML block is being read
     deeper_than = -1  # the indent of the last result line
     for line in lines:
         indent = len(line) - len(line.lstrip())
         if match := _TAP_NOT_OK.match(line):
-            if indent >= deeper_than:
-                names.append(match.group(1).strip())
+            current = [match.group(1).strip(), ""] if indent >= deeper_than else None
+            if current is not None:
+                found.append(current)
             deeper_than = indent
         elif _TAP_OK.match(line):
-            deeper_than = indent
+            current, deeper_than = None, indent
+        elif current is not None and not current[1] and (match := _TAP_LOCATION.match(line)):
+            current[1] = match.group(1)
         elif match := _SPEC_FAILED.match(line):
-            names.append(match.group(1).strip())
-    return _unique([name for name in names if name and not _NOT_A_TEST.search(name)])
+            found.append([match.group(1).strip(), ""])
+    return _unique(
+        [f"{file}::{name}" if file else name for name, file in found if name and not _NOT_A_TEST.search(name)]
+    )
+
+
+def _node_test(test_id: str) -> tuple[str, str]:
+    """(file, name) of a `node_ids` id; file is "" when the output gave none."""
+    file, _, name = test_id.partition("::")
+    return (file, name) if name and _NOT_A_TEST.search(file) else ("", test_id)
 
 
 def _node_argv(argv: list[str], ids: Sequence[str]) -> list[str]:
-    pattern = "^(?:" + "|".join(re.escape(name) for name in ids) + ")$"
+    """`--test-name-pattern` of the exact names; the failing tests' files instead of the
+    user's (node starts a process per file: the name pattern alone still loads every file)."""
+    tests = [_node_test(test_id) for test_id in ids]
+    pattern = "^(?:" + "|".join(re.escape(name) for _, name in tests) + ")$"
+    files = _unique([file for file, _ in tests])
     at = argv.index("--test") + 1
-    return [*argv[:at], f"--test-name-pattern={pattern}", *argv[at:]]
+    options = argv[:at]
+    if all(files):
+        takes_value = False
+        for arg in argv[at:]:
+            if takes_value or arg.startswith("-"):
+                options.append(arg)
+                takes_value = not takes_value and arg in _NODE_VALUED
+        return [*options, f"--test-name-pattern={pattern}", *files]
+    return [*options, f"--test-name-pattern={pattern}", *argv[at:]]
 
 
 # -- cargo test -------------------------------------------------------------------------------
