@@ -263,10 +263,12 @@ def not_(matcher: Matcher) -> Matcher:
     return lambda r: not matcher(r)
 
 
-# The workflow's three callers, told apart by their system prompts.
+# The workflow's three callers, told apart by their system prompts; Aider's edits apart from
+# its chat summaries (a long chat is summarised in the background with the same model).
 IS_PLAN = system_prompt_contains("write a development plan")
 IS_ANALYSIS = system_prompt_contains("judge whether the goal has been reached")
-IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS))
+IS_AIDER_SUMMARY = system_prompt_contains("summarize this partial conversation")
+IS_AIDER = all_of(not_(IS_PLAN), not_(IS_ANALYSIS), not_(IS_AIDER_SUMMARY))
 
 
 # --------------------------------------------------------------------------- server

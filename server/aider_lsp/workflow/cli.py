@@ -193,7 +193,10 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
         for suite in item.get("test_runs") or ([test] if test else []):
             what = f"{len(suite['tests'])} failing" if suite.get("scope") == "failing" else "whole suite"
             why = f"; {suite['why']}" if suite.get("why") else ""
-            print(f"  tests ({what}{why}): exit code {suite.get('exit_code')} ({suite.get('command')})", file=out)
+            print(
+                f"  tests ({what}{why}): exit code {suite.get('exit_code')} ({suite.get('command')})",
+                file=out,
+            )
         for finding in item.get("findings", [])[:10]:
             where = f"{finding['path']}:{finding['line']}" if finding["line"] else finding["path"]
             print(f"    {where}: {finding['message']}", file=out)

@@ -292,7 +292,10 @@ class CodingWorkflowOrchestrator:
             output = "\n".join(part for part in (test.stdout, test.stderr) if part.strip())
             if test.timed_out:
                 output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
-            message = RUN_OUTPUT.format(command=test_command, output=_clip(output, OUTPUT_FOR_AIDER))
+            # the command that ran: the failing tests alone, or the whole suite
+            message = RUN_OUTPUT.format(
+                command=test.command or test_command, output=_clip(output, OUTPUT_FOR_AIDER)
+            )
         if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
             message += f"\n\n{advice.next_prompt}"
         if self._chat is None:
