@@ -57,7 +57,8 @@ from .test_command import (
     no_suite_message,
     remember_test_command,
 )
-from .test_output import parse_test_output
+from .test_output import parse_test_output, summary_line
+from .test_selection import narrow
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ USE_TEST_COMMAND, CHANGE_TEST_COMMAND = "Use it", "Change…"
 # what the Aider bridge imports on first use: its session module, which brings mcp and anyio
 # (aider/mcp_sdk.py; about 0.7 s, several under load)
 MCP_CLIENT_MODULES = ("aider_lsp.aider.session",)
+CODE_UNDER_TEST = 2  # code files a test failure's fix may edit beside the test (the index's best)
 
 
 class Application:
@@ -100,6 +102,7 @@ class Application:
         self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
         self.checkpoints = CheckpointStore(self.files)
+        self._last_failing: CommandRun | None = None  # the last test run that failed (re-run after a fix)
         self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
         self.aider_tools = aider_executors.AiderExecutors(
             self.aider, self.files, self.checkpoints, unsaved_files
@@ -200,6 +203,7 @@ class Application:
             use_shell=self.settings.test_shell,
             timeout_setting="aiderLsp.timeouts.test",
         )
+        self._remember(run)
         if not run.ran or run.exit_code == 0:
             return run
         findings = parse_test_output(
@@ -210,6 +214,25 @@ class Application:
             fallback_files=list(fallback_files),
         )
         return run.model_copy(update={"findings": tuple(findings)})
+
+    def _remember(self, run: CommandRun) -> None:
+        """Keep the last failing run, for `rerun_failing_tests`; a pass of that same command
+        forgets it."""
+        if run.ran and not run.passed:
+            self._last_failing = run
+        elif run.passed and self._last_failing is not None and run.command == self._last_failing.command:
+            self._last_failing = None
+
+    async def rerun_failing_tests(self) -> CommandRun | None:
+        """The tests that failed in the last failing run, alone when its runner can be narrowed
+        (test_selection.py), else that whole command; None when no run has failed. What "Fix
+        with Aider" on a test failure runs after the edit, so its diagnostics follow."""
+        last = self._last_failing
+        if last is None:
+            return None
+        output = f"{last.stdout}\n{last.stderr}"
+        narrowed = narrow(last.command, output, shell=self.settings.test_shell)
+        return await self.run_tests(narrowed.command if narrowed else last.command)
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """The workspace files most relevant to a query (the index)."""
@@ -239,6 +262,51 @@ class Application:
             except ValueError as exc:
                 return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
         return await self.aider_tools.automatic(params)
+
+    async def aider_fix_and_retest(
+        self, params: dict[str, Any], selection: Selection | None, ctx: RequestContext
+    ) -> TaskResult:
+        """ "Fix with Aider" on a failing test: the edit, then the tests that failed re-run
+        (`rerun_failing_tests`) and their findings replace the shown ones (none: cleared), so
+        a fixed failure's diagnostic goes and one still failing moves to where it fails now."""
+        result = await self.aider_edit(await self._with_code_under_test(params), selection)
+        if not result.ok:
+            return result
+        ctx.report_progress("running the tests that failed", None)
+        run = await self.rerun_failing_tests()
+        if run is None or not run.ran:
+            return result
+        ctx.report_findings(list(run.findings))
+        said = (
+            "The tests that failed pass now."
+            if run.passed
+            else f"Still failing (exit code {run.exit_code}): {summary_line(run.stdout, run.stderr)}"
+        )
+        retest = {"command": run.command, "exit_code": run.exit_code, "duration_s": run.duration_s}
+        return result.model_copy(
+            update={"content": f"{result.content}\n\n{said}", "notes": {**result.notes, "retest": retest}}
+        )
+
+    async def _with_code_under_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A failing test is usually fixed in the code it exercises: the index's best code files
+        for the failure (a test lends its match to the code it tests) join the test's file."""
+        files = [str(path) for path in params.get("file_context") or []]
+        request = ContextGenerationInput(
+            query=str(params.get("prompt", "")), target_files=files, max_results=5
+        )
+        try:
+            found = await self.find_context(request)
+        except Exception as exc:  # the index is a help here, never a reason to fail the fix
+            log.warning("no code under test for the fix: %s", exc)
+            return params
+        code = [
+            match.source_path
+            for match in found.matches
+            if match.source_path
+            and match.source_path not in files
+            and (match.metadata or {}).get("why", {}).get("kind") == "code"
+        ]
+        return {**params, "file_context": [*files, *code[:CODE_UNDER_TEST]]}
 
     async def edit(
         self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None

@@ -3,7 +3,9 @@
 Computing them is cheap (the document is in memory, no LLM or Aider call): each action only
 points at a command that does the work when the user chooses it.
 - "Fix with Aider" (quickfix) on each diagnostic in range, ours or another tool's
-  → `aider-lsp.aider.automatic` with the diagnostic's message, source, range and code;
+  → `aider-lsp.aider.automatic` with the diagnostic's message, source, range and code; on
+  one of our test failures also `rerun_failing_tests`: the tests that failed re-run after the
+  edit and their diagnostics are replaced or cleared;
 - "Run Aider workflow on this file" (source) → `aider-lsp.workflow.run`;
 - "Edit selection with Aider" (refactor.rewrite), for a non-empty range → the client's
   `aider-lsp.client.editSelection`, which asks the user for the instruction. Only a client that
@@ -20,6 +22,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from .command_ids import CommandId
+from .diagnostics import SOURCE
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
@@ -66,13 +69,20 @@ def _fix_action(
     selection: dict[str, Any] = {"uri": uri, "range": _range_dict(diagnostic.range)}
     if text.strip():
         selection["text"] = text
-    argument = {"prompt": prompt, "file_context": [rel], "selection": selection}
+    argument: dict[str, Any] = {"prompt": prompt, "file_context": [rel], "selection": selection}
+    if is_test_failure(diagnostic):
+        argument["rerun_failing_tests"] = True  # its diagnostic goes when the fix makes it pass
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic],
         command=types.Command(title=title, command=CommandId.AIDER_AUTOMATIC, arguments=[argument]),
     )
+
+
+def is_test_failure(diagnostic: types.Diagnostic) -> bool:
+    """One of ours from a test run (the analysis's advice is not a test that can pass)."""
+    return diagnostic.source == SOURCE and diagnostic.code not in (None, "", "analysis")
 
 
 def workflow_goal(rel: str, problems: Sequence[types.Diagnostic]) -> str:

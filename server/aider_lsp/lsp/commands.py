@@ -50,6 +50,8 @@ class GetContextParams(GetContextArgs, CommandParams):
 
 class AiderAutomaticParams(AiderAutomaticArgs, CommandParams):
     selection: Selection | None = None
+    # "Fix with Aider" on a failing test's diagnostic: re-run the tests that failed afterwards
+    rerun_failing_tests: bool = False
 
 
 class AiderInteractiveParams(AiderInteractiveArgs, CommandParams):
@@ -142,7 +144,10 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
 
 async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: RequestContext) -> TaskResult:
     ctx.report_progress("Aider is editing…", None)
-    return await app.aider_edit(params.model_dump(exclude_none=True, exclude={"selection"}), params.selection)
+    args = params.model_dump(exclude_none=True, exclude={"selection", "rerun_failing_tests"})
+    if params.rerun_failing_tests:
+        return await app.aider_fix_and_retest(args, params.selection, ctx)
+    return await app.aider_edit(args, params.selection)
 
 
 async def _aider_interactive(

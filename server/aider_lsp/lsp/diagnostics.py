@@ -9,6 +9,7 @@ through their RequestContext (language_server.py): `report_findings`, `clear_fin
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Sequence
@@ -63,6 +64,41 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], units: Any) -> types.D
     )
 
 
+def _before(a: types.Position, b: types.Position) -> bool:
+    return (a.line, a.character) <= (b.line, b.character)
+
+
+def _shifted(
+    position: types.Position, change: types.TextDocumentContentChangePartial, units: Any
+) -> types.Position:
+    """A position at or after the end of `change`, where it is once the change is made."""
+    start, end = change.range.start, change.range.end
+    inserted = change.text.split("\n")
+    last_line = start.line + len(inserted) - 1
+    if position.line != end.line:
+        return types.Position(line=position.line + last_line - end.line, character=position.character)
+    tail = position.character - end.character
+    head = units.client_num_units(inserted[-1]) + (start.character if len(inserted) == 1 else 0)
+    return types.Position(line=last_line, character=head + tail)
+
+
+def _follow(
+    diagnostic: types.Diagnostic, change: types.TextDocumentContentChangePartial, units: Any
+) -> types.Diagnostic | None:
+    """The diagnostic after one edit: unchanged before it, moved after it, None when the edit
+    touched its own range."""
+    rng = diagnostic.range
+    if _before(change.range.end, rng.start):  # above it, or before it on its line
+        moved = copy.copy(diagnostic)
+        moved.range = types.Range(
+            start=_shifted(rng.start, change, units), end=_shifted(rng.end, change, units)
+        )
+        return moved
+    if _before(rng.end, change.range.start):  # after it
+        return diagnostic
+    return None
+
+
 class DiagnosticStore:
     """The server's aider-lsp diagnostics: (producer, uri) → diagnostics, published on change."""
 
@@ -109,6 +145,30 @@ class DiagnosticStore:
         for uri in uris:
             self._publish(uri)
         return len(uris)
+
+    def follow_edits(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
+        """The user edited a document that has our diagnostics: each moves with the lines
+        inserted or removed above it, and one whose own text was edited is dropped (what it
+        said may be fixed, or no longer where it points); then they are published again
+        against the document's new version. A whole-document change drops them all."""
+        keys = [key for key in self._entries if key[1] == uri]
+        if not keys:
+            return
+        units = self._ls.workspace.position_codec
+        for key in keys:
+            diagnostics: list[types.Diagnostic] | None = self._entries[key]
+            for change in changes:
+                if diagnostics is None:
+                    break
+                if not isinstance(change, types.TextDocumentContentChangePartial):
+                    diagnostics = None
+                    break
+                diagnostics = [moved for d in diagnostics if (moved := _follow(d, change, units)) is not None]
+            if diagnostics:
+                self._entries[key] = diagnostics
+            else:
+                del self._entries[key]
+        self._publish(uri)
 
     def sink(self, producer: str) -> FindingsCallback:
         """A RequestContext.report_findings for one producer."""

@@ -128,6 +128,7 @@ def register(server: AiderLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_did_change(ls: AiderLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.documents.changed(params.text_document.uri)
+        ls.diagnostic_store.follow_edits(params.text_document.uri, params.content_changes)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def on_did_save(ls: AiderLanguageServer, params: types.DidSaveTextDocumentParams) -> None:

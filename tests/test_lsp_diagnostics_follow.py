@@ -1,0 +1,135 @@
+"""Diagnostics follow the code (a real server over stdio, REAL Aider, the scripted model, a real
+unittest run): a test failure's diagnostic moves with the lines the user inserts or deletes
+above it, goes when its own line is edited, and "Fix with Aider" on it re-runs the tests that
+failed, so a fixed failure's diagnostic is gone and one still failing stays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, TEST_COMMAND, TESTS
+from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
+from conftest import eventually, execute, needs_aider
+from test_lsp_code_actions import code_actions
+from test_lsp_workflow import (
+    FAILURE,
+    MULTIPLY_ASSERT,
+    on_line,
+    options,
+    record_publishes,
+    wait_for_diagnostics,
+)
+
+pytestmark = needs_aider
+
+
+async def failed_run(client: Any, llm_server: Any, test_uri: str) -> types.Diagnostic:
+    """A run that ends red, leaving the multiply test's failure on test_calc.py (open, v7)."""
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, json_output(FAILURE))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=test_uri, language_id="python", version=7, text=TESTS)
+        )
+    )
+    result = await execute(
+        client, "aider-lsp.workflow.run", {"goal": "fix calc", "test_command": TEST_COMMAND, "max_retries": 1}
+    )
+    assert result["status"] == "FAILED"
+    found = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT))
+    return next(d for d in found if d.range.start.line == MULTIPLY_ASSERT)
+
+
+def change(
+    client: Any, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=start[0], character=start[1]),
+                        end=types.Position(line=end[0], character=end[1]),
+                    ),
+                    text=text,
+                )
+            ],
+        )
+    )
+
+
+async def test_a_diagnostic_moves_with_the_lines_above_and_goes_when_its_line_is_edited(
+    lsp: Any, calc_project: Path, llm_server: Any
+) -> None:
+    test_uri = (calc_project / "test_calc.py").as_uri()
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
+        before = await failed_run(client, llm_server, test_uri)
+        published = record_publishes(client)
+
+        change(client, test_uri, 8, (0, 0), (0, 0), "# one\n# two\n")  # two lines inserted above
+        moved = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 2), timeout=10)
+        ours = next(d for d in moved if d.range.start.line == MULTIPLY_ASSERT + 2)
+        assert (ours.range.start.character, ours.range.end.character, ours.message) == (
+            before.range.start.character,
+            before.range.end.character,
+            before.message,
+        )
+        assert published[-1].version == 8
+
+        change(client, test_uri, 9, (0, 0), (1, 0), "")  # one deleted above
+        await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 1), timeout=10)
+        assert published[-1].version == 9
+
+        change(client, test_uri, 10, (0, 0), (0, 5), "# ONE")  # an edit above, on one line: stays
+        assert await eventually(lambda: published[-1].version == 10)
+        assert on_line(MULTIPLY_ASSERT + 1)(published[-1].diagnostics)
+
+        line = MULTIPLY_ASSERT + 1  # the user edits the failing line itself: what it said may be stale
+        change(client, test_uri, 11, (line, 8), (line, 12), "self")
+        await wait_for_diagnostics(client, test_uri, lambda found: not on_line(line)(found), timeout=10)
+        assert published[-1].version == 11
+
+
+async def test_fix_with_aider_on_a_failing_test_reruns_it_and_its_diagnostic_goes(
+    lsp: Any, calc_project: Path, llm_server: Any
+) -> None:
+    test_uri = (calc_project / "test_calc.py").as_uri()
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
+        failing = await failed_run(client, llm_server, test_uri)
+        actions = await code_actions(client, test_uri, failing.range, [failing])
+        fix = next(action for action in actions or [] if action.title == "Fix with Aider")
+        assert fix.command is not None and fix.command.arguments is not None
+        assert fix.command.arguments[0]["rerun_failing_tests"] is True
+
+        llm_server.clear_rules()
+        llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+        llm_server.clear_requests()
+        result = await execute(client, fix.command.command, *fix.command.arguments)
+        assert result["status"] == "COMPLETE", result["content"]
+        assert "The tests that failed pass now." in result["content"]
+        assert "test_calc.CalcTest.test_multiply" in result["notes"]["retest"]["command"]  # only that test
+        await wait_for_diagnostics(client, test_uri, lambda found: not found, timeout=30)
+
+
+async def test_fix_with_aider_that_does_not_fix_leaves_the_failure_shown(
+    lsp: Any, calc_project: Path, llm_server: Any
+) -> None:
+    test_uri = (calc_project / "test_calc.py").as_uri()
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
+        failing = await failed_run(client, llm_server, test_uri)
+        actions = await code_actions(client, test_uri, failing.range, [failing])
+        fix = next(action for action in actions or [] if action.title == "Fix with Aider")
+        assert fix.command is not None and fix.command.arguments is not None
+        llm_server.clear_rules()
+        llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED.replace("a + b", "b + a")}))
+        published = record_publishes(client)
+        result = await execute(client, fix.command.command, *fix.command.arguments)
+        assert result["status"] == "COMPLETE", result["content"]
+        assert "Still failing (exit code 1)" in result["content"]
+        await wait_for_diagnostics(client, test_uri, lambda found: bool(published), timeout=30)
+        assert on_line(MULTIPLY_ASSERT)(client.diagnostics[test_uri])
