@@ -26,14 +26,15 @@ from test_lsp_workflow import (
 pytestmark = needs_aider
 
 
-async def failed_run(client: Any, llm_server: Any, test_uri: str) -> types.Diagnostic:
-    """A run that ends red, leaving the multiply test's failure on test_calc.py (open, v7)."""
+async def failed_run(client: Any, llm_server: Any, test_uri: str, opened: str = TESTS) -> types.Diagnostic:
+    """A run that ends red, leaving the multiply test's failure on test_calc.py (open, v7, with
+    the text `opened`)."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(FAILURE))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=test_uri, language_id="python", version=7, text=TESTS)
+            types.TextDocumentItem(uri=test_uri, language_id="python", version=7, text=opened)
         )
     )
     result = await execute(
@@ -90,9 +91,24 @@ async def test_a_diagnostic_moves_with_the_lines_above_and_goes_when_its_line_is
         assert on_line(MULTIPLY_ASSERT + 1)(published[-1].diagnostics)
 
         line = MULTIPLY_ASSERT + 1  # the user edits the failing line itself: what it said may be stale
-        change(client, test_uri, 11, (line, 8), (line, 12), "self")
+        change(client, test_uri, 11, (line, 8), (line, 12), "this")
         await wait_for_diagnostics(client, test_uri, lambda found: not on_line(line)(found), timeout=10)
         assert published[-1].version == 11
+
+
+async def test_an_editor_catching_up_with_the_file_the_tests_read_does_not_move_them(
+    lsp: Any, calc_project: Path, llm_server: Any
+) -> None:
+    """The editor had not reloaded the file yet when the failures came (an edit had just written
+    it): its reload is a change, but the positions were made for that very text."""
+    test_uri = (calc_project / "test_calc.py").as_uri()
+    first, rest = TESTS.split("\n", 1)
+    async with lsp(calc_project, init_options=options(llm_server)) as client:
+        await failed_run(client, llm_server, test_uri, opened=rest)
+        published = record_publishes(client)
+        change(client, test_uri, 8, (0, 0), (0, 0), first + "\n")  # the reload: now as on disk
+        assert await eventually(lambda: bool(published) and published[-1].version == 8)
+        assert on_line(MULTIPLY_ASSERT)(published[-1].diagnostics)
 
 
 async def test_fix_with_aider_on_a_failing_test_reruns_it_and_its_diagnostic_goes(

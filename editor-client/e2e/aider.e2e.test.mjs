@@ -143,19 +143,24 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForEditorText(text.documented); // as it was before the workflow
     });
 
-    step(4, 'fixes a diagnostic with the quick fix "Fix with Aider"', 'quick-fix-result', async () => {
+    step(4, 'fixes a failing test\'s diagnostic with the quick fix "Fix with Aider": the tests re-run, the diagnostic goes', 'quick-fix-result', async () => {
         await wb.runCommand('Aider: Run Workflow…');
         await wb.answerInput(GOAL_REVIEW);
         await wb.acceptInput(TEST_COMMAND);
         assert.match(await wb.waitForToast(/Aider: Workflow/), /failed.*(tests still fail|goal)/is);
         await wb.waitForEditorText(text.reviewed);
-        await wb.waitForProblems((r) => r.some((row) => row.includes('aider-lsp')));
+        await wb.waitForProblems((r) => r.some((row) => /ZeroDivision/.test(row)));
         await wb.clearToasts();
         await wb.openFile('calculator.py');
-        await wb.showQuickFixes({ line: 1 }, /Fix with Aider/, 'quick-fix'); // the analysis' diagnostic
+        // the unittest failure's diagnostic, on the line that divides by zero
+        const failing = { line: text.reviewed.split('\n').indexOf('    return sum(values) / len(values)') + 1, column: 5 };
+        await wb.showQuickFixes(failing, /Fix with Aider/, 'quick-fix');
         await wb.page.locator('.action-widget .monaco-list-row', { hasText: 'Fix with Aider' }).first().click();
         await wb.waitForEditorText(text.quick_fixed, 180_000);
-        assert.match(await wb.waitForToast(RESULT), /Aider: Editing with Aider: changed calculator\.py/);
+        const said = await wb.waitForToast(RESULT);
+        assert.match(said, /Aider: Editing with Aider: changed calculator\.py/);
+        assert.match(said, /The tests that failed pass now/);
+        await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')), 60_000);
     });
 
     step(5, 'undo over a change the user saved after the edit: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
@@ -179,6 +184,27 @@ describe('the Aider extension in a real VS Code', () => {
         await dialog.waitFor({ state: 'detached' });
         assert.match(await wb.waitForToast(/Aider: kept your changes/), /calculator\.py/);
         await wb.waitForEditorText(mine);
+    });
+
+    step(6, 'a workflow with no test command configured asks once, runs, and remembers', 'test-command-remembered', async () => {
+        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null, testCommand: null });
+        await new Promise((resolve) => setTimeout(resolve, 3000)); // the workbench reads settings.json again
+        await wb.runCommand('Aider: Run Workflow…');
+        await wb.answerInput(GOAL_FIX);
+        await wb.acceptInput(''); // nothing configured: the server's detected command
+        const asked = await wb.answerToast(/aider-lsp will run the tests with/, 'Use it');
+        assert.match(asked, /-m unittest/);
+        const done = await wb.waitForToast(/Aider: Workflow/, 300_000);
+        assert.doesNotMatch(done, /failed|cancelled/i);
+        assert.ok(fs.existsSync(path.join(project, '.aider-lsp', 'test-command.json')), 'the answer was not remembered');
+        await wb.clearToasts();
+
+        await wb.runCommand('Aider: Run Workflow…');
+        await wb.answerInput(GOAL_FIX);
+        await wb.acceptInput('');
+        const again = await wb.waitForToast(/Aider: Workflow|aider-lsp will run the tests with/, 300_000);
+        assert.doesNotMatch(again, /will run the tests with/, 'asked a second time');
+        assert.doesNotMatch(again, /failed|cancelled/i);
     });
 
     after(() => {

@@ -60,12 +60,12 @@ export async function startScriptedLlm(project, { log, hold = true } = {}) {
 
 /**
  * Workspace settings: the repository's server (`server: null`: left to the User settings), the
- * test command and (if given) the scripted models.
+ * test command (`testCommand: null`: none, the server detects one) and (if given) the scripted models.
  */
-export function writeWorkspaceSettings(project, { server = SERVER, baseUrl } = {}) {
+export function writeWorkspaceSettings(project, { server = SERVER, baseUrl, testCommand = TEST_COMMAND } = {}) {
     const settings = {
         ...(server ? { 'aiderLsp.server.path': server } : {}),
-        'aiderLsp.testCommand': TEST_COMMAND,
+        ...(testCommand ? { 'aiderLsp.testCommand': testCommand } : {}),
         'aiderLsp.timeouts': { llm: 120, aider: 300, test: 120, shell: 60 },
     };
     if (baseUrl) {

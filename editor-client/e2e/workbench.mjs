@@ -419,6 +419,14 @@ export class Workbench {
         throw new Error(`no notification matched ${pattern}; shown: ${JSON.stringify(seen)}`);
     }
 
+    /** Clicks `button` on the toast whose text matches `pattern` (a question of the server's); returns the toast's text. */
+    async answerToast(pattern, button, timeout = 120_000) {
+        const text = await this.waitForToast(pattern, timeout);
+        const toast = this.page.locator('.notifications-toasts .notification-toast', { hasText: pattern }).first();
+        await toast.locator('.monaco-button', { hasText: button }).first().click();
+        return text;
+    }
+
     /** Closes every toast (so the next wait sees only new ones). */
     async clearToasts() {
         await this.runCommand('Notifications: Clear All Notifications');

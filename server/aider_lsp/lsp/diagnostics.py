@@ -105,6 +105,8 @@ class DiagnosticStore:
     def __init__(self, ls: AiderLanguageServer) -> None:
         self._ls = ls
         self._entries: dict[tuple[str, str], list[types.Diagnostic]] = {}
+        # uri -> the text its diagnostics' positions refer to (the file as the tests read it)
+        self._anchors: dict[str, str] = {}
 
     def for_uri(self, uri: str) -> list[types.Diagnostic]:
         """Every producer's diagnostics on one document (code actions read them)."""
@@ -119,7 +121,7 @@ class DiagnosticStore:
     def replace(self, producer: str, findings: list[Finding]) -> None:
         """The producer's new set of findings replaces its previous one (empty = clear)."""
         grouped: dict[str, list[types.Diagnostic]] = {}
-        located_paths: dict[str, tuple[str, Sequence[str]] | None] = {}
+        located_paths: dict[str, tuple[str, str] | None] = {}
         for finding in findings:
             if finding.path not in located_paths:  # each file is read once per set
                 located_paths[finding.path] = self._locate(finding.path)
@@ -127,9 +129,10 @@ class DiagnosticStore:
             if located is None:
                 log.info("a finding outside the workspace is not shown: %s", finding.path)
                 continue
-            uri, lines = located
+            uri, text = located
             codec = self._ls.workspace.position_codec
-            grouped.setdefault(uri, []).append(to_diagnostic(finding, lines, codec))
+            self._anchors[uri] = text
+            grouped.setdefault(uri, []).append(to_diagnostic(finding, text.splitlines(), codec))
         stale = {uri for (owner, uri) in self._entries if owner == producer and uri not in grouped}
         for uri in stale:
             del self._entries[(producer, uri)]
@@ -154,6 +157,13 @@ class DiagnosticStore:
         keys = [key for key in self._entries if key[1] == uri]
         if not keys:
             return
+        text = self._ls.workspace.get_text_document(uri).source
+        if self._anchors.get(uri) == text:
+            # the editor caught up with the file the tests read (it reloaded what Aider wrote):
+            # the positions were made for this text
+            self._publish(uri)
+            return
+        self._anchors[uri] = text
         units = self._ls.workspace.position_codec
         for key in keys:
             diagnostics: list[types.Diagnostic] | None = self._entries[key]
@@ -181,8 +191,10 @@ class DiagnosticStore:
                 return document
         return None
 
-    def _locate(self, relative: str) -> tuple[str, Sequence[str]] | None:
-        """The finding's document uri (the editor's own spelling when open) and its lines."""
+    def _locate(self, relative: str) -> tuple[str, str] | None:
+        """The finding's document uri (the editor's own spelling when open) and the file's text
+        as the tests read it, from the disk: an open document may not have reloaded what an
+        edit wrote yet (its didChange comes later, and must not move the diagnostics then)."""
         from ..files import AccessDenied  # the file rules load after initialize, with the app
 
         app = self._ls.app
@@ -193,15 +205,16 @@ class DiagnosticStore:
         except AccessDenied:  # outside the workspace, a bad path: not ours to show
             return None
         document = self._open_document(path)
-        if document is not None:
-            return document.uri, document.lines
+        uri = document.uri if document is not None else path.as_uri()
         try:
-            return path.as_uri(), path.read_text(encoding="utf-8", errors="replace").splitlines()
+            return uri, path.read_bytes().decode("utf-8", errors="replace")  # its own line endings
         except OSError:  # deleted or unreadable: the finding still shows, on an empty range
-            return path.as_uri(), []
+            return uri, document.source if document is not None else ""
 
     def _publish(self, uri: str) -> None:
         diagnostics = [d for (_, key), items in self._entries.items() if key == uri for d in items]
+        if not diagnostics:
+            self._anchors.pop(uri, None)
         path = to_fs_path(uri)
         document = self._open_document(Path(os.path.realpath(path))) if path else None
         version = document.version if document is not None else None
