@@ -65,6 +65,8 @@ export interface AutomaticArgs {
     prompt: string;
     file_context?: string[];
     selection?: Selection;
+    /** "Fix with Aider" on a failing test: re-run the tests that failed after the edit. */
+    rerun_failing_tests?: boolean;
 }
 
 export interface InteractiveArgs {

@@ -72,7 +72,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.handler.primeContext': { query: 'optional', initial_files: 'optional' },
     'aider-lsp.handler.reset': {},
     'aider-lsp.system.runTests': { command: 'optional' },
-    'aider-lsp.aider.automatic': { prompt: 'required', file_context: 'optional', selection: 'optional' },
+    'aider-lsp.aider.automatic': { prompt: 'required', file_context: 'optional', selection: 'optional', rerun_failing_tests: 'optional' },
     'aider-lsp.aider.interactive': { prompt: 'optional', file_context: 'optional', session_id: 'optional', end_session: 'optional' },
     'aider-lsp.aider.listModels': { substring: 'optional' },
     'aider-lsp.workflow.undo': { force: 'optional' },

@@ -92,6 +92,12 @@ describe('result → message', () => {
         const message = resultMessage('Edit with Aider', result('COMPLETE', 'diff…', { changed_files: ['a.py'], created_files: ['b.py'], diff: 'D' }));
         assert.deepEqual(message, { severity: 'info', text: 'Edit with Aider: changed a.py, b.py.', changedFiles: ['a.py', 'b.py'], diff: 'D' });
     });
+    it('says what the failing tests said after Fix with Aider re-ran them', () => {
+        const passing = result('COMPLETE', '', { changed_files: ['a.py'], retest: { command: 'pytest t::x', exit_code: 0 } });
+        assert.equal(resultMessage('Editing with Aider', passing).text, 'Editing with Aider: changed a.py. The tests that failed pass now.');
+        const failing = result('COMPLETE', '', { changed_files: ['a.py'], retest: { command: 'pytest t::x', exit_code: 1 } });
+        assert.equal(resultMessage('Editing with Aider', failing).text, 'Editing with Aider: changed a.py. The tests that failed still fail (exit code 1).');
+    });
     it('shortens a long list of files', () => {
         const files = ['a', 'b', 'c', 'd', 'e'];
         assert.equal(resultMessage('Workflow', result('COMPLETE', '', { changed_files: files })).text, 'Workflow: changed a, b, c and 2 more.');

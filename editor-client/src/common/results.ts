@@ -47,13 +47,26 @@ export function resultMessage(title: string, result: TaskResult): ResultMessage 
     if (changedFiles.length > 0) {
         return {
             severity: 'info',
-            text: `${title}: changed ${listFiles(changedFiles)}.`,
+            text: `${title}: changed ${listFiles(changedFiles)}.${retestSentence(result)}`,
             changedFiles,
             ...(diff ? { diff } : {}),
         };
     }
     const summary = firstLines(result.content);
     return { severity: 'info', text: summary ? `${title}: ${summary}` : `${title}: done.`, changedFiles };
+}
+
+/** What the re-run of the failing tests said after "Fix with Aider" on one (`notes.retest`), or ''. */
+function retestSentence(result: TaskResult): string {
+    const retest = result.notes.retest;
+    if (typeof retest !== 'object' || retest === null) {
+        return '';
+    }
+    const exitCode = (retest as { exit_code?: unknown }).exit_code;
+    if (exitCode === 0) {
+        return ' The tests that failed pass now.';
+    }
+    return typeof exitCode === 'number' ? ` The tests that failed still fail (exit code ${String(exitCode)}).` : '';
 }
 
 /**
