@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.files import FileAccessManager
-from aider_lsp.memory import MemorySystem
+from aider_lsp.memory import MemorySystem, rank
 from aider_lsp.memory import index as index_module
 from aider_lsp.memory import reader as reader_module
 from aider_lsp.models import ContextGenerationInput
@@ -354,3 +354,27 @@ def test_words_in_most_files_of_a_large_workspace_are_no_reason(tmp_path: Path) 
         assert "token" in terms and "bucket" in terms and "request" not in terms
     finally:
         memory.close()
+
+
+def test_which_words_a_large_workspace_leaves_out_of_its_searches() -> None:
+    """Small and mid-sized workspaces keep the old rule (a quarter of the files, at least 200);
+    a large one leaves out words in more than 5,000 files (and 5% of them), so a query never
+    scores tens of thousands of rows; the definition search keeps every word below that."""
+    assert rank.common_share(500) == 200 / 500
+    assert rank.common_share(2_257) == 0.25
+    assert rank.common_share(20_000) == 0.25
+    assert rank.common_share(100_000) == 0.05
+    assert rank.common_share(1_000_000) == 0.05
+    assert rank.definition_common_share(2_257) > 1  # nothing in a stdlib-sized workspace
+    assert rank.definition_common_share(100_000) == 0.05
+
+
+def test_phrases_of_left_out_words_only_are_left_out_too() -> None:
+    terms = rank.parse_query("parse flag value")
+    every = rank.fts_expression(terms)
+    assert '"parse flag"' in every and '"flag value"' in every
+    fewer = rank.fts_expression(terms, frozenset({"flag", "value"}), frozenset({"flag", "value"}))
+    assert '"flag value"' not in fewer and '"parse flag"' in fewer and '"flag"' not in fewer
+    assert '"flag value"' in rank.fts_expression(
+        terms, frozenset({"flag", "value"})
+    )  # phrases kept by default

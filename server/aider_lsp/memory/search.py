@@ -77,9 +77,13 @@ class Searcher:
         unit_hits: list[rank.UnitHit] = []
         common: frozenset[str] = frozenset()
         if not terms.empty:
-            common = self._common_words(store, terms)
-            rows = store.search(rank.fts_expression(terms, common), limit)
-            unit_hits = store.search_units(rank.fts_expression(terms), max(rank.UNIT_CANDIDATES, 2 * limit))
+            files = store.count()
+            common = self._common_words(store, terms, rank.common_share(files))
+            rare_enough = self._common_words(store, terms, rank.definition_common_share(files))
+            rows = store.search(rank.fts_expression(terms, common, rare_enough), limit)
+            unit_hits = store.search_units(
+                rank.fts_expression(terms, rare_enough, rare_enough), max(rank.UNIT_CANDIDATES, 2 * limit)
+            )
         found = {row.path for row in rows}
         unit_rows = store.lookup({hit.path for hit in unit_hits if hit.path not in found})
         tested = store.tested_code(subject_name(path) for path in _leading_tests(rows, unit_hits, unit_rows))
@@ -150,12 +154,12 @@ class Searcher:
 
     # -- helpers -----------------------------------------------------------------------------
     @staticmethod
-    def _common_words(store: IndexStore, terms: rank.QueryTerms) -> frozenset[str]:
-        """The query's words found in most files: left out of the file search and of "why"."""
+    def _common_words(store: IndexStore, terms: rank.QueryTerms, share: float) -> frozenset[str]:
+        """The query's words found in more than `share` of the files: left out of a search (and,
+        for the file search's, of "why")."""
         tokens = rank.term_tokens(terms)
         stems = store.stems(tokens)
         shares = store.term_shares(stem for found in stems.values() for stem in found)
-        share = max(rank.FILE_TERM_MAX_SHARE, rank.FILE_TERM_MIN_FILES / max(1, store.count()))
         return rank.frequent_tokens(tokens, stems, shares, share)
 
     @staticmethod
