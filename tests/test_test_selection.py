@@ -138,7 +138,10 @@ def test_cargo_test_reruns_only_the_failing_tests(tmp_path: Path) -> None:
     if "could not compile" in output or code not in (0, 101):
         pytest.skip(f"cargo cannot build offline here: {output[-300:]}")
     narrowed = narrow("cargo test --offline", output)
-    assert narrowed is not None and narrowed.tests == ("tests::adds", "tests::adds_more")
+    assert narrowed is not None and set(narrowed.tests) == {
+        "tests::adds",
+        "tests::adds_more",
+    }  # run in parallel
     code, output = run(narrowed.command, root)
     assert "2 failed" in output and "1 filtered out" in output
 
