@@ -266,7 +266,7 @@ class Application:
     async def aider_fix_and_retest(
         self, params: dict[str, Any], selection: Selection | None, ctx: RequestContext
     ) -> TaskResult:
-        """ "Fix with Aider" on a failing test: the edit, then the tests that failed re-run
+        """Fix with Aider on a failing test: the edit, then the tests that failed re-run
         (`rerun_failing_tests`) and their findings replace the shown ones (none: cleared), so
         a fixed failure's diagnostic goes and one still failing moves to where it fails now."""
         result = await self.aider_edit(await self._with_code_under_test(params), selection)

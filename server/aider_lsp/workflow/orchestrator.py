@@ -379,13 +379,13 @@ class CodingWorkflowOrchestrator:
             if run.passed:
                 why = "the tests that failed pass now"
             elif run.timed_out or narrow(command, _output(run)) is not None:
-                return self._tested(command, run, runs)
+                return self._tested(run, runs)
             else:  # it failed without naming a failing test (renamed, gone): the suite decides
                 why = f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
         self._progress(phase.format("the whole suite"), step)
         run = await self._run_suite(command, files)
         runs.append(_suite_run(SuiteScope.WHOLE, command, why, run))
-        return self._tested(command, run, runs)
+        return self._tested(run, runs)
 
     def _narrowed(self, command: str) -> Narrowed | None:
         if self._failed_output is None or not self.app.settings.failing_tests_first:
@@ -408,7 +408,7 @@ class CodingWorkflowOrchestrator:
             )
         return run
 
-    def _tested(self, command: str, run: CommandRun, runs: list[SuiteRun]) -> CommandRun:
+    def _tested(self, run: CommandRun, runs: list[SuiteRun]) -> CommandRun:
         """Record the iteration's runs; `run`, the last, decides it."""
         self._tested_once = True
         self._failed_output = None if run.passed else _output(run)
