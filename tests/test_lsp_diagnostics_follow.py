@@ -111,21 +111,26 @@ async def test_an_editor_catching_up_with_the_file_the_tests_read_does_not_move_
         assert on_line(MULTIPLY_ASSERT)(published[-1].diagnostics)
 
 
+async def fix_with_aider(
+    client: Any, llm_server: Any, test_uri: str, failing: types.Diagnostic, answer: str
+) -> Any:
+    """Choose "Fix with Aider" on the failing test's diagnostic, Aider writing `answer` to calc.py."""
+    actions = await code_actions(client, test_uri, failing.range, [failing])
+    fix = next(action for action in actions or [] if action.title == "Fix with Aider")
+    assert fix.command is not None and fix.command.arguments is not None
+    assert fix.command.arguments[0]["rerun_failing_tests"] is True
+    llm_server.clear_rules()
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": answer}))
+    return await execute(client, fix.command.command, *fix.command.arguments)
+
+
 async def test_fix_with_aider_on_a_failing_test_reruns_it_and_its_diagnostic_goes(
     lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
     test_uri = (calc_project / "test_calc.py").as_uri()
     async with lsp(calc_project, init_options=options(llm_server)) as client:
         failing = await failed_run(client, llm_server, test_uri)
-        actions = await code_actions(client, test_uri, failing.range, [failing])
-        fix = next(action for action in actions or [] if action.title == "Fix with Aider")
-        assert fix.command is not None and fix.command.arguments is not None
-        assert fix.command.arguments[0]["rerun_failing_tests"] is True
-
-        llm_server.clear_rules()
-        llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
-        llm_server.clear_requests()
-        result = await execute(client, fix.command.command, *fix.command.arguments)
+        result = await fix_with_aider(client, llm_server, test_uri, failing, FIXED)
         assert result["status"] == "COMPLETE", result["content"]
         assert "The tests that failed pass now." in result["content"]
         assert "test_calc.CalcTest.test_multiply" in result["notes"]["retest"]["command"]  # only that test
@@ -138,13 +143,10 @@ async def test_fix_with_aider_that_does_not_fix_leaves_the_failure_shown(
     test_uri = (calc_project / "test_calc.py").as_uri()
     async with lsp(calc_project, init_options=options(llm_server)) as client:
         failing = await failed_run(client, llm_server, test_uri)
-        actions = await code_actions(client, test_uri, failing.range, [failing])
-        fix = next(action for action in actions or [] if action.title == "Fix with Aider")
-        assert fix.command is not None and fix.command.arguments is not None
-        llm_server.clear_rules()
-        llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED.replace("a + b", "b + a")}))
         published = record_publishes(client)
-        result = await execute(client, fix.command.command, *fix.command.arguments)
+        result = await fix_with_aider(
+            client, llm_server, test_uri, failing, HALF_FIXED.replace("a + b", "b + a")
+        )
         assert result["status"] == "COMPLETE", result["content"]
         assert "Still failing (exit code 1)" in result["content"]
         await wait_for_diagnostics(client, test_uri, lambda found: bool(published), timeout=30)
