@@ -321,13 +321,26 @@ export class Workbench {
         await input.press('Enter');
     }
 
-    /** Ctrl+. at `line`, `column` of the active editor; waits for an action matching `pattern`, screenshots the menu. */
+    /**
+     * Ctrl+. at `line`, `column` of the active editor; waits for an action matching `pattern`,
+     * screenshots the menu. A menu that opened before the diagnostics settled is asked again;
+     * when the action never comes, the error says what the Problems panel shows.
+     */
     async showQuickFixes({ line, column = 1 }, pattern, screenshot) {
-        await this.goToLine(line, column);
-        await this.page.keyboard.press('Control+Period');
-        await this.page.locator('.action-widget .monaco-list-row', { hasText: pattern }).first().waitFor({ timeout: 30_000 });
-        await sleep(300);
-        return this.screenshot(screenshot);
+        const action = this.page.locator('.action-widget .monaco-list-row', { hasText: pattern }).first();
+        for (let attempt = 1; attempt <= 3; attempt++) {
+            await this.goToLine(line, column);
+            await this.page.keyboard.press('Control+Period');
+            const found = await action.waitFor({ timeout: 10_000 }).then(() => true, () => false);
+            if (found) {
+                await sleep(300);
+                return this.screenshot(screenshot);
+            }
+            await this.screenshot(`no-quick-fix-${attempt}`);
+            await this.page.keyboard.press('Escape');
+        }
+        const rows = await this.problems();
+        throw new Error(`no quick fix matching ${pattern} at line ${line}, column ${column}; Problems shows:\n${rows.join('\n')}`);
     }
 
     /** Quick Open (Ctrl+P) a workspace file; waits for its tab to be active. */

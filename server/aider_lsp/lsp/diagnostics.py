@@ -5,6 +5,12 @@ without touching another's, and each publish sends the union for the uri, becaus
 `textDocument/publishDiagnostics` replaces everything the server said about a document.
 A uri whose last diagnostic goes is cleared with an empty list. Requests reach the store
 through their RequestContext (language_server.py): `report_findings`, `clear_findings`.
+
+Positions are made for the file as the tests read it, and each diagnostic then follows the
+document's edits. A set that reports the very same Finding objects again (the workflow shows a
+test run's findings at once, and again with the analysis that arrives while the next edit may
+be rewriting the file) keeps their diagnostics as they are: the disk may no longer be the text
+that test run read.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import copy
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,12 +106,20 @@ def _follow(
     return None
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """A diagnostic and the finding it shows (kept to know a finding reported again)."""
+
+    finding: Finding
+    diagnostic: types.Diagnostic
+
+
 class DiagnosticStore:
     """The server's aider-lsp diagnostics: (producer, uri) → diagnostics, published on change."""
 
     def __init__(self, ls: AiderLanguageServer) -> None:
         self._ls = ls
-        self._entries: dict[tuple[str, str], list[types.Diagnostic]] = {}
+        self._entries: dict[tuple[str, str], list[_Shown]] = {}
         # uri -> the text its diagnostics' positions refer to (the file as the tests read it)
         self._anchors: dict[str, str] = {}
 
@@ -112,17 +127,33 @@ class DiagnosticStore:
         """Every producer's diagnostics on one document (code actions read them)."""
         path = to_fs_path(uri)
         return [
-            diagnostic
-            for (_, key_uri), diagnostics in self._entries.items()
+            shown.diagnostic
+            for (_, key_uri), entries in self._entries.items()
             if key_uri == uri or (path is not None and to_fs_path(key_uri) == path)
-            for diagnostic in diagnostics
+            for shown in entries
         ]
 
     def replace(self, producer: str, findings: list[Finding]) -> None:
-        """The producer's new set of findings replaces its previous one (empty = clear)."""
-        grouped: dict[str, list[types.Diagnostic]] = {}
-        located_paths: dict[str, tuple[str, str] | None] = {}
+        """The producer's new set of findings replaces its previous one (empty = clear).
+        A finding of its previous set reported again keeps its diagnostic; a new one on a
+        document that keeps some is placed against the text those refer to."""
+        shown_before = {
+            id(shown.finding): (uri, shown)
+            for (owner, uri), entries in self._entries.items()
+            if owner == producer
+            for shown in entries
+        }
+        grouped: dict[str, list[_Shown]] = {}
+        new: list[Finding] = []
         for finding in findings:
+            uri, shown = shown_before.get(id(finding), ("", None))
+            if shown is not None and shown.finding is finding:
+                grouped.setdefault(uri, []).append(shown)
+            else:
+                new.append(finding)
+        kept_uris = set(grouped)
+        located_paths: dict[str, tuple[str, str] | None] = {}
+        for finding in new:
             if finding.path not in located_paths:  # each file is read once per set
                 located_paths[finding.path] = self._locate(finding.path)
             located = located_paths[finding.path]
@@ -130,9 +161,11 @@ class DiagnosticStore:
                 log.info("a finding outside the workspace is not shown: %s", finding.path)
                 continue
             uri, text = located
-            codec = self._ls.workspace.position_codec
+            if uri in kept_uris:  # the text the kept ones refer to
+                text = self._anchors.get(uri, text)
             self._anchors[uri] = text
-            grouped.setdefault(uri, []).append(to_diagnostic(finding, text.splitlines(), codec))
+            diagnostic = to_diagnostic(finding, text.splitlines(), self._ls.workspace.position_codec)
+            grouped.setdefault(uri, []).append(_Shown(finding, diagnostic))
         stale = {uri for (owner, uri) in self._entries if owner == producer and uri not in grouped}
         for uri in stale:
             del self._entries[(producer, uri)]
@@ -166,16 +199,20 @@ class DiagnosticStore:
         self._anchors[uri] = text
         units = self._ls.workspace.position_codec
         for key in keys:
-            diagnostics: list[types.Diagnostic] | None = self._entries[key]
+            entries: list[_Shown] | None = self._entries[key]
             for change in changes:
-                if diagnostics is None:
+                if entries is None:
                     break
                 if not isinstance(change, types.TextDocumentContentChangePartial):
-                    diagnostics = None
+                    entries = None
                     break
-                diagnostics = [moved for d in diagnostics if (moved := _follow(d, change, units)) is not None]
-            if diagnostics:
-                self._entries[key] = diagnostics
+                entries = [
+                    _Shown(shown.finding, moved)
+                    for shown in entries
+                    if (moved := _follow(shown.diagnostic, change, units)) is not None
+                ]
+            if entries:
+                self._entries[key] = entries
             else:
                 del self._entries[key]
         self._publish(uri)
@@ -212,7 +249,9 @@ class DiagnosticStore:
             return uri, document.source if document is not None else ""
 
     def _publish(self, uri: str) -> None:
-        diagnostics = [d for (_, key), items in self._entries.items() if key == uri for d in items]
+        diagnostics = [
+            shown.diagnostic for (_, key), items in self._entries.items() if key == uri for shown in items
+        ]
         if not diagnostics:
             self._anchors.pop(uri, None)
         path = to_fs_path(uri)
