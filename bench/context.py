@@ -5,6 +5,8 @@ Families (recall@1/5/10 of the index and of bm25s over whole files, the same fil
 - module docstring: a sentence of a stdlib module's docstring → that module;
 - def docstring: the first line of a stdlib function's or class's docstring → its file;
 - def docstring, words dropped: the same with 2 of every 5 words left out;
+- the two def docstring families again on the HEAD of each repository under --repos-dir
+  (family "docstrings"): other code than the stdlib, each repository indexed on its own;
 - commit subject: a commit's subject → the non-test source files it modified, asked on the
   commit's parent tree, over real repositories' history (this project's own, plus any under
   --repos-dir);
@@ -24,7 +26,7 @@ Targets: ours >= BM25 on every family, commit-subject recall@5 >= 80%, index <= 
 corpus, full index no slower than bm25s, one-file update < 10 ms, p50 < 20 ms, p99 < 50 ms.
 
 Usage: python bench/context.py [--queries N] [--commits N] [--repos-dir DIR] [--seed S]
-       [--families stdlib,history]
+       [--families stdlib,history,docstrings]
 """
 
 from __future__ import annotations
@@ -479,6 +481,41 @@ def run_history(repos: list[tuple[str, Path]], count: int, seed: int, work: Path
     return families
 
 
+# -- docstring families on other repositories ---------------------------------------------------
+def export_head(git_dir: Path, target: Path) -> Path:
+    """The files of the repository's HEAD, written to `target` (no history)."""
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", "--format=tar", "HEAD"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True, timeout=300)
+    return target
+
+
+def run_repo_docstrings(
+    repos: list[tuple[str, Path]], queries: int, seed: int, work: Path, say: Callable[[str], None]
+) -> list[Family]:
+    """The def docstring families (whole, 2/5 words dropped) on each repository's HEAD."""
+    families = [Family("def docstring (repos)"), Family("def docstring, 2/5 dropped (repos)")]
+    for number, (name, git_dir) in enumerate(repos):
+        root = export_head(git_dir, work / f"head-{number}")
+        memory = MemorySystem(FileAccessManager(root), Settings(), db_path=work / f"head-{number}.sqlite3")
+        memory.index_all()
+        indexed = sorted(memory.store.known_files())
+        baseline = Bm25Baseline(root, indexed)
+        rng = random.Random(seed)
+        pairs = definition_docstring_queries(root, indexed, queries, seed)
+        for text, rel in pairs:
+            ask(memory, baseline, families[0], text, {rel})
+            ask(memory, baseline, families[1], drop_words(text, rng), {rel})
+        memory.close()
+        say(f"docstrings: {name}: {len(indexed)} files, {len(pairs)} queries")
+    return families
+
+
 # -- the run -------------------------------------------------------------------------------------
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
@@ -580,6 +617,12 @@ def main() -> None:
         if "stdlib" in wanted:
             stdlib_families, figures = run_stdlib(args, work, lines.append)
             families += stdlib_families
+        if "docstrings" in wanted:
+            repos, notes = find_repositories(args.repos_dir)
+            lines += notes
+            others = [(name, git_dir) for name, git_dir in repos if "this project" not in name]
+            for family in run_repo_docstrings(others, args.queries, args.seed, work, lines.append):
+                families.append(family)
         if "history" in wanted:
             repos, notes = find_repositories(args.repos_dir)
             lines += notes

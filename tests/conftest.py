@@ -18,6 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 from aider_lsp import aider_env
+from aider_lsp.app import Application
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import write_calc_project
 
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
@@ -67,6 +69,16 @@ def make_client() -> AiderTestClient:
 def calc_project(tmp_path: Path) -> Path:
     """The calc project whose multiply test fails (the workflow tests' project)."""
     return write_calc_project(tmp_path)
+
+
+@pytest.fixture
+async def app(calc_project: Path, llm_server: Any) -> AsyncIterator[Application]:
+    """An Application on the calc project, its models the scripted server's (closed after)."""
+    application = scripted_app(calc_project, llm_server.base_url)
+    try:
+        yield application
+    finally:
+        await application.aclose()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import load_settings
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import (
     aider_diff,
     aider_whole,
@@ -36,22 +36,9 @@ ORIGINAL = "def add(a, b):\n    return a + b\n"
 EDITED = "def add(a, b):\n    return a + b + 0  # edited\n"
 
 
-def make_app(workspace: Path, base_url: str, edit_format: str = "whole") -> Application:
-    settings = load_settings(
-        {
-            "baseUrl": base_url,
-            "aiderModel": "openai/scripted-coder",
-            "aiderServer": {"args": ["--edit-format", edit_format]},
-            "timeouts": {"aider": 90},
-        },
-        environ={},
-    )
-    return Application(workspace, settings)
-
-
 @pytest.fixture
 async def app(workspace: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(workspace, llm_server.base_url)
+    application = scripted_app(workspace, llm_server.base_url)
     try:
         yield application
     finally:
@@ -99,7 +86,7 @@ async def test_diff_format_edit_applies_search_replace(workspace: Path, llm_serv
         is_aider_diff_format,
         aider_diff([("pkg/calc.py", "    return a + b\n", "    return b + a\n")]),
     )
-    app = make_app(workspace, llm_server.base_url, edit_format="diff")
+    app = scripted_app(workspace, llm_server.base_url, edit_format="diff")
     try:
         result = await app.handle_task_command(
             "aider:automatic", {"prompt": "swap the operands", "file_context": ["pkg/calc.py"]}

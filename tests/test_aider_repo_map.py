@@ -13,6 +13,7 @@ from aider_lsp.aider.launch import repo_map_args
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import aider_whole, any_request, last_user_contains
 from conftest import needs_aider
 
@@ -43,15 +44,7 @@ def git_project(root: Path) -> Path:
 
 
 def make_app(root: Path, base_url: str, **extra: Any) -> Application:
-    options = {
-        "baseUrl": base_url,
-        "aiderModel": "openai/scripted-coder",
-        "aiderServer": {"args": ["--edit-format", "whole"]},
-        "timeouts": {"aider": 90},
-        "secretPatterns": ["config/prod.yaml", USER_SECRET_CODE],
-        **extra,
-    }
-    return Application(root, load_settings(options, environ={}))
+    return scripted_app(root, base_url, secretPatterns=["config/prod.yaml", USER_SECRET_CODE], **extra)
 
 
 async def edit_once(app: Application, llm_server: Any) -> str:

@@ -4,7 +4,6 @@ and a real unittest run on a temp project whose test fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow.orchestrator import progress_phase
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -41,28 +41,6 @@ from conftest import needs_aider
 
 pytestmark = needs_aider
 RETRY_MARK = "I ran this command:"  # how Aider's own loop (and ours) sends a failing test's output
-
-
-def make_app(root: Path, base_url: str, **extra: Any) -> Application:
-    options = {
-        "model": "openai:scripted-planner",
-        "baseUrl": base_url,
-        "apiKey": "test-key",
-        "aiderModel": "openai/scripted-coder",
-        "aiderServer": {"args": ["--edit-format", "whole"]},
-        "timeouts": {"aider": 90, "test": 60},
-        **extra,
-    }
-    return Application(root, load_settings(options, environ={}))
-
-
-@pytest.fixture
-async def app(calc_project: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(calc_project, llm_server.base_url)
-    try:
-        yield application
-    finally:
-        await application.aclose()
 
 
 class Recorder:
@@ -246,7 +224,7 @@ async def test_a_second_run_is_refused_while_one_runs(
 async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: Path, llm_server: Any) -> None:
     """The budget counts Aider's own calls with the planner's: plan 110 + Aider's edit 400
     tokens pass 500, so the run stops before its next call (no analysis, no second edit)."""
-    app = make_app(calc_project, llm_server.base_url, budget={"maxTokens": 500})
+    app = scripted_app(calc_project, llm_server.base_url, budget={"maxTokens": 500})
     plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
     edit = replace(
         aider_whole({"calc.py": HALF_FIXED}), usage={"prompt_tokens": 300, "completion_tokens": 100}
@@ -290,7 +268,7 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
 
 
 async def test_the_planners_usage_alone_stops_the_run_too(calc_project: Path, llm_server: Any) -> None:
-    app = make_app(calc_project, llm_server.base_url, budget={"maxTokens": 100})
+    app = scripted_app(calc_project, llm_server.base_url, budget={"maxTokens": 100})
     plan = json_output(PLAN, usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
     llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))

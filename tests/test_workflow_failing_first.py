@@ -13,10 +13,10 @@ import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole
 from conftest import needs_aider
-from test_workflow import make_app
 
 pytestmark = needs_aider
 
@@ -65,7 +65,7 @@ def suite_runs(result: Any) -> list[list[tuple[str, list[str], int | None]]]:
 
 @pytest.fixture
 async def app(project: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(project, llm_server.base_url)
+    application = scripted_app(project, llm_server.base_url)
     try:
         yield application
     finally:
@@ -97,7 +97,7 @@ async def test_the_failing_tests_run_first_and_only_the_whole_suite_ends_the_run
 async def test_failing_tests_first_off_runs_the_whole_suite_every_time(
     project: Path, llm_server: Any
 ) -> None:
-    app = make_app(project, llm_server.base_url, failingTestsFirst=False)
+    app = scripted_app(project, llm_server.base_url, failingTestsFirst=False)
     script_edits(llm_server, NO_FIX, FIXED)
     try:
         result = await run_workflow(app)

@@ -9,7 +9,6 @@ import asyncio
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
+from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -40,19 +40,9 @@ from aider_lsp_testing.llm_server import (
     text,
 )
 from conftest import needs_aider
-from test_workflow import make_app
 
 pytestmark = needs_aider
 RETRY_MARK = "I ran this command:"
-
-
-@pytest.fixture
-async def app(calc_project: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(calc_project, llm_server.base_url)
-    try:
-        yield application
-    finally:
-        await application.aclose()
 
 
 def calls(llm_server: Any) -> list[str]:
@@ -116,7 +106,7 @@ async def test_green_tests_end_the_run_without_an_analysis_call(
 async def test_analyse_green_tests_asks_the_analysis_which_may_go_on(
     calc_project: Path, llm_server: Any
 ) -> None:
-    app = make_app(calc_project, llm_server.base_url, analyseGreenTests=True)
+    app = scripted_app(calc_project, llm_server.base_url, analyseGreenTests=True)
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     goes_on = {
         "verdict": "RETRY",

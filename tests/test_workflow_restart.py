@@ -7,11 +7,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
@@ -27,7 +24,6 @@ from aider_lsp_testing.llm_server import (
     last_user_message,
 )
 from conftest import needs_aider
-from test_workflow import make_app
 
 pytestmark = needs_aider
 RETRY_MARK = "I ran this command:"
@@ -48,15 +44,6 @@ if not os.path.exists(marker):
             os.kill(int(pid), signal.SIGKILL)
 sys.exit(subprocess.call([sys.executable, "-m", "unittest"]))
 """
-
-
-@pytest.fixture
-async def app(calc_project: Path, llm_server: Any) -> AsyncIterator[Application]:
-    application = make_app(calc_project, llm_server.base_url)
-    try:
-        yield application
-    finally:
-        await application.aclose()
 
 
 async def test_a_chat_the_restarted_server_forgot_is_started_again_with_the_instructions(
