@@ -104,6 +104,7 @@ FILE_TERM_MIN_FILES = 200
 FILE_TERM_MAX_FILES = 5000
 MAX_QUERY_TERMS = 48
 MAX_PHRASES = 8
+NEAR_WORDS = 2  # a phrase's words also count when at most this many words stand between them
 FILE_CANDIDATES = 50
 UNIT_CANDIDATES = 100
 
@@ -208,14 +209,19 @@ def term_tokens(terms: QueryTerms) -> list[str]:
 def fts_expression(
     terms: QueryTerms, skip: frozenset[str] = frozenset(), phrase_skip: frozenset[str] = frozenset()
 ) -> str:
-    """`"w1" OR "w2" OR "w1 w2" …`: words, parts and phrases quoted (no FTS5 syntax leaks in).
+    """`"w1" OR "w2" OR "w1 w2" OR NEAR("w1" "w2", 2) …`: words, parts and phrases quoted (no
+    FTS5 syntax leaks in). Each phrase is also searched with its words near each other: a
+    description missing some words ("return number items" for "return the number of the
+    items") still finds where they stand together (word-dropped docstring queries on
+    repositories other than the stdlib: recall@1 0.766 → 0.791, bench/context.py docstrings).
 
     Tokens in `skip` (see `frequent_tokens`) are left out, and the phrases made only of words
     in `phrase_skip` (at 100,000 files a phrase of two words in thousands of files each cost a
     query as much as the words themselves; smaller workspaces keep every phrase)."""
     tokens = [token for token in term_tokens(terms) if token not in skip]
     phrases = [phrase for phrase in terms.phrases if not phrase_skip.issuperset(phrase.split())]
-    return " OR ".join(quoted(token) for token in [*tokens, *phrases])
+    near = [f"NEAR({' '.join(quoted(word) for word in phrase.split())}, {NEAR_WORDS})" for phrase in phrases]
+    return " OR ".join([*(quoted(token) for token in [*tokens, *phrases]), *near])
 
 
 def common_share(files: int) -> float:
