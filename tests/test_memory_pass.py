@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +139,49 @@ def test_the_server_sees_counts_and_term_shares_written_by_another_process(tmp_p
     finally:
         server.close()
         child.close()
+
+
+def test_the_child_stops_when_its_server_asks() -> None:
+    flag = pass_module.stop_flag(multiprocessing.get_context("spawn"))
+    stop = threading.Event()
+    watcher = threading.Thread(target=pass_module._watch_parent, args=(os.getppid(), stop, flag), daemon=True)
+    watcher.start()
+    flag.value = True
+    watcher.join(5)
+    assert stop.is_set()
+
+
+def _sleep_on(flag: Any) -> None:
+    """A child watching the stop flag, as the pass's child does, until it is killed."""
+    pass_module._watch_parent(os.getppid(), threading.Event(), flag)
+
+
+def test_a_stop_request_never_waits_for_a_child_that_died_watching_it() -> None:
+    """The server's shutdown hung forever: a multiprocessing Event's set() waits for every
+    process sleeping on it, and a child killed inside wait() never wakes."""
+    context = multiprocessing.get_context("spawn")
+    flag = pass_module.stop_flag(context)
+    child = context.Process(target=_sleep_on, args=(flag,))
+    child.start()
+    time.sleep(1.0)  # the child is inside its wait
+    assert child.is_alive()
+    child.kill()
+    child.join(5)
+    receiving, sending = context.Pipe(duplex=False)
+    sending.close()
+    stop = threading.Event()
+    stop.set()
+    outcome: list[BaseException] = []
+
+    def relay() -> None:
+        try:
+            pass_module._receive(receiving, stop, flag, lambda *progress: None)
+        except RuntimeError as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=relay, daemon=True)
+    waiter.start()
+    waiter.join(10)
+    assert not waiter.is_alive(), "asking a dead child to stop hung"
+    assert outcome and "without an answer" in str(outcome[0])
+    assert flag.value

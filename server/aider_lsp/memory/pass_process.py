@@ -10,10 +10,16 @@ connection sees each committed batch, as WAL lets a reader do while another proc
 
 The child stops between batches when asked (`stop`), and on its own when the server that
 started it is gone. Progress arrives as messages: (message, percentage, done, total).
+
+The stop request crosses the process boundary as a lock-free shared byte, never as a
+`multiprocessing.Event`: setting such an event waits for every process sleeping on it to
+wake, and a child whose thread died inside `wait()` (the process exiting) never does, so
+the server's shutdown hung forever on a child that had already finished.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -30,7 +36,7 @@ from .index import IndexStore
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2  # how often the waiting thread looks at its stop event
-PARENT_CHECK_S = 1.0
+PARENT_CHECK_S = 0.2  # how often the child looks at the stop flag and its server
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def index_in_child(spec: PassSpec, stop: threading.Event, on_progress: Progress)
     Raises RuntimeError when the child could not start or died without an answer."""
     context = multiprocessing.get_context("spawn")
     receiving, sending = context.Pipe(duplex=False)
-    child_stop = context.Event()
+    child_stop = stop_flag(context)
     process = context.Process(
         target=_child_main, args=(spec, sending, child_stop, os.getpid()), name="aider-lsp-index"
     )
@@ -79,13 +85,18 @@ def index_in_child(spec: PassSpec, stop: threading.Event, on_progress: Progress)
             process.join(5)
 
 
+def stop_flag(context: Any) -> Any:
+    """The shared stop request: a byte without a lock, so setting it never waits on the child."""
+    return context.RawValue(ctypes.c_bool, False)
+
+
 def _receive(
     receiving: Connection, stop: threading.Event, child_stop: Any, on_progress: Progress
 ) -> indexer_module.IndexStats:
     """Relay progress until the child's answer; forward a stop request to it."""
     while True:
         if stop.is_set():
-            child_stop.set()
+            child_stop.value = True
         if not receiving.poll(POLL_S):
             continue
         try:
@@ -102,10 +113,13 @@ def _receive(
             raise RuntimeError(f"the indexing process failed: {message[1]}")
 
 
-def _child_main(spec: PassSpec, sending: Connection, stop: Any, parent: int) -> None:
+def _child_main(spec: PassSpec, sending: Connection, requested: Any, parent: int) -> None:
     """The child: one `index_all` on its own connection; stops if the server goes away."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    threading.Thread(target=_watch_parent, args=(parent, stop), daemon=True).start()
+    stop = threading.Event()
+    if requested.value:  # asked before the child was up: stop at the first batch
+        stop.set()
+    threading.Thread(target=_watch_parent, args=(parent, stop, requested), daemon=True).start()
     files = FileAccessManager(
         spec.root, max_file_bytes=spec.max_file_bytes, secret_patterns=spec.secret_patterns
     )
@@ -128,8 +142,8 @@ def _child_main(spec: PassSpec, sending: Connection, stop: Any, parent: int) -> 
         sending.close()
 
 
-def _watch_parent(parent: int, stop: Any) -> None:
-    """Stop the pass when the server that started it has exited (it was not asked to)."""
+def _watch_parent(parent: int, stop: threading.Event, requested: Any = None) -> None:
+    """Stop the pass when the server asks (`requested`, a shared flag) or has exited."""
     while not stop.wait(PARENT_CHECK_S):
-        if os.getppid() != parent:
+        if os.getppid() != parent or (requested is not None and requested.value):
             stop.set()
