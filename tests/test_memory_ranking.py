@@ -427,3 +427,36 @@ def test_a_large_workspace_still_finds_the_file_holding_a_phrase_of_a_frequent_w
         assert 'NEAR("token" "bucket", 2)' in asked[0]
     finally:
         memory.close()
+
+
+def test_the_history_text_leaves_out_frequent_words_in_a_large_workspace_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conversation's history is searched with every word in a small workspace; in a
+    large one (here in miniature: more than 20 files) without the words in most files, as the
+    definitions are (a few sentences of history scored most of 100,000 files)."""
+    root = tmp_path / "big"
+    for number in range(240):
+        handler = f'def handler_{number}(request):\n    """Answer request {number} at once."""\n'
+        _write(root, f"pkg/m{number}.py", handler + RETURN)
+    _write(root, "pkg/throttle.py", 'def throttle(request):\n    """Throttle request rate."""\n' + RETURN)
+    memory = _indexed(root)
+    asked: list[tuple[str, list[rank.SearchRow]]] = []
+    search = index_module.IndexStore.search
+
+    def spy(store: index_module.IndexStore, fts_query: str, limit: int) -> list[rank.SearchRow]:
+        asked.append((fts_query, search(store, fts_query, limit)))
+        return asked[-1][1]
+
+    monkeypatch.setattr(index_module.IndexStore, "search", spy)
+    request = ContextGenerationInput(query="handler", history="we throttle each request")
+    try:
+        memory.search(request)
+        assert '"request"' in asked[-1][0]  # the history's search, small workspace: every word
+        monkeypatch.setattr(rank, "FILE_TERM_MAX_FILES", 20)
+        memory.search(request)
+        history_query, history_rows = asked[-1]
+        assert '"request"' not in history_query and '"throttle"' in history_query
+        assert history_rows[0].path == "pkg/throttle.py"
+    finally:
+        memory.close()
