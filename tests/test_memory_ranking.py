@@ -381,3 +381,85 @@ def test_phrases_of_left_out_words_only_are_left_out_too() -> None:
     assert '"flag value"' in rank.fts_expression(
         terms, frozenset({"flag", "value"})
     )  # phrases kept by default
+
+
+def test_a_phrase_with_a_left_out_word_keeps_its_exact_form_but_not_its_near() -> None:
+    """FTS5 scores a NEAR group as its words, reading each word's whole doclist at every
+    query: with a word left out as frequent, only the exact phrase is searched. Without
+    left-out words (every workspace under 5,000 files) every phrase keeps its NEAR."""
+    terms = rank.parse_query("Parse flag value")
+    every = rank.fts_expression(terms)
+    assert 'NEAR("parse" "flag", 2)' in every and 'NEAR("flag" "value", 2)' in every
+    fewer = rank.fts_expression(terms, frozenset({"Parse"}), frozenset({"Parse"}))
+    assert '"parse flag"' in fewer and 'NEAR("parse" "flag", 2)' not in fewer  # as typed or not
+    assert '"flag value"' in fewer and 'NEAR("flag" "value", 2)' in fewer
+    assert '"Parse"' not in fewer
+
+
+RETURN = "    return request\n"
+
+
+def test_a_large_workspace_still_finds_the_file_holding_a_phrase_of_a_frequent_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large workspace in miniature (a word in more than 20 files counts as frequent): the
+    definitions are searched without the NEAR of "throttle request", the exact phrase still
+    puts the file that holds it first."""
+    monkeypatch.setattr(rank, "FILE_TERM_MAX_FILES", 20)
+    root = tmp_path / "big"
+    for number in range(240):
+        handler = f'def handler_{number}(request):\n    """Answer request {number} at once."""\n'
+        _write(root, f"pkg/m{number}.py", handler + RETURN)
+    throttle = 'def throttle(request):\n    """Throttle request rate by token bucket."""\n'
+    _write(root, "pkg/throttle.py", throttle + RETURN)
+    bucket = 'def refill(request):\n    """Refill the token bucket, then throttle the rest."""\n'
+    _write(root, "pkg/bucket.py", bucket + RETURN)
+    memory = _indexed(root)
+    asked: list[str] = []
+    search_units = index_module.IndexStore.search_units
+
+    def spy(store: index_module.IndexStore, fts_query: str, limit: int) -> list[index_module.UnitHit]:
+        asked.append(fts_query)
+        return search_units(store, fts_query, limit)
+
+    monkeypatch.setattr(index_module.IndexStore, "search_units", spy)
+    try:
+        found = _paths(memory, "Throttle request rate by token bucket")
+        assert found[:2] == ["pkg/throttle.py", "pkg/bucket.py"]
+        assert '"throttle request"' in asked[0] and 'NEAR("throttle" "request", 2)' not in asked[0]
+        assert 'NEAR("token" "bucket", 2)' in asked[0]
+    finally:
+        memory.close()
+
+
+def test_the_history_text_leaves_out_frequent_words_in_a_large_workspace_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conversation's history is searched with every word in a small workspace; in a
+    large one (here in miniature: more than 20 files) without the words in most files, as the
+    definitions are (a few sentences of history scored most of 100,000 files)."""
+    root = tmp_path / "big"
+    for number in range(240):
+        handler = f'def handler_{number}(request):\n    """Answer request {number} at once."""\n'
+        _write(root, f"pkg/m{number}.py", handler + RETURN)
+    _write(root, "pkg/throttle.py", 'def throttle(request):\n    """Throttle request rate."""\n' + RETURN)
+    memory = _indexed(root)
+    asked: list[tuple[str, list[rank.SearchRow]]] = []
+    search = index_module.IndexStore.search
+
+    def spy(store: index_module.IndexStore, fts_query: str, limit: int) -> list[rank.SearchRow]:
+        asked.append((fts_query, search(store, fts_query, limit)))
+        return asked[-1][1]
+
+    monkeypatch.setattr(index_module.IndexStore, "search", spy)
+    request = ContextGenerationInput(query="handler", history="we throttle each request")
+    try:
+        memory.search(request)
+        assert '"request"' in asked[-1][0]  # the history's search, small workspace: every word
+        monkeypatch.setattr(rank, "FILE_TERM_MAX_FILES", 20)
+        memory.search(request)
+        history_query, history_rows = asked[-1]
+        assert '"request"' not in history_query and '"throttle"' in history_query
+        assert history_rows[0].path == "pkg/throttle.py"
+    finally:
+        memory.close()
