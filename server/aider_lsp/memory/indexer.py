@@ -24,6 +24,7 @@ from pathlib import Path
 from ..files import AccessDenied, FileAccessManager
 from ..models import ProgressCallback
 from . import pass_process, reader
+from .history import GitHistory, HistoryIndex
 from .ignore import Candidate, IgnoreRules
 from .index import IndexStore
 
@@ -101,6 +102,7 @@ class Indexer:
         self._task: asyncio.Task[IndexStats] | None = None
         self._rescan = False
         self.progress = IndexProgress()
+        self.history = HistoryIndex(GitHistory(files.root))
 
     # -- the ignore rules --------------------------------------------------------------------
     @property
@@ -214,6 +216,7 @@ class Indexer:
         if not self._stop.is_set():
             self.progress.completed_once = True
             store.set_meta("last_full_index", str(time.time()))
+            self.history.refresh(store)
         report(f"Indexed {stats.scanned} files ({stats.read} read)", 100)
         _log_pass(stats, store.location)
         return stats
@@ -375,6 +378,7 @@ class Indexer:
         answer = store.recovering(apply, after_rebuild=lambda _exc: self.index_all(), when_busy=busy)
         if answer is not None:
             return answer
+        self._follow_head(store)
         stats.scanned = len(pending)
         stats.seconds = time.perf_counter() - started
         if gitignore_changed:
@@ -390,10 +394,21 @@ class Indexer:
         if any(_is_gitignore(rel) for rel in rels):
             return self.update_paths(rels)
         store = self._store()
-        return store.recovering(
+        stats = store.recovering(
             lambda: IndexStats(removed=len(store.remove_many(rels))),
             after_rebuild=lambda _exc: self.index_all(),
             when_busy=lambda exc: IndexStats(skipped=[f"index busy: {exc}"]),
+        )
+        self._follow_head(store)
+        return stats
+
+    def _follow_head(self, store: IndexStore) -> None:
+        """Read the new commits when HEAD moved (a commit, checkout or pull shows up as
+        changed files, `.git/HEAD` among them); a stat or two when it did not."""
+        store.recovering(
+            lambda: self.history.refresh_if_moved(store),
+            after_rebuild=lambda _exc: 0,
+            when_busy=lambda _exc: 0,
         )
 
 

@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from .extract import split_identifier, subject_name
+from .history import ChangedFile
 from .index import SearchRow, UnitHit
 
 TEXT_WEIGHT = 0.65
@@ -39,6 +40,8 @@ LINKED_TESTS = 15  # the tests among this many best file matches lend to the cod
 TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
+# Past commits whose messages match the query lend to the files they changed (history.py).
+CHANGES_WEIGHT = 0.5
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
@@ -277,6 +280,8 @@ class Scored:
     path: float = 0.0
     identifier: float = 0.0
     history: float = 0.0
+    changes: float = 0.0  # past commits matching the query changed this file (history.py)
+    changed_in: str = ""  # the best of those commits, `sha subject`
     target: bool = False
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
@@ -302,7 +307,7 @@ class Scored:
     def total(self) -> float:
         content = max(self.content, TESTED_CODE_SHARE * self.test_content)
         return (
-            self.prior * content
+            self.prior * (content + CHANGES_WEIGHT * self.changes)
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
@@ -393,13 +398,16 @@ def score(
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
     open_files: Iterable[str] = (),
+    changed: dict[str, ChangedFile] | None = None,
 ) -> list[Scored]:
-    """Combine text, definition, path, identifier, history and editor signals; best first."""
+    """Combine text, definition, path, identifier, history, past-commit and editor signals;
+    best first."""
     text = relative_text_scores(rows)
     units, units_by_file = unit_scores(unit_hits or [])
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
     opened = set(open_files)
+    changes = changed or {}
     by_path: dict[str, Scored] = {}
     candidates = [
         *rows,
@@ -407,6 +415,7 @@ def score(
         *(tested_rows or {}).values(),  # code that a matching test tests
         *(history_rows or []),
         *targets.values(),
+        *(change.row for change in changes.values()),  # files past commits like this changed
     ]
     for row in candidates:
         if row.path in by_path:
@@ -418,6 +427,8 @@ def score(
             path=path_score(terms, row.path),
             identifier=identifier_score(terms, row),
             history=history.get(row.path, 0.0),
+            changes=changes[row.path].score if row.path in changes else 0.0,
+            changed_in=changes[row.path].commit if row.path in changes else "",
             target=row.path in targets,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),

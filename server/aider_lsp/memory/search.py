@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import AssociativeMatchResult, ContextGenerationInput, MatchItem
-from . import rank
+from . import history, rank
 from .explain import match_item
 from .extract import detect_language, file_kind, subject_name
 from .index import IndexStore
@@ -61,6 +61,7 @@ class Searcher:
             history_rows=self._history_rows(store, request.history, limit),
             target_rows=self._target_rows(store, request.target_files),
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
+            changed=self._changed(store, terms),
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
@@ -98,6 +99,13 @@ class Searcher:
         if history_terms.empty:
             return []
         return store.search(rank.fts_expression(history_terms), limit)
+
+    @staticmethod
+    def _changed(store: IndexStore, terms: rank.QueryTerms) -> dict[str, history.ChangedFile]:
+        """The indexed files that past commits like this query changed (history.py)."""
+        if terms.empty:
+            return {}
+        return history.changed_files(store, rank.fts_expression(terms))
 
     def _target_rows(self, store: IndexStore, targets: list[str]) -> dict[str, rank.SearchRow]:
         """Named files: their index rows, or a stub when they exist but are not indexed."""
