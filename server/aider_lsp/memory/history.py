@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .index import IndexStore, SearchRow
@@ -37,6 +37,8 @@ MAX_COMMITS = 5000  # the history read: the last this many commits reachable fro
 MAX_FILES_PER_COMMIT = 100  # larger commits (reformatting, vendoring, renames) say nothing
 MAX_BODY_CHARS = 2000
 SEARCHED_COMMITS = 40  # the best matching commits that lend to their files
+FILES_EXPONENT = 0.5  # a commit's score is shared among its files: divided by count ** this
+HALF_LIFE = 0  # commits: a commit this many commits old lends half as much (0: no decay)
 GIT_TIMEOUT_S = 120
 HEAD_META = "history_head"
 _TRAILER = re.compile(r"^\s*[\w-]+-by:|^\s*Change-Id:", re.I | re.M)
@@ -49,7 +51,8 @@ class Commit:
     sha: str
     subject: str
     body: str
-    files: list[str]  # workspace-relative
+    files: list[str]  # workspace-relative, as the commit left them (deleted files left out)
+    renames: list[tuple[str, str]] = field(default_factory=list)  # (old, new)
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,9 @@ class GitHistory:
         out = self._git(
             "log",
             "--no-merges",
-            "--no-renames",
+            "--find-renames",
             "--relative",
-            "--name-only",
+            "--name-status",
             "-z",
             f"--max-count={self.max_commits}",
             "--format=%x01%H%x02%s%x02%b%x03",
@@ -158,7 +161,8 @@ class GitHistory:
 
 
 def parse_log(out: str) -> list[Commit]:
-    """`git log -z --name-only --format=%x01%H%x02%s%x02%b%x03` → commits with their files."""
+    """`git log -z --name-status --format=%x01%H%x02%s%x02%b%x03` → commits with their files
+    and renames."""
     commits: list[Commit] = []
     for block in out.split("\x01")[1:]:
         message, _, names = block.partition("\x03")
@@ -166,11 +170,47 @@ def parse_log(out: str) -> list[Commit]:
         if len(fields) != 3:
             continue
         sha, subject, body = fields
-        files = [name.strip("\n") for name in names.split("\0") if name.strip("\n")]
+        files, renames = _changes([token.strip("\n") for token in names.split("\0")])
         if files and len(files) <= MAX_FILES_PER_COMMIT:
             body = _TRAILER.sub(" ", body)[:MAX_BODY_CHARS]
-            commits.append(Commit(sha.strip(), subject.strip(), body.strip(), files))
+            commits.append(Commit(sha.strip(), subject.strip(), body.strip(), files, renames))
     return commits
+
+
+def _changes(tokens: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """`M, path, R100, old, new, …` → (the paths as the commit left them, (old, new) renames)."""
+    files: list[str] = []
+    renames: list[tuple[str, str]] = []
+    position = 0
+    while position < len(tokens):
+        status = tokens[position]
+        if not status:
+            position += 1
+            continue
+        if status[0] in "RC" and position + 2 < len(tokens):
+            old, new = tokens[position + 1], tokens[position + 2]
+            files.append(new)
+            if status[0] == "R":
+                renames.append((old, new))
+            position += 3
+        else:
+            if position + 1 < len(tokens) and status[0] != "D":
+                files.append(tokens[position + 1])
+            position += 2
+    return files, renames
+
+
+def follow_renames(commits: list[Commit]) -> list[Commit]:
+    """Commits (newest first) with each file under the name it has at the newest: a change to
+    `marshmallow/__init__.py` before the move to `src/` counts for `src/marshmallow/__init__.py`."""
+    current: dict[str, str] = {}  # old name → name at the newest commit
+    followed: list[Commit] = []
+    for commit in commits:
+        files = list(dict.fromkeys(current.get(path, path) for path in commit.files))
+        followed.append(Commit(commit.sha, commit.subject, commit.body, files, commit.renames))
+        for old, new in commit.renames:
+            current[old] = current.get(new, new)
+    return followed
 
 
 class HistoryIndex:
@@ -198,17 +238,27 @@ class HistoryIndex:
         if stored == head:
             self._seen_stamp = stamp
             return 0
-        count = store.commit_count()
-        grown = count > self.git.max_commits * 1.25
-        if stored and not grown and self.git.descends(stored, head):
-            commits = self.git.commits(head, since=stored)
+        commits = self._new_commits(store, stored, head)
+        if commits is not None:
             store.add_commits(_rows(commits), head, replace=False)
         else:
-            commits = self.git.commits(head)
+            commits = follow_renames(self.git.commits(head))
             store.add_commits(_rows(commits), head, replace=True)
         self._seen_stamp = stamp
         log.info("workspace history: %d commits read up to %s", len(commits), head[:12])
         return len(commits)
+
+
+    def _new_commits(self, store: IndexStore, stored: str | None, head: str) -> list[Commit] | None:
+        """The commits since the stored HEAD, or None when the history must be read again: HEAD
+        does not descend from it, the stored history outgrew its bound, or a new commit
+        renamed files (the older commits then name them by their old names)."""
+        if not stored or store.commit_count() > self.git.max_commits * 1.25:
+            return None
+        if not self.git.descends(stored, head):
+            return None
+        commits = self.git.commits(head, since=stored)
+        return None if any(commit.renames for commit in commits) else commits
 
 
 def _rows(commits: list[Commit]) -> list[tuple[str, str, str, str]]:
@@ -216,20 +266,20 @@ def _rows(commits: list[Commit]) -> list[tuple[str, str, str, str]]:
     return [(c.sha, c.subject, c.body, "\n".join(c.files)) for c in reversed(commits)]
 
 
-def changed_files(
-    store: IndexStore, fts_query: str, limit: int = SEARCHED_COMMITS
-) -> dict[str, ChangedFile]:
+def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
     """Files that the commits best matching `fts_query` changed and that are indexed now."""
-    hits = store.search_commits(fts_query, limit)
+    hits = store.search_commits(fts_query, SEARCHED_COMMITS)
     if not hits:
         return {}
-    best = min(score for _, _, _, score in hits)
+    best = min(hit[3] for hit in hits)
     if best >= 0:
         return {}
     lent: dict[str, tuple[float, str]] = {}
-    for sha, subject, files, score in hits:
+    for sha, subject, files, score, age in hits:
         paths = files.split("\n")
-        share = (score / best) / len(paths) ** 0.5
+        share = (score / best) / len(paths) ** FILES_EXPONENT
+        if HALF_LIFE:
+            share *= 0.5 ** (age / HALF_LIFE)
         for path in paths:
             total, why = lent.get(path, (0.0, ""))
             lent[path] = (total + share, why or f"{sha[:10]} {subject}")
