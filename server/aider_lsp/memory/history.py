@@ -37,7 +37,7 @@ MAX_COMMITS = 5000  # the history read: the last this many commits reachable fro
 MAX_FILES_PER_COMMIT = 100  # larger commits (reformatting, vendoring, renames) say nothing
 MAX_BODY_CHARS = 2000
 SEARCHED_COMMITS = 40  # the best matching commits that lend to their files
-FILES_EXPONENT = 0.5  # a commit's score is shared among its files: divided by count ** this
+FILES_EXPONENT = 0.25  # a commit's score is shared among its files: divided by count ** this
 HALF_LIFE = 0  # commits: a commit this many commits old lends half as much (0: no decay)
 GIT_TIMEOUT_S = 120
 HEAD_META = "history_head"
@@ -288,3 +288,21 @@ def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
     if top <= 0:
         return {}
     return {path: ChangedFile(row, lent[path][0] / top, lent[path][1]) for path, row in rows.items()}
+
+
+RECENT_COMMITS = 100
+RECENT_HALF_LIFE = 30.0
+RECENT_AS_CANDIDATES = False
+
+
+def recent_files(store: IndexStore) -> dict[str, float]:
+    """Files the newest commits changed (0..1, the most recently and often changed 1): work in
+    progress tends to go on where it was."""
+    scores: dict[str, float] = {}
+    for age, files in enumerate(store.recent_commits(RECENT_COMMITS)):
+        paths = files.split("\n")
+        weight = 0.5 ** (age / RECENT_HALF_LIFE) / len(paths) ** FILES_EXPONENT
+        for path in paths:
+            scores[path] = scores.get(path, 0.0) + weight
+    top = max(scores.values(), default=0.0)
+    return {path: value / top for path, value in scores.items()} if top > 0 else {}

@@ -662,6 +662,12 @@ class IndexStore:
             )
             _put_meta(conn, "history_head", head)
 
+    def recent_commits(self, count: int) -> list[str]:
+        """The files of the newest `count` commits (newline-joined), newest first."""
+        with self._lock:
+            rows = self.open().execute("SELECT files FROM commits ORDER BY id DESC LIMIT ?", (count,))
+            return [files for (files,) in rows.fetchall()]
+
     def search_commits(self, fts_query: str, limit: int) -> list[tuple[str, str, str, float, int]]:
         """The best `limit` commits for an FTS5 expression: (sha, subject, files, bm25, age),
         the age counted in commits (0 for the newest stored)."""

@@ -42,6 +42,7 @@ OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
 # Past commits whose messages match the query lend to the files they changed (history.py).
 CHANGES_WEIGHT = 0.5
+RECENT_WEIGHT = 0.1
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
@@ -282,6 +283,7 @@ class Scored:
     history: float = 0.0
     changes: float = 0.0  # past commits matching the query changed this file (history.py)
     changed_in: str = ""  # the best of those commits, `sha subject`
+    recent: float = 0.0
     target: bool = False
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
@@ -307,7 +309,7 @@ class Scored:
     def total(self) -> float:
         content = max(self.content, TESTED_CODE_SHARE * self.test_content)
         return (
-            self.prior * (content + CHANGES_WEIGHT * self.changes)
+            self.prior * (content + CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent)
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
@@ -399,6 +401,8 @@ def score(
     target_rows: dict[str, SearchRow] | None = None,
     open_files: Iterable[str] = (),
     changed: dict[str, ChangedFile] | None = None,
+    recent: dict[str, float] | None = None,
+    recent_rows: dict[str, SearchRow] | None = None,
 ) -> list[Scored]:
     """Combine text, definition, path, identifier, history, past-commit and editor signals;
     best first."""
@@ -416,6 +420,7 @@ def score(
         *(history_rows or []),
         *targets.values(),
         *(change.row for change in changes.values()),  # files past commits like this changed
+        *(recent_rows or {}).values(),
     ]
     for row in candidates:
         if row.path in by_path:
@@ -429,6 +434,7 @@ def score(
             history=history.get(row.path, 0.0),
             changes=changes[row.path].score if row.path in changes else 0.0,
             changed_in=changes[row.path].commit if row.path in changes else "",
+            recent=(recent or {}).get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),
