@@ -38,7 +38,6 @@ MAX_FILES_PER_COMMIT = 100  # larger commits (reformatting, vendoring, renames) 
 MAX_BODY_CHARS = 2000
 SEARCHED_COMMITS = 40  # the best matching commits that lend to their files
 FILES_EXPONENT = 0.25  # a commit's score is shared among its files: divided by count ** this
-HALF_LIFE = 0  # commits: a commit this many commits old lends half as much (0: no decay)
 GIT_TIMEOUT_S = 120
 HEAD_META = "history_head"
 _TRAILER = re.compile(r"^\s*[\w-]+-by:|^\s*Change-Id:", re.I | re.M)
@@ -248,7 +247,6 @@ class HistoryIndex:
         log.info("workspace history: %d commits read up to %s", len(commits), head[:12])
         return len(commits)
 
-
     def _new_commits(self, store: IndexStore, stored: str | None, head: str) -> list[Commit] | None:
         """The commits since the stored HEAD, or None when the history must be read again: HEAD
         does not descend from it, the stored history outgrew its bound, or a new commit
@@ -275,11 +273,9 @@ def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
     if best >= 0:
         return {}
     lent: dict[str, tuple[float, str]] = {}
-    for sha, subject, files, score, age in hits:
+    for sha, subject, files, score in hits:
         paths = files.split("\n")
         share = (score / best) / len(paths) ** FILES_EXPONENT
-        if HALF_LIFE:
-            share *= 0.5 ** (age / HALF_LIFE)
         for path in paths:
             total, why = lent.get(path, (0.0, ""))
             lent[path] = (total + share, why or f"{sha[:10]} {subject}")
@@ -290,9 +286,8 @@ def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
     return {path: ChangedFile(row, lent[path][0] / top, lent[path][1]) for path, row in rows.items()}
 
 
-RECENT_COMMITS = 100
-RECENT_HALF_LIFE = 30.0
-RECENT_AS_CANDIDATES = False
+RECENT_COMMITS = 100  # the newest commits that make a file "recently changed"
+RECENT_HALF_LIFE = 30.0  # commits: a file changed this many commits ago counts half
 
 
 def recent_files(store: IndexStore) -> dict[str, float]:

@@ -668,18 +668,22 @@ class IndexStore:
             rows = self.open().execute("SELECT files FROM commits ORDER BY id DESC LIMIT ?", (count,))
             return [files for (files,) in rows.fetchall()]
 
-    def search_commits(self, fts_query: str, limit: int) -> list[tuple[str, str, str, float, int]]:
-        """The best `limit` commits for an FTS5 expression: (sha, subject, files, bm25, age),
-        the age counted in commits (0 for the newest stored)."""
+    def search_commits(self, fts_query: str, limit: int) -> list[tuple[str, str, str, float]]:
+        """The best `limit` commits for an FTS5 expression: (sha, subject, files, bm25), the
+        newest first among equals."""
         weights = ", ".join(map(str, COMMIT_BM25_WEIGHTS))
         with self._lock:
-            return self.open().execute(
-                "SELECT c.sha, c.subject, c.files, s.score, (SELECT max(id) FROM commits) - c.id FROM"
-                f" (SELECT rowid, bm25(commit_fts, {weights}) AS score FROM commit_fts"
-                " WHERE commit_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) AS s"
-                " JOIN commits AS c ON c.id = s.rowid ORDER BY s.score, s.rowid DESC",
-                (fts_query, limit),
-            ).fetchall()
+            return (
+                self.open()
+                .execute(
+                    "SELECT c.sha, c.subject, c.files, s.score FROM"
+                    f" (SELECT rowid, bm25(commit_fts, {weights}) AS score FROM commit_fts"
+                    " WHERE commit_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) AS s"
+                    " JOIN commits AS c ON c.id = s.rowid ORDER BY s.score, s.rowid DESC",
+                    (fts_query, limit),
+                )
+                .fetchall()
+            )
 
 
 def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:

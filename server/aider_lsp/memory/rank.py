@@ -402,7 +402,6 @@ def score(
     open_files: Iterable[str] = (),
     changed: dict[str, ChangedFile] | None = None,
     recent: dict[str, float] | None = None,
-    recent_rows: dict[str, SearchRow] | None = None,
 ) -> list[Scored]:
     """Combine text, definition, path, identifier, history, past-commit and editor signals;
     best first."""
@@ -420,7 +419,6 @@ def score(
         *(history_rows or []),
         *targets.values(),
         *(change.row for change in changes.values()),  # files past commits like this changed
-        *(recent_rows or {}).values(),
     ]
     for row in candidates:
         if row.path in by_path:

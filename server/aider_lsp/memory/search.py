@@ -62,8 +62,7 @@ class Searcher:
             target_rows=self._target_rows(store, request.target_files),
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
             changed=self._changed(store, terms),
-            recent=(recent := history.recent_files(store)),
-            recent_rows=store.lookup(recent) if history.RECENT_AS_CANDIDATES else None,
+            recent=history.recent_files(store),
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
