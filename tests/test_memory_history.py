@@ -121,6 +121,23 @@ def test_without_git_there_is_no_history_and_no_error(
     memory.close()
 
 
+def test_the_setting_turns_the_history_off_and_on(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "ws")
+    settings = [Settings(context_history_commits=0)]
+    memory = MemorySystem(FileAccessManager(root), lambda: settings[0], db_path=tmp_path / "i.sqlite3")
+    memory.index_all()
+    assert memory.store.commit_count() == 0
+    settings[0] = Settings(context_history_commits=2)
+    memory.settings_changed()
+    memory.update_paths_sync([".git/HEAD"])
+    assert memory.store.commit_count() == 2
+    settings[0] = Settings(context_history_commits=0)
+    memory.settings_changed()
+    memory.update_paths_sync([".git/HEAD"])
+    assert memory.store.commit_count() == 0
+    memory.close()
+
+
 def test_the_history_is_bounded(tmp_path: Path) -> None:
     root = _repo(tmp_path / "ws")
     for number in range(6):

@@ -40,6 +40,7 @@ SEARCHED_COMMITS = 40  # the best matching commits that lend to their files
 FILES_EXPONENT = 0.25  # a commit's score is shared among its files: divided by count ** this
 GIT_TIMEOUT_S = 120
 HEAD_META = "history_head"
+LIMIT_META = "history_limit"  # the bound the stored history was read with
 _TRAILER = re.compile(r"^\s*[\w-]+-by:|^\s*Change-Id:", re.I | re.M)
 
 
@@ -218,11 +219,17 @@ class HistoryIndex:
     def __init__(self, git: GitHistory) -> None:
         self.git = git
         self._seen_stamp: tuple[object, ...] | None = None
+        self._looked = False  # whether `refresh` ran since the bound last changed
+
+    def change_limit(self, max_commits: int) -> None:
+        """A new bound (the setting changed): the history is read again at the next look."""
+        if max_commits != self.git.max_commits:
+            self.git.max_commits = max_commits
+            self._looked = False
 
     def refresh_if_moved(self, store: IndexStore) -> int:
         """`refresh` when HEAD moved since the last look (a few stat calls when it did not)."""
-        stamp = self.git.head_stamp()
-        if stamp is None or stamp == self._seen_stamp:
+        if self._looked and self.git.head_stamp() == self._seen_stamp:
             return 0
         return self.refresh(store)
 
@@ -230,20 +237,24 @@ class HistoryIndex:
         """Bring the commits up to HEAD; the number of commits read."""
         stamp = self.git.head_stamp()
         head = self.git.head()
-        if head is None:
-            self._seen_stamp = stamp
+        if head is None:  # not (or no longer) a repository, no git, or history turned off
+            if store.get_meta(HEAD_META):
+                store.add_commits([], "", replace=True)
+            self._seen_stamp, self._looked = stamp, True
             return 0
         stored = store.get_meta(HEAD_META)
-        if stored == head:
-            self._seen_stamp = stamp
+        same_limit = store.get_meta(LIMIT_META) == str(self.git.max_commits)
+        if stored == head and same_limit:
+            self._seen_stamp, self._looked = stamp, True
             return 0
-        commits = self._new_commits(store, stored, head)
+        commits = self._new_commits(store, stored, head) if same_limit else None
         if commits is not None:
             store.add_commits(_rows(commits), head, replace=False)
         else:
             commits = follow_renames(self.git.commits(head))
             store.add_commits(_rows(commits), head, replace=True)
-        self._seen_stamp = stamp
+            store.set_meta(LIMIT_META, str(self.git.max_commits))
+        self._seen_stamp, self._looked = stamp, True
         log.info("workspace history: %d commits read up to %s", len(commits), head[:12])
         return len(commits)
 

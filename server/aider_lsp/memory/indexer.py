@@ -24,7 +24,7 @@ from pathlib import Path
 from ..files import AccessDenied, FileAccessManager
 from ..models import ProgressCallback
 from . import pass_process, reader
-from .history import GitHistory, HistoryIndex
+from .history import MAX_COMMITS, GitHistory, HistoryIndex
 from .ignore import Candidate, IgnoreRules
 from .index import IndexStore
 
@@ -85,11 +85,13 @@ class Indexer:
         max_file_bytes: int,
         in_child: bool = False,
         stop: threading.Event | None = None,
+        history_commits: int = MAX_COMMITS,
     ) -> None:
         """`store` opens the index on first use (the façade decides where it lives).
         `in_child`: the background pass runs in a child process (pass_process.py: the
         server's requests then never wait for its Python work); `stop` is the event a pass
-        checks between batches (a process-shared one in that child)."""
+        checks between batches (a process-shared one in that child). `history_commits`: how many
+        of the latest git commits are read (history.py; 0: none)."""
         self.files = files
         self._store = store
         self._excludes = tuple(excludes)
@@ -102,7 +104,7 @@ class Indexer:
         self._task: asyncio.Task[IndexStats] | None = None
         self._rescan = False
         self.progress = IndexProgress()
-        self.history = HistoryIndex(GitHistory(files.root))
+        self.history = HistoryIndex(GitHistory(files.root, history_commits))
 
     # -- the ignore rules --------------------------------------------------------------------
     @property
@@ -299,7 +301,9 @@ class Indexer:
             return None
         with self._rules_lock:
             excludes, max_file_bytes = self._excludes, self._max_file_bytes
-        return pass_process.PassSpec.of(self.files, str(store.db_path), excludes, max_file_bytes)
+        return pass_process.PassSpec.of(
+            self.files, str(store.db_path), excludes, max_file_bytes, self.history.git.max_commits
+        )
 
     def _relay(self, report: ProgressCallback) -> pass_process.Progress:
         """The child's progress into this process's IndexProgress and the caller's callback."""
