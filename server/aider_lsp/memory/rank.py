@@ -6,8 +6,12 @@ docstring), so that a question about one function finds its file however long th
 Each gives bm25 scores, made relative to its own best hit; per file
 
     content   = 0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier
-    relevance = prior(kind) × max(content, 0.8 × what a matching test of it says)
+    relevance = prior(kind) × (max(content, 0.8 × what a matching test of it says)
+                               + 0.50 × changes + 0.10 × recent)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
+
+`changes`: past commits whose messages match the query changed the file; `recent`: the latest
+commits changed it (history.py; both 0 outside a git repository).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when

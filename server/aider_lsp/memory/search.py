@@ -1,10 +1,12 @@
 """Searcher: a query against the workspace index, answered in milliseconds.
 
 Two FTS5 searches (whole files, and definitions) give the candidates; the code that the best
-matching tests test joins them; the optional history text, the named files and the files open
-in the editor add their boosts; `rank.score` orders them (see rank.py). A file that is now a
-secret or has vanished is left out (a vanished one also leaves the index), and each answer
-says why it ranked (explain.py). Blocking, read-only but for dropping vanished files.
+matching tests test joins them; the files that past commits like the query changed join them
+too (history.py, in a git repository); the optional history text, the named files and the
+files open in the editor add their boosts; `rank.score` orders them (see rank.py). A file
+that is now a secret or has vanished is left out (a vanished one also leaves the index), and
+each answer says why it ranked (explain.py). Blocking, read-only but for dropping vanished
+files.
 """
 
 from __future__ import annotations
