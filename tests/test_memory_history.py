@@ -210,3 +210,15 @@ def test_a_workspace_inside_a_repository_sees_its_own_paths(tmp_path: Path) -> N
     assert _paths(memory, "retry backoff")[0] == "retry.py"
     assert memory.store.commit_count() == 3  # the readme commit touched nothing under app/
     memory.close()
+
+
+def test_new_commits_are_not_added_twice_when_another_process_moved_the_history(tmp_path: Path) -> None:
+    memory = _memory(_repo(tmp_path / "ws"))
+    head = memory.store.get_meta(history_module.HEAD_META)
+    assert head
+    row = [("f" * 40, "later", "", "app/parse.py")]
+    assert memory.store.add_commits(row, "f" * 40, after="0" * 40) is False  # read from a stale head
+    assert memory.store.commit_count() == 3
+    assert memory.store.add_commits(row, "f" * 40, after=head) is True
+    assert memory.store.commit_count() == 4
+    memory.close()

@@ -41,7 +41,7 @@ FILES_EXPONENT = 0.25  # a commit's score is shared among its files: divided by 
 GIT_TIMEOUT_S = 120
 HEAD_META = "history_head"
 LIMIT_META = "history_limit"  # the bound the stored history was read with
-_TRAILER = re.compile(r"^\s*[\w-]+-by:|^\s*Change-Id:", re.I | re.M)
+_TRAILER = re.compile(r"^\s*[\w-]+-by:|^\s*Change-Id:", re.I | re.M)  # trailer keys: in most bodies
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ class HistoryIndex:
         head = self.git.head()
         if head is None:  # not (or no longer) a repository, no git, or history turned off
             if store.get_meta(HEAD_META):
-                store.add_commits([], "", replace=True)
+                store.add_commits([], "")
             self._seen_stamp, self._looked = stamp, True
             return 0
         stored = store.get_meta(HEAD_META)
@@ -249,10 +249,10 @@ class HistoryIndex:
             return 0
         commits = self._new_commits(store, stored, head) if same_limit else None
         if commits is not None:
-            store.add_commits(_rows(commits), head, replace=False)
+            store.add_commits(_rows(commits), head, after=stored)
         else:
             commits = follow_renames(self.git.commits(head))
-            store.add_commits(_rows(commits), head, replace=True)
+            store.add_commits(_rows(commits), head)
             store.set_meta(LIMIT_META, str(self.git.max_commits))
         self._seen_stamp, self._looked = stamp, True
         log.info("workspace history: %d commits read up to %s", len(commits), head[:12])

@@ -643,11 +643,19 @@ class IndexStore:
         with self._lock:
             return int(self.open().execute("SELECT count(*) FROM commits").fetchone()[0])
 
-    def add_commits(self, rows: list[tuple[str, str, str, str]], head: str, *, replace: bool) -> None:
+    def add_commits(
+        self, rows: list[tuple[str, str, str, str]], head: str, *, after: str | None = None
+    ) -> bool:
         """Store (sha, subject, body, files joined by newlines) rows, oldest first, and the
-        HEAD they were read up to; `replace` drops the commits stored before."""
+        HEAD they were read up to: in place of the stored commits, or `after` them when the
+        stored history still ends at `after` (False, nothing written, when another process
+        moved it meanwhile)."""
         with self._writing() as conn:
-            if replace:
+            if after is not None:
+                stored = conn.execute("SELECT value FROM meta WHERE key = 'history_head'").fetchone()
+                if stored is None or stored[0] != after:
+                    return False
+            else:
                 conn.execute("DELETE FROM commits")
                 conn.execute("INSERT INTO commit_fts(commit_fts) VALUES ('delete-all')")
             first = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM commits").fetchone()[0])
@@ -661,6 +669,7 @@ class IndexStore:
                 [(rowid, subject, body) for rowid, _sha, subject, body, _files in numbered],
             )
             _put_meta(conn, "history_head", head)
+        return True
 
     def recent_commits(self, count: int) -> list[str]:
         """The files of the newest `count` commits (newline-joined), newest first."""
