@@ -9,7 +9,11 @@ Families (recall@1/5/10 of the index and of bm25s over whole files, the same fil
   (family "docstrings"): other code than the stdlib, each repository indexed on its own;
 - commit subject: a commit's subject → the non-test source files it modified, asked on the
   commit's parent tree, over real repositories' history (this project's own, plus any under
-  --repos-dir);
+  --repos-dir). The workspace is a git repository whose history ends at that parent, as a
+  user's would be just before making the change: the folder gets its own `.git` (objects
+  borrowed from the clone through `objects/info/alternates`, no refs at all) with a detached
+  HEAD set to the parent at each step, so `git log HEAD` (the index's history signal,
+  memory/history.py) can never see the commit asked about, nor anything after it;
 - changelog entry: the changelog line or fragment a commit added → the non-test source files
   it modified, asked on the parent tree (where the entry does not exist yet).
 
@@ -357,12 +361,17 @@ def history_commits(git_dir: Path, count: int, seed: int) -> list[Commit]:
 
 
 class TreeMirror:
-    """A folder kept equal to one commit's tree, moved commit to commit by its differences."""
+    """A folder kept equal to one commit's tree, moved commit to commit by its differences,
+    and a git repository whose HEAD is that commit: its own `.git` with no refs, the objects
+    borrowed from the clone, so the history it shows ends at the commit checked out."""
 
     def __init__(self, git_dir: Path, folder: Path) -> None:
         self.git_dir = git_dir
         self.folder = folder
         self.blobs: dict[str, str] = {}
+        subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=60)
+        objects = (git_dir / "objects").resolve()
+        (folder / ".git" / "objects" / "info" / "alternates").write_text(f"{objects}\n")
 
     def _tree(self, sha: str) -> dict[str, str]:
         listing = git(self.git_dir, "ls-tree", "-r", "-z", "--full-tree", sha, binary=True)
@@ -403,6 +412,9 @@ class TreeMirror:
                     continue
                 target.write_bytes(data)
         self.blobs = tree
+        subprocess.run(
+            ["git", "-C", str(self.folder), "update-ref", "--no-deref", "HEAD", sha], check=True, timeout=60
+        )
         return written, removed
 
 
@@ -464,8 +476,8 @@ def run_history(repos: list[tuple[str, Path]], count: int, seed: int, work: Path
             else:
                 if removed:
                     memory.remove_paths_sync(removed)
-                if written:
-                    memory.update_paths_sync(written)
+                # HEAD moved: an editor's file watcher reports .git/HEAD with the files
+                memory.update_paths_sync([*written, ".git/HEAD"])
             indexed = sorted(memory.store.known_files())
             baseline = Bm25Baseline(folder, indexed)
             for query in commit.queries:

@@ -114,6 +114,13 @@ class Settings(_Camel):
         default=False, description="Let the model re-rank the index's top files (slower)."
     )
     context_rerank_top_n: int = Field(default=20, ge=2, le=100)
+    context_history_commits: int = Field(
+        default=5000,
+        ge=0,
+        le=100_000,
+        description="How many of the workspace's latest git commits the index reads to rank the files "
+        "that changes like the query touched; 0: none.",
+    )
     context_index_path: str | None = Field(
         default=None, description="SQLite index file; default <workspace>/.aider-lsp/index.sqlite3."
     )

@@ -27,6 +27,7 @@ export const SERVER_SETTING_KEYS = [
     'contextExcludes',
     'contextRerank',
     'contextRerankTopN',
+    'contextHistoryCommits',
     'contextIndexPath',
     'secretPatterns',
     'budget',

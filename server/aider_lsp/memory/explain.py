@@ -10,12 +10,15 @@ from . import rank
 
 
 def why_ranked(item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]) -> dict[str, Any]:
-    """What a user needs to trust or correct a match: words, definitions, kind, editor."""
+    """What a user needs to trust or correct a match: words, definitions, the past commit
+    like the query that changed it, kind, editor."""
     why: dict[str, Any] = {"kind": item.row.kind}
     if words:
         why["terms"] = words
     if definitions:
         why["definitions"] = [f"{name} (line {line})" for name, line in definitions]
+    if item.changed_in:
+        why["changed_by"] = item.changed_in
     if item.tested_by and rank.TESTED_CODE_SHARE * item.test_content > item.content:
         why["tested_by"] = item.tested_by
     if item.prior < 1.0:
@@ -38,6 +41,8 @@ def describe_why(why: dict[str, Any]) -> str:
         parts.append("matches " + ", ".join(why["terms"]))
     if why.get("tested_by"):
         parts.append(f"its test {why['tested_by']} matches")
+    if why.get("changed_by"):
+        parts.append(f"changed by a commit like it: {why['changed_by'][:60]}")
     if why.get("open"):
         parts.append("open in the editor")
     if why.get("demoted"):
@@ -73,6 +78,8 @@ def match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str,
                 "path": round(item.path, 4),
                 "identifier": round(item.identifier, 4),
                 "history": round(item.history, 4),
+                "changes": round(item.changes, 4),
+                "recent": round(item.recent, 4),
                 "target": item.target,
                 "open": item.open,
             },

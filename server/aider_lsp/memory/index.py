@@ -54,6 +54,7 @@ BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
 UNIT_BM25_WEIGHTS = (2.0, 1.0)
+COMMIT_BM25_WEIGHTS = (2.0, 1.0)  # commit_fts (subject, body)
 COMPACT_DEAD_RATIO = 0.25
 SPARSE_ROWIDS = 200  # rowids this far apart on average are looked up one by one ("why")
 MAX_CACHED_SHARES = 50_000  # term shares kept between queries
@@ -87,6 +88,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS unit_fts USING fts5(
     name, text, content = '', columnsize = 0, {_TOKENIZER}
 );
+CREATE TABLE IF NOT EXISTS commits (
+    id INTEGER PRIMARY KEY, sha TEXT NOT NULL, subject TEXT NOT NULL, files TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS commit_fts USING fts5(subject, body, content = '', {_TOKENIZER});
 """
 
 # Ranked searches: the best `?` rows by bm25 (lower is better), joined to what they index.
@@ -632,6 +637,62 @@ class IndexStore:
             self._add_dead(conn, len(removed), dead_units)
             self._writes_since_stats += len(removed)
         return removed
+
+    # -- past commits (history.py reads them from git) ---------------------------------------
+    def commit_count(self) -> int:
+        with self._lock:
+            return int(self.open().execute("SELECT count(*) FROM commits").fetchone()[0])
+
+    def add_commits(
+        self, rows: list[tuple[str, str, str, str]], head: str, *, after: str | None = None
+    ) -> bool:
+        """Store (sha, subject, body, files joined by newlines) rows, oldest first, and the
+        HEAD they were read up to: in place of the stored commits, or `after` them when the
+        stored history still ends at `after` (False, nothing written, when another process
+        moved it meanwhile)."""
+        with self._writing() as conn:
+            if after is not None:
+                stored = conn.execute("SELECT value FROM meta WHERE key = 'history_head'").fetchone()
+                if stored is None or stored[0] != after:
+                    return False
+            else:
+                conn.execute("DELETE FROM commits")
+                conn.execute("INSERT INTO commit_fts(commit_fts) VALUES ('delete-all')")
+            first = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM commits").fetchone()[0])
+            numbered = [(first + i, *row) for i, row in enumerate(rows)]
+            conn.executemany(
+                "INSERT INTO commits(id, sha, subject, files) VALUES (?, ?, ?, ?)",
+                [(rowid, sha, subject, files) for rowid, sha, subject, _body, files in numbered],
+            )
+            conn.executemany(
+                "INSERT INTO commit_fts(rowid, subject, body) VALUES (?, ?, ?)",
+                [(rowid, subject, body) for rowid, _sha, subject, body, _files in numbered],
+            )
+            _put_meta(conn, "history_head", head)
+        return True
+
+    def recent_commits(self, count: int) -> list[str]:
+        """The files of the newest `count` commits (newline-joined), newest first."""
+        with self._lock:
+            rows = self.open().execute("SELECT files FROM commits ORDER BY id DESC LIMIT ?", (count,))
+            return [files for (files,) in rows.fetchall()]
+
+    def search_commits(self, fts_query: str, limit: int) -> list[tuple[str, str, str, float]]:
+        """The best `limit` commits for an FTS5 expression: (sha, subject, files, bm25), the
+        newest first among equals."""
+        weights = ", ".join(map(str, COMMIT_BM25_WEIGHTS))
+        with self._lock:
+            return (
+                self.open()
+                .execute(
+                    "SELECT c.sha, c.subject, c.files, s.score FROM"
+                    f" (SELECT rowid, bm25(commit_fts, {weights}) AS score FROM commit_fts"
+                    " WHERE commit_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) AS s"
+                    " JOIN commits AS c ON c.id = s.rowid ORDER BY s.score, s.rowid DESC",
+                    (fts_query, limit),
+                )
+                .fetchall()
+            )
 
 
 def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..files import AccessDenied, FileAccessManager
 from ..models import ProgressCallback
 from . import pass_process, reader
+from .history import MAX_COMMITS, GitHistory, HistoryIndex
 from .ignore import Candidate, IgnoreRules
 from .index import IndexStore
 
@@ -84,11 +85,13 @@ class Indexer:
         max_file_bytes: int,
         in_child: bool = False,
         stop: threading.Event | None = None,
+        history_commits: int = MAX_COMMITS,
     ) -> None:
         """`store` opens the index on first use (the façade decides where it lives).
         `in_child`: the background pass runs in a child process (pass_process.py: the
         server's requests then never wait for its Python work); `stop` is the event a pass
-        checks between batches (a process-shared one in that child)."""
+        checks between batches (a process-shared one in that child). `history_commits`: how many
+        of the latest git commits are read (history.py; 0: none)."""
         self.files = files
         self._store = store
         self._excludes = tuple(excludes)
@@ -101,6 +104,7 @@ class Indexer:
         self._task: asyncio.Task[IndexStats] | None = None
         self._rescan = False
         self.progress = IndexProgress()
+        self.history = HistoryIndex(GitHistory(files.root, history_commits))
 
     # -- the ignore rules --------------------------------------------------------------------
     @property
@@ -214,6 +218,7 @@ class Indexer:
         if not self._stop.is_set():
             self.progress.completed_once = True
             store.set_meta("last_full_index", str(time.time()))
+            self.history.refresh(store)
         report(f"Indexed {stats.scanned} files ({stats.read} read)", 100)
         _log_pass(stats, store.location)
         return stats
@@ -296,7 +301,9 @@ class Indexer:
             return None
         with self._rules_lock:
             excludes, max_file_bytes = self._excludes, self._max_file_bytes
-        return pass_process.PassSpec.of(self.files, str(store.db_path), excludes, max_file_bytes)
+        return pass_process.PassSpec.of(
+            self.files, str(store.db_path), excludes, max_file_bytes, self.history.git.max_commits
+        )
 
     def _relay(self, report: ProgressCallback) -> pass_process.Progress:
         """The child's progress into this process's IndexProgress and the caller's callback."""
@@ -375,6 +382,7 @@ class Indexer:
         answer = store.recovering(apply, after_rebuild=lambda _exc: self.index_all(), when_busy=busy)
         if answer is not None:
             return answer
+        self._follow_head(store)
         stats.scanned = len(pending)
         stats.seconds = time.perf_counter() - started
         if gitignore_changed:
@@ -390,10 +398,21 @@ class Indexer:
         if any(_is_gitignore(rel) for rel in rels):
             return self.update_paths(rels)
         store = self._store()
-        return store.recovering(
+        stats = store.recovering(
             lambda: IndexStats(removed=len(store.remove_many(rels))),
             after_rebuild=lambda _exc: self.index_all(),
             when_busy=lambda exc: IndexStats(skipped=[f"index busy: {exc}"]),
+        )
+        self._follow_head(store)
+        return stats
+
+    def _follow_head(self, store: IndexStore) -> None:
+        """Read the new commits when HEAD moved (a commit, checkout or pull shows up as
+        changed files, `.git/HEAD` among them); a stat or two when it did not."""
+        store.recovering(
+            lambda: self.history.refresh_if_moved(store),
+            after_rebuild=lambda _exc: 0,
+            when_busy=lambda _exc: 0,
         )
 
 

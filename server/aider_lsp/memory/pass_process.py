@@ -31,6 +31,7 @@ from typing import Any
 
 from ..files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from . import indexer as indexer_module  # a module: indexer.py imports this one
+from .history import MAX_COMMITS
 from .index import IndexStore
 
 log = logging.getLogger(__name__)
@@ -48,13 +49,19 @@ class PassSpec:
     excludes: tuple[str, ...]
     secret_patterns: tuple[str, ...]  # the user's, without the built-in ones
     max_file_bytes: int
+    history_commits: int = MAX_COMMITS  # git commits read after the pass (history.py)
 
     @classmethod
     def of(
-        cls, files: FileAccessManager, db_path: str, excludes: tuple[str, ...], max_file_bytes: int
+        cls,
+        files: FileAccessManager,
+        db_path: str,
+        excludes: tuple[str, ...],
+        max_file_bytes: int,
+        history_commits: int = MAX_COMMITS,
     ) -> PassSpec:
         user_patterns = files.secret_patterns[len(DEFAULT_SECRET_PATTERNS) :]
-        return cls(str(files.root), db_path, excludes, tuple(user_patterns), max_file_bytes)
+        return cls(str(files.root), db_path, excludes, tuple(user_patterns), max_file_bytes, history_commits)
 
 
 Progress = Callable[[str, int | None, int, int], None]
@@ -125,7 +132,12 @@ def _child_main(spec: PassSpec, sending: Connection, requested: Any, parent: int
     )
     store = IndexStore(spec.db_path)
     indexer = indexer_module.Indexer(
-        files, lambda: store, excludes=spec.excludes, max_file_bytes=spec.max_file_bytes, stop=stop
+        files,
+        lambda: store,
+        excludes=spec.excludes,
+        max_file_bytes=spec.max_file_bytes,
+        stop=stop,
+        history_commits=spec.history_commits,
     )
 
     def report(message: str, percentage: int | None) -> None:

@@ -6,8 +6,12 @@ docstring), so that a question about one function finds its file however long th
 Each gives bm25 scores, made relative to its own best hit; per file
 
     content   = 0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier
-    relevance = prior(kind) × max(content, 0.8 × what a matching test of it says)
+    relevance = prior(kind) × (max(content, 0.8 × what a matching test of it says)
+                               + 0.50 × changes + 0.10 × recent)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
+
+`changes`: past commits whose messages match the query changed the file; `recent`: the latest
+commits changed it (history.py; both 0 outside a git repository).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
@@ -25,6 +29,7 @@ from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from .extract import split_identifier, subject_name
+from .history import ChangedFile
 from .index import SearchRow, UnitHit
 
 TEXT_WEIGHT = 0.65
@@ -39,6 +44,9 @@ LINKED_TESTS = 15  # the tests among this many best file matches lend to the cod
 TARGET_BOOST = 1.0
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
+# Past commits whose messages match the query lend to the files they changed (history.py).
+CHANGES_WEIGHT = 0.5
+RECENT_WEIGHT = 0.1
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
@@ -286,6 +294,9 @@ class Scored:
     path: float = 0.0
     identifier: float = 0.0
     history: float = 0.0
+    changes: float = 0.0  # past commits matching the query changed this file (history.py)
+    changed_in: str = ""  # the best of those commits, `sha subject`
+    recent: float = 0.0
     target: bool = False
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
@@ -311,7 +322,7 @@ class Scored:
     def total(self) -> float:
         content = max(self.content, TESTED_CODE_SHARE * self.test_content)
         return (
-            self.prior * content
+            self.prior * (content + CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent)
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
@@ -402,13 +413,17 @@ def score(
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
     open_files: Iterable[str] = (),
+    changed: dict[str, ChangedFile] | None = None,
+    recent: dict[str, float] | None = None,
 ) -> list[Scored]:
-    """Combine text, definition, path, identifier, history and editor signals; best first."""
+    """Combine text, definition, path, identifier, history, past-commit and editor signals;
+    best first."""
     text = relative_text_scores(rows)
     units, units_by_file = unit_scores(unit_hits or [])
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
     opened = set(open_files)
+    changes = changed or {}
     by_path: dict[str, Scored] = {}
     candidates = [
         *rows,
@@ -416,6 +431,7 @@ def score(
         *(tested_rows or {}).values(),  # code that a matching test tests
         *(history_rows or []),
         *targets.values(),
+        *(change.row for change in changes.values()),  # files past commits like this changed
     ]
     for row in candidates:
         if row.path in by_path:
@@ -427,6 +443,9 @@ def score(
             path=path_score(terms, row.path),
             identifier=identifier_score(terms, row),
             history=history.get(row.path, 0.0),
+            changes=changes[row.path].score if row.path in changes else 0.0,
+            changed_in=changes[row.path].commit if row.path in changes else "",
+            recent=(recent or {}).get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),

@@ -1,10 +1,12 @@
 """Searcher: a query against the workspace index, answered in milliseconds.
 
 Two FTS5 searches (whole files, and definitions) give the candidates; the code that the best
-matching tests test joins them; the optional history text, the named files and the files open
-in the editor add their boosts; `rank.score` orders them (see rank.py). A file that is now a
-secret or has vanished is left out (a vanished one also leaves the index), and each answer
-says why it ranked (explain.py). Blocking, read-only but for dropping vanished files.
+matching tests test joins them; the files that past commits like the query changed join them
+too (history.py, in a git repository); the optional history text, the named files and the
+files open in the editor add their boosts; `rank.score` orders them (see rank.py). A file
+that is now a secret or has vanished is left out (a vanished one also leaves the index), and
+each answer says why it ranked (explain.py). Blocking, read-only but for dropping vanished
+files.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import AssociativeMatchResult, ContextGenerationInput, MatchItem
-from . import rank
+from . import history, rank
 from .explain import match_item
 from .extract import detect_language, file_kind, subject_name
 from .index import IndexStore
@@ -61,6 +63,8 @@ class Searcher:
             history_rows=self._history_rows(store, request.history, limit),
             target_rows=self._target_rows(store, request.target_files),
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
+            changed=self._changed(store, terms),
+            recent=history.recent_files(store),
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
@@ -103,6 +107,13 @@ class Searcher:
         share = rank.definition_common_share(store.count())  # 1 or more: no word is left out
         frequent = self._common_words(store, history_terms, share) if share < 1 else frozenset()
         return store.search(rank.fts_expression(history_terms, frequent, frequent), limit)
+
+    @staticmethod
+    def _changed(store: IndexStore, terms: rank.QueryTerms) -> dict[str, history.ChangedFile]:
+        """The indexed files that past commits like this query changed (history.py)."""
+        if terms.empty:
+            return {}
+        return history.changed_files(store, rank.fts_expression(terms))
 
     def _target_rows(self, store: IndexStore, targets: list[str]) -> dict[str, rank.SearchRow]:
         """Named files: their index rows, or a stub when they exist but are not indexed."""

@@ -82,6 +82,7 @@ class MemorySystem:
             excludes=self._excludes(),
             max_file_bytes=self.settings.max_file_bytes,
             in_child=index_in_child,
+            history_commits=self.settings.context_history_commits,
         )
         self._searcher = Searcher(files, self._open_store, self._indexer.progress)
 
@@ -125,6 +126,7 @@ class MemorySystem:
     def settings_changed(self) -> None:
         """The settings changed: new excludes, secret patterns or size cap mean new rules,
         and a pass to apply them (the rest is read at its next use)."""
+        self._indexer.history.change_limit(self.settings.context_history_commits)  # read at next look
         rules = self._rules_of(self.settings)
         if rules != self._rules:
             self._rules = rules
