@@ -84,6 +84,16 @@ def _paths(memory: MemorySystem, query: str) -> list[str]:
     return [match.source_path or match.id for match in result.matches]
 
 
+def _changed_by(memory: MemorySystem, query: str) -> list[str]:
+    """The commits that lent to the query's matches."""
+    result = memory.search(ContextGenerationInput(query=query, max_results=5))
+    return [
+        m.metadata["why"]["changed_by"]
+        for m in result.matches
+        if m.metadata and "changed_by" in m.metadata["why"]
+    ]
+
+
 def test_a_past_commit_like_the_query_points_at_the_file_it_changed(tmp_path: Path) -> None:
     memory = _memory(_repo(tmp_path / "ws"))
     result = memory.search(ContextGenerationInput(query="retry backoff", max_results=5))
@@ -131,8 +141,10 @@ def test_the_setting_turns_the_history_off_and_on(tmp_path: Path) -> None:
     memory.settings_changed()
     memory.update_paths_sync([".git/HEAD"])
     assert memory.store.commit_count() == 2
+    assert _changed_by(memory, "retry backoff")
     settings[0] = Settings(context_history_commits=0)
     memory.settings_changed()
+    assert not _changed_by(memory, "retry backoff")  # off at once, before the next update
     memory.update_paths_sync([".git/HEAD"])
     assert memory.store.commit_count() == 0
     memory.close()

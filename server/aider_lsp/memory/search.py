@@ -42,11 +42,18 @@ class Searcher:
     """Answers queries from the index that `store` opens; `progress` says if it is complete."""
 
     def __init__(
-        self, files: FileAccessManager, store: Callable[[], IndexStore], progress: IndexProgress
+        self,
+        files: FileAccessManager,
+        store: Callable[[], IndexStore],
+        progress: IndexProgress,
+        history_on: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`history_on`: whether past commits count now (the setting; the stored commits are
+        dropped only at the index's next look, so turning it off must not wait for that)."""
         self.files = files
         self._store = store
         self._progress = progress
+        self._history_on = history_on
 
     def search(self, request: ContextGenerationInput, query: str) -> AssociativeMatchResult:
         """The ranked files for a non-empty `query` (may raise sqlite3 errors: see the façade)."""
@@ -63,8 +70,8 @@ class Searcher:
             history_rows=self._history_rows(store, request.history, limit),
             target_rows=self._target_rows(store, request.target_files),
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
-            changed=self._changed(store, terms),
-            recent=history.recent_files(store),
+            changed=self._changed(store, terms) if self._history_on() else {},
+            recent=history.recent_files(store) if self._history_on() else {},
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)

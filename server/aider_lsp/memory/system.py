@@ -84,7 +84,12 @@ class MemorySystem:
             in_child=index_in_child,
             history_commits=self.settings.context_history_commits,
         )
-        self._searcher = Searcher(files, self._open_store, self._indexer.progress)
+        self._searcher = Searcher(
+            files,
+            self._open_store,
+            self._indexer.progress,
+            history_on=lambda: self.settings.context_history_commits > 0,
+        )
 
     # -- the database ----------------------------------------------------------------------
     @property
