@@ -234,3 +234,71 @@ def test_new_commits_are_not_added_twice_when_another_process_moved_the_history(
     assert memory.store.add_commits(row, "f" * 40, after=head) is True
     assert memory.store.commit_count() == 4
     memory.close()
+
+
+def test_a_file_every_commit_changes_lends_nothing_to_the_question(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _commit(root, "initial layout", {**FILES, "app/version.py": "V = 0\n"})
+    for n, (message, rel) in enumerate(
+        [("Fix retry backoff", "app/retry.py"), ("draw pages faster", "app/render.py")], start=1
+    ):
+        _commit(root, message, {rel: FILES[rel] + f"\nSTEP = {n}\n", "app/version.py": f"V = {n}\n"})
+    memory = _memory(root)
+    matches = memory.search(ContextGenerationInput(query="retry backoff", max_results=5)).matches
+    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
+    assert matches[0].source_path == "app/retry.py"
+    assert signals["app/retry.py"]["changes"] == 1.0
+    # the version file changed with the retry fix too, but so it did with every commit
+    assert "app/version.py" not in signals or signals["app/version.py"]["changes"] == 0.0
+    memory.close()
+
+
+def test_how_often_each_file_changed_follows_head(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "ws")
+    before = _git(root, "rev-parse", "HEAD")
+    memory = _memory(root)
+    assert memory.store.change_counts(["app/retry.py", "app/parse.py", "nope.py"]) == {
+        "app/retry.py": 2,
+        "app/parse.py": 1,
+    }
+    _commit(root, "retry once more", {"app/retry.py": FILES["app/retry.py"] + "\nLIMIT = 6\n"})
+    memory.update_paths_sync(["app/retry.py", ".git/HEAD"])
+    assert memory.store.change_counts(["app/retry.py"]) == {"app/retry.py": 3}
+    _git(root, "reset", "-q", "--hard", before)
+    memory.update_paths_sync(["app/retry.py", ".git/HEAD"])
+    assert memory.store.change_counts(["app/retry.py"]) == {"app/retry.py": 2}
+    memory.close()
+
+
+def test_of_two_files_alike_the_one_changed_more_often_ranks_first(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    _git(root, "init", "-q")
+    same = "def cache_lookup(key):\n    return key\n"
+    _commit(root, "initial layout", {"app/a_store.py": same, "app/b_store.py": same})
+    for n in range(3):
+        _commit(root, f"tidy {n}", {"app/b_store.py": same + f"\n# {n}\n"})
+    memory = _memory(root)
+    matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
+    assert [m.source_path for m in matches] == ["app/b_store.py", "app/a_store.py"]
+    assert matches[0].metadata and matches[0].metadata["signals"]["churn"] == 1.0
+    memory.close()
+
+
+def test_a_test_gets_the_historys_credit_only_when_the_question_is_about_tests(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "ws")
+    _commit(root, "add a check", {"tests/test_wait.py": "def test_wait():\n    assert True\n"})
+    _commit(
+        root,
+        "Fix retry backoff again",
+        {
+            "app/retry.py": FILES["app/retry.py"] + "\nLIMIT = 7\n",
+            "tests/test_wait.py": "def test_wait():\n    assert 1\n",
+        },
+    )
+    memory = _memory(root)
+    assert _paths(memory, "retry backoff") == ["app/retry.py"]  # the test's change is the code's
+    assert "tests/test_wait.py" in _paths(memory, "retry backoff tests")
+    memory.close()

@@ -22,10 +22,12 @@ that touched 40.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,7 +278,11 @@ def _rows(commits: list[Commit]) -> list[tuple[str, str, str, str]]:
 
 
 def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
-    """Files that the commits best matching `fts_query` changed and that are indexed now."""
+    """Files that the commits best matching `fts_query` changed and that are indexed now.
+
+    What a file is lent is weighted by how specific a change of it is (`specificity`): the
+    file nearly every commit touches would otherwise be "changed by commits like this" for
+    any question."""
     hits = store.search_commits(fts_query, SEARCHED_COMMITS)
     if not hits:
         return {}
@@ -291,10 +297,31 @@ def changed_files(store: IndexStore, fts_query: str) -> dict[str, ChangedFile]:
             total, why = lent.get(path, (0.0, ""))
             lent[path] = (total + share, why or f"{sha[:10]} {subject}")
     rows = store.lookup(lent)
-    top = max((lent[path][0] for path in rows), default=0.0)
+    counts = store.change_counts(rows)
+    commits = store.commit_count()
+    weighted = {path: lent[path][0] * specificity(counts.get(path, 0), commits) for path in rows}
+    top = max(weighted.values(), default=0.0)
     if top <= 0:
         return {}
-    return {path: ChangedFile(row, lent[path][0] / top, lent[path][1]) for path, row in rows.items()}
+    return {path: ChangedFile(row, weighted[path] / top, lent[path][1]) for path, row in rows.items()}
+
+
+def specificity(changes: int, commits: int) -> float:
+    """What one past change of a file says about a question, from how many of the `commits`
+    read changed it: sqrt(ln((N + 1) / (n + 1))), an inverse document frequency over commits,
+    damped (the plain one let a rarely changed file's one lucky commit outweigh the file
+    that several commits like the question changed)."""
+    return math.sqrt(math.log((commits + 1) / (changes + 1))) if commits > changes else 0.0
+
+
+def churn(store: IndexStore, paths: Iterable[str]) -> dict[str, float]:
+    """How often past commits changed each file (0..1: ln(1 + n) / ln(1 + N)). A file that
+    changes often is likelier to be the one this change touches too, all else equal."""
+    commits = store.commit_count()
+    if commits == 0:
+        return {}
+    scale = math.log1p(commits)
+    return {path: math.log1p(count) / scale for path, count in store.change_counts(paths).items()}
 
 
 RECENT_COMMITS = 100  # the newest commits that make a file "recently changed"

@@ -36,6 +36,7 @@ import os
 import sqlite3
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
@@ -58,6 +59,7 @@ COMMIT_BM25_WEIGHTS = (2.0, 1.0)  # commit_fts (subject, body)
 COMPACT_DEAD_RATIO = 0.25
 SPARSE_ROWIDS = 200  # rowids this far apart on average are looked up one by one ("why")
 MAX_CACHED_SHARES = 50_000  # term shares kept between queries
+LOOKUP_CHUNK = 500  # paths per `IN (…)` lookup
 STATS_STALE_FRACTION = 0.1  # recomputed once a tenth of the files changed since
 COMPACT_MIN_DEAD = 200
 _TOKENIZER = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -92,6 +94,7 @@ CREATE TABLE IF NOT EXISTS commits (
     id INTEGER PRIMARY KEY, sha TEXT NOT NULL, subject TEXT NOT NULL, files TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS commit_fts USING fts5(subject, body, content = '', {_TOKENIZER});
+CREATE TABLE IF NOT EXISTS file_changes (path TEXT PRIMARY KEY, commits INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 # Ranked searches: the best `?` rows by bm25 (lower is better), joined to what they index.
@@ -493,8 +496,8 @@ class IndexStore:
         found: dict[str, SearchRow] = {}
         with self._lock:
             conn = self.open()
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
+            for start in range(0, len(wanted), LOOKUP_CHUNK):
+                chunk = wanted[start : start + LOOKUP_CHUNK]
                 marks = ", ".join("?" for _ in chunk)
                 rows = conn.execute(
                     "SELECT path, language, identifiers, summary, size, kind, doc FROM files"
@@ -658,6 +661,7 @@ class IndexStore:
             else:
                 conn.execute("DELETE FROM commits")
                 conn.execute("INSERT INTO commit_fts(commit_fts) VALUES ('delete-all')")
+                conn.execute("DELETE FROM file_changes")
             first = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM commits").fetchone()[0])
             numbered = [(first + i, *row) for i, row in enumerate(rows)]
             conn.executemany(
@@ -668,8 +672,26 @@ class IndexStore:
                 "INSERT INTO commit_fts(rowid, subject, body) VALUES (?, ?, ?)",
                 [(rowid, subject, body) for rowid, _sha, subject, body, _files in numbered],
             )
+            conn.executemany(
+                "INSERT INTO file_changes(path, commits) VALUES (?, ?)"
+                " ON CONFLICT(path) DO UPDATE SET commits = commits + excluded.commits",
+                sorted(Counter(path for row in rows for path in row[3].split("\n") if path).items()),
+            )
             _put_meta(conn, "history_head", head)
         return True
+
+    def change_counts(self, paths: Iterable[str]) -> dict[str, int]:
+        """How many of the stored commits changed each of `paths` (absent: none did)."""
+        wanted = list(dict.fromkeys(paths))
+        counts: dict[str, int] = {}
+        with self._lock:
+            conn = self.open()
+            for start in range(0, len(wanted), LOOKUP_CHUNK):
+                chunk = wanted[start : start + LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT path, commits FROM file_changes WHERE path IN ({marks})", chunk)
+                counts.update(rows.fetchall())
+        return counts
 
     def recent_commits(self, count: int) -> list[str]:
         """The files of the newest `count` commits (newline-joined), newest first."""

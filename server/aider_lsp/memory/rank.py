@@ -7,11 +7,14 @@ Each gives bm25 scores, made relative to its own best hit; per file
 
     content   = 0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier
     relevance = prior(kind) × (max(content, 0.8 × what a matching test of it says)
-                               + 0.50 × changes + 0.10 × recent)
+                               + 0.50 × changes + 0.10 × recent + 0.20 × churn)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
 
-`changes`: past commits whose messages match the query changed the file; `recent`: the latest
-commits changed it (history.py; both 0 outside a git repository).
+`changes`: past commits whose messages match the query changed the file (weighted by how
+specific a change of it is: a file most commits touch says little); `recent`: the latest
+commits changed it; `churn`: how often commits changed it, on a log scale (history.py; all
+three 0 outside a git repository, and for a test unless the query is about tests: what
+commits say of a test they say of the code it tests).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
@@ -47,6 +50,7 @@ HISTORY_WEIGHT = 0.20
 # Past commits whose messages match the query lend to the files they changed (history.py).
 CHANGES_WEIGHT = 0.5
 RECENT_WEIGHT = 0.1
+CHURN_WEIGHT = 0.2
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
@@ -297,6 +301,7 @@ class Scored:
     changes: float = 0.0  # past commits matching the query changed this file (history.py)
     changed_in: str = ""  # the best of those commits, `sha subject`
     recent: float = 0.0
+    churn: float = 0.0  # how often past commits changed this file (0..1, log scale)
     target: bool = False
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
@@ -319,10 +324,19 @@ class Scored:
         )
 
     @property
+    def past(self) -> float:
+        """What the project's history says (history.py). Nothing for a test the query is not
+        about: a test changes with the code it tests, so what past commits say of it is said
+        of its code, which gets it."""
+        if self.demoted and self.row.kind == "test":
+            return 0.0
+        return CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent + CHURN_WEIGHT * self.churn
+
+    @property
     def total(self) -> float:
         content = max(self.content, TESTED_CODE_SHARE * self.test_content)
         return (
-            self.prior * (content + CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent)
+            self.prior * (content + self.past)
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + (OPEN_BOOST if self.open else 0.0)
@@ -415,6 +429,7 @@ def score(
     open_files: Iterable[str] = (),
     changed: dict[str, ChangedFile] | None = None,
     recent: dict[str, float] | None = None,
+    churn: dict[str, float] | None = None,
 ) -> list[Scored]:
     """Combine text, definition, path, identifier, history, past-commit and editor signals;
     best first."""
@@ -446,6 +461,7 @@ def score(
             changes=changes[row.path].score if row.path in changes else 0.0,
             changed_in=changes[row.path].commit if row.path in changes else "",
             recent=(recent or {}).get(row.path, 0.0),
+            churn=(churn or {}).get(row.path, 0.0),
             target=row.path in targets,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),

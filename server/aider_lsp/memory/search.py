@@ -2,16 +2,16 @@
 
 Two FTS5 searches (whole files, and definitions) give the candidates; the code that the best
 matching tests test joins them; the files that past commits like the query changed join them
-too (history.py, in a git repository); the optional history text, the named files and the
-files open in the editor add their boosts; `rank.score` orders them (see rank.py). A file
-that is now a secret or has vanished is left out (a vanished one also leaves the index), and
-each answer says why it ranked (explain.py). Blocking, read-only but for dropping vanished
-files.
+too, and how often past commits changed each counts (history.py, in a git repository); the
+optional history text, the named files and the files open in the editor add their boosts;
+`rank.score` orders them (see rank.py). A file that is now a secret or has vanished is left
+out (a vanished one also leaves the index), and each answer says why it ranked (explain.py).
+Blocking, read-only but for dropping vanished files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..files import AccessDenied, FileAccessManager
@@ -37,6 +37,13 @@ class _Candidates:
     tested: dict[str, rank.SearchRow]  # the code the leading tests test
     common: frozenset[str]  # query words in most files: not searched, no reason in "why"
 
+    def paths(self, *others: Iterable[str | rank.SearchRow]) -> set[str]:
+        """Every file that will be scored: these and the `others` (paths or rows)."""
+        paths = {row.path for row in self.rows} | set(self.unit_rows) | set(self.tested)
+        for other in others:
+            paths.update(item if isinstance(item, str) else item.path for item in other)
+        return paths
+
 
 class Searcher:
     """Answers queries from the index that `store` opens; `progress` says if it is complete."""
@@ -61,17 +68,22 @@ class Searcher:
         terms = rank.parse_query(query)
         limit = max(rank.FILE_CANDIDATES, 5 * request.max_results)
         found = self._candidates(store, terms, limit)
+        history_rows = self._history_rows(store, request.history, limit)
+        target_rows = self._target_rows(store, request.target_files)
+        history_on = self._history_on()
+        changed = self._changed(store, terms) if history_on else {}
         scored = rank.score(
             terms,
             found.rows,
             unit_hits=found.unit_hits,
             unit_rows=found.unit_rows,
             tested_rows=found.tested,
-            history_rows=self._history_rows(store, request.history, limit),
-            target_rows=self._target_rows(store, request.target_files),
+            history_rows=history_rows,
+            target_rows=target_rows,
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
-            changed=self._changed(store, terms) if self._history_on() else {},
-            recent=history.recent_files(store) if self._history_on() else {},
+            changed=changed,
+            recent=history.recent_files(store) if history_on else {},
+            churn=history.churn(store, found.paths(history_rows, target_rows, changed)) if history_on else {},
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
