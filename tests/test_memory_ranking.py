@@ -463,3 +463,24 @@ def test_the_history_text_leaves_out_frequent_words_in_a_large_workspace_only(
         assert history_rows[0].path == "pkg/throttle.py"
     finally:
         memory.close()
+
+
+def test_a_file_the_question_mentions_by_name_ranks_first(tmp_path: Path) -> None:
+    _write(tmp_path, "app/run.py", '"""Serve the comment pages."""\n\ndef serve(port):\n    return port\n')
+    _write(tmp_path, "app/render.py", '"""Render comments with their typos marked."""\n\nMARK = "~"\n')
+    _write(tmp_path, "app/notes.py", "# e.g. the run step\nSTEP = 1\n")
+    memory = _indexed(tmp_path)
+    # the words match render.py best; the question names run.py
+    assert _paths(memory, "fix typos in comments")[0] == "app/render.py"
+    assert _paths(memory, "fix typos in comments in run.py")[0] == "app/run.py"
+    _write(tmp_path, "app/util/run.py", "def go():\n    return 1\n")
+    memory.update_paths_sync(["app/util/run.py"])
+    # a path tells two files of that name apart
+    result = memory.search(
+        ContextGenerationInput(query="fix typos in comments in util/run.py", max_results=5)
+    )
+    assert result.matches[0].source_path == "app/util/run.py"
+    assert result.matches[0].metadata and result.matches[0].metadata["why"]["mentioned"] is True
+    # `e.g.` and `Settings.model_validate` name no file
+    assert rank.file_mentions("e.g. Settings.model_validate and v1.2.3") == []
+    memory.close()

@@ -25,6 +25,8 @@ def why_ranked(item: rank.Scored, words: list[str], definitions: list[tuple[str,
         why["demoted"] = f"{item.row.kind} file (x{item.prior:g}); the query is not about it"
     if item.target:
         why["named"] = True
+    if item.mentioned:
+        why["mentioned"] = True
     if item.open:
         why["open"] = True
     return why
@@ -35,6 +37,8 @@ def describe_why(why: dict[str, Any]) -> str:
     parts: list[str] = []
     if why.get("named"):
         parts.append("named by you")
+    if why.get("mentioned"):
+        parts.append("the question mentions it")
     if why.get("definitions"):
         parts.append("defines " + ", ".join(why["definitions"]))
     if why.get("terms"):
@@ -82,6 +86,7 @@ def match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str,
                 "recent": round(item.recent, 4),
                 "churn": round(item.churn, 4),
                 "target": item.target,
+                "mentioned": round(item.mentioned, 4),
                 "open": item.open,
             },
         },

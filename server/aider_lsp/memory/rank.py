@@ -9,12 +9,14 @@ Each gives bm25 scores, made relative to its own best hit; per file
     relevance = prior(kind) × (max(content, 0.8 × what a matching test of it says)
                                + 0.50 × changes + 0.10 × recent + 0.20 × churn)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
+              + 0.50 if the question names it (`run.py`, `src/flask/typing.py`), shared
+                among the files of that name
 
 `changes`: past commits whose messages match the query changed the file (weighted by how
 specific a change of it is: a file most commits touch says little); `recent`: the latest
 commits changed it; `churn`: how often commits changed it, on a log scale (history.py; all
-three 0 outside a git repository, and for a test unless the query is about tests: what
-commits say of a test they say of the code it tests).
+three 0 outside a git repository, and for a file of a kind the query is not about: tests,
+docs, changelogs and configuration change alongside the code a change is about).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
-from .extract import split_identifier, subject_name
+from .extract import LANGUAGES, split_identifier, subject_name
 from .history import ChangedFile
 from .index import SearchRow, UnitHit
 
@@ -45,6 +47,7 @@ TESTED_CODE_SHARE = 0.8
 MAX_TESTED_FILES = 3
 LINKED_TESTS = 15  # the tests among this many best file matches lend to the code they test
 TARGET_BOOST = 1.0
+MENTION_BOOST = 0.5  # the question names the file (shared among the files of that name)
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
 # Past commits whose messages match the query lend to the files they changed (history.py).
@@ -202,6 +205,26 @@ def parse_query(text: str) -> QueryTerms:
     return QueryTerms(words[:MAX_QUERY_TERMS], parts[:MAX_QUERY_TERMS], phrases)
 
 
+_MENTION = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z]\w*))(?![\w/])")
+MAX_MENTIONS = 4
+
+
+def file_mentions(text: str) -> list[str]:
+    """File names the question mentions with their extension, or paths (`run.py`,
+    `src/flask/typing.py`); `e.g.` or `Settings.model_validate` are not file names."""
+    found: list[str] = []
+    for match in _MENTION.finditer(text):
+        name, suffix = match.group(1).strip("./"), match.group(2)
+        if suffix.lower() in LANGUAGES and name not in found:
+            found.append(name)
+    return found[:MAX_MENTIONS]
+
+
+def mention_expression(name: str) -> str:
+    """The FTS5 expression that finds files whose path holds the mentioned name."""
+    return "path : " + quoted(" ".join(re.findall(r"[^\W_]+", name)))
+
+
 def quoted(token: str) -> str:
     return '"' + token.replace('"', "") + '"'
 
@@ -303,6 +326,7 @@ class Scored:
     recent: float = 0.0
     churn: float = 0.0  # how often past commits changed this file (0..1, log scale)
     target: bool = False
+    mentioned: float = 0.0  # the share of a mention by name in the question (`mentions`)
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
     units: list[UnitHit] = field(default_factory=list)  # the definitions that matched, best first
@@ -325,10 +349,11 @@ class Scored:
 
     @property
     def past(self) -> float:
-        """What the project's history says (history.py). Nothing for a test the query is not
-        about: a test changes with the code it tests, so what past commits say of it is said
-        of its code, which gets it."""
-        if self.demoted and self.row.kind == "test":
+        """What the project's history says (history.py). Nothing for a file of a kind the query
+        is not about (a test, a doc, a changelog, configuration): such files change alongside
+        the code a change is about, so what past commits say of them is said of that code,
+        which gets it."""
+        if self.demoted:
             return 0.0
         return CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent + CHURN_WEIGHT * self.churn
 
@@ -339,6 +364,7 @@ class Scored:
             self.prior * (content + self.past)
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
+            + MENTION_BOOST * self.mentioned
             + (OPEN_BOOST if self.open else 0.0)
         )
 
@@ -426,6 +452,7 @@ def score(
     tested_rows: dict[str, SearchRow] | None = None,
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
+    mentioned_rows: dict[str, tuple[SearchRow, float]] | None = None,
     open_files: Iterable[str] = (),
     changed: dict[str, ChangedFile] | None = None,
     recent: dict[str, float] | None = None,
@@ -437,6 +464,7 @@ def score(
     units, units_by_file = unit_scores(unit_hits or [])
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
+    mentioned = mentioned_rows or {}
     opened = set(open_files)
     changes = changed or {}
     by_path: dict[str, Scored] = {}
@@ -446,6 +474,7 @@ def score(
         *(tested_rows or {}).values(),  # code that a matching test tests
         *(history_rows or []),
         *targets.values(),
+        *(row for row, _share in mentioned.values()),
         *(change.row for change in changes.values()),  # files past commits like this changed
     ]
     for row in candidates:
@@ -463,6 +492,7 @@ def score(
             recent=(recent or {}).get(row.path, 0.0),
             churn=(churn or {}).get(row.path, 0.0),
             target=row.path in targets,
+            mentioned=mentioned[row.path][1] if row.path in mentioned else 0.0,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),
             units=units_by_file.get(row.path, []),

@@ -3,10 +3,11 @@
 Two FTS5 searches (whole files, and definitions) give the candidates; the code that the best
 matching tests test joins them; the files that past commits like the query changed join them
 too, and how often past commits changed each counts (history.py, in a git repository); the
-optional history text, the named files and the files open in the editor add their boosts;
-`rank.score` orders them (see rank.py). A file that is now a secret or has vanished is left
-out (a vanished one also leaves the index), and each answer says why it ranked (explain.py).
-Blocking, read-only but for dropping vanished files.
+optional history text, the named files, the files the question mentions by name and the
+files open in the editor add their boosts; `rank.score` orders them (see rank.py). A file
+that is now a secret or has vanished is left out (a vanished one also leaves the index), and
+each answer says why it ranked (explain.py). Blocking, read-only but for dropping vanished
+files.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .indexer import IndexProgress, relative_path
 INDEX_RANKING = "(ranking: index bm25 over files and definitions + kind/path/identifier/editor boosts)"
 WHY_TERMS = 16
 HISTORY_CHARS = 2000  # the end of the history text is what the conversation is about now
+MENTION_CANDIDATES = 20  # files searched for a name the question mentions
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Searcher:
         found = self._candidates(store, terms, limit)
         history_rows = self._history_rows(store, request.history, limit)
         target_rows = self._target_rows(store, request.target_files)
+        mentioned_rows = self._mentioned_rows(store, query)
         history_on = self._history_on()
         changed = self._changed(store, terms) if history_on else {}
         scored = rank.score(
@@ -80,10 +83,13 @@ class Searcher:
             tested_rows=found.tested,
             history_rows=history_rows,
             target_rows=target_rows,
+            mentioned_rows=mentioned_rows,
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
             changed=changed,
             recent=history.recent_files(store) if history_on else {},
-            churn=history.churn(store, found.paths(history_rows, target_rows, changed)) if history_on else {},
+            churn=history.churn(store, found.paths(history_rows, target_rows, mentioned_rows, changed))
+            if history_on
+            else {},
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
@@ -133,6 +139,24 @@ class Searcher:
         if terms.empty:
             return {}
         return history.changed_files(store, rank.fts_expression(terms))
+
+    @staticmethod
+    def _mentioned_rows(store: IndexStore, query: str) -> dict[str, tuple[rank.SearchRow, float]]:
+        """The files the question mentions by name (`run.py`, `src/app/run.py`), each with its
+        share of the mention: a name that several files have is shared among them."""
+        mentioned: dict[str, tuple[rank.SearchRow, float]] = {}
+        for name in rank.file_mentions(query):
+            lowered = name.lower()
+            rows = [
+                row
+                for row in store.search(rank.mention_expression(name), MENTION_CANDIDATES)
+                if (path := row.path.lower()) == lowered or path.endswith("/" + lowered)
+            ]
+            for row in rows:
+                share = 1 / len(rows)
+                if row.path not in mentioned or mentioned[row.path][1] < share:
+                    mentioned[row.path] = (row, share)
+        return mentioned
 
     def _target_rows(self, store: IndexStore, targets: list[str]) -> dict[str, rank.SearchRow]:
         """Named files: their index rows, or a stub when they exist but are not indexed."""
