@@ -481,6 +481,7 @@ def test_a_file_the_question_mentions_by_name_ranks_first(tmp_path: Path) -> Non
     )
     assert result.matches[0].source_path == "app/util/run.py"
     assert result.matches[0].metadata and result.matches[0].metadata["why"]["mentioned"] is True
+    assert _paths(memory, "fix typos in comments in app/run.py")[0] == "app/run.py"
     # `e.g.` and `Settings.model_validate` name no file
     assert rank.file_mentions("e.g. Settings.model_validate and v1.2.3") == []
     memory.close()

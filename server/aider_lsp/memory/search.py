@@ -147,7 +147,7 @@ class Searcher:
         mentioned: dict[str, tuple[rank.SearchRow, float]] = {}
         for name in rank.file_mentions(query):
             lowered = name.lower()
-            rows = [
+            rows = list(store.lookup([name]).values()) or [  # a workspace path: one index lookup
                 row
                 for row in store.search(rank.mention_expression(name), MENTION_CANDIDATES)
                 if (path := row.path.lower()) == lowered or path.endswith("/" + lowered)
