@@ -5,18 +5,20 @@ commits before it. "Bump version" finds `__version__.py`, "retry backoff" the fi
 retry fix touched, even when the file's own text shares no word with the question.
 
 The last `MAX_COMMITS` non-merge commits reachable from HEAD (subject, body, the files each
-changed under the workspace) are read from `git log` into the index file (`commits`, and the
-contentless FTS5 table `commit_fts`). It happens off the request path: after a full pass, and
-after an update when HEAD moved (cheap to see: the HEAD file and the ref it names are
-stat'ed). A HEAD that descends from the one read adds only the new commits; any other move
-(a rewrite, another branch), or a history grown past the bound by a quarter, reads it again.
-Nothing is read, and nothing fails, when the workspace is not in a repository or git is
-missing.
+changed under the workspace) are read from `git log` into the index file (`commits`, the
+contentless FTS5 table `commit_fts`, and how many of them changed each file: `file_changes`).
+It happens off the request path: after a full pass, and after an update when HEAD moved
+(cheap to see: the HEAD file and the ref it names are stat'ed). A HEAD that descends from the
+one read adds only the new commits; any other move (a rewrite, another branch), or a history
+grown past the bound by a quarter, reads it again. Nothing is read, and nothing fails, when
+the workspace is not in a repository or git is missing.
 
 A query searches the messages; each of the best matching commits lends its score to the
 files it changed that are indexed now (so ignored, secret and deleted files never come back
 this way), shared among them: a commit that touched 2 files says more about each than one
-that touched 40.
+that touched 40; and a file that most commits change says little about any one question
+(`specificity`). How often a file changed (`churn`) and which files the latest commits
+changed (`recent_files`) reorder the candidates too.
 """
 
 from __future__ import annotations
