@@ -332,6 +332,24 @@ def test_corrupt_index_is_rebuilt_with_a_log_line(project: Path, caplog: pytest.
     again.close()
 
 
+def test_an_index_made_by_another_version_is_built_anew_not_kept_as_corrupt(
+    project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = _memory(project)
+    memory.index_all()
+    memory.store.open().execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    memory.close()
+    db = project / ".aider-lsp" / "index.sqlite3"
+    caplog.set_level(logging.INFO)
+    again = _memory(project)
+    assert again.index_all().added == 4
+    assert _paths(again, "retry backoff")[0] == "app/retry.py"
+    assert not Path(f"{db}.corrupt").exists()
+    assert any("building it anew" in record.getMessage() for record in caplog.records)
+    assert not any(record.levelno >= logging.WARNING for record in caplog.records)
+    again.close()
+
+
 def test_locked_index_falls_back_to_a_private_index(
     project: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

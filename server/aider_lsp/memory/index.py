@@ -200,6 +200,10 @@ def _is_locked(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+class SchemaChanged(sqlite3.DatabaseError):
+    """The file was made by another version of the index: rebuilt, not kept as corrupt."""
+
+
 def is_corruption(exc: sqlite3.Error) -> bool:
     """A damaged file (rebuild it), as opposed to a busy or locked one (leave it alone)."""
     text = str(exc).lower()
@@ -238,7 +242,7 @@ class IndexStore:
             if conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
                 row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is not None and row[0] != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"index schema {row[0]} != {SCHEMA_VERSION}")
+                raise SchemaChanged(f"made with index schema {row[0]}, this version uses {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
             if row is None:
                 conn.execute("INSERT INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -250,12 +254,13 @@ class IndexStore:
             raise
         return conn
 
-    def _discard_file(self) -> None:
+    def _discard_file(self, *, keep: bool = True) -> None:
+        """Remove the file and its journals; a damaged file is `keep`t as `.corrupt` to look at."""
         assert self.db_path is not None
         for suffix in ("", "-wal", "-shm", "-journal"):
             candidate = Path(f"{self.db_path}{suffix}")
             try:
-                if suffix == "" and candidate.exists():
+                if keep and suffix == "" and candidate.exists():
                     candidate.replace(Path(f"{self.db_path}.corrupt"))
                 else:
                     candidate.unlink(missing_ok=True)
@@ -274,14 +279,18 @@ class IndexStore:
                 self.db_path.parent.mkdir(parents=True, exist_ok=True)
                 self._conn = self._connect(str(self.db_path))
                 return self._conn
+            except SchemaChanged as exc:
+                log.info("workspace index %s was %s; building it anew", self.db_path, exc)
+                self.rebuilt_reason = str(exc)
+                self._discard_file(keep=False)
             except sqlite3.Error as exc:
                 if _is_locked(exc):
                     return self._fall_back_to_memory(f"index file is locked ({exc})")
                 log.warning("workspace index %s is unusable (%s); rebuilding it", self.db_path, exc)
                 self.rebuilt_reason = str(exc)
+                self._discard_file()
             except OSError as exc:
                 return self._fall_back_to_memory(f"cannot create the index file ({exc})")
-            self._discard_file()
             try:
                 self._conn = self._connect(str(self.db_path))
             except (sqlite3.Error, OSError) as exc:
