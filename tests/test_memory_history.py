@@ -266,9 +266,63 @@ def test_how_often_each_file_changed_follows_head(tmp_path: Path) -> None:
     _commit(root, "retry once more", {"app/retry.py": FILES["app/retry.py"] + "\nLIMIT = 6\n"})
     memory.update_paths_sync(["app/retry.py", ".git/HEAD"])
     assert memory.store.change_counts(["app/retry.py"]) == {"app/retry.py": 3}
+    assert memory.store.commits_since_change(["app/retry.py", "app/render.py"]) == {
+        "app/retry.py": 0,
+        "app/render.py": 1,
+    }
     _git(root, "reset", "-q", "--hard", before)
     memory.update_paths_sync(["app/retry.py", ".git/HEAD"])
     assert memory.store.change_counts(["app/retry.py"]) == {"app/retry.py": 2}
+    assert memory.store.commits_since_change(
+        ["app/retry.py", "app/render.py", "app/parse.py", "nope.py"]
+    ) == {
+        "app/retry.py": 1,
+        "app/render.py": 0,
+        "app/parse.py": 2,
+    }
+    memory.close()
+
+
+def _commit_many(root: Path, rel: str, count: int) -> None:
+    """`count` commits on top of HEAD, each changing `rel` (git fast-import: one process)."""
+    branch = _git(root, "symbolic-ref", "HEAD")
+    stream = []
+    for n in range(count):
+        message, text = f"note {n}\n", f"NOTE = {n}\n"
+        stream.append(f"commit {branch}\ncommitter t <t@example.com> {1700000000 + n} +0000\n")
+        stream.append(f"data {len(message)}\n{message}")
+        if n == 0:
+            stream.append(f"from {_git(root, 'rev-parse', 'HEAD')}\n")
+        stream.append(f"M 100644 inline {rel}\ndata {len(text)}\n{text}\n")
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet"],
+        input="".join(stream),
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    _git(root, "reset", "-q", "--hard")
+
+
+def test_of_two_files_alike_the_one_changed_more_lately_ranks_first(tmp_path: Path) -> None:
+    """Both changed twice and neither among the last 100 commits: only how long each has
+    been left alone tells them apart (the path alone would put a_store.py first)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    _git(root, "init", "-q")
+    same = "def cache_lookup(key):\n    return key\n"
+    _commit(root, "initial layout", {"app/a_store.py": same, "app/b_store.py": same, "notes.py": ""})
+    _commit(root, "tidy a", {"app/a_store.py": same + "\n# tidy\n"})
+    _commit_many(root, "notes.py", 150)
+    _commit(root, "tidy b", {"app/b_store.py": same + "\n# tidy\n"})
+    _commit_many(root, "notes.py", 110)
+    memory = _memory(root)
+    matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
+    assert [m.source_path for m in matches][:2] == ["app/b_store.py", "app/a_store.py"]
+    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
+    assert signals["app/b_store.py"]["recent"] == signals["app/a_store.py"]["recent"] == 0.0
+    assert signals["app/b_store.py"]["churn"] == signals["app/a_store.py"]["churn"]
+    assert signals["app/b_store.py"]["fresh"] > signals["app/a_store.py"]["fresh"] > 0.0
     memory.close()
 
 

@@ -6,7 +6,8 @@ retry fix touched, even when the file's own text shares no word with the questio
 
 The last `MAX_COMMITS` non-merge commits reachable from HEAD (subject, body, the files each
 changed under the workspace) are read from `git log` into the index file (`commits`, the
-contentless FTS5 table `commit_fts`, and how many of them changed each file: `file_changes`).
+contentless FTS5 table `commit_fts`, and how many of them changed each file and the newest that
+did: `file_changes`).
 It happens off the request path: after a full pass, and after an update when HEAD moved
 (cheap to see: the HEAD file and the ref it names are stat'ed). A HEAD that descends from the
 one read adds only the new commits; any other move (a rewrite, another branch), or a history
@@ -17,8 +18,8 @@ A query searches the messages; each of the best matching commits lends its score
 files it changed that are indexed now (so ignored, secret and deleted files never come back
 this way), shared among them: a commit that touched 2 files says more about each than one
 that touched 40; and a file that most commits change says little about any one question
-(`specificity`). How often a file changed (`churn`) and which files the latest commits
-changed (`recent_files`) reorder the candidates too.
+(`specificity`). How often a file changed (`churn`), how lately (`freshness`) and which files
+the latest commits changed (`recent_files`) reorder the candidates too.
 """
 
 from __future__ import annotations
@@ -324,6 +325,23 @@ def churn(store: IndexStore, paths: Iterable[str]) -> dict[str, float]:
         return {}
     scale = math.log1p(commits)
     return {path: math.log1p(count) / scale for path, count in store.change_counts(paths).items()}
+
+
+FRESH_SCALE = 1000  # commits: a file unchanged for this many (or more) is not fresh at all
+
+
+def freshness(store: IndexStore, paths: Iterable[str]) -> dict[str, float]:
+    """How lately a commit changed each file, over the whole stored history (0..1: 1 - ln(1 + k)
+    / ln(1 + FRESH_SCALE), k commits since its last change; 0 for a file no stored commit
+    changed). Code left alone for hundreds of commits (a legacy copy, vendored code, a module
+    that is done) is seldom what the next change edits; `recent_files` sees only the last 100
+    commits and ranks within them, this tells a file untouched for 150 commits from one
+    untouched for 3,000."""
+    scale = math.log1p(FRESH_SCALE)
+    return {
+        path: 1.0 - min(1.0, math.log1p(max(0, since)) / scale)
+        for path, since in store.commits_since_change(paths).items()
+    }
 
 
 RECENT_COMMITS = 100  # the newest commits that make a file "recently changed"

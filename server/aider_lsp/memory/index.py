@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
@@ -94,7 +94,9 @@ CREATE TABLE IF NOT EXISTS commits (
     id INTEGER PRIMARY KEY, sha TEXT NOT NULL, subject TEXT NOT NULL, files TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS commit_fts USING fts5(subject, body, content = '', {_TOKENIZER});
-CREATE TABLE IF NOT EXISTS file_changes (path TEXT PRIMARY KEY, commits INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS file_changes (
+    path TEXT PRIMARY KEY, commits INTEGER NOT NULL, last INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 # Ranked searches: the best `?` rows by bm25 (lower is better), joined to what they index.
@@ -681,26 +683,42 @@ class IndexStore:
                 "INSERT INTO commit_fts(rowid, subject, body) VALUES (?, ?, ?)",
                 [(rowid, subject, body) for rowid, _sha, subject, body, _files in numbered],
             )
+            counts: Counter[str] = Counter()
+            last: dict[str, int] = {}  # path → the newest commit (id) that changed it
+            for rowid, _sha, _subject, _body, files in numbered:
+                for path in filter(None, files.split("\n")):
+                    counts[path] += 1
+                    last[path] = rowid
             conn.executemany(
-                "INSERT INTO file_changes(path, commits) VALUES (?, ?)"
-                " ON CONFLICT(path) DO UPDATE SET commits = commits + excluded.commits",
-                sorted(Counter(path for row in rows for path in row[3].split("\n") if path).items()),
+                "INSERT INTO file_changes(path, commits, last) VALUES (?, ?, ?)"
+                " ON CONFLICT(path) DO UPDATE SET commits = commits + excluded.commits,"
+                " last = max(last, excluded.last)",
+                sorted((path, count, last[path]) for path, count in counts.items()),
             )
             _put_meta(conn, "history_head", head)
         return True
 
     def change_counts(self, paths: Iterable[str]) -> dict[str, int]:
         """How many of the stored commits changed each of `paths` (absent: none did)."""
+        return self._file_changes("commits", paths)
+
+    def commits_since_change(self, paths: Iterable[str]) -> dict[str, int]:
+        """How many stored commits came after the newest one that changed each of `paths`
+        (0: the newest commit changed it; absent: no stored commit did)."""
+        return self._file_changes("(SELECT max(id) FROM commits) - last", paths)
+
+    def _file_changes(self, column: str, paths: Iterable[str]) -> dict[str, int]:
+        """`column` (a fixed expression over `file_changes`, never user input) per path."""
         wanted = list(dict.fromkeys(paths))
-        counts: dict[str, int] = {}
+        found: dict[str, int] = {}
         with self._lock:
             conn = self.open()
             for start in range(0, len(wanted), LOOKUP_CHUNK):
                 chunk = wanted[start : start + LOOKUP_CHUNK]
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT path, commits FROM file_changes WHERE path IN ({marks})", chunk)
-                counts.update(rows.fetchall())
-        return counts
+                rows = conn.execute(f"SELECT path, {column} FROM file_changes WHERE path IN ({marks})", chunk)
+                found.update(rows.fetchall())
+        return found
 
     def recent_commits(self, count: int) -> list[str]:
         """The files of the newest `count` commits (newline-joined), newest first."""

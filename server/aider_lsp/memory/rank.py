@@ -7,16 +7,18 @@ Each gives bm25 scores, made relative to its own best hit; per file
 
     content   = 0.65 × text + 0.35 × definition + 0.10 × path + 0.10 × identifier
     relevance = prior(kind) × (max(content, 0.8 × what a matching test of it says)
-                               + 0.50 × changes + 0.10 × recent + 0.20 × churn)
+                               + 0.50 × changes + 0.10 × recent + 0.20 × churn
+                               + 0.40 × fresh)
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
               + 0.50 if the question names it (`run.py`, `src/flask/typing.py`), shared
                 among the files of that name
 
 `changes`: past commits whose messages match the query changed the file (weighted by how
 specific a change of it is: a file most commits touch says little); `recent`: the latest
-commits changed it; `churn`: how often commits changed it, on a log scale (history.py; all
-three 0 outside a git repository, and for a file of a kind the query is not about: tests,
-docs, changelogs and configuration change alongside the code a change is about).
+commits changed it; `churn`: how often commits changed it, on a log scale; `fresh`: how few
+commits ago it last changed, on a log scale (history.py; all four 0 outside a git
+repository, and for a file of a kind the query is not about: tests, docs, changelogs and
+configuration change alongside the code a change is about).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
@@ -54,6 +56,7 @@ HISTORY_WEIGHT = 0.20
 CHANGES_WEIGHT = 0.5
 RECENT_WEIGHT = 0.1
 CHURN_WEIGHT = 0.2
+FRESH_WEIGHT = 0.4
 KIND_PRIOR: dict[str, float] = {
     "code": 1.0,
     "config": 0.8,
@@ -325,6 +328,7 @@ class Scored:
     changed_in: str = ""  # the best of those commits, `sha subject`
     recent: float = 0.0
     churn: float = 0.0  # how often past commits changed this file (0..1, log scale)
+    fresh: float = 0.0  # how lately a commit changed it (0..1, log scale of commits since)
     target: bool = False
     mentioned: float = 0.0  # the share of a mention by name in the question (`mentions`)
     open: bool = False
@@ -355,7 +359,12 @@ class Scored:
         which gets it."""
         if self.demoted:
             return 0.0
-        return CHANGES_WEIGHT * self.changes + RECENT_WEIGHT * self.recent + CHURN_WEIGHT * self.churn
+        return (
+            CHANGES_WEIGHT * self.changes
+            + RECENT_WEIGHT * self.recent
+            + CHURN_WEIGHT * self.churn
+            + FRESH_WEIGHT * self.fresh
+        )
 
     @property
     def total(self) -> float:
@@ -457,6 +466,7 @@ def score(
     changed: dict[str, ChangedFile] | None = None,
     recent: dict[str, float] | None = None,
     churn: dict[str, float] | None = None,
+    fresh: dict[str, float] | None = None,
 ) -> list[Scored]:
     """Combine text, definition, path, identifier, history, past-commit and editor signals;
     best first."""
@@ -491,6 +501,7 @@ def score(
             changed_in=changes[row.path].commit if row.path in changes else "",
             recent=(recent or {}).get(row.path, 0.0),
             churn=(churn or {}).get(row.path, 0.0),
+            fresh=(fresh or {}).get(row.path, 0.0),
             target=row.path in targets,
             mentioned=mentioned[row.path][1] if row.path in mentioned else 0.0,
             open=row.path in opened,

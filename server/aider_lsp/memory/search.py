@@ -75,6 +75,7 @@ class Searcher:
         mentioned_rows = self._mentioned_rows(store, query)
         history_on = self._history_on()
         changed = self._changed(store, terms) if history_on else {}
+        candidates = found.paths(history_rows, target_rows, mentioned_rows, changed) if history_on else set()
         scored = rank.score(
             terms,
             found.rows,
@@ -87,9 +88,8 @@ class Searcher:
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
             changed=changed,
             recent=history.recent_files(store) if history_on else {},
-            churn=history.churn(store, found.paths(history_rows, target_rows, mentioned_rows, changed))
-            if history_on
-            else {},
+            churn=history.churn(store, candidates),
+            fresh=history.freshness(store, candidates),
         )
         chosen, vanished = self._choose(scored, request.max_results)
         matches = self._explain(store, terms, chosen, found.common)
