@@ -30,13 +30,14 @@ Targets: ours >= BM25 on every family, commit-subject recall@5 >= 80%, index <= 
 corpus, full index no slower than bm25s, one-file update < 10 ms, p50 < 20 ms, p99 < 50 ms.
 
 Usage: python bench/context.py [--queries N] [--commits N] [--repos-dir DIR] [--seed S]
-       [--families stdlib,history,docstrings]
+       [--families stdlib,history,docstrings] [--dump FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import logging
 import os
 import random
@@ -137,12 +138,61 @@ class Bm25Baseline:
         return [self.paths[i] for i in docs[0]]
 
 
-def ask(memory: MemorySystem, baseline: Bm25Baseline, family: Family, query: str, expected: set[str]) -> None:
+class Dump:
+    """--dump FILE: each query with its best DUMP_CANDIDATES files and their signals, one JSON
+    line per query, so that a change of weights or a new rule can be tried offline by
+    re-ranking these in plain Python (seconds) before it is measured here (minutes). The
+    wider search only adds candidates below the first ten: those are the measured order."""
+
+    CANDIDATES = 50
+
+    def __init__(self, path: Path) -> None:
+        self.handle = path.open("w", encoding="utf-8")
+
+    def record(
+        self, memory: MemorySystem, family: Family, query: str, expected: set[str], source: str
+    ) -> None:
+        result = memory.search(ContextGenerationInput(query=query, max_results=self.CANDIDATES))
+        candidates = [
+            {
+                "path": match.source_path or match.id,
+                "kind": (match.metadata or {}).get("kind"),
+                "relevance": match.relevance_score,
+                "signals": (match.metadata or {}).get("signals", {}),
+            }
+            for match in result.matches
+        ]
+        line = {
+            "family": family.name,
+            "source": source,
+            "query": query,
+            "expected": sorted(expected),
+            "ours": family.ours[-1],
+            "bm25": family.base[-1],
+            "candidates": candidates,
+        }
+        self.handle.write(json.dumps(line) + "\n")
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def ask(
+    memory: MemorySystem,
+    baseline: Bm25Baseline,
+    family: Family,
+    query: str,
+    expected: set[str],
+    dump: Dump | None = None,
+    source: str = "",
+) -> None:
     started = time.perf_counter()
     result = memory.search(ContextGenerationInput(query=query, max_results=10))
     family.ms.append((time.perf_counter() - started) * 1000)
     family.ours.append(first_rank([m.source_path or m.id for m in result.matches], expected))
     family.base.append(first_rank(baseline.top(query), expected))
+    if dump is not None:
+        dump.record(memory, family, query, expected, source)
 
 
 # -- stdlib families ---------------------------------------------------------------------------
@@ -452,7 +502,9 @@ def find_repositories(repos_dir: Path | None) -> tuple[list[tuple[str, Path]], l
     return found, notes
 
 
-def run_history(repos: list[tuple[str, Path]], count: int, seed: int, work: Path) -> dict[str, Family]:
+def run_history(
+    repos: list[tuple[str, Path]], count: int, seed: int, work: Path, dump: Dump | None = None
+) -> dict[str, Family]:
     families = {name: Family(name) for name in ("commit subject", "changelog entry")}
     per_repo: list[str] = []
     for name, git_dir in repos:
@@ -484,7 +536,15 @@ def run_history(repos: list[tuple[str, Path]], count: int, seed: int, work: Path
                 expected = query.expected & set(indexed)
                 if not expected:
                     continue
-                ask(memory, baseline, families[query.family], query.text, expected)
+                ask(
+                    memory,
+                    baseline,
+                    families[query.family],
+                    query.text,
+                    expected,
+                    dump,
+                    f"{name} {commit.parent}",
+                )
                 counts[query.family] += 1
         memory.close()
         per_repo.append(f"{name}: " + ", ".join(f"{n} {family}" for family, n in counts.items()))
@@ -508,7 +568,12 @@ def export_head(git_dir: Path, target: Path) -> Path:
 
 
 def run_repo_docstrings(
-    repos: list[tuple[str, Path]], queries: int, seed: int, work: Path, say: Callable[[str], None]
+    repos: list[tuple[str, Path]],
+    queries: int,
+    seed: int,
+    work: Path,
+    say: Callable[[str], None],
+    dump: Dump | None = None,
 ) -> list[Family]:
     """The def docstring families (whole, 2/5 words dropped) on each repository's HEAD."""
     families = [Family("def docstring (repos)"), Family("def docstring, 2/5 dropped (repos)")]
@@ -521,8 +586,8 @@ def run_repo_docstrings(
         rng = random.Random(seed)
         pairs = definition_docstring_queries(root, indexed, queries, seed)
         for text, rel in pairs:
-            ask(memory, baseline, families[0], text, {rel})
-            ask(memory, baseline, families[1], drop_words(text, rng), {rel})
+            ask(memory, baseline, families[0], text, {rel}, dump, name)
+            ask(memory, baseline, families[1], drop_words(text, rng), {rel}, dump, name)
         memory.close()
         say(f"docstrings: {name}: {len(indexed)} files, {len(pairs)} queries")
     return families
@@ -540,7 +605,7 @@ def folder_mb(folder: Path) -> float:
 
 
 def run_stdlib(
-    args: argparse.Namespace, work: Path, say: Callable[[str], None]
+    args: argparse.Namespace, work: Path, say: Callable[[str], None], dump: Dump | None = None
 ) -> tuple[list[Family], dict[str, float]]:
     root = copy_stdlib(work / "stdlib")
     db = work / "db" / "index.sqlite3"
@@ -565,10 +630,10 @@ def run_stdlib(
         Family("def docstring, 2/5 words dropped"),
     ]
     for text, rel in module_queries:
-        ask(memory, baseline, families[0], text, {rel})
+        ask(memory, baseline, families[0], text, {rel}, dump, "stdlib")
     for text, rel in def_queries:
-        ask(memory, baseline, families[1], text, {rel})
-        ask(memory, baseline, families[2], drop_words(text, rng), {rel})
+        ask(memory, baseline, families[1], text, {rel}, dump, "stdlib")
+        ask(memory, baseline, families[2], drop_words(text, rng), {rel}, dump, "stdlib")
 
     editable = [rel for rel in indexed if rel.endswith(".py")]
     update_ms: list[float] = []
@@ -617,28 +682,32 @@ def main() -> None:
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aider-lsp" / "bench-repos"
     )
     parser.add_argument("--repos-dir", type=Path, default=Path(default_repos))
+    parser.add_argument(
+        "--dump", type=Path, help="write each query's candidates and signals here (JSON lines)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     wanted = set(args.families.split(","))
 
     work = Path(tempfile.mkdtemp(prefix="aider-lsp-bench-"))
+    dump = Dump(args.dump) if args.dump else None
     try:
         families: list[Family] = []
         figures: dict[str, float] = {}
         lines: list[str] = []
         if "stdlib" in wanted:
-            stdlib_families, figures = run_stdlib(args, work, lines.append)
+            stdlib_families, figures = run_stdlib(args, work, lines.append, dump)
             families += stdlib_families
         if "docstrings" in wanted:
             repos, notes = find_repositories(args.repos_dir)
             lines += notes
             others = [(name, git_dir) for name, git_dir in repos if "this project" not in name]
-            for family in run_repo_docstrings(others, args.queries, args.seed, work, lines.append):
+            for family in run_repo_docstrings(others, args.queries, args.seed, work, lines.append, dump):
                 families.append(family)
         if "history" in wanted:
             repos, notes = find_repositories(args.repos_dir)
             lines += notes
-            history = run_history(repos, args.commits, args.seed, work)
+            history = run_history(repos, args.commits, args.seed, work, dump)
             for family in history.values():
                 if family.ours:
                     families.append(family)
@@ -648,6 +717,8 @@ def main() -> None:
                 lines.append("history: " + history["commit subject"].note)
         report(families, figures, lines)
     finally:
+        if dump is not None:
+            dump.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
