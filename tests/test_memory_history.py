@@ -114,6 +114,7 @@ def test_without_a_repository_there_is_no_history_and_no_error(tmp_path: Path) -
     for match in result.matches:  # its path still matches; no commit says anything
         assert match.metadata is not None
         assert match.metadata["signals"]["changes"] == 0.0
+        assert match.metadata["signals"]["fresh"] == 0.0  # no HEAD: nothing is "new work"
         assert "changed_by" not in match.metadata["why"]
     assert _paths(memory, "draw page")[0] == "app/render.py"
     memory.close()
@@ -221,6 +222,7 @@ def test_a_workspace_inside_a_repository_sees_its_own_paths(tmp_path: Path) -> N
     memory = _memory(root / "app")
     assert _paths(memory, "retry backoff")[0] == "retry.py"
     assert memory.store.commit_count() == 3  # the readme commit touched nothing under app/
+    assert memory.store.not_in_head(["retry.py", "render.py", "new.py"]) == {"new.py"}
     memory.close()
 
 
@@ -323,6 +325,32 @@ def test_of_two_files_alike_the_one_changed_more_lately_ranks_first(tmp_path: Pa
     assert signals["app/b_store.py"]["recent"] == signals["app/a_store.py"]["recent"] == 0.0
     assert signals["app/b_store.py"]["churn"] == signals["app/a_store.py"]["churn"]
     assert signals["app/b_store.py"]["fresh"] > signals["app/a_store.py"]["fresh"] > 0.0
+    memory.close()
+
+
+def test_a_file_not_committed_yet_is_fresh_work(tmp_path: Path) -> None:
+    """Aider edits without committing: a file it (or the user) just made is where the work
+    is, not code left alone since the beginning."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    _git(root, "init", "-q")
+    same = "def cache_lookup(key):\n    return key\n"
+    _commit(root, "initial layout", {"app/a_store.py": same, "notes.py": ""})
+    _commit_many(root, "notes.py", 150)
+    _write(root, {"app/b_store.py": same})  # untracked
+    memory = _memory(root)
+    matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
+    assert [m.source_path for m in matches][:2] == ["app/b_store.py", "app/a_store.py"]
+    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
+    assert signals["app/b_store.py"]["fresh"] == 1.0
+    assert 0.0 < signals["app/a_store.py"]["fresh"] < 0.5
+    _git(root, "add", "app/b_store.py")  # staged is not committed: still new work
+    memory.update_paths_sync(["app/b_store.py"])
+    assert memory.store.not_in_head(["app/b_store.py", "app/a_store.py"]) == {"app/b_store.py"}
+    _git(root, "commit", "-q", "-m", "add b")
+    memory.update_paths_sync([".git/HEAD"])
+    assert memory.store.not_in_head(["app/b_store.py", "app/a_store.py"]) == set()
+    assert memory.store.commits_since_change(["app/b_store.py"]) == {"app/b_store.py": 0}
     memory.close()
 
 

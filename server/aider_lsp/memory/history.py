@@ -144,6 +144,12 @@ class GitHistory:
         out = self._git("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
         return out.strip() if out else None
 
+    def tracked(self, head: str) -> list[str]:
+        """The files `head`'s tree holds under the workspace, workspace-relative (what is
+        not among them is new work, not committed yet)."""
+        out = self._git("ls-tree", "-r", "-z", "--name-only", head)
+        return [path for path in out.split("\0") if path] if out else []
+
     def descends(self, older: str, newer: str) -> bool:
         return self._git("merge-base", "--is-ancestor", older, newer) is not None
 
@@ -253,11 +259,12 @@ class HistoryIndex:
             self._seen_stamp, self._looked = stamp, True
             return 0
         commits = self._new_commits(store, stored, head) if same_limit else None
+        tracked = self.git.tracked(head)
         if commits is not None:
-            store.add_commits(_rows(commits), head, after=stored)
+            store.add_commits(_rows(commits), head, after=stored, tracked=tracked)
         else:
             commits = follow_renames(self.git.commits(head))
-            store.add_commits(_rows(commits), head)
+            store.add_commits(_rows(commits), head, tracked=tracked)
             store.set_meta(LIMIT_META, str(self.git.max_commits))
         self._seen_stamp, self._looked = stamp, True
         log.info("workspace history: %d commits read up to %s", len(commits), head[:12])
@@ -332,16 +339,20 @@ FRESH_SCALE = 1000  # commits: a file unchanged for this many (or more) is not f
 
 def freshness(store: IndexStore, paths: Iterable[str]) -> dict[str, float]:
     """How lately a commit changed each file, over the whole stored history (0..1: 1 - ln(1 + k)
-    / ln(1 + FRESH_SCALE), k commits since its last change; 0 for a file no stored commit
-    changed). Code left alone for hundreds of commits (a legacy copy, vendored code, a module
-    that is done) is seldom what the next change edits; `recent_files` sees only the last 100
-    commits and ranks within them, this tells a file untouched for 150 commits from one
-    untouched for 3,000."""
+    / ln(1 + FRESH_SCALE), k commits since its last change; 1 for a file HEAD does not hold
+    yet, new work not committed; 0 for a committed file no stored commit changed). Code left
+    alone for hundreds of commits (a legacy copy, vendored code, a module that is done) is
+    seldom what the next change edits; `recent_files` sees only the last 100 commits and
+    ranks within them, this tells a file untouched for 150 commits from one untouched for
+    3,000."""
+    wanted = list(paths)
     scale = math.log1p(FRESH_SCALE)
-    return {
+    fresh = {
         path: 1.0 - min(1.0, math.log1p(max(0, since)) / scale)
-        for path, since in store.commits_since_change(paths).items()
+        for path, since in store.commits_since_change(wanted).items()
     }
+    fresh.update(dict.fromkeys(store.not_in_head(wanted), 1.0))
+    return fresh
 
 
 RECENT_COMMITS = 100  # the newest commits that make a file "recently changed"

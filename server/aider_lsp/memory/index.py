@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 BUSY_TIMEOUT_MS = 2000
 # bm25 column weights: fts (path, identifiers, summary, body), unit_fts (name, text).
 BM25_WEIGHTS = (1.0, 2.0, 2.0, 1.0)
@@ -97,6 +97,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS commit_fts USING fts5(subject, body, content 
 CREATE TABLE IF NOT EXISTS file_changes (
     path TEXT PRIMARY KEY, commits INTEGER NOT NULL, last INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS head_files (path TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
 # Ranked searches: the best `?` rows by bm25 (lower is better), joined to what they index.
@@ -658,18 +659,27 @@ class IndexStore:
             return int(self.open().execute("SELECT count(*) FROM commits").fetchone()[0])
 
     def add_commits(
-        self, rows: list[tuple[str, str, str, str]], head: str, *, after: str | None = None
+        self,
+        rows: list[tuple[str, str, str, str]],
+        head: str,
+        *,
+        after: str | None = None,
+        tracked: Iterable[str] = (),
     ) -> bool:
-        """Store (sha, subject, body, files joined by newlines) rows, oldest first, and the
-        HEAD they were read up to: in place of the stored commits, or `after` them when the
-        stored history still ends at `after` (False, nothing written, when another process
-        moved it meanwhile)."""
+        """Store (sha, subject, body, files joined by newlines) rows, oldest first, the HEAD
+        they were read up to, and the files HEAD's tree holds (`tracked`): in place of the
+        stored commits, or `after` them when the stored history still ends at `after` (False,
+        nothing written, when another process moved it meanwhile)."""
         with self._writing() as conn:
             if after is not None:
                 stored = conn.execute("SELECT value FROM meta WHERE key = 'history_head'").fetchone()
                 if stored is None or stored[0] != after:
                     return False
-            else:
+            conn.execute("DELETE FROM head_files")
+            conn.executemany(
+                "INSERT OR IGNORE INTO head_files(path) VALUES (?)", ((path,) for path in tracked)
+            )
+            if after is None:
                 conn.execute("DELETE FROM commits")
                 conn.execute("INSERT INTO commit_fts(commit_fts) VALUES ('delete-all')")
                 conn.execute("DELETE FROM file_changes")
@@ -706,6 +716,22 @@ class IndexStore:
         """How many stored commits came after the newest one that changed each of `paths`
         (0: the newest commit changed it; absent: no stored commit did)."""
         return self._file_changes("(SELECT max(id) FROM commits) - last", paths)
+
+    def not_in_head(self, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` that HEAD's tree does not hold (new work, not committed yet); none
+        when no tree is stored (not a repository, history off)."""
+        wanted = list(dict.fromkeys(paths))
+        held: set[str] = set()
+        with self._lock:
+            conn = self.open()
+            if conn.execute("SELECT 1 FROM head_files LIMIT 1").fetchone() is None:
+                return set()
+            for start in range(0, len(wanted), LOOKUP_CHUNK):
+                chunk = wanted[start : start + LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT path FROM head_files WHERE path IN ({marks})", chunk)
+                held.update(path for (path,) in rows.fetchall())
+        return set(wanted) - held
 
     def _file_changes(self, column: str, paths: Iterable[str]) -> dict[str, int]:
         """`column` (a fixed expression over `file_changes`, never user input) per path."""
