@@ -16,9 +16,9 @@ Each gives bm25 scores, made relative to its own best hit; per file
 `changes`: past commits whose messages match the query changed the file (weighted by how
 specific a change of it is: a file most commits touch says little); `recent`: the latest
 commits changed it; `churn`: how often commits changed it, on a log scale; `fresh`: how few
-commits ago it last changed, on a log scale (history.py; all four 0 outside a git
-repository, and for a file of a kind the query is not about: tests, docs, changelogs and
-configuration change alongside the code a change is about).
+commits ago it last changed, on a log scale, and 1 for a file not committed yet (history.py;
+all four 0 outside a git repository, and for a file of a kind the query is not about: tests,
+docs, changelogs and configuration change alongside the code a change is about).
 
 The prior prefers the files a change would edit: code 1.0, configuration 0.8, tests 0.7,
 docs 0.5, changelogs and generated files 0.3, licences 0.2; it is 1.0 for every kind when
