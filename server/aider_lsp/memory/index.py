@@ -504,22 +504,25 @@ class IndexStore:
 
     def lookup(self, paths: Iterable[str]) -> dict[str, SearchRow]:
         """Indexed rows for exact paths (files found only by a definition, named files)."""
-        wanted = list(paths)
-        found: dict[str, SearchRow] = {}
+        rows = self._rows_for_paths(
+            "SELECT path, language, identifiers, summary, size, kind, doc FROM files", paths
+        )
+        return {
+            path: SearchRow(path, language, identifiers.split(), summary, size, 0.0, kind, doc)
+            for path, language, identifiers, summary, size, kind, doc in rows
+        }
+
+    def _rows_for_paths(self, select: str, paths: Iterable[str]) -> list[tuple[Any, ...]]:
+        """`select` (fixed SQL, never user input) `WHERE path IN (…)` over `paths`, in chunks
+        of LOOKUP_CHUNK (SQLite bounds the parameters of one statement)."""
+        wanted = list(dict.fromkeys(paths))
+        found: list[tuple[Any, ...]] = []
         with self._lock:
             conn = self.open()
             for start in range(0, len(wanted), LOOKUP_CHUNK):
                 chunk = wanted[start : start + LOOKUP_CHUNK]
-                marks = ", ".join("?" for _ in chunk)
-                rows = conn.execute(
-                    "SELECT path, language, identifiers, summary, size, kind, doc FROM files"
-                    f" WHERE path IN ({marks})",
-                    chunk,
-                ).fetchall()
-                for path, language, identifiers, summary, size, kind, doc in rows:
-                    found[path] = SearchRow(
-                        path, language, identifiers.split(), summary, size, 0.0, kind, doc
-                    )
+                marks = ",".join("?" * len(chunk))
+                found += conn.execute(f"{select} WHERE path IN ({marks})", chunk).fetchall()
         return found
 
     # -- term statistics -------------------------------------------------------------------
@@ -720,31 +723,15 @@ class IndexStore:
     def not_in_head(self, paths: Iterable[str]) -> set[str]:
         """Those of `paths` that HEAD's tree does not hold (new work, not committed yet); none
         when no tree is stored (not a repository, history off)."""
-        wanted = list(dict.fromkeys(paths))
-        held: set[str] = set()
-        with self._lock:
-            conn = self.open()
-            if conn.execute("SELECT 1 FROM head_files LIMIT 1").fetchone() is None:
+        wanted = set(paths)
+        with self._lock:  # one view: a refresh replaces the table between two reads
+            if self.open().execute("SELECT 1 FROM head_files LIMIT 1").fetchone() is None:
                 return set()
-            for start in range(0, len(wanted), LOOKUP_CHUNK):
-                chunk = wanted[start : start + LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT path FROM head_files WHERE path IN ({marks})", chunk)
-                held.update(path for (path,) in rows.fetchall())
-        return set(wanted) - held
+            return wanted - {path for (path,) in self._rows_for_paths("SELECT path FROM head_files", wanted)}
 
     def _file_changes(self, column: str, paths: Iterable[str]) -> dict[str, int]:
         """`column` (a fixed expression over `file_changes`, never user input) per path."""
-        wanted = list(dict.fromkeys(paths))
-        found: dict[str, int] = {}
-        with self._lock:
-            conn = self.open()
-            for start in range(0, len(wanted), LOOKUP_CHUNK):
-                chunk = wanted[start : start + LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT path, {column} FROM file_changes WHERE path IN ({marks})", chunk)
-                found.update(rows.fetchall())
-        return found
+        return dict(self._rows_for_paths(f"SELECT path, {column} FROM file_changes", paths))
 
     def recent_commits(self, count: int) -> list[str]:
         """The files of the newest `count` commits (newline-joined), newest first."""
