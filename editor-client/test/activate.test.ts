@@ -332,6 +332,40 @@ describe('activate', () => {
         delete recorded.configuration['aiderLsp.testCommand'];
     });
 
+    it('Run Workflow from the palette with a file merely open sends no file_context: the open file is a hint, not a choice', async () => {
+        const open = document('units.py', 'M = 1\n');
+        window.activeTextEditor = { document: open, selection: new Selection(0, 0, 0, 0) };
+        recorded.inputs.push('make the circle area test pass', '');
+        const fake = client();
+        const count = fake.sent.length;
+        const done = run(ClientCommand.runWorkflow);
+        const request = await nextRequest(fake, count + 1);
+        assert.deepEqual(request.params.arguments, [{ goal: 'make the circle area test pass' }]);
+        request.answer({ status: 'COMPLETE', content: 'ok', notes: {} });
+        await done;
+    });
+
+    it('Run Workflow with text selected in the editor, or files picked in the explorer, sends them as the choice', async () => {
+        const active = document('pkg/active.py', 'a = 1\n');
+        const other = document('pkg/other.py', 'b = 2\n');
+        window.activeTextEditor = { document: active, selection: new Selection(0, 0, 0, 5) };
+        recorded.inputs.push('goal one', '');
+        let fake = client();
+        let done = run(ClientCommand.runWorkflow);
+        let request = await nextRequest(fake, fake.sent.length + 1);
+        assert.deepEqual(request.params.arguments, [{ goal: 'goal one', file_context: ['pkg/active.py'] }]);
+        request.answer({ status: 'COMPLETE', content: 'ok', notes: {} });
+        await done;
+
+        recorded.inputs.push('goal two', '');
+        fake = client();
+        done = run(ClientCommand.runWorkflow, other.uri, [other.uri]);
+        request = await nextRequest(fake, fake.sent.length + 1);
+        assert.deepEqual(request.params.arguments, [{ goal: 'goal two', file_context: ['pkg/other.py'] }]);
+        request.answer({ status: 'COMPLETE', content: 'ok', notes: {} });
+        await done;
+    });
+
     it('Run Workflow pre-fills the test command and shows the server\'s progress; cancel cancels the request', async () => {
         recorded.inputs.push('make tests pass', 'pytest -q -x');
         const fake = client();

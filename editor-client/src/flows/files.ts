@@ -28,15 +28,30 @@ export function chosenFiles(clicked: unknown, selected: unknown): vscode.Uri[] {
     return uris.filter(isFile);
 }
 
+/**
+ * The files a user picked for a workflow: the explorer's selection, or the active file when text
+ * is selected in it. The file that merely happens to be open is not a choice (a palette "Run
+ * Workflow…" with an unrelated file open must still find the right one): the server counts the
+ * open files as candidates beside its index's.
+ */
+export function pickedFiles(clicked: unknown, selected: unknown): vscode.Uri[] {
+    if (fromExplorer(clicked, selected)) {
+        const fromMenu: unknown[] = Array.isArray(selected) ? (selected as unknown[]) : [clicked];
+        return fromMenu.filter((item): item is vscode.Uri => item instanceof vscode.Uri).filter(isFile);
+    }
+    const editor = vscode.window.activeTextEditor;
+    return editor && !editor.selection.isEmpty ? [editor.document.uri].filter(isFile) : [];
+}
+
 /** Invoked from the explorer (not the palette or the editor's own context menu): the selection is not meant. */
 export function fromExplorer(clicked: unknown, selected: unknown): boolean {
     const active = vscode.window.activeTextEditor?.document.uri.toString();
     return Array.isArray(selected) || (clicked instanceof vscode.Uri && clicked.toString() !== active);
 }
 
-/** The workspace folder of the first file and the files as `file_context` paths. */
-export function relative(uris: vscode.Uri[]): { root: vscode.Uri | undefined; files: string[] } {
-    const root = workspaceRoot(uris[0]);
+/** The workspace folder of the first file (else of `hint`) and the files as `file_context` paths. */
+export function relative(uris: vscode.Uri[], hint?: vscode.Uri): { root: vscode.Uri | undefined; files: string[] } {
+    const root = workspaceRoot(uris[0] ?? hint);
     return { root, files: root ? fileContext(uris.map((uri) => uri.fsPath), root.fsPath) : [] };
 }
 

@@ -1,14 +1,17 @@
-/** "Run Workflow…": the goal, the test command (pre-filled from the settings; empty: the server's detected one), then the server's loop. */
+/**
+ * "Run Workflow…": the goal, the test command (pre-filled from the settings; empty: the server's
+ * detected one), then the server's loop. Only files the user picked go as `file_context`.
+ */
 import * as vscode from 'vscode';
 import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from './context';
-import { chosenFiles, relative, saveDirtyFiles } from './files';
+import { pickedFiles, relative, saveDirtyFiles } from './files';
 import { changedTestCommand } from './testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
-    const { root, files } = relative(chosenFiles(clicked, selected));
+    const { root, files } = relative(pickedFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);
     // first: a "no" to saving then costs no typed goal
     if (!(await saveDirtyFiles())) {
         return;

@@ -49,7 +49,11 @@ export class Range {
     }
 }
 
-export class Selection extends Range {}
+export class Selection extends Range {
+    get isEmpty(): boolean {
+        return this.start.line === this.end.line && this.start.character === this.end.character;
+    }
+}
 
 export class ThemeColor {
     constructor(readonly id: string) {}
