@@ -55,6 +55,22 @@ def test_snapshot_ignores_files_another_program_wrote_during_the_edit(tmp_path: 
     assert "b.py" not in outcome.diff
 
 
+def test_snapshot_names_a_file_another_program_changed_after_aiders_write(tmp_path: Path) -> None:
+    # the other program's change lands after Aider wrote the file but before the edit ended:
+    # the file holds both changes, and the edit must say so (undo would otherwise lose theirs)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 1\n")
+    snap = Snapshot(tmp_path, ["a.py", "b.py", "new.py"], [])
+    aider_writes(snap, tmp_path, "a.py", "x = 2\n")
+    aider_writes(snap, tmp_path, "b.py", "y = 2\n")
+    aider_writes(snap, tmp_path, "new.py", "")  # touched into existence, nothing written
+    with (tmp_path / "a.py").open("a") as handle:
+        handle.write("# theirs\n")
+    assert snap.changed_after_write() == ["a.py"]
+    assert snap.drop_empty_created() == ["new.py"]
+    assert snap.changed_after_write() == ["a.py"]  # its own clean-up is not another's change
+
+
 def test_snapshot_without_change_is_not_a_success_and_drops_touched_files(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     snap = Snapshot(tmp_path, ["a.py", "empty.py"], [])

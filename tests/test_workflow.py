@@ -30,6 +30,7 @@ from aider_lsp_testing.llm_server import (
     IS_AIDER,
     IS_ANALYSIS,
     IS_PLAN,
+    aider_diff,
     aider_whole,
     all_of,
     fault,
@@ -325,3 +326,42 @@ async def test_without_a_test_command_the_detected_one_is_asked_once_and_used(
     again = await app.run_workflow(WorkflowRequest(goal="make the tests pass"), seen.context)
     assert again.status is TaskStatus.COMPLETE, again.content
     assert len(questions) == 1  # remembered for the workspace: not asked again
+
+
+async def test_undo_of_a_run_keeps_a_change_another_program_made_during_its_edit(
+    calc_project: Path, llm_server: Any
+) -> None:
+    # Another program appends to calc.py while Aider is editing it in the first iteration; the
+    # run ends green with the line kept. Undo must not take the file back to before the run:
+    # that would discard the other program's line without a word (it did, COMPLETE "Restored").
+    calc = calc_project / "calc.py"
+    theirs = "\n\n# appended by another program during the edit\n"
+    fix = aider_diff(
+        [
+            ("calc.py", "    return b - a\n", "    return a - b\n"),
+            ("calc.py", "    return a + b\n", "    return a * b\n"),
+        ]
+    )
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    llm_server.add_rule(IS_AIDER, slow(1.5, fix), times=1)
+    llm_server.add_rule(IS_AIDER, fix)
+    app = scripted_app(calc_project, llm_server.base_url, edit_format="diff")
+    try:
+        running = asyncio.ensure_future(
+            app.run_workflow(
+                WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
+            )
+        )
+        assert await asyncio.to_thread(lambda: llm_server.wait_for_requests(2, 60))  # the plan, then Aider
+        with calc.open("a") as handle:
+            handle.write(theirs)
+        result = await running
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert calc.read_text() == FIXED + theirs
+        undo = app.undo()
+        assert calc.read_text().endswith(theirs), "undo discarded the other program's change"
+        assert "calc.py" not in undo.notes.get("restored", []), undo.content
+        assert "calc.py" in undo.content  # the answer names the file it left alone
+    finally:
+        await app.aclose()

@@ -133,8 +133,12 @@ class CheckpointStore:
         """Fingerprint the checkpoint's files as the edit left them (call after each edit).
 
         `user_changed` files were saved by the user during the edit: undo leaves them alone
-        (unless forced) whatever their content, as it does any file changed since the edit."""
+        (unless forced) whatever their content, as it does any file changed since the edit.
+        The mark stays for the checkpoint's life: a later edit of a workflow run writes over the
+        other program's change, but restoring the bytes before the run would still discard it."""
         for rel in checkpoint.files:
+            if checkpoint.after.get(rel) == USER_CHANGED:
+                continue
             with contextlib.suppress(OSError, AccessDenied):
                 checkpoint.after[rel] = _fingerprint(self.files.resolve(rel))
         for rel in user_changed:

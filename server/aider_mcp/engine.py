@@ -405,6 +405,7 @@ class AiderEngine:
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
+        coder.io.conflicts.extend(str(snapshot.root / rel) for rel in snapshot.changed_after_write())
         outcome = snapshot.compare()
         result: dict[str, Any] = {
             "success": outcome.success,

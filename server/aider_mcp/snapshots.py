@@ -150,6 +150,11 @@ class Snapshot:
         rel = self.relative(path)
         self.written[rel] = read_bytes(self.root / rel)
 
+    def changed_after_write(self) -> list[str]:
+        """Files another program changed after this edit wrote them (before it ended): the
+        file now holds both changes, so restoring it to before the edit would lose theirs."""
+        return [rel for rel, wrote in sorted(self.written.items()) if read_bytes(self.root / rel) != wrote]
+
     def compare(self) -> EditOutcome:
         """Diff the files this edit wrote against their content before it."""
         outcome = EditOutcome()
@@ -185,6 +190,7 @@ class Snapshot:
                 (self.root / key).write_bytes(before)
             except OSError:
                 continue
+            self.written[key] = before  # its own write: not another program's change
             reverted.append({"path": key, "reason": f"the reply replaced code with {marker!r}"})
         return reverted
 
@@ -203,6 +209,8 @@ class Snapshot:
                     if full.is_file() and full.stat().st_size == 0:
                         full.unlink()
                         removed.append(key)
+                        if key in self.written:
+                            self.written[key] = None
                 except OSError:
                     pass
         return removed
