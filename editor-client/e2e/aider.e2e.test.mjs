@@ -187,9 +187,11 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForEditorText(mine);
     });
 
-    step(6, 'a workflow with no test command configured asks once, runs, and remembers', 'test-command-remembered', async () => {
+    step(6, 'a workflow with no test command configured asks once, runs, and remembers; the open file is only a hint', 'test-command-remembered', async () => {
         writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null, testCommand: null });
         await new Promise((resolve) => setTimeout(resolve, 3000)); // the workbench reads settings.json again
+        // the file merely open is not the user's choice: the plan picks calculator.py, the run is green
+        await wb.openFile('test_calculator.py');
         await wb.runCommand('Aider: Run Workflow…');
         await wb.answerInput(GOAL_FIX);
         await wb.acceptInput(''); // nothing configured: the server's detected command
