@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../protocol';
-import { tell, type FlowContext } from './context';
+import { tell, type FlowContext } from '../ui/context';
 
 const TITLE = 'Undoing the last Aider change';
 export const KEEP = 'Keep My Changes';

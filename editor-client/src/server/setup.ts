@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { findOnPath, privateEnvDir, venvExecutable } from './server';
+import { findOnPath, privateEnvDir, venvExecutable } from '../common/locate';
 
 export class SetupError extends Error {}
 

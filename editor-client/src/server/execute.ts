@@ -18,11 +18,11 @@ import {
     type Disposable,
     type LanguageClient,
 } from 'vscode-languageclient/node';
-import type { ActiveRun } from './common/progress';
-import type { ProgressRouter } from './common/progress';
-import { requestErrorMessage } from './common/results';
-import { showWithLog } from './common/showLog';
-import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from './protocol';
+import type { ActiveRun } from '../common/progress';
+import type { ProgressRouter } from '../common/progress';
+import { requestErrorMessage } from '../common/results';
+import { showWithLog } from '../ui/showLog';
+import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from '../protocol';
 
 /** What running a command needs from the extension. */
 export interface ServerCommandHost {
