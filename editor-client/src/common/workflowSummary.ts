@@ -6,7 +6,7 @@
 import type { TaskResult } from '../protocol';
 
 /** The last test run of a workflow, as its history records it. */
-export interface TestSummary {
+interface TestSummary {
     command: string;
     exitCode: number | undefined;
     timedOut: boolean;
@@ -14,7 +14,7 @@ export interface TestSummary {
     line: string | undefined;
 }
 
-export interface WorkflowSummary {
+interface WorkflowSummary {
     iterations: number;
     test: TestSummary | undefined;
 }
