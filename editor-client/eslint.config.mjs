@@ -14,6 +14,20 @@ export default tseslint.config(
         },
     },
     {
+        // src/common/ and the protocol run without VS Code (unit-tested with plain node --test):
+        // types from vscode and the language client only, never the modules themselves
+        files: ['src/common/**/*.ts', 'src/protocol.ts'],
+        rules: {
+            '@typescript-eslint/no-restricted-imports': [
+                'error',
+                {
+                    paths: [{ name: 'vscode', message: 'src/common/ is VS Code-free (src/README.md): import types only, or move the module to ui/ or server/.', allowTypeImports: true }],
+                    patterns: [{ group: ['vscode-languageclient', 'vscode-languageclient/*'], message: 'vscode-languageclient loads vscode: import types only here.', allowTypeImports: true }],
+                },
+            ],
+        },
+    },
+    {
         // node:test's describe/it return promises the runner awaits itself
         files: ['test/**/*.ts'],
         rules: { '@typescript-eslint/no-floating-promises': 'off' },

@@ -5,14 +5,15 @@
  */
 import * as vscode from 'vscode';
 import { setApiKey } from './flows/apiKey';
-import { showLastDiff, type FlowContext } from './flows/context';
 import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
+import { showLastDiff } from './flows/lastDiff';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
 import { runWorkflow } from './flows/workflow';
 import { ClientCommand, type ClientCommandId } from './protocol';
+import type { FlowContext } from './ui/context';
 
 /** What the commands need beyond the flows' context: the server's set-up. */
 export interface CommandHost extends FlowContext {

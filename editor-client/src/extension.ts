@@ -1,236 +1,63 @@
 /**
- * Activation: the log, the status item, the commands, then the server. The Extension holds the
- * one language client; `restartServer` is the one place it is (re)created. A missing server
- * offers the zero set-up: once at activation, and before any command that needs the server
- * (modal, then the command goes on); one set-up runs at a time.
+ * Activation: the log, the status item, the diff view's content, the commands and the settings
+ * listener, then the server. The server's life (start, restart, set-up): server/lifecycle.ts;
+ * each command's flow: commands.ts → flows/. A map of the folders: src/README.md.
  */
 import * as vscode from 'vscode';
-import { State, type LanguageClient } from 'vscode-languageclient/node';
 import { registerCommands, type CommandHost } from './commands';
+import { loadServerDefaults } from './common/locate';
 import { ProgressRouter } from './common/progress';
-import { createServer, loadServerDefaults, locateServer, type ServerInfo } from './common/server';
-import { API_KEY_SECRET, SECTION } from './common/settings';
-import { choosePython, createPrivateServer, SetupError } from './common/setup';
-import { pythonExtensionInterpreter } from './common/python';
-import { showWithLog } from './common/showLog';
-import { StatusItem } from './common/status';
-import { BEFORE_SCHEME, BeforeContentProvider } from './diffView';
+import { SECTION } from './common/settings';
 import { runFromCodeAction } from './flows/codeAction';
-import { LastChange } from './flows/lastChange';
-import { RESTART, ServerCommands, type ServerCommandHost } from './serverCommand';
+import { ServerCommands } from './server/execute';
+import { ServerLifecycle } from './server/lifecycle';
+import { BEFORE_SCHEME, BeforeContentProvider } from './ui/diffView';
+import { LastChange } from './ui/lastChange';
+import { StatusItem } from './ui/status';
 
-const SET_UP = 'Set Up';
-
-class Extension implements CommandHost, ServerCommandHost {
-    readonly router = new ProgressRouter();
-    readonly server = new ServerCommands(this);
-    readonly log: vscode.LogOutputChannel;
-    readonly chat: vscode.OutputChannel;
-    readonly beforeContent = new BeforeContentProvider();
-    readonly lastChange = new LastChange();
-    readonly status: StatusItem;
-    readonly secrets: vscode.SecretStorage;
-    private readonly info: ServerInfo;
-    private languageClient: LanguageClient | undefined;
-    private starting: Promise<void> | undefined;
-    /** Why no server was found (undefined: one was): a command then offers the set-up first. */
-    private missing: string | undefined;
-    /** Why the server found did not start (a bad setting, a crash): told before a command. */
-    private notStarted: string | undefined;
-    private settingUp: Promise<boolean> | undefined;
-
-    constructor(private readonly context: vscode.ExtensionContext) {
-        this.info = loadServerDefaults(context.extension.packageJSON);
-        this.log = vscode.window.createOutputChannel(this.info.name, { log: true });
-        this.chat = vscode.window.createOutputChannel('Aider Chat');
-        this.status = new StatusItem();
-        this.secrets = context.secrets;
-        this.router.onPhase = (phase) => { this.status.setPhase(phase); };
-        context.subscriptions.push(this.log, this.chat, this.status);
-        context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, this.beforeContent));
-        context.subscriptions.push(...registerCommands(this));
-        context.subscriptions.push(
-            vscode.workspace.onDidChangeConfiguration((event) => {
-                if (event.affectsConfiguration(`${SECTION}.server`)) {
-                    void this.restartServer();
-                }
-            }),
-        );
-    }
-
-    client(): LanguageClient | undefined {
-        return this.languageClient;
-    }
-
-    /** Stops the running client (if any) and starts a new one; one restart at a time. */
-    restartServer(): Promise<void> {
-        const previous = this.starting ?? Promise.resolve();
-        this.starting = previous.then(() => this.startFresh()).finally(() => (this.starting = undefined));
-        return this.starting;
-    }
-
-    private async startFresh(): Promise<void> {
-        await this.stopServer();
-        const config = vscode.workspace.getConfiguration(SECTION);
-        const location = locateServer(config.get<string>('server.path') ?? '', this.context.globalStorageUri.fsPath, process.env.PATH);
-        if (location.kind === 'missing') {
-            this.log.warn(location.reason);
-            this.missing = location.reason;
-            // nothing failed yet: the user has not asked for anything
-            this.status.setState('missing', location.reason);
-            if (this.settingUp === undefined) {
-                void this.offerSetup(location.reason);
-            }
-            return;
-        }
-        this.missing = undefined;
-        if (location.kind === 'badSetting') {
-            this.log.error(location.reason);
-            this.notStarted = location.reason;
-            this.status.setState('error', location.reason);
-            void showWithLog(this.log, 'error', `Aider: ${location.reason}.`);
-            return;
-        }
-        this.notStarted = undefined;
-        this.status.setState('starting');
-        this.log.info(`starting ${location.executable} serve (${location.origin})`);
-        const apiKey = await this.secrets.get(API_KEY_SECRET);
-        const python = await pythonExtensionInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
-        const fresh = createServer(
-            this.info,
-            location.executable,
-            apiKey,
-            this.log,
-            {
-                ...this.router.middleware,
-                // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
-                executeCommand: (command, args) => runFromCodeAction(this, command, args),
-            },
-            python,
-        );
-        fresh.onDidChangeState((event) => {
-            if (event.newState === State.Running) {
-                this.status.setState('ready');
-            } else if (event.newState === State.Stopped && this.languageClient === fresh) {
-                this.status.setState('error', 'the server stopped');
-            }
-        });
-        this.languageClient = fresh;
-        try {
-            await fresh.start();
-            this.status.setState('ready');
-        } catch (error) {
-            this.notStarted = `it did not start: ${String(error)}`;
-            this.log.error(`the server did not start: ${String(error)}`);
-            this.status.setState('error', String(error));
-            // not awaited: activation (and every command waiting for it) must not hang until the
-            // user dismisses this message; commands then say "the server is not running"
-            void showWithLog(this.log, 'error', `Aider: the server did not start: ${String(error)}`);
-        }
-    }
-
-    async stopServer(): Promise<void> {
-        const running = this.languageClient;
-        this.languageClient = undefined;
-        if (running) {
-            try {
-                await running.stop();
-            } catch (error) {
-                this.log.warn(`stopping the server: ${String(error)}`);
-            }
-        }
-        this.status.setState('stopped');
-    }
-
-    /** The offer at activation: not modal (the user has not asked for anything yet). */
-    private async offerSetup(reason: string): Promise<void> {
-        const text = `Aider: ${reason}. Set up a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB)?`;
-        if ((await showWithLog(this.log, 'warning', text, SET_UP)) === SET_UP) {
-            await this.setupServer();
-        }
-    }
-
-    /**
-     * Before a command that needs the server: waits for a start or set-up under way, offers the
-     * set-up when there is no server (modal: the command goes on once it is ready) and a restart
-     * when it stopped. True when the server runs.
-     */
-    async ensureServer(): Promise<boolean> {
-        await this.starting;
-        if (this.settingUp !== undefined) {
-            void vscode.window.showInformationMessage('Aider: the server is being set up; your command goes on when it is ready.');
-            await this.settingUp;
-        }
-        if (this.server.running()) {
-            return true;
-        }
-        if (this.missing !== undefined) {
-            const choice = await vscode.window.showWarningMessage(
-                `Aider needs its server first: ${this.missing}.`,
-                {
-                    modal: true,
-                    detail: 'Set Up creates a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB of downloads); your command goes on when it is ready. Or install aider-lsp yourself and set aiderLsp.server.path.',
-                },
-                SET_UP,
-            );
-            return choice === SET_UP && (await this.setupServer());
-        }
-        const why = this.notStarted === undefined ? '' : `: ${this.notStarted}`;
-        if ((await showWithLog(this.log, 'error', `Aider: the server is not running${why}.`, RESTART)) === RESTART) {
-            await this.restartServer();
-        }
-        return this.server.running();
-    }
-
-    /** Sets up the private server and starts it; one set-up at a time (a second call joins the first). */
-    setupServer(): Promise<boolean> {
-        if (this.settingUp !== undefined) {
-            void vscode.window.showInformationMessage('Aider: the server is already being set up (see its progress).');
-            return this.settingUp;
-        }
-        const running = this.runSetup().finally(() => {
-            this.settingUp = undefined;
-        });
-        this.settingUp = running;
-        return running;
-    }
-
-    private async runSetup(): Promise<boolean> {
-        const config = vscode.workspace.getConfiguration(SECTION);
-        const python = choosePython(config.get<string>('server.python') ?? '', process.env.PATH);
-        this.status.setState('setup');
-        try {
-            const executable = await createPrivateServer(python, this.context.extensionPath, this.context.globalStorageUri.fsPath, this.log, (phase) => {
-                this.status.setPhase(phase);
-            });
-            this.log.info(`set up ${executable}`);
-        } catch (error) {
-            const message = error instanceof SetupError ? error.message : `set-up failed: ${String(error)}`;
-            this.log.error(message);
-            this.status.setState('error', message);
-            await showWithLog(this.log, 'error', `Aider: ${message}`);
-            return false;
-        } finally {
-            this.status.setPhase(undefined);
-        }
-        await this.restartServer();
-        if (this.server.running()) {
-            void vscode.window.showInformationMessage('Aider: the server is set up and running.');
-            return true;
-        }
-        void showWithLog(this.log, 'error', `Aider: the server was set up but is not running${this.notStarted === undefined ? '' : `: ${this.notStarted}`}.`);
-        return false;
-    }
-}
-
-let extension: Extension | undefined;
+let lifecycle: ServerLifecycle | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-    extension = new Extension(context);
-    await extension.restartServer();
+    const info = loadServerDefaults(context.extension.packageJSON);
+    const log = vscode.window.createOutputChannel(info.name, { log: true });
+    const chat = vscode.window.createOutputChannel('Aider Chat');
+    const status = new StatusItem();
+    const beforeContent = new BeforeContentProvider();
+    const router = new ProgressRouter();
+    router.onPhase = (phase) => { status.setPhase(phase); };
+    context.subscriptions.push(log, chat, status);
+    context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, beforeContent));
+
+    const server = new ServerLifecycle(context, info, log, status, {
+        ...router.middleware,
+        // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
+        executeCommand: (command, args) => runFromCodeAction(host, command, args),
+    });
+    const restartServer = (): Promise<void> => server.restartServer();
+    const host: CommandHost = {
+        server: new ServerCommands({ client: () => server.client(), router, log, restartServer }),
+        log,
+        chat,
+        beforeContent,
+        secrets: context.secrets,
+        lastChange: new LastChange(),
+        restartServer,
+        setupServer: () => server.setupServer(),
+        ensureServer: () => server.ensureServer(),
+    };
+    context.subscriptions.push(...registerCommands(host));
+    context.subscriptions.push(
+        vscode.workspace.onDidChangeConfiguration((event) => {
+            if (event.affectsConfiguration(`${SECTION}.server`)) {
+                void restartServer();
+            }
+        }),
+    );
+    lifecycle = server;
+    await server.restartServer();
 }
 
 export async function deactivate(): Promise<void> {
-    await extension?.stopServer();
-    extension = undefined;
+    await lifecycle?.stopServer();
+    lifecycle = undefined;
 }

@@ -41,9 +41,6 @@ export const ClientCommand = {
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 
-/** Diagnostics the server publishes carry this source. */
-export const DIAGNOSTIC_SOURCE = 'aider-lsp';
-
 export interface Position {
     line: number;
     character: number;
@@ -61,7 +58,7 @@ export interface Selection {
     text?: string;
 }
 
-export interface AutomaticArgs {
+interface AutomaticArgs {
     prompt: string;
     file_context?: string[];
     selection?: Selection;
@@ -69,21 +66,21 @@ export interface AutomaticArgs {
     rerun_failing_tests?: boolean;
 }
 
-export interface InteractiveArgs {
+interface InteractiveArgs {
     prompt?: string;
     file_context?: string[];
     session_id?: string;
     end_session?: boolean;
 }
 
-export interface GetContextArgs {
+interface GetContextArgs {
     query: string;
     history?: string;
     target_files?: string[];
     max_results?: number;
 }
 
-export interface WorkflowRunArgs {
+interface WorkflowRunArgs {
     goal: string;
     context?: string;
     test_command?: string;
@@ -91,11 +88,11 @@ export interface WorkflowRunArgs {
     file_context?: string[];
 }
 
-export interface RunTestsArgs {
+interface RunTestsArgs {
     command?: string;
 }
 
-export interface UndoArgs {
+interface UndoArgs {
     force?: boolean;
 }
 
@@ -105,7 +102,7 @@ export interface EditSelectionArgs {
     range: Range;
 }
 
-export type EmptyArgs = Record<string, never>;
+type EmptyArgs = Record<string, never>;
 
 /** Each server command with the one object argument it takes. */
 export interface CommandArgs {
@@ -123,9 +120,9 @@ export interface CommandArgs {
     'aider-lsp.diagnostics.clear': EmptyArgs;
 }
 
-export type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';
+type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';
 
-export interface TaskError {
+interface TaskError {
     type: string;
     reason: string;
     message: string;
@@ -183,7 +180,7 @@ export function stringNote(result: TaskResult, key: string): string | undefined 
 }
 
 /** One relevant file of aider-lsp.system.getContext (`notes.matches`). */
-export interface ContextMatch {
+interface ContextMatch {
     path: string;
     score?: number;
 }

@@ -355,7 +355,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const pidFile = path.join(workspace, 'test.pid');
         fs.rmSync(pidFile, { force: true });
         fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL);
-        const token = 'aider-lsp-client-test-1'; // the request's own workDoneToken, as serverCommand.ts sends it
+        const token = 'aider-lsp-client-test-1'; // the request's own workDoneToken, as server/execute.ts sends it
         const answer = server.connection.sendRequest(ExecuteCommandRequest.type, {
             command: ServerCommand.workflowRun,
             arguments: [{ goal: 'mark add as edited', max_retries: 1 }],

@@ -9,10 +9,10 @@ import type { ClientCapabilities, FeatureState, StaticFeature } from 'vscode-lan
 import { ClientCommand } from '../protocol';
 
 /** The key of our experimental client capabilities (server: lsp/code_actions.py). */
-export const EXPERIMENTAL_KEY = 'aiderLsp';
+const EXPERIMENTAL_KEY = 'aiderLsp';
 
 /** The experimental capabilities with ours added; what the client already had is kept. */
-export function withClientCommands(experimental: unknown): Record<string, unknown> {
+function withClientCommands(experimental: unknown): Record<string, unknown> {
     const others = typeof experimental === 'object' && experimental !== null ? (experimental as Record<string, unknown>) : {};
     return { ...others, [EXPERIMENTAL_KEY]: { clientCommands: Object.values(ClientCommand) } };
 }

@@ -4,7 +4,7 @@
  * languageclient middleware hands a command's notification (and `onPhase`, the status bar) the
  * messages under the command's own workDoneToken and under the first token the server begins
  * after the command started; progress that belongs to no command goes to VS Code's default
- * handling. Sending the command and its cancel button: serverCommand.ts.
+ * handling. Sending the command and its cancel button: server/execute.ts.
  */
 import type {
     Middleware,

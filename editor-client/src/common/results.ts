@@ -5,7 +5,7 @@
 import { stringListNote, stringNote, taskError, type TaskResult } from '../protocol';
 import { describeTests, iterationCount, workflowSummary } from './workflowSummary';
 
-export type Severity = 'info' | 'warning' | 'error';
+type Severity = 'info' | 'warning' | 'error';
 
 export interface ResultMessage {
     severity: Severity;

@@ -9,7 +9,7 @@ import * as readline from 'node:readline';
 import type * as stream from 'node:stream';
 import type * as vscode from 'vscode';
 
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
 const RECORD = /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)? (DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) (.*)$/;
 

@@ -32,15 +32,15 @@ export const SERVER_SETTING_KEYS = [
     'secretPatterns',
     'budget',
 ] as const;
-export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
+type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 
 /** A JSON value as it may travel in initializationOptions. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-export type InitializationOptions = Partial<Record<ServerSettingKey | 'apiKey', JsonValue>>;
+type InitializationOptions = Partial<Record<ServerSettingKey | 'apiKey', JsonValue>>;
 
 /** Reads one setting of the section; `undefined` when it has no value. */
-export type SettingReader = (key: string) => unknown;
+type SettingReader = (key: string) => unknown;
 
 function toJson(value: unknown): JsonValue | undefined {
     if (value === null || typeof value === 'string' || typeof value === 'boolean') {

@@ -6,7 +6,7 @@
 import type { TaskResult } from '../protocol';
 
 /** The last test run of a workflow, as its history records it. */
-export interface TestSummary {
+interface TestSummary {
     command: string;
     exitCode: number | undefined;
     timedOut: boolean;
@@ -14,7 +14,7 @@ export interface TestSummary {
     line: string | undefined;
 }
 
-export interface WorkflowSummary {
+interface WorkflowSummary {
     iterations: number;
     test: TestSummary | undefined;
 }
@@ -25,7 +25,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 const MAX_LINE = 120;
 
-/** The last line a runner printed, without decoration ("===== 3 passed in 0.02s ====="). */
+/**
+ * The last line a runner printed, without decoration ("===== 3 passed in 0.02s ====="). A copy
+ * of the server's `test_output.summary_line`: the server does not send that line in a run's
+ * history yet (an iteration's `test` has stdout and stderr only), so the client still reads it
+ * here; once the server sends it, this goes and the history's line is shown.
+ */
 export function summaryLine(stdout: string, stderr: string): string | undefined {
     for (const text of [stdout, stderr]) {
         const lines = text.split('\n').map((line) => line.replace(/^[\s=\-_*]+|[\s=\-_*]+$/g, '')).filter(Boolean);

@@ -1,7 +1,7 @@
 /** "Set API Key": kept in VS Code's secret storage (never settings.json); the server restarts with it. */
 import * as vscode from 'vscode';
 import { API_KEY_SECRET } from '../common/settings';
-import type { FlowContext } from './context';
+import type { FlowContext } from '../ui/context';
 
 export async function setApiKey(ctx: FlowContext): Promise<void> {
     const key = await vscode.window.showInputBox({

@@ -5,8 +5,8 @@
 import * as vscode from 'vscode';
 import { resultMessage, workflowMessage } from '../common/results';
 import { ServerCommand, type TaskResult } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { saveDirtyFiles } from './files';
+import { tell, type FlowContext } from '../ui/context';
+import { saveDirtyFiles } from '../ui/files';
 
 export async function runFromCodeAction(ctx: FlowContext, command: string, args: unknown[]): Promise<TaskResult | undefined> {
     const known = Object.values(ServerCommand).find((id) => id === command);

@@ -6,8 +6,8 @@ import * as vscode from 'vscode';
 import { selectionArgument } from '../common/arguments';
 import { resultMessage } from '../common/results';
 import { ServerCommand, type CommandArgs, type EditSelectionArgs, type Selection } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { chosenFiles, fromExplorer, relative, saveDirtyFiles } from './files';
+import { tell, type FlowContext } from '../ui/context';
+import { chosenFiles, fromExplorer, relative, saveDirtyFiles } from '../ui/files';
 
 /** The active file, the explorer's files and (not from the explorer) the editor's selection. */
 export async function edit(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {

@@ -2,8 +2,8 @@
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { contextMatches, ServerCommand } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { workspaceRoot } from './files';
+import { tell, type FlowContext } from '../ui/context';
+import { workspaceRoot } from '../ui/files';
 
 export async function findFiles(ctx: FlowContext): Promise<void> {
     const query = await vscode.window.showInputBox({ title: 'Find Relevant Files', placeHolder: 'What are you looking for?' });

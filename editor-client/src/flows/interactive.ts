@@ -2,8 +2,8 @@
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand, stringNote } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { chosenFiles, relative, saveDirtyFiles } from './files';
+import { tell, type FlowContext } from '../ui/context';
+import { chosenFiles, relative, saveDirtyFiles } from '../ui/files';
 
 export async function interactive(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
     const { root, files } = relative(chosenFiles(clicked, selected));

@@ -1,9 +1,9 @@
 /** "Run Tests" and "Clear Diagnostics": the project's tests, and the findings they leave in Problems. */
 import { resultMessage } from '../common/results';
 import { ServerCommand } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { saveDirtyFiles } from './files';
-import { changedTestCommand } from './testCommand';
+import { tell, type FlowContext } from '../ui/context';
+import { saveDirtyFiles } from '../ui/files';
+import { changedTestCommand } from '../ui/testCommand';
 
 export async function runTests(ctx: FlowContext): Promise<void> {
     if (!(await saveDirtyFiles())) {

@@ -6,11 +6,11 @@
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../protocol';
-import { tell, type FlowContext } from './context';
+import { tell, type FlowContext } from '../ui/context';
 
 const TITLE = 'Undoing the last Aider change';
-export const KEEP = 'Keep My Changes';
-export const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
+const KEEP = 'Keep My Changes';
+const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
 
 /** A file the undo left alone, as the server reports it (`notes.skipped`; server models.py SkipReason). */
 interface Skipped {

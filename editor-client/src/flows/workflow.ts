@@ -6,9 +6,9 @@ import * as vscode from 'vscode';
 import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
-import { tell, type FlowContext } from './context';
-import { pickedFiles, relative, saveDirtyFiles } from './files';
-import { changedTestCommand } from './testCommand';
+import { tell, type FlowContext } from '../ui/context';
+import { pickedFiles, relative, saveDirtyFiles } from '../ui/files';
+import { changedTestCommand } from '../ui/testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
     const { root, files } = relative(pickedFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);

@@ -28,9 +28,6 @@ export interface SentRequest {
 
 export const clients: FakeLanguageClient[] = [];
 
-/** How the next request is answered; by default the test answers through `SentRequest.answer`. */
-export const behaviour = { running: true };
-
 export class FakeLanguageClient {
     readonly sent: SentRequest[] = [];
     readonly notifications: { method: string; params: unknown }[] = [];
@@ -57,7 +54,7 @@ export class FakeLanguageClient {
         this.features.push(feature);
     }
     start(): Promise<void> {
-        this.running = behaviour.running;
+        this.running = true;
         for (const listener of this.stateListeners) {
             listener({ oldState: State.Starting, newState: State.Running });
         }

@@ -78,7 +78,7 @@ export enum StatusBarAlignment {
 
 export { CancellationTokenSource, Emitter as EventEmitter };
 
-export interface Shown {
+interface Shown {
     kind: 'info' | 'warning' | 'error';
     text: string;
     items: string[];
@@ -218,5 +218,3 @@ export const commands = {
         return Promise.resolve(handler ? handler(...args) : undefined);
     },
 };
-
-export class CancellationError extends Error {}

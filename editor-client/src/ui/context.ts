@@ -4,12 +4,12 @@
  */
 import * as vscode from 'vscode';
 import type { ResultMessage } from '../common/results';
-import { showWithLog } from '../common/showLog';
-import { showDiff, type BeforeContentProvider } from '../diffView';
 import { ClientCommand } from '../protocol';
-import type { ServerCommands } from '../serverCommand';
+import type { ServerCommands } from '../server/execute';
+import { showDiff, type BeforeContentProvider } from './diffView';
 import { workspaceRoot } from './files';
 import type { LastChange } from './lastChange';
+import { showWithLog } from './showLog';
 
 export interface FlowContext {
     readonly server: ServerCommands;
@@ -56,14 +56,4 @@ export async function tell(ctx: FlowContext, message: ResultMessage, root?: vsco
     } else if (choice === UNDO) {
         await vscode.commands.executeCommand(ClientCommand.undo);
     }
-}
-
-/** "Show Last Aider Diff": the last change told, in the diff editor. */
-export async function showLastDiff(ctx: FlowContext): Promise<void> {
-    const change = ctx.lastChange.current;
-    if (change === undefined) {
-        void vscode.window.showInformationMessage('Aider: no Aider change to show yet (or it was undone).');
-        return;
-    }
-    await showDiff(ctx.beforeContent, change.root, change.diff, change.changedFiles);
 }

@@ -1,16 +1,11 @@
 /**
- * Finding and starting the `aider-lsp serve` language server (stdio) with vscode-languageclient.
- * Order: the `aiderLsp.server.path` setting, `aider-lsp` on PATH, then the private environment
- * this extension creates in its global storage (see setup.ts). The server's id and name come
- * from package.json's `serverInfo`, their one source.
+ * Finding the `aider-lsp` executable. Order: the `aiderLsp.server.path` setting, `aider-lsp` on
+ * PATH, then the private environment this extension creates in its global storage
+ * (server/setup.ts). The server's id and name come from package.json's `serverInfo`, their one
+ * source. Starting it: server/client.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as vscode from 'vscode';
-import { LanguageClient, RevealOutputChannelOn, type LanguageClientOptions, type Middleware, type ServerOptions } from 'vscode-languageclient/node';
-import { ClientCommandsFeature } from './capabilities';
-import { pipeServerLog, pipeServerStdout } from './serverLog';
-import { initializationOptions, SECTION, serverEnvironment } from './settings';
 
 /** package.json's `serverInfo`: the language client's id (e.g. the `aider-lsp.trace.server` setting) and the log's name. */
 export interface ServerInfo {
@@ -81,35 +76,4 @@ export function locateServer(configuredPath: string, globalStorage: string, sear
         return { kind: 'found', executable: privateServer, origin: 'private' };
     }
     return { kind: 'missing', reason: 'aider-lsp was not found (aiderLsp.server.path, PATH, or the private environment)' };
-}
-
-/** The client for `executable`; not started yet. It tells the server the client commands it has. */
-export function createServer(
-    info: ServerInfo,
-    executable: string,
-    apiKey: string | undefined,
-    outputChannel: vscode.LogOutputChannel,
-    middleware: Middleware,
-    pythonInterpreter?: string,
-): LanguageClient {
-    const config = vscode.workspace.getConfiguration(SECTION);
-    const serverOptions: ServerOptions = {
-        command: executable,
-        args: ['serve'],
-        options: { env: serverEnvironment(process.env, apiKey, pythonInterpreter) },
-    };
-    const clientOptions: LanguageClientOptions = {
-        documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
-        outputChannel,
-        traceOutputChannel: outputChannel,
-        revealOutputChannelOn: RevealOutputChannelOn.Never,
-        // the server logs to stderr at its own levels: INFO stays info, not [error]
-        stdioOptions: { stdout: pipeServerStdout, stderr: pipeServerLog },
-        initializationOptions: initializationOptions((key) => config.get(key), apiKey),
-        synchronize: { configurationSection: SECTION },
-        middleware,
-    };
-    const client = new LanguageClient(info.id, info.name, serverOptions, clientOptions);
-    client.registerFeature(new ClientCommandsFeature());
-    return client;
 }

@@ -4,7 +4,7 @@
  * since, binary) gets the raw diff in a read-only document instead.
  */
 import * as vscode from 'vscode';
-import { contentBefore, splitDiff } from './common/diff';
+import { contentBefore, splitDiff } from '../common/diff';
 
 export const BEFORE_SCHEME = 'aider-lsp-before';
 

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { findOnPath, privateEnvDir, venvExecutable } from './server';
+import { findOnPath, privateEnvDir, venvExecutable } from '../common/locate';
 
 export class SetupError extends Error {}
 
@@ -56,7 +56,7 @@ function run(
 }
 
 /** A configured Python that is not there, or not a program: what to say (undefined: it may be one). */
-export function pythonProblem(python: string): string | undefined {
+function pythonProblem(python: string): string | undefined {
     let stat: fs.Stats;
     try {
         stat = fs.statSync(python);
@@ -75,7 +75,7 @@ export function pythonProblem(python: string): string | undefined {
 }
 
 /** "1 min 20 s" */
-export function elapsed(ms: number): string {
+function elapsed(ms: number): string {
     const seconds = Math.floor(ms / 1000);
     return seconds < 60 ? `${String(seconds)} s` : `${String(Math.floor(seconds / 60))} min ${String(seconds % 60)} s`;
 }
@@ -117,7 +117,7 @@ export function choosePython(configured: string, searchPath: string | undefined)
 }
 
 /** The server wheel the .vsix carries (`server/aider_lsp-*.whl`). */
-export function bundledWheel(extensionPath: string): string | undefined {
+function bundledWheel(extensionPath: string): string | undefined {
     const dir = path.join(extensionPath, 'server');
     const wheel = fs.existsSync(dir) ? fs.readdirSync(dir).find((name) => /^aider_lsp-.*\.whl$/.test(name)) : undefined;
     return wheel ? path.join(dir, wheel) : undefined;

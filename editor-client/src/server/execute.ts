@@ -18,14 +18,14 @@ import {
     type Disposable,
     type LanguageClient,
 } from 'vscode-languageclient/node';
-import type { ActiveRun } from './common/progress';
-import type { ProgressRouter } from './common/progress';
-import { requestErrorMessage } from './common/results';
-import { showWithLog } from './common/showLog';
-import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from './protocol';
+import type { ActiveRun } from '../common/progress';
+import type { ProgressRouter } from '../common/progress';
+import { requestErrorMessage } from '../common/results';
+import { showWithLog } from '../ui/showLog';
+import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from '../protocol';
 
 /** What running a command needs from the extension. */
-export interface ServerCommandHost {
+interface ServerCommandHost {
     client(): LanguageClient | undefined;
     readonly router: ProgressRouter;
     readonly log: vscode.LogOutputChannel;
@@ -38,7 +38,7 @@ type Outcome = { kind: 'result'; result: TaskResult } | { kind: 'cancelled' };
 export const RESTART = 'Restart Server';
 
 /** How long a server asked to stop its progress may take to answer before the request is cancelled. */
-export const CANCEL_GRACE_MS = 15_000;
+const CANCEL_GRACE_MS = 15_000;
 
 export class ServerCommands {
     constructor(private readonly host: ServerCommandHost) {}

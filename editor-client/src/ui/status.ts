@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { ClientCommand } from '../protocol';
 
-export type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
+type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
 
 const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
     starting: { icon: '$(loading~spin)', tooltip: 'Aider: the server is starting' },
@@ -29,10 +29,6 @@ export class StatusItem implements vscode.Disposable {
         this.item.command = ClientCommand.showLog;
         this.render();
         this.item.show();
-    }
-
-    get current(): ServerState {
-        return this.state;
     }
 
     setState(state: ServerState, detail?: string): void {

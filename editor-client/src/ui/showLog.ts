@@ -1,7 +1,7 @@
 /** The one "Show Log" button: a message that offers the log, for failures the log explains. */
 import * as vscode from 'vscode';
 
-export const SHOW_LOG = 'Show Log';
+const SHOW_LOG = 'Show Log';
 
 /**
  * Shows `text` with `items` and a "Show Log" button that opens `log`. Resolves to the other
