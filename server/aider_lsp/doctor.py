@@ -88,7 +88,7 @@ def check_aider_env(settings: Settings) -> list[Check]:
 
 def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
     """The command a run would test the workspace with, and why (set, confirmed or detected)."""
-    from .test_command import choose_test_command, no_suite_message
+    from .suite.choose import choose_test_command, no_suite_message
 
     if not workspace.is_dir():
         return []
