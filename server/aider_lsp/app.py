@@ -26,8 +26,8 @@ from .executors import aider as aider_executors
 from .executors import system
 from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import FileAccessManager
-from .handler import BaseHandler
-from .handler.model_config import LLMConfigurationError, build_model
+from .llm import BaseHandler, TaskSystem
+from .llm.model_config import LLMConfigurationError, build_model
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AiderAutomaticArgs,
@@ -58,7 +58,6 @@ from .suite.choose import (
 )
 from .suite.findings import parse_test_output, summary_line
 from .suite.narrow import narrow
-from .tasks import TaskSystem
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ class Check:
 
 def check_model(settings: Settings) -> list[Check]:
     """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
-    from .handler.model_config import probe_endpoint, resolve_model_config
+    from .llm.model_config import probe_endpoint, resolve_model_config
 
     config = resolve_model_config(settings)
     if config.model_id is None:
@@ -48,7 +48,7 @@ def check_model(settings: Settings) -> list[Check]:
         )
     if config.api_key_source == "provider default":
         # a provider this table does not know: let pydantic-ai say whether it exists / has a key
-        from .handler.model_config import LLMConfigurationError, build_model
+        from .llm.model_config import LLMConfigurationError, build_model
 
         try:
             build_model(settings)

@@ -32,7 +32,7 @@ TICK_SECONDS = 0.5
 def configuration_problem(settings: Settings, workspace: Path) -> str | None:
     """Why a run cannot start (the message names the setting to fill), or None."""
     from .. import aider_env
-    from ..handler.model_config import resolve_model_config
+    from ..llm.model_config import resolve_model_config
 
     if not workspace.is_dir():
         return f"the workspace is not a directory: {workspace}"

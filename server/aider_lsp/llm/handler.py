@@ -29,7 +29,7 @@ from ..redact import redact, secret_values
 from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
-from .llm import LLMInteractionManager, log_debug
+from .interaction import LLMInteractionManager, log_debug
 from .model_config import resolve_model_config
 
 DEFAULT_BASE_PROMPT = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..handler.base import BaseHandler
 from ..models import ErrorReason, TaskResult, failed_result
+from .handler import BaseHandler
 from .templates import BUILTIN_TEMPLATES, TaskTemplate, format_value, render
 
 
