@@ -22,9 +22,6 @@ from typing import Any
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
-from .executors import aider as aider_executors
-from .executors import system
-from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import FileAccessManager
 from .llm import BaseHandler, TaskSystem
 from .llm.model_config import LLMConfigurationError, build_model
@@ -58,7 +55,10 @@ from .suite.choose import (
 )
 from .suite.findings import parse_test_output, summary_line
 from .suite.narrow import narrow
-from .tools import ToolRegistry
+from .tools import aider as aider_executors
+from .tools import system
+from .tools.context import GET_CONTEXT_SPEC, get_context
+from .tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from ..models import (
 from ..redact import redact, secret_values
 from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
-from ..tools import ToolExecutor, ToolRegistry
+from ..tools.registry import ToolExecutor, ToolRegistry
 from .interaction import LLMInteractionManager, log_debug
 from .model_config import resolve_model_config
 
