@@ -32,9 +32,6 @@ class TaskSystem:
     def has_template(self, name: str) -> bool:
         return name in self._templates
 
-    def get_template(self, name: str) -> TaskTemplate | None:
-        return self._templates.get(name)
-
     def list_templates(self) -> list[dict[str, Any]]:
         return [
             {
