@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 from ..suite.choose import choose_test_command, no_suite_message
-from .orchestrator import progress_phase
+from ..workflow.orchestrator import progress_phase
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
