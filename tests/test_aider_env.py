@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp import aider_env
-from aider_lsp.cli import main as cli_main
+from aider_lsp.cli.main import main as cli_main
 
 
 def test_env_dir_follows_override_and_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application
-from aider_lsp.handler import BaseHandler
-from aider_lsp.handler.model_config import resolve_model_config
+from aider_lsp.llm import BaseHandler
+from aider_lsp.llm.model_config import resolve_model_config
 from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
 from aider_lsp.settings import Settings, load_settings
-from aider_lsp.tools import ToolRegistry
+from aider_lsp.tools.registry import ToolRegistry
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,
@@ -343,7 +343,7 @@ async def test_cancelling_a_call_stops_it_promptly(workspace: Path, llm_server: 
 
 
 async def test_large_tool_answers_are_capped(workspace: Path, llm_server: ScriptedLLMServer) -> None:
-    from aider_lsp.handler.llm import MAX_TOOL_RESULT_CHARS
+    from aider_lsp.llm.interaction import MAX_TOOL_RESULT_CHARS
 
     (workspace / "big.txt").write_text("HEAD" + "x" * (MAX_TOOL_RESULT_CHARS * 2) + "TAIL")
     app = make_app(workspace, llm_server)

@@ -209,7 +209,7 @@ def test_the_demo_server_answers_from_one_function_streamed_or_not() -> None:
 
 def test_the_demo_example_ships_as_package_data() -> None:
     """`aider-lsp demo` reads its example through importlib.resources, not from a checkout path."""
-    from aider_lsp.workflow.demo import example_project
+    from aider_lsp.cli.demo import example_project
 
     example = example_project()
     assert {item.name for item in example.iterdir()} >= {"calculator.py", "test_calculator.py"}

@@ -147,7 +147,7 @@ def test_answering_initialize_loads_no_application() -> None:
     import sys
 
     probe = (
-        "import sys; import aider_lsp.cli, aider_lsp.lsp.server; "
+        "import sys; import aider_lsp.cli.main, aider_lsp.cli.serve, aider_lsp.lsp.server; "
         "print(sorted(m for m in ('pydantic', 'aider_lsp.app', 'aider_lsp.models', 'aider_lsp.settings') "
         "if m in sys.modules))"
     )

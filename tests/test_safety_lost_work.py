@@ -273,9 +273,9 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
 
 def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
     from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.executors.aider import AiderExecutors, finished_edit
     from aider_lsp.files import FileAccessManager
     from aider_lsp.models import AiderEditOutcome
+    from aider_lsp.tools.aider import AiderExecutors, finished_edit
 
     root = tmp_path / "ws"
     (root / "pkg").mkdir(parents=True)

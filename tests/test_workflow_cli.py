@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.workflow.demo import example_project
+from aider_lsp.cli.demo import example_project
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, fault, json_output
 from conftest import needs_aider
 

@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import venv
 from collections import deque
 from collections.abc import Callable
@@ -200,23 +199,3 @@ def setup(
     _stamp(root).write_text(_stamp_text())
     log(f"Aider environment ready at {root} (aider {check.stdout.strip()})")
     return root
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`aider-lsp setup-aider [--force]`: exit 0 when the environment is ready."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="aider-lsp setup-aider")
-    parser.add_argument("--force", action="store_true", help="recreate the environment")
-    args = parser.parse_args(argv)
-    try:
-        # flushed line by line: an editor reading the pipe shows pip's progress as it comes
-        setup(force=args.force, log=lambda line: print(line, flush=True))
-    except (RuntimeError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,12 +22,9 @@ from typing import Any
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
-from .executors import aider as aider_executors
-from .executors import system
-from .executors.context import GET_CONTEXT_SPEC, get_context
 from .files import FileAccessManager
-from .handler import BaseHandler
-from .handler.model_config import LLMConfigurationError, build_model
+from .llm import BaseHandler, TaskSystem
+from .llm.model_config import LLMConfigurationError, build_model
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AiderAutomaticArgs,
@@ -50,16 +47,18 @@ from .models import (
 from .results import undo_result, workflow_cancelled_result, workflow_result
 from .settings import Settings
 from .shell import CommandExecutor
-from .tasks import TaskSystem
-from .test_command import (
+from .suite.choose import (
     ChosenTestCommand,
     choose_test_command,
     no_suite_message,
     remember_test_command,
 )
-from .test_output import parse_test_output, summary_line
-from .test_selection import narrow
-from .tools import ToolRegistry
+from .suite.findings import parse_test_output, summary_line
+from .suite.narrow import narrow
+from .tools import aider as aider_executors
+from .tools import system
+from .tools.context import GET_CONTEXT_SPEC, get_context
+from .tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +141,7 @@ class Application:
 
     # -- the test command ---------------------------------------------------------------------
     def test_command_choice(self, requested: str | None = None) -> ChosenTestCommand | None:
-        """The test command a run uses and why (test_command.py): the requested one, the
+        """The test command a run uses and why (suite/choose.py): the requested one, the
         `testCommand` setting, the one confirmed for the workspace, or the detected one (which
         reads the workspace's files: call it off the event loop)."""
         return choose_test_command(self.workspace, self.settings, requested)
@@ -225,7 +224,7 @@ class Application:
 
     async def rerun_failing_tests(self) -> CommandRun | None:
         """The tests that failed in the last failing run, alone when its runner can be narrowed
-        (test_selection.py), else that whole command; None when no run has failed. What "Fix
+        (suite/narrow.py), else that whole command; None when no run has failed. What "Fix
         with Aider" on a test failure runs after the edit, so its diagnostics follow."""
         last = self._last_failing
         if last is None:

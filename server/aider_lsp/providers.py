@@ -1,6 +1,6 @@
 """LLM providers: the `provider:model` spelling and the variable that holds each one's key.
 
-One home for both, used by the LLM layer (handler/) and by the Aider bridge, which names
+One home for both, used by the LLM layer (llm/) and by the Aider bridge, which names
 Aider's model `provider/model` and says which key is missing before Aider would retry.
 """
 

@@ -1,6 +1,6 @@
 """Server log filters: one line per client mistake, no traceback for the process's exit.
 
-Installed by `aider-lsp serve` (cli.py) before the server starts, never on import.
+Installed by `aider-lsp serve` (cli/serve.py) before the server starts, never on import.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def not_the_exit(record: logging.LogRecord) -> bool:
 
 
 def install_log_filters() -> None:
-    """Called by `aider-lsp serve` (after cli.py sends logs to stderr) before serving."""
+    """Called by `aider-lsp serve` (after cli/main.py sends logs to stderr) before serving."""
     for name in PYGLS_LOGGERS:
         logger = logging.getLogger(name)
         logger.addFilter(OneLineClientErrors())

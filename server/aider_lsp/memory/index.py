@@ -135,10 +135,6 @@ def unit_entry(entry: str) -> tuple[str, int]:
     return name, int(line)
 
 
-class IndexUnavailable(RuntimeError):
-    """The index could not be opened or rebuilt (reported as context_retrieval_failure)."""
-
-
 @dataclass(frozen=True)
 class FileRecord:
     """What the indexer hands to the store for one file."""

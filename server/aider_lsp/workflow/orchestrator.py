@@ -55,7 +55,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
-from ..test_selection import Narrowed, narrow
+from ..suite.narrow import Narrowed, narrow
 from .host import WorkflowHost
 
 log = logging.getLogger(__name__)

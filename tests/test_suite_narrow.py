@@ -1,4 +1,4 @@
-"""Failing tests first (test_selection.py): the ids each runner prints, and the narrowed command
+"""Failing tests first (suite/narrow.py): the ids each runner prints, and the narrowed command
 really running only those tests. Real pytest, unittest, `node --test` and cargo runs in temp
 dirs; go is not on this machine, so its output is checked in the shape `go test` prints."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.test_selection import go_ids, narrow, node_ids
+from aider_lsp.suite.narrow import go_ids, narrow, node_ids
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n"
 PYTEST_TESTS = (

@@ -1,4 +1,8 @@
-"""Command line: `aider-lsp serve | run | demo | undo | doctor | context | setup-aider | --version`."""
+"""Command line: `aider-lsp serve | run | demo | undo | doctor | context | setup-aider | --version`.
+
+The parser and the dispatch only: each subcommand lives in its own module of this package
+(serve.py, run.py (run and undo), demo.py, doctor.py, context.py, setup_aider.py), imported when
+it runs, so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__
+from .. import __version__
 
 if TYPE_CHECKING:
     import argparse
@@ -22,27 +26,6 @@ def _setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
-
-
-def serve(tcp: str | None) -> int:
-    from .lsp.logging_setup import install_log_filters
-
-    install_log_filters()
-    from .lsp.server import serve_stdio, serve_tcp
-
-    if tcp:
-        host, _, port = tcp.rpartition(":")
-        if not port.isdigit() or not 0 <= int(port) <= 65535:
-            print(f"aider-lsp: --tcp wants HOST:PORT with a port 0-65535, got {tcp!r}", file=sys.stderr)
-            return 2
-        try:
-            serve_tcp(host.strip("[]") or "127.0.0.1", int(port))
-        except OSError as exc:  # port in use, unknown host
-            print(f"aider-lsp: cannot listen on {tcp}: {exc}", file=sys.stderr)
-            return 1
-    else:
-        return serve_stdio()
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if arguments in EDITOR_LAUNCHES:
         _setup_logging(os.environ.get("AIDER_LSP_LOG_LEVEL") or "INFO")
+        from .serve import serve
+
         return serve(None)
     args = build_parser().parse_args(arguments)
     quiet = args.command in ("run", "demo", "undo")
@@ -123,23 +108,25 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     _setup_logging(args.log_level or ("WARNING" if quiet else "INFO"))
     if args.command == "serve":
+        from .serve import serve
+
         return serve(args.tcp)
     if args.command == "doctor":
         from .doctor import doctor
 
         return doctor(args.workspace)
     if args.command == "setup-aider":
-        from . import aider_env
+        from .setup_aider import setup_aider
 
-        return aider_env.main(["--force"] if args.force else [])
+        return setup_aider(force=args.force)
     if args.command == "context":
-        from .memory.cli import run_context
+        from .context import run_context
 
         return run_context(
             args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=args.index
         )
     if args.command == "run":
-        from .workflow.cli import run_workflow_command
+        from .run import run_workflow_command
 
         fields = {
             "goal": args.goal,
@@ -150,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         return run_workflow_command(args.workspace, fields, as_json=args.json)
     if args.command == "demo":
-        from .workflow.demo import run_demo
+        from .demo import run_demo
 
         return run_demo(args.example, as_json=args.json)
     if args.command == "undo":
-        from .workflow.cli import undo_command
+        from .run import undo_command
 
         return undo_command(args.workspace, force=args.force)
     build_parser().print_help()

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
-from .settings import Settings, SettingsError, env_var_for, load_settings
+from .. import __version__
+from ..settings import Settings, SettingsError, env_var_for, load_settings
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Check:
 
 def check_model(settings: Settings) -> list[Check]:
     """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
-    from .handler.model_config import probe_endpoint, resolve_model_config
+    from ..llm.model_config import probe_endpoint, resolve_model_config
 
     config = resolve_model_config(settings)
     if config.model_id is None:
@@ -48,7 +48,7 @@ def check_model(settings: Settings) -> list[Check]:
         )
     if config.api_key_source == "provider default":
         # a provider this table does not know: let pydantic-ai say whether it exists / has a key
-        from .handler.model_config import LLMConfigurationError, build_model
+        from ..llm.model_config import LLMConfigurationError, build_model
 
         try:
             build_model(settings)
@@ -68,7 +68,7 @@ def check_workspace(workspace: Path) -> list[Check]:
 
 def check_aider_env(settings: Settings) -> list[Check]:
     """Is the Aider environment there (or is a custom Aider MCP server configured)?"""
-    from . import aider_env
+    from .. import aider_env
 
     if settings.aider_server.command:
         import shutil
@@ -88,7 +88,7 @@ def check_aider_env(settings: Settings) -> list[Check]:
 
 def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
     """The command a run would test the workspace with, and why (set, confirmed or detected)."""
-    from .test_command import choose_test_command, no_suite_message
+    from ..suite.choose import choose_test_command, no_suite_message
 
     if not workspace.is_dir():
         return []

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..files import FileAccessManager
+from ..memory.explain import describe_why
+from ..memory.indexer import IndexStats
+from ..memory.system import MemorySystem
 from ..models import AssociativeMatchResult, ContextGenerationInput
 from ..settings import SettingsError, load_settings
-from .explain import describe_why
-from .indexer import IndexStats
-from .system import MemorySystem
 
 MAX_LIMIT = 200
 

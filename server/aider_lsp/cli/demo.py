@@ -24,7 +24,7 @@ from typing import Any
 
 from ..offline_llm import OfflineLLMServer, Reply, aider_whole, json_output, last_user_message, system_prompt
 from ..settings import load_settings
-from .cli import EXIT_USAGE, run_workflow_command
+from .run import EXIT_USAGE, run_workflow_command
 
 EXAMPLE = "calculator"
 GOAL = "Make the tests in test_calculator.py pass."

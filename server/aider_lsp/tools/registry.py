@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .models import ErrorReason, TaskResult, ToolSpec, failed_result, provider_safe_name
+from ..models import ErrorReason, TaskResult, ToolSpec, failed_result, provider_safe_name
 
 ToolExecutor = Callable[[dict[str, Any]], Awaitable[TaskResult]]
 

@@ -28,9 +28,8 @@ from ..models import (
 from ..redact import redact, secret_values
 from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
-from ..tools import ToolExecutor, ToolRegistry
-from .llm import LLMInteractionManager, log_debug
-from .model_config import resolve_model_config
+from ..tools.registry import ToolExecutor, ToolRegistry
+from .interaction import LLMInteractionManager, log_debug
 
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
@@ -361,10 +360,6 @@ class BaseHandler:
 
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)
-
-    def model_status(self) -> dict[str, Any]:
-        """The model configuration for `aider-lsp doctor` (no secrets)."""
-        return resolve_model_config(self.settings).describe()
 
     def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
         """Cap the LLM calls that follow (one workflow run): over budget → FAILED llm_error."""

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .models import Finding, Severity
+from ..models import Finding, Severity
 
 MAX_MESSAGE = 500
 MAX_FINDINGS = 200

@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
 from ..settings import Settings, SettingsError, env_var_for, load_settings
-from ..test_command import choose_test_command, no_suite_message
-from .orchestrator import progress_phase
+from ..suite.choose import choose_test_command, no_suite_message
+from ..workflow.orchestrator import progress_phase
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -32,7 +32,7 @@ TICK_SECONDS = 0.5
 def configuration_problem(settings: Settings, workspace: Path) -> str | None:
     """Why a run cannot start (the message names the setting to fill), or None."""
     from .. import aider_env
-    from ..handler.model_config import resolve_model_config
+    from ..llm.model_config import resolve_model_config
 
     if not workspace.is_dir():
         return f"the workspace is not a directory: {workspace}"

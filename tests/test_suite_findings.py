@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.models import Finding
-from aider_lsp.test_output import parse_test_output, summary_line
+from aider_lsp.suite.findings import parse_test_output, summary_line
 
 FIXTURES = Path(__file__).parent / "fixtures" / "test_output"
 

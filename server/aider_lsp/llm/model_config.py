@@ -1,5 +1,5 @@
 """Which model the settings name, and whether it can be reached: resolved without network or
-imports for `doctor` and for each call, kept apart from running calls (llm.py).
+imports for `doctor` and for each call, kept apart from running calls (interaction.py).
 
 `resolve_model_config` checks the settings and names what to fill; `build_model` turns them
 into a pydantic-ai Model (imported on first use); `probe_endpoint` asks an OpenAI-compatible

@@ -1,5 +1,5 @@
 """The test command a run uses, and why: the user's, the one confirmed for the workspace, or the
-one detected (test_detection.py).
+one detected (detect.py).
 
 Why an order: a command the user set (the run's own `test_command`, else the `testCommand`
 setting) always wins; a command the user confirmed once in the editor is remembered in the
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .settings import SECTION, Settings, env_var_for
-from .state import STATE_DIR, ensure_state_dir
-from .test_detection import detect_test_command
+from ..settings import SECTION, Settings, env_var_for
+from ..state import STATE_DIR, ensure_state_dir
+from .detect import detect_test_command
 
 log = logging.getLogger(__name__)
 

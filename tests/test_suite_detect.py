@@ -1,5 +1,5 @@
-"""The test command found from a workspace's files (test_detection.py) and the choice between
-the user's, the remembered and the detected one (test_command.py). Every tree is made here."""
+"""The test command found from a workspace's files (suite/detect.py) and the choice between
+the user's, the remembered and the detected one (suite/choose.py). Every tree is made here."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 
 from aider_lsp.settings import Settings
 from aider_lsp.shell import CommandExecutor
-from aider_lsp.test_command import (
+from aider_lsp.suite.choose import (
     CommandSource,
     choose_test_command,
     no_suite_message,
     remember_test_command,
     remembered_test_command,
 )
-from aider_lsp.test_detection import detect_test_command, project_python
+from aider_lsp.suite.detect import detect_test_command, project_python
 
 PY = sys.executable
 UNITTEST_TEST = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        pass\n"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..handler.base import BaseHandler
 from ..models import ErrorReason, TaskResult, failed_result
+from .handler import BaseHandler
 from .templates import BUILTIN_TEMPLATES, TaskTemplate, format_value, render
 
 
@@ -31,9 +31,6 @@ class TaskSystem:
 
     def has_template(self, name: str) -> bool:
         return name in self._templates
-
-    def get_template(self, name: str) -> TaskTemplate | None:
-        return self._templates.get(name)
 
     def list_templates(self) -> list[dict[str, Any]]:
         return [
