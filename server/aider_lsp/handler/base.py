@@ -30,7 +30,7 @@ from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
 from ..tools import ToolExecutor, ToolRegistry
 from .llm import LLMInteractionManager, log_debug
-from .model_config import resolve_model_config
+from .model_config import LLMConfigurationError, build_model, resolve_model_config
 
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
@@ -372,6 +372,15 @@ class BaseHandler:
 
     def clear_budget(self) -> None:
         self.llm.clear_budget()
+
+    def preload(self) -> None:
+        """Import pydantic-ai and the configured provider's SDK (seconds) by building the model
+        once: for a worker thread at warm-up, so the first LLM call does not pay it. Without a
+        model configured there is nothing to load (the first call will say what to set)."""
+        try:
+            build_model(self.settings)
+        except LLMConfigurationError:
+            pass
 
     @property
     def usage_totals(self) -> dict[str, Any]:
