@@ -11,7 +11,6 @@ holds them, and services read them through `current_settings` at each use.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 from collections.abc import Sequence
@@ -24,15 +23,16 @@ from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
 from .llm import BaseHandler, TaskSystem
-from .llm.model_config import LLMConfigurationError, build_model
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AiderAutomaticArgs,
     AiderEditOutcome,
+    AiderInteractiveArgs,
     AssociativeMatchResult,
     CommandRun,
     ContextGenerationInput,
     ErrorReason,
+    FixAndRetest,
     ProgressCallback,
     RequestContext,
     Selection,
@@ -44,30 +44,21 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
-from .results import undo_result, workflow_cancelled_result, workflow_result
+from .results import undo_result
 from .settings import Settings
 from .shell import CommandExecutor
-from .suite.choose import (
-    ChosenTestCommand,
-    choose_test_command,
-    no_suite_message,
-    remember_test_command,
-)
-from .suite.findings import parse_test_output, summary_line
+from .suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
+from .suite.findings import parse_test_output
 from .suite.narrow import narrow
 from .tools import aider as aider_executors
 from .tools import system
+from .tools.aider import apply_selection
 from .tools.context import GET_CONTEXT_SPEC, get_context
 from .tools.registry import ToolRegistry
+from .workflow.runs import WorkflowRuns
 
 log = logging.getLogger(__name__)
 
-# the answers to "aider-lsp will run the tests with `…`" (window/showMessageRequest's actions)
-USE_TEST_COMMAND, CHANGE_TEST_COMMAND = "Use it", "Change…"
-
-# what the Aider bridge imports on first use: its session module, which brings mcp and anyio
-# (aider/mcp_sdk.py; about 0.7 s, several under load)
-MCP_CLIENT_MODULES = ("aider_lsp.aider.session",)
 CODE_UNDER_TEST = 2  # code files a test failure's fix may edit beside the test (the index's best)
 
 
@@ -108,7 +99,7 @@ class Application:
         )
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
-        self._workflow_running = False
+        self.workflows = WorkflowRuns(self, self.pick_test_command)
         self._warm_up: asyncio.Task[bool] | None = None
 
     def _register_system_tools(self) -> None:
@@ -153,36 +144,7 @@ class Application:
         with the user first; a FAILED result when the user chose to change it; None when the
         workspace has no suite this server recognises."""
         choice = await asyncio.to_thread(self.test_command_choice, requested)
-        return None if choice is None else await self._confirm_test_command(choice, ctx)
-
-    async def _confirm_test_command(
-        self, choice: ChosenTestCommand, ctx: RequestContext
-    ) -> ChosenTestCommand | TaskResult:
-        """A detected command is shown once to the user to accept (then remembered for the
-        workspace) or change (then the request stops, naming the setting); any other choice is
-        the user's own and is used as is.
-
-        A caller that cannot ask (ctx.ask is None), or a question left unanswered, uses the
-        detected command without remembering it, and the log says so."""
-        if not choice.needs_confirmation:
-            return choice
-        if ctx.ask is None:
-            log.info("tests: using the detected %s; set aiderLsp.testCommand to change it", choice.describe())
-            return choice
-        answer = await ctx.ask(
-            f"aider-lsp will run the tests with {choice.describe()}.", [USE_TEST_COMMAND, CHANGE_TEST_COMMAND]
-        )
-        if answer == USE_TEST_COMMAND:
-            return remember_test_command(self.workspace, choice.command, choice.rule)
-        if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
-            return failed_result(
-                ErrorReason.CONFIGURATION_ERROR,
-                "set aiderLsp.testCommand (or pass a test command to the run) to the command "
-                f"that tests this workspace; the one detected was `{choice.command}`",
-                notes={"detected_test_command": choice.command, "detected_by": choice.rule},
-            )
-        log.info("no answer about the test command: using %s this time", choice.describe())
-        return choice
+        return None if choice is None else await confirm_test_command(self.workspace, choice, ctx)
 
     # -- what the editor, the CLI and a workflow run call ------------------------------------
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
@@ -249,93 +211,76 @@ class Application:
         """Forget the conversation history and the data context."""
         return self.handler.reset()
 
-    async def aider_edit(self, params: dict[str, Any], selection: Selection | None = None) -> TaskResult:
-        """One Aider edit (`aider:automatic` arguments); an editor selection is folded into the
-        prompt and its file leads the file context."""
-        if selection is not None:
-            try:
-                params = dict(params)
-                params["prompt"], params["file_context"] = aider_executors.apply_selection(
-                    self.files, params.get("prompt", ""), params.get("file_context"), selection
-                )
-            except ValueError as exc:
-                return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
-        return await self.aider_tools.automatic(params)
+    async def edit(
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        readonly: Sequence[str] = (),
+        selection: Selection | None = None,
+        chat: bool = False,
+        session_id: str | None = None,
+    ) -> AiderEditOutcome:
+        """One Aider edit, the one door for every caller (the editor's command, a workflow
+        run): the checks, redaction, edit lock and checkpoint of `aider:automatic`; no files →
+        the index picks them for the prompt. An editor `selection` is folded into the prompt
+        and its file leads the files. `chat`: a turn of a kept Aider chat (`session_id` to
+        continue one; the outcome names it), so a retry sees its earlier attempts as in Aider's
+        own loop; `readonly` files are shown to Aider, not edited. A problem is a FAILED
+        outcome (its `error` says why)."""
+        try:
+            if selection is not None:
+                prompt, paths = apply_selection(self.files, prompt, list(files) or None, selection)
+                files = paths
+            args = AiderAutomaticArgs(
+                prompt=prompt, file_context=list(files) or None, readonly_files=list(readonly) or None
+            )
+        except ValueError as exc:  # a selection outside the workspace, a bad path
+            error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=str(exc))
+            return AiderEditOutcome(tool="aider_ai_code", error=error)
+        return await self.aider_tools.edit(args, chat=chat, session_id=session_id)
 
-    async def aider_fix_and_retest(
-        self, params: dict[str, Any], selection: Selection | None, ctx: RequestContext
-    ) -> TaskResult:
-        """Fix with Aider on a failing test: the edit, then the tests that failed re-run
-        (`rerun_failing_tests`) and their findings replace the shown ones (none: cleared), so
-        a fixed failure's diagnostic goes and one still failing moves to where it fails now."""
-        result = await self.aider_edit(await self._with_code_under_test(params), selection)
-        if not result.ok:
-            return result
+    async def fix_and_retest(
+        self, prompt: str, files: Sequence[str], selection: Selection | None, ctx: RequestContext
+    ) -> FixAndRetest:
+        """Fix with Aider on a failing test: the edit (with the code the test exercises, which
+        the index knows), then the tests that failed re-run (`rerun_failing_tests`) and their
+        findings replace the shown ones (none: cleared), so a fixed failure's diagnostic goes
+        and one still failing moves to where it fails now."""
+        outcome = await self.edit(
+            prompt, await self._with_code_under_test(prompt, files), selection=selection
+        )
+        if outcome.error is not None:
+            return FixAndRetest(edit=outcome)
         ctx.report_progress("running the tests that failed", None)
         run = await self.rerun_failing_tests()
         if run is None or not run.ran:
-            return result
+            return FixAndRetest(edit=outcome)
         ctx.report_findings(list(run.findings))
-        said = (
-            "The tests that failed pass now."
-            if run.passed
-            else f"Still failing (exit code {run.exit_code}): {summary_line(run.stdout, run.stderr)}"
-        )
-        retest = {"command": run.command, "exit_code": run.exit_code, "duration_s": run.duration_s}
-        return result.model_copy(
-            update={"content": f"{result.content}\n\n{said}", "notes": {**result.notes, "retest": retest}}
-        )
+        return FixAndRetest(edit=outcome, retest=run)
 
-    async def _with_code_under_test(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _with_code_under_test(self, prompt: str, files: Sequence[str]) -> list[str]:
         """A failing test is usually fixed in the code it exercises: the index's best code files
-        for the failure (a test lends its match to the code it tests) join the test's file."""
-        files = [str(path) for path in params.get("file_context") or []]
-        request = ContextGenerationInput(
-            query=str(params.get("prompt", "")), target_files=files, max_results=5
-        )
+        for the failure join the test's file."""
         try:
-            found = await self.find_context(request)
+            code = await self.memory.code_under_test(prompt, files, CODE_UNDER_TEST)
         except Exception as exc:  # the index is a help here, never a reason to fail the fix
             log.warning("no code under test for the fix: %s", exc)
-            return params
-        code = [
-            match.source_path
-            for match in found.matches
-            if match.source_path
-            and match.source_path not in files
-            and (match.metadata or {}).get("why", {}).get("kind") == "code"
-        ]
-        return {**params, "file_context": [*files, *code[:CODE_UNDER_TEST]]}
-
-    async def edit(
-        self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None
-    ) -> AiderEditOutcome:
-        """One `aider:automatic` edit, typed (a workflow run's): the same checks, redaction,
-        edit lock and checkpoint as the tool; no files → the index picks them for the prompt.
-        `chat`: a turn of a kept Aider chat (`session_id` to continue one; the outcome names
-        it), so a retry sees its earlier attempts as in Aider's own loop.
-        Never raises but for cancellation: a problem is a FAILED outcome, as the tool's is."""
-        args = AiderAutomaticArgs(prompt=prompt, file_context=list(files) or None)
-        try:
-            return await self.aider_tools.edit(args, chat=chat, session_id=session_id)
-        except Exception as exc:  # as the tool registry answers a tool's bug: a FAILED result
-            log.exception("aider edit failed")
-            message = f"aider:automatic failed: {exc}"
-            error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
-            return AiderEditOutcome(tool="aider_ai_code", error=error)
+            return list(files)
+        return [*files, *code]
 
     async def end_chat(self, session_id: str) -> None:
         """Forget a kept Aider chat (the end of a workflow run); a failure only logs. A stopped
         server forgot its chats: it is not started again for this."""
         if not self.aider.running:
             return
-        result = await self.aider_tools.interactive({"session_id": session_id, "end_session": True})
+        result = await self.aider_tools.turn(AiderInteractiveArgs(session_id=session_id, end_session=True))
         if not result.ok:
             log.debug("ending the Aider chat %s: %s", session_id, result.content)
 
-    async def aider_chat(self, params: dict[str, Any]) -> TaskResult:
-        """One turn of a kept Aider chat (`aider:interactive` arguments)."""
-        return await self.aider_tools.interactive(params)
+    async def chat(self, args: AiderInteractiveArgs) -> TaskResult:
+        """One turn of a kept Aider chat (`aider:interactive`), or its end."""
+        return await self.aider_tools.turn(args)
 
     async def aider_models(self, substring: str = "") -> TaskResult:
         """The models the Aider server knows (optionally filtered)."""
@@ -434,52 +379,14 @@ class Application:
 
     def _preload_libraries(self, aider_configured: bool) -> None:
         """Import what the first LLM call and the first Aider call need (a worker thread)."""
-        try:
-            build_model(self.settings)  # imports pydantic-ai and the configured provider's SDK
-        except LLMConfigurationError:
-            pass  # no model configured: the first LLM call will say so
+        self.handler.preload()
         if aider_configured:
-            for module in MCP_CLIENT_MODULES:
-                importlib.import_module(module)
+            self.aider.preload()
 
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
-        """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time.
-
-        COMPLETE when the goal is reached, FAILED with the reason otherwise; cancellation
-        propagates after the run's checkpoint is settled (undo restores what it changed)."""
-        from .workflow import CodingWorkflowOrchestrator
-
-        if self._workflow_running:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE, "a workflow is already running in this workspace"
-            )
-        self._workflow_running = True
-        try:
-            # the command is picked (and a detected one confirmed) here, before the run; with no
-            # suite found the run may still use the plan's own command, else it stops naming the setting
-            choice = await self.pick_test_command(request.test_command, ctx)
-            if isinstance(choice, TaskResult):
-                return choice
-            orchestrator = CodingWorkflowOrchestrator(
-                self,
-                request.goal,
-                request.context,
-                None if choice is None else choice.command,
-                self.settings.max_retries if request.max_retries is None else request.max_retries,
-                request.file_context,
-            )
-            try:
-                outcome = await orchestrator.run(ctx)
-            except asyncio.CancelledError:
-                # settled by now: the editor is told which files the run left changed (undo)
-                ctx.answer_cancelled(workflow_cancelled_result(orchestrator.changes()))
-                raise
-            except Exception as exc:  # a bug must not reach the user as a traceback
-                log.exception("workflow run failed")
-                return failed_result(ErrorReason.UNEXPECTED_ERROR, f"the workflow failed: {exc}")
-        finally:
-            self._workflow_running = False
-        return workflow_result(outcome, orchestrator.changes())
+        """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time
+        (workflow/runs.py). Cancellation propagates after the run's checkpoint is settled."""
+        return await self.workflows.run(request, ctx)
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""

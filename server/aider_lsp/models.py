@@ -771,3 +771,13 @@ class RunChanges(BaseModel):
     created_files: tuple[str, ...] = ()
     diff: str = ""
     checkpoint_id: str | None = None
+
+
+class FixAndRetest(BaseModel):
+    """ "Fix with Aider" on a failing test: the edit, then the tests that failed run again
+    (None: the edit failed, or there was nothing to re-run)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    edit: AiderEditOutcome
+    retest: CommandRun | None = None

@@ -12,6 +12,7 @@ from typing import Any
 from .models import (
     CommandRun,
     ErrorReason,
+    FixAndRetest,
     RestoreReport,
     RunChanges,
     SkippedFile,
@@ -24,6 +25,7 @@ from .models import (
     complete_result,
     failed_result,
 )
+from .suite.findings import summary_line
 
 
 def command_notes(run: CommandRun) -> dict[str, Any]:
@@ -58,6 +60,23 @@ def run_tests_result(run: CommandRun) -> TaskResult:
     parts = [f"tests failed (exit code {run.exit_code})", run.stdout, run.stderr]
     content = "\n".join(part.rstrip("\n") for part in parts if part.strip())
     return result.model_copy(update={"content": content})
+
+
+def fix_result(fix: FixAndRetest) -> TaskResult:
+    """ "Fix with Aider" on a failing test: the edit's result, and what the re-run said."""
+    result = fix.edit.to_task_result()
+    run = fix.retest
+    if run is None or not result.ok:
+        return result
+    said = (
+        "The tests that failed pass now."
+        if run.passed
+        else f"Still failing (exit code {run.exit_code}): {summary_line(run.stdout, run.stderr)}"
+    )
+    retest = {"command": run.command, "exit_code": run.exit_code, "duration_s": run.duration_s}
+    return result.model_copy(
+        update={"content": f"{result.content}\n\n{said}", "notes": {**result.notes, "retest": retest}}
+    )
 
 
 def restore_notes(report: RestoreReport) -> dict[str, Any]:

@@ -36,6 +36,8 @@ from ..settings import Settings
 from .launch import ConfigurationProblem, LaunchSpec, launch_spec, launch_spec_for_tool
 from .results import EDIT_TOOLS, CallFailure, EditedFiles, ToolReply, edit_outcome, tool_result
 
+SESSION_MODULE = "aider_lsp.aider.session"  # imported on first use (mcp, anyio)
+
 if TYPE_CHECKING:
     from .session import ServerSession
 
@@ -86,13 +88,19 @@ class AiderBridge:
             return AssociativeMatchResult(context_summary="Context retrieval failed.", error=str(exc))
 
     # -- the server ------------------------------------------------------------------------
+    @staticmethod
+    def preload() -> None:
+        """Import what the first call needs (session.py: mcp and anyio, about 0.7 s, several
+        under load); for a worker thread at warm-up, so the first edit does not pay it."""
+        importlib.import_module(SESSION_MODULE)
+
     async def _server(self) -> ServerSession:
         """The server session, made on first use: the one place that imports session.py, and
         with it mcp and anyio (~0.7 s, seconds on a busy machine), so that they stay off the
         start-up path. The import runs in a worker thread: on the event loop it would stall
         every request meanwhile (or wait there for the warm-up's thread importing it)."""
         if self._session is None:
-            module = await asyncio.to_thread(importlib.import_module, "aider_lsp.aider.session")
+            module = await asyncio.to_thread(importlib.import_module, SESSION_MODULE)
             if self._session is None:
                 self._session = module.ServerSession()
         return self._session

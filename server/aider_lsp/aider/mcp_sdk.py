@@ -3,7 +3,7 @@
 Why one module: mcp and anyio take ~0.7 s to import, so they stay off the server's start-up
 path. Only the modules that talk to the server process (session.py, failures.py) import this
 one, and the bridge imports those on first use, in one place (`AiderBridge._server`); the
-Application pre-imports it in a worker thread after `initialized` (`app.MCP_CLIENT_MODULES`).
+Application pre-imports it in a worker thread after `initialized` (`AiderBridge.preload`).
 """
 
 from __future__ import annotations

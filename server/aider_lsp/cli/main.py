@@ -107,6 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     if quiet:  # pydantic-ai's banner would break the terminal's progress display
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     _setup_logging(args.log_level or ("WARNING" if quiet else "INFO"))
+    try:
+        return _dispatch(args)
+    except Exception as exc:  # the CLI's one boundary: a bug is logged, never a bare traceback
+        logging.getLogger(__name__).debug("aider-lsp %s failed", args.command, exc_info=True)
+        print(
+            f"aider-lsp {args.command}: internal error: {exc} (--log-level DEBUG shows where)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand."""
     if args.command == "serve":
         from .serve import serve
 

@@ -30,6 +30,7 @@ from ..settings import Settings, SettingsProvider
 from ..shell import CommandExecutor
 from ..tools.registry import ToolExecutor, ToolRegistry
 from .interaction import LLMInteractionManager, log_debug
+from .model_config import LLMConfigurationError, build_model
 
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
@@ -367,6 +368,15 @@ class BaseHandler:
 
     def clear_budget(self) -> None:
         self.llm.clear_budget()
+
+    def preload(self) -> None:
+        """Import pydantic-ai and the configured provider's SDK (seconds) by building the model
+        once: for a worker thread at warm-up, so the first LLM call does not pay it. Without a
+        model configured there is nothing to load (the first call will say what to set)."""
+        try:
+            build_model(self.settings)
+        except LLMConfigurationError:
+            pass
 
     @property
     def usage_totals(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ..models import (
     WorkflowRequest,
     complete_result,
 )
-from ..results import run_tests_result
+from ..results import fix_result, run_tests_result
 from .command_ids import CommandId
 
 
@@ -144,16 +144,18 @@ async def _handler_reset(app: Application, params: NoParams, ctx: RequestContext
 
 async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: RequestContext) -> TaskResult:
     ctx.report_progress("Aider is editing…", None)
-    args = params.model_dump(exclude_none=True, exclude={"selection", "rerun_failing_tests"})
+    files = params.file_context or []
     if params.rerun_failing_tests:
-        return await app.aider_fix_and_retest(args, params.selection, ctx)
-    return await app.aider_edit(args, params.selection)
+        return fix_result(await app.fix_and_retest(params.prompt, files, params.selection, ctx))
+    readonly = params.readonly_files or []
+    outcome = await app.edit(params.prompt, files, readonly=readonly, selection=params.selection)
+    return outcome.to_task_result()
 
 
 async def _aider_interactive(
     app: Application, params: AiderInteractiveParams, ctx: RequestContext
 ) -> TaskResult:
-    return await app.aider_chat(params.model_dump(exclude_none=True))
+    return await app.chat(params)
 
 
 async def _aider_list_models(app: Application, params: ListModelsParams, ctx: RequestContext) -> TaskResult:

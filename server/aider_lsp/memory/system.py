@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..files import FileAccessManager
@@ -213,6 +213,20 @@ class MemorySystem:
         return await rerank_top(
             self.reranker, request.effective_query, result, self.settings.context_rerank_top_n
         )
+
+    async def code_under_test(self, query: str, files: Sequence[str], limit: int) -> list[str]:
+        """The index's best code files for a test failure, beside `files` (a test lends its
+        match to the code it tests): what a fix of the failure usually edits."""
+        request = ContextGenerationInput(query=query, target_files=list(files), max_results=5)
+        found = await self.get_relevant_context_for(request)
+        code = [
+            match.source_path
+            for match in found.matches
+            if match.source_path
+            and match.source_path not in files
+            and (match.metadata or {}).get("why", {}).get("kind") == "code"
+        ]
+        return code[:limit]
 
     async def _first_index(self) -> None:
         """A never-indexed workspace: start the first pass (or join the one `initialized`

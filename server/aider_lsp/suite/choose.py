@@ -5,7 +5,7 @@ Why an order: a command the user set (the run's own `test_command`, else the `te
 setting) always wins; a command the user confirmed once in the editor is remembered in the
 workspace's `.aider-lsp/test-command.json` (state.py owns the folder) and wins over detection, so
 the question is asked once; a detected command not yet confirmed says so (`needs_confirmation`),
-for the caller that can ask.
+and `confirm_test_command` asks the caller's user once (the editor's question and its answers).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from ..models import ErrorReason, RequestContext, TaskResult, failed_result
 from ..settings import SECTION, Settings, env_var_for
 from ..state import STATE_DIR, ensure_state_dir
 from .detect import detect_test_command
@@ -23,6 +24,8 @@ from .detect import detect_test_command
 log = logging.getLogger(__name__)
 
 REMEMBERED_FILE = "test-command.json"
+# the answers to "aider-lsp will run the tests with `…`" (window/showMessageRequest's actions)
+USE_TEST_COMMAND, CHANGE_TEST_COMMAND = "Use it", "Change…"
 NO_SUITE_MESSAGE = (
     "no test command: no test suite recognised in the workspace (pytest, unittest, package.json, "
     "Cargo, Go, Maven, Gradle, a Makefile test target); set {section}.testCommand or {variable}, "
@@ -111,4 +114,34 @@ def remember_test_command(root: Path, command: str, rule: str | None = None) -> 
         (folder / REMEMBERED_FILE).write_text(text, encoding="utf-8")
     except OSError as exc:
         log.warning("cannot remember the test command in %s: %s", root / STATE_DIR, exc)
+    return choice
+
+
+async def confirm_test_command(
+    root: Path, choice: ChosenTestCommand, ctx: RequestContext
+) -> ChosenTestCommand | TaskResult:
+    """A detected command is shown once to the user to accept (then remembered for the
+    workspace) or change (then the request stops, naming the setting); any other choice is
+    the user's own and is used as is.
+
+    A caller that cannot ask (ctx.ask is None), or a question left unanswered, uses the
+    detected command without remembering it, and the log says so."""
+    if not choice.needs_confirmation:
+        return choice
+    if ctx.ask is None:
+        log.info("tests: using the detected %s; set aiderLsp.testCommand to change it", choice.describe())
+        return choice
+    answer = await ctx.ask(
+        f"aider-lsp will run the tests with {choice.describe()}.", [USE_TEST_COMMAND, CHANGE_TEST_COMMAND]
+    )
+    if answer == USE_TEST_COMMAND:
+        return remember_test_command(root, choice.command, choice.rule)
+    if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
+        return failed_result(
+            ErrorReason.CONFIGURATION_ERROR,
+            "set aiderLsp.testCommand (or pass a test command to the run) to the command "
+            f"that tests this workspace; the one detected was `{choice.command}`",
+            notes={"detected_test_command": choice.command, "detected_by": choice.rule},
+        )
+    log.info("no answer about the test command: using %s this time", choice.describe())
     return choice

@@ -312,6 +312,10 @@ class AiderExecutors:
         args = parse_args(AiderInteractiveArgs, params)
         if isinstance(args, TaskResult):
             return args
+        return await self.turn(args)
+
+    async def turn(self, args: AiderInteractiveArgs) -> TaskResult:
+        """`aider:interactive` typed: one turn of a kept chat, or its end (`end_session`)."""
         session_id = args.session_id
         if args.end_session:
             if not session_id:

@@ -6,11 +6,14 @@ the provider-safe alias (`aider_automatic`), programmatic callers may use either
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..models import ErrorReason, TaskResult, ToolSpec, failed_result, provider_safe_name
+
+log = logging.getLogger(__name__)
 
 ToolExecutor = Callable[[dict[str, Any]], Awaitable[TaskResult]]
 
@@ -57,5 +60,6 @@ class ToolRegistry:
             )
         try:
             return await tool.execute(params)
-        except Exception as exc:  # a tool bug must not crash the server
+        except Exception as exc:  # a tool bug reaches its caller (a model, a command) as FAILED
+            log.exception("tool %s failed", tool.spec.name)
             return failed_result(ErrorReason.TOOL_EXECUTION_ERROR, f"{tool.spec.name} failed: {exc}")

@@ -1,0 +1,64 @@
+"""Workflow runs of one workspace: one at a time, and the answer a run ends with.
+
+Why here: a second run would edit the same files under the first one's checkpoint, so a
+workspace runs one at a time (the flag is the room's, not the Application's). The test command
+is picked (a detected one confirmed with the user) before the run starts; with no suite found
+the run may still use the plan's own command, else it stops naming the setting. A cancel
+propagates once the run's checkpoint is settled, after the caller is told which files the run
+left changed (undo restores them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from ..models import ErrorReason, RequestContext, TaskResult, WorkflowRequest, failed_result
+from ..results import workflow_cancelled_result, workflow_result
+from ..suite.choose import ChosenTestCommand
+from .host import WorkflowHost
+from .orchestrator import CodingWorkflowOrchestrator
+
+PickTestCommand = Callable[[str | None, RequestContext], Awaitable[ChosenTestCommand | TaskResult | None]]
+
+
+class WorkflowRuns:
+    """Runs the coding workflow on a host, one run at a time."""
+
+    def __init__(self, host: WorkflowHost, pick_test_command: PickTestCommand) -> None:
+        self.host = host
+        self.pick_test_command = pick_test_command
+        self._running = False
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def run(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
+        """COMPLETE when the goal is reached, FAILED with the reason otherwise."""
+        if self._running:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE, "a workflow is already running in this workspace"
+            )
+        self._running = True
+        try:
+            choice = await self.pick_test_command(request.test_command, ctx)
+            if isinstance(choice, TaskResult):
+                return choice
+            retries = request.max_retries
+            orchestrator = CodingWorkflowOrchestrator(
+                self.host,
+                request.goal,
+                request.context,
+                None if choice is None else choice.command,
+                self.host.settings.max_retries if retries is None else retries,
+                request.file_context,
+            )
+            try:
+                outcome = await orchestrator.run(ctx)
+            except asyncio.CancelledError:
+                ctx.answer_cancelled(workflow_cancelled_result(orchestrator.changes()))
+                raise
+        finally:
+            self._running = False
+        return workflow_result(outcome, orchestrator.changes())
