@@ -38,7 +38,9 @@ from ..models import (
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
+    DecidingRun,
     DevelopmentPlan,
+    EditSummary,
     ErrorReason,
     Finding,
     OptionalPathList,
@@ -47,6 +49,7 @@ from ..models import (
     Severity,
     SuiteRun,
     SuiteScope,
+    TaskError,
     TaskResult,
     TaskStatus,
     Verdict,
@@ -412,15 +415,15 @@ class CodingWorkflowOrchestrator:
         """Record the iteration's runs; `run`, the last, decides it."""
         self._tested_once = True
         self._failed_output = None if run.passed else _output(run)
-        test = {
-            "command": runs[-1].command,
-            "scope": runs[-1].scope.value,
-            "exit_code": run.exit_code,
-            "timed_out": run.timed_out,
-            "duration_s": run.duration_s,
-            "stdout": run.stdout,
-            "stderr": run.stderr,
-        }
+        test = DecidingRun(
+            command=runs[-1].command,
+            scope=runs[-1].scope,
+            exit_code=run.exit_code,
+            timed_out=run.timed_out,
+            duration_s=run.duration_s,
+            stdout=run.stdout,
+            stderr=run.stderr,
+        )
         self._record(test=test, test_runs=runs, findings=list(run.findings))
         return run
 
@@ -464,7 +467,7 @@ class CodingWorkflowOrchestrator:
         overruled = None
         if analysis.verdict is Verdict.SUCCESS and not passed:
             overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
-        self._record(number, analysis=analysis.model_dump(mode="json"), overruled=overruled)
+        self._record(number, analysis=analysis, overruled=overruled)
         self.analysis = analysis
         latest = self.iterations[-1]
         current = latest.iteration == number or latest.test is None  # no later test run shown
@@ -595,28 +598,22 @@ class CodingWorkflowOrchestrator:
         )
 
 
-def _aider_summary(outcome: AiderEditOutcome) -> dict[str, Any]:
-    """What the history keeps of an Aider edit (the wire's `aider` of an iteration): an edit
-    that changed nothing is FAILED (a failed attempt), with Aider's usage when reported."""
+def _aider_summary(outcome: AiderEditOutcome) -> EditSummary:
+    """What the history keeps of an Aider edit: an edit that changed nothing is FAILED (a
+    failed attempt), its error Aider's or "changed nothing"."""
     failed = outcome.error is not None or not _changed(outcome)
-    summary: dict[str, Any] = {
-        "status": (TaskStatus.FAILED if failed else TaskStatus.COMPLETE).value,
-        "diff": outcome.diff,
-        "changed_files": list(outcome.changed_files),
-        "created_files": list(outcome.created_files),
-        "usage": outcome.usage.model_dump() if outcome.usage is not None else None,
-    }
-    if outcome.error:
-        summary["error"] = outcome.error.model_dump(mode="json")
-    elif failed:
-        summary["error"] = {
-            "type": "TASK_FAILURE",
-            "reason": "tool_execution_error",
-            "message": _aider_status(outcome),
-        }
-    if outcome.session_id:
-        summary["session_id"] = outcome.session_id
-    return summary
+    error = outcome.error
+    if error is None and failed:
+        error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=_aider_status(outcome))
+    return EditSummary(
+        status=TaskStatus.FAILED if failed else TaskStatus.COMPLETE,
+        diff=outcome.diff,
+        changed_files=list(outcome.changed_files),
+        created_files=list(outcome.created_files),
+        usage=outcome.usage,
+        error=error,
+        session_id=outcome.session_id,
+    )
 
 
 def _changed(outcome: AiderEditOutcome) -> bool:
