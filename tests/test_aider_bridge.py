@@ -17,6 +17,7 @@ from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools.aider import AiderExecutors
+from aider_lsp_testing.waiting import eventually
 
 FAKE = str(Path(__file__).with_name("fake_aider_mcp.py"))
 
@@ -229,10 +230,7 @@ async def test_cancelled_call_stops_the_server(workspace: Path, tmp_path: Path) 
     bridge = make_bridge(workspace, fake_settings("hang", tmp_path))
     task = asyncio.create_task(bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py")))
     log = tmp_path / "calls.log"
-    for _ in range(100):
-        if log.exists() and log.read_text():
-            break
-        await asyncio.sleep(0.05)
+    assert await eventually(lambda: log.exists() and log.read_text())
     pid = json.loads(log.read_text().splitlines()[0])["pid"]
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

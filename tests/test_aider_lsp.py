@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
 from aider_lsp_testing.llm_server import aider_whole, any_request
-from conftest import execute, needs_aider
+from aider_lsp_testing.lsp_session import execute
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"

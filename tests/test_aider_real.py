@@ -28,9 +28,9 @@ from aider_lsp_testing.llm_server import (
     slow,
     text,
 )
-from conftest import needs_aider
+from aider_lsp_testing.waiting import eventually
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 EDITED = "def add(a, b):\n    return a + b + 0  # edited\n"
@@ -148,8 +148,7 @@ async def test_files_another_program_writes_during_an_edit_are_not_the_edits(
     llm_server.add_rule(any_request, slow(3, aider_whole({"pkg/calc.py": EDITED})))
 
     async def another_program() -> None:
-        while not llm_server.chat_requests():  # Aider is waiting for its model
-            await asyncio.sleep(0.05)
+        assert await eventually(llm_server.chat_requests, 60)  # Aider is waiting for its model
         process = await asyncio.create_subprocess_exec(sys.executable, "-c", OTHER_PROGRAM, str(workspace))
         assert await process.wait() == 0
 

@@ -9,13 +9,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from aider_lsp.aider.launch import repo_map_args
 from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import aider_whole, any_request, last_user_contains
-from conftest import needs_aider
 
 EDITED = "def add(a, b):\n    return a + b + 0\n"
 SECRETS = {
@@ -60,7 +61,7 @@ async def edit_once(app: Application, llm_server: Any) -> str:
     return str(llm_server.chat_requests()[-1]["messages"])
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_the_repo_map_shows_the_repository_but_never_a_secret_file(
     tmp_path: Path, llm_server: Any
 ) -> None:
@@ -77,7 +78,7 @@ async def test_the_repo_map_shows_the_repository_but_never_a_secret_file(
     assert status.stdout.strip() == "M pkg/calc.py"  # nothing else appeared for git
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_the_next_one_shot_edit_maps_the_repository_as_it_is_now(
     tmp_path: Path, llm_server: Any
 ) -> None:
@@ -105,7 +106,7 @@ async def test_the_next_one_shot_edit_maps_the_repository_as_it_is_now(
     assert "area_of_circle" in second and "perimeter_of_square" in second
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_aider_map_tokens_0_turns_the_map_off(tmp_path: Path, llm_server: Any) -> None:
     root = git_project(tmp_path / "repo")
     sent = await edit_once(make_app(root, llm_server.base_url, aiderMapTokens=0), llm_server)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 
 async def test_prime_context_then_reset(lsp, workspace: Path, llm_server) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from conftest import cancel_command, eventually, execute, start_command
+from aider_lsp_testing.lsp_session import cancel_command, execute, start_command
+from aider_lsp_testing.waiting import eventually
 
 
 def _alive(pid: int) -> bool:
@@ -27,11 +28,9 @@ def _slow_test_command(pid_file: Path) -> str:
 
 
 async def _wait_for_pid(pid_file: Path) -> int:
-    for _ in range(200):
-        if pid_file.exists() and pid_file.read_text():
-            return int(pid_file.read_text())
-        await asyncio.sleep(0.05)
-    raise AssertionError("the test command never started")
+    started = await eventually(lambda: pid_file.exists() and pid_file.read_text(), 10)
+    assert started, "the test command never started"
+    return int(pid_file.read_text())
 
 
 async def test_run_tests_reports_output_and_progress(lsp, workspace: Path) -> None:
@@ -79,8 +78,4 @@ async def test_progress_cancel_stops_the_command(lsp, workspace: Path) -> None:
         result = await asyncio.wait_for(pending, 10)
         assert result["status"] == "FAILED"
         assert result["notes"]["error"]["reason"] == "cancelled"
-        for _ in range(100):
-            if not _alive(pid):
-                break
-            await asyncio.sleep(0.05)
-        assert not _alive(pid), "the test command survived the progress cancel"
+        assert await eventually(lambda: not _alive(pid)), "the test command survived the progress cancel"

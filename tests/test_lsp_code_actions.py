@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import client_capabilities
 
 from aider_lsp_testing.llm_server import aider_whole, any_request
-from conftest import execute, needs_aider
+from aider_lsp_testing.lsp_session import execute
 from test_aider_lsp import options
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -160,7 +160,7 @@ async def test_edit_selection_only_for_a_client_that_has_the_command(
         assert await code_actions(client, uri, diagnostic.range, [], only=rewrite) is None
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_fix_with_aider_edits_the_file(lsp: Any, workspace: Path, llm_server: Any) -> None:
     calc = workspace / "pkg" / "calc.py"
     calc.write_text(BUGGY)

@@ -8,11 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
 from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, TEST_COMMAND, TESTS
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
-from conftest import eventually, execute, needs_aider
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
 from test_lsp_code_actions import code_actions
 from test_lsp_workflow import (
     FAILURE,
@@ -23,7 +25,7 @@ from test_lsp_workflow import (
     wait_for_diagnostics,
 )
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 
 async def failed_run(client: Any, llm_server: Any, test_uri: str, opened: str = TESTS) -> types.Diagnostic:

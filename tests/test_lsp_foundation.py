@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from aider_lsp.lsp.command_ids import CommandId
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 OUTSIDE_TEXT = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
 
@@ -115,7 +115,7 @@ async def test_settings_come_from_init_options_configuration_and_environment(lsp
 async def test_no_workspace_folder_gives_a_clear_failure(lsp, tmp_path: Path) -> None:
     from pytest_lsp import ClientServerConfig, client_capabilities
 
-    from conftest import SERVER_COMMAND
+    from aider_lsp_testing.lsp_session import SERVER_COMMAND
 
     client = await ClientServerConfig(server_command=SERVER_COMMAND).start()
     try:

@@ -10,7 +10,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 FAILING = (
     f"{sys.executable} -c \"import sys; print('1 passed'); "

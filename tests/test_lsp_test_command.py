@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 PASSING_TEST = (
     "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        print('ran')\n"

@@ -3,18 +3,20 @@ so the first edit finds it running."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from aider_lsp import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
-from conftest import execute, needs_aider
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
 
@@ -36,12 +38,8 @@ def aider_servers(workspace: Path) -> set[int]:
 
 
 async def wait_for_servers(workspace: Path, seconds: float = 30.0) -> set[int]:
-    for _ in range(int(seconds / 0.1)):
-        found = aider_servers(workspace)
-        if found:
-            return found
-        await asyncio.sleep(0.1)
-    return set()
+    await eventually(lambda: aider_servers(workspace), seconds)
+    return aider_servers(workspace)
 
 
 async def test_aider_server_starts_after_initialized_and_serves_the_first_edit(

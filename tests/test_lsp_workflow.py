@@ -32,12 +32,13 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     slow,
 )
+from aider_lsp_testing.lsp_session import execute
 from aider_lsp_testing.raw_lsp import alive
-from conftest import execute, needs_aider
+from aider_lsp_testing.waiting import eventually
 from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 
 MULTIPLY_ASSERT = 10  # 0-based LSP line of `self.assertEqual(multiply(3, 4), 12)`
@@ -68,19 +69,13 @@ def edit_then_slow_test(llm_server: Any, calc_project: Path) -> tuple[Path, dict
 
 async def wait_for_pid(pid_file: Path) -> int:
     """The slow test command's pid, once the run has planned and edited (Aider may start cold)."""
-    for _ in range(2400):
-        if pid_file.exists() and pid_file.read_text():
-            return int(pid_file.read_text())
-        await asyncio.sleep(0.05)
-    raise AssertionError("the test command never started")
+    started = await eventually(lambda: pid_file.exists() and pid_file.read_text(), 120)
+    assert started, "the test command never started"
+    return int(pid_file.read_text())
 
 
 async def wait_until_gone(pid: int) -> None:
-    for _ in range(200):
-        if not alive(pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the test process {pid} survived the cancel")
+    assert await eventually(lambda: not alive(pid), 10), f"the test process {pid} survived the cancel"
 
 
 async def wait_for_diagnostics(
@@ -235,11 +230,8 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
         with pytest.raises(Exception, match="cancel"):
             await asyncio.wait_for(pending, 10)
         await wait_until_gone(pid)
-        for _ in range(200):  # the progress ends once the run has settled its checkpoint
-            if progress_of(client, "Aider workflow")[-1].kind == "end":
-                break
-            await asyncio.sleep(0.05)
-        assert progress_of(client, "Aider workflow")[-1].kind == "end"
+        # the progress ends once the run has settled its checkpoint
+        assert await eventually(lambda: progress_of(client, "Aider workflow")[-1].kind == "end", 10)
 
         undone = await execute(client, "aider-lsp.workflow.undo", {})
         assert undone["status"] == "COMPLETE", undone["content"]

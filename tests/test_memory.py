@@ -19,6 +19,7 @@ from aider_lsp.memory import index as index_module
 from aider_lsp.memory import reader as reader_module
 from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
 from aider_lsp.settings import Settings
+from aider_lsp_testing.waiting import eventually
 
 
 def _write(root: Path, rel: str, text: str | bytes) -> Path:
@@ -416,10 +417,7 @@ async def test_background_indexing_reports_progress_and_answers_partially(
     monkeypatch.setattr(reader_module, "read_file", slow_read)
     messages: list[tuple[str, int | None]] = []
     task = memory.start_indexing(lambda message, pct: messages.append((message, pct)))
-    for _ in range(200):
-        if "app/retry.py" in memory.store.known_files():
-            break
-        await asyncio.sleep(0.02)
+    assert await eventually(lambda: "app/retry.py" in memory.store.known_files(), 4)
     result = await memory.get_relevant_context_for(ContextGenerationInput(query="retry backoff"))
     assert result.matches[0].source_path == "app/retry.py"
     assert "Indexing in progress" in result.context_summary

@@ -3,13 +3,13 @@ progress, restart), driven by pytest-lsp."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
 
 
 def _project(root: Path) -> Path:
@@ -40,18 +40,24 @@ def _index_end_messages(client: Any) -> list[str]:
 
 
 async def _wait_for_index(client: Any, timeout: float = 15.0) -> str:
-    for _ in range(int(timeout / 0.05)):
-        messages = _index_end_messages(client)
-        if messages:
-            return messages[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no indexing progress end: {client.progress_reports}")
+    ended = await eventually(lambda: _index_end_messages(client), timeout)
+    assert ended, f"no indexing progress end: {client.progress_reports}"
+    return _index_end_messages(client)[0]
 
 
 async def _top(client: Any, query: str) -> list[str]:
     result = await execute(client, "aider-lsp.system.getContext", {"query": query})
     assert result["status"] == "COMPLETE", result
     return result["notes"]["file_paths"]
+
+
+async def _leads(client: Any, query: str, path: str) -> bool:
+    """`path` is the best answer to `query`."""
+    return (await _top(client, query))[:1] == [path]
+
+
+async def _absent(client: Any, query: str, path: str) -> bool:
+    return path not in await _top(client, query)
 
 
 async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
@@ -80,11 +86,7 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
         client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        for _ in range(100):
-            if (await _top(client, "exponential backoff"))[0] == "app/http_client.py":
-                break
-            await asyncio.sleep(0.05)
-        assert (await _top(client, "exponential backoff"))[0] == "app/http_client.py"
+        assert await eventually(lambda: _leads(client, "exponential backoff", "app/http_client.py"))
 
         # a file deleted outside the editor (watched-file event): gone from the answers
         (root / "app" / "retry.py").unlink()
@@ -97,11 +99,7 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
                 ]
             )
         )
-        for _ in range(100):
-            if "app/retry.py" not in await _top(client, "retry backoff"):
-                break
-            await asyncio.sleep(0.05)
-        assert "app/retry.py" not in await _top(client, "retry backoff")
+        assert await eventually(lambda: _absent(client, "retry backoff", "app/retry.py"))
 
         # the server asked the client to watch every file; a file created outside the editor
         watched = [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"]
@@ -116,11 +114,7 @@ async def test_index_query_save_delete_and_restart(lsp, tmp_path: Path) -> None:
                 ]
             )
         )
-        for _ in range(100):
-            if (await _top(client, "random jitter"))[:1] == ["app/jitter.py"]:
-                break
-            await asyncio.sleep(0.05)
-        assert (await _top(client, "random jitter"))[0] == "app/jitter.py"
+        assert await eventually(lambda: _leads(client, "random jitter", "app/jitter.py"))
 
         empty = await execute(client, "aider-lsp.system.getContext", {"query": ""})
         assert empty["status"] == "FAILED"
@@ -152,9 +146,6 @@ async def test_rename_in_the_editor_moves_the_file_in_the_index(lsp, tmp_path: P
         client.workspace_did_rename_files(
             types.RenameFilesParams(files=[types.FileRename(old_uri=old.as_uri(), new_uri=new.as_uri())])
         )
-        for _ in range(100):
-            if (await _top(client, "exponential backoff"))[:1] == ["app/backoff.py"]:
-                break
-            await asyncio.sleep(0.05)
+        assert await eventually(lambda: _leads(client, "exponential backoff", "app/backoff.py"))
         paths = await _top(client, "exponential backoff")
         assert paths[0] == "app/backoff.py" and "app/retry.py" not in paths

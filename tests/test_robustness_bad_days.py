@@ -26,7 +26,6 @@ from aider_lsp_testing.llm_server import (
     tool_call,
 )
 from aider_lsp_testing.raw_lsp import RawLspClient
-from conftest import needs_aider
 
 
 @pytest.fixture
@@ -329,7 +328,7 @@ def test_read_files_says_which_files_it_did_not_read_and_why(client: RawLspClien
         assert f"--- SKIPPED: {path} " in content and reasons[path] in content, content
 
 
-@needs_aider
+@pytest.mark.aider
 @pytest.mark.parametrize("command", ["aider-lsp.aider.automatic", "aider-lsp.aider.interactive"])
 def test_a_file_aider_cannot_read_as_utf8_is_named_with_what_to_do(
     tmp_path: Path, project: Path, command: str

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
 from aider_lsp_testing.raw_lsp import RawLspClient
-from conftest import needs_aider
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
 
@@ -31,7 +32,7 @@ def _edit(client: RawLspClient, prompt: str, files: list[str]) -> int:
     )
 
 
-@needs_aider
+@pytest.mark.aider
 def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: Path) -> None:
     with ScriptedLLMServer() as llm:
         llm.add_rule(
@@ -61,7 +62,7 @@ def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: 
             client.close()
 
 
-@needs_aider
+@pytest.mark.aider
 def test_two_edits_at_once_on_one_workspace(tmp_path: Path, workspace: Path) -> None:
     """Both are answered, one after the other; both changes land; undo takes back the last."""
     (workspace / "pkg" / "other.py").write_text("X = 1\n")
@@ -143,7 +144,7 @@ def test_commands_during_the_first_indexing_pass(tmp_path: Path) -> None:
         client.close()
 
 
-@needs_aider
+@pytest.mark.aider
 def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, workspace: Path) -> None:
     (workspace / "pkg" / "other.py").write_text("B = 0\n")
     with ScriptedLLMServer() as llm:

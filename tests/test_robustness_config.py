@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from aider_lsp_testing.lsp_session import execute
 from aider_lsp_testing.raw_lsp import server_env
-from conftest import execute, needs_aider
 
 NO_KEYS = {"OPENAI_API_KEY": "", "GROQ_API_KEY": "", "ANTHROPIC_API_KEY": ""}
 
@@ -62,7 +62,7 @@ def test_doctor_missing_workspace(tmp_path: Path) -> None:
     assert done.returncode == 1 and "not a directory" in done.stdout and "Traceback" not in done.stderr
 
 
-@needs_aider
+@pytest.mark.aider
 def test_doctor_all_good_exits_zero(tmp_path: Path, llm_server: Any) -> None:
     done = _doctor(tmp_path, {"AIDER_LSP_MODEL": "openai:m", "AIDER_LSP_BASE_URL": llm_server.base_url})
     assert done.returncode == 0, done.stdout + done.stderr

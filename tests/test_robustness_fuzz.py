@@ -24,6 +24,7 @@ import pytest
 
 from aider_lsp.lsp.commands import COMMANDS, CommandSpec
 from aider_lsp_testing.raw_lsp import RawLspClient
+from aider_lsp_testing.waiting import wait_until
 
 FUZZ_SECONDS = float(os.environ.get("AIDER_LSP_FUZZ_SECONDS", "8"))
 SEED = int(os.environ.get("AIDER_LSP_FUZZ_SEED", "21"))
@@ -242,10 +243,8 @@ def wait_warm(client: RawLspClient, timeout: float = 90) -> None:
     """The server's start-up imports (the model's SDK, the MCP client: seconds of CPU in a
     worker thread) end with its attempt to pre-start Aider (/bin/false here): the fuzz starts
     after them, so a slow probe is a message's fault, not the start-up's."""
-    deadline = time.monotonic() + timeout
-    while "could not pre-start the Aider MCP server" not in client.stderr_text():
-        assert time.monotonic() < deadline, "the server never finished warming up"
-        time.sleep(0.1)
+    warm = wait_until(lambda: "could not pre-start the Aider MCP server" in client.stderr_text(), timeout)
+    assert warm, "the server never finished warming up"
 
 
 def next_message(rng: random.Random) -> tuple[str, Callable[[RawLspClient], int | None]]:

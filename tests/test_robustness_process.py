@@ -24,7 +24,7 @@ from aider_lsp_testing.llm_server import (
     slow,
 )
 from aider_lsp_testing.raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
-from conftest import needs_aider
+from aider_lsp_testing.waiting import wait_until
 
 EDITED = "def add(a: int, b: int) -> int:\n    return a + b\n"
 
@@ -41,9 +41,7 @@ def _options(llm: ScriptedLLMServer, **extra: Any) -> dict[str, Any]:
 
 
 def _wait_gone(pids: set[int], timeout: float) -> set[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
-        time.sleep(0.1)
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout)
     return {pid for pid in pids if alive(pid)}
 
 
@@ -102,7 +100,7 @@ def test_stdout_is_only_lsp_frames_while_libraries_print(tmp_path: Path, workspa
             client.close()
 
 
-@needs_aider
+@pytest.mark.aider
 @pytest.mark.parametrize("ending", ["shutdown", "stdin-closed", "sigterm"])
 def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
     tmp_path: Path, workspace: Path, ending: str
@@ -129,7 +127,7 @@ def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
             client.close()
 
 
-@needs_aider
+@pytest.mark.aider
 def test_a_killed_server_does_not_leave_aider_editing(tmp_path: Path, workspace: Path) -> None:
     """SIGKILL gives the server no chance to clean up: the Aider server notices and exits."""
     with ScriptedLLMServer() as llm:

@@ -13,7 +13,7 @@ from lsprotocol import types
 
 from aider_lsp.settings import SettingsError, load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, json_output, offers_tool
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,8 @@ from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
-from conftest import needs_aider
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 SECRET = "ENVSECRET111"
 EDITED = "def add(a, b):\n    return b + a\n"

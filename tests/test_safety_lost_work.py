@@ -22,9 +22,10 @@ from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
-from conftest import cancel_command, eventually, execute, needs_aider, start_command
+from aider_lsp_testing.lsp_session import cancel_command, execute, start_command
+from aider_lsp_testing.waiting import eventually
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 
 A0, A1 = "A = 1\n", "A = 2\n"
 B0, B1 = "B = 1\n", "B = 2\n"

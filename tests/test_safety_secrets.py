@@ -28,7 +28,7 @@ from aider_lsp_testing.llm_server import (
     tool_call,
     tool_calls,
 )
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 SECRETS = {
     ".env": "ENVSECRET111",

@@ -11,7 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 
 def _open(client: Any, path: Path, text: str) -> None:

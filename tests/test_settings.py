@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.settings import SettingsError, env_var_for, load_settings
-from conftest import execute
+from aider_lsp_testing.lsp_session import execute
 
 
 def test_defaults() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from aider_lsp.results import command_result
 from aider_lsp.shell import CommandExecutor, cap_output
+from aider_lsp_testing.waiting import eventually
 
 
 async def test_exit_code_and_both_streams(tmp_path: Path) -> None:
@@ -54,23 +55,18 @@ async def test_timeout_kills_children(tmp_path: Path) -> None:
     result = command_result(run)  # FAILED on the wire, the output kept
     assert result.notes["error"]["reason"] == "execution_timeout" and result.notes["exit_code"] is None
     child = int(pid_file.read_text())
-    await asyncio.sleep(0.2)
-    assert not _alive(child)
+    assert await eventually(lambda: not _alive(child))
 
 
 async def test_cancel_kills_the_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     task = asyncio.create_task(CommandExecutor(tmp_path).run(f'{sys.executable} -c "{script}"'))
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        await asyncio.sleep(0.05)
+    assert await eventually(lambda: pid_file.exists() and pid_file.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0.2)
-    assert not _alive(int(pid_file.read_text()))
+    assert await eventually(lambda: not _alive(int(pid_file.read_text())))
 
 
 async def test_output_cap_keeps_head_and_tail(tmp_path: Path) -> None:

@@ -38,9 +38,8 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     slow,
 )
-from conftest import needs_aider
 
-pytestmark = needs_aider
+pytestmark = pytest.mark.aider
 RETRY_MARK = "I ran this command:"  # how Aider's own loop (and ours) sends a failing test's output
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from aider_lsp.cli.demo import example_project
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, fault, json_output
-from conftest import needs_aider
+from aider_lsp_testing.waiting import wait_until
 
 CLI = [sys.executable, "-m", "aider_lsp"]
 EXAMPLE = Path(str(example_project()))  # a checkout's package data: a plain folder
@@ -107,7 +106,7 @@ def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_serv
     assert (project / "mathx.py").read_text() == BUGGY
 
 
-@needs_aider
+@pytest.mark.aider
 def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) -> None:
     llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
@@ -135,7 +134,7 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     assert (project / "mathx.py").read_text() == BUGGY
 
 
-@needs_aider
+@pytest.mark.aider
 def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
     project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -162,11 +161,11 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 180
-        while not pid_file.exists() or not pid_file.read_text():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the test command never started"
-            time.sleep(0.1)
+        started = wait_until(
+            lambda: (pid_file.exists() and pid_file.read_text()) or process.poll() is not None, 150
+        )
+        assert process.poll() is None, process.communicate()
+        assert started, "the test command never started"
         test_pid = int(pid_file.read_text())
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
@@ -182,7 +181,7 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
     assert (project / "mathx.py").read_text() == BUGGY
 
 
-@needs_aider
+@pytest.mark.aider
 def test_demo_runs_the_whole_loop_offline_and_leaves_the_example_buggy() -> None:
     before = {p.name: p.read_text() for p in EXAMPLE.iterdir() if p.is_file()}
     done = run_cli("demo", "--json", env=clean_env())

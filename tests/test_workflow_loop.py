@@ -39,9 +39,8 @@ from aider_lsp_testing.llm_server import (
     slow,
     text,
 )
-from conftest import needs_aider
 
-pytestmark = needs_aider
+pytestmark = [pytest.mark.aider, pytest.mark.slow]
 RETRY_MARK = "I ran this command:"
 
 

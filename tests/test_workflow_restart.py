@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, analysis_by_exit_code
@@ -23,9 +25,8 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     last_user_message,
 )
-from conftest import needs_aider
 
-pytestmark = needs_aider
+pytestmark = [pytest.mark.aider, pytest.mark.slow]
 RETRY_MARK = "I ran this command:"
 
 # The test command of this story: the first time it runs, it kills the Aider server serving

@@ -165,6 +165,12 @@ class CheckpointStore:
                 return False
         return True
 
+    def content_before(self, checkpoint: Checkpoint, rel: str) -> bytes | None:
+        """A file's bytes as the checkpoint recorded them (None: it did not exist then); a
+        workflow run's diff reads the files as they were before the run here."""
+        blob = checkpoint.files.get(rel)
+        return None if blob is None else (self._dir(checkpoint.id) / blob).read_bytes()
+
     def discard(self, checkpoint: Checkpoint) -> None:
         """Forget a checkpoint (the edit changed nothing)."""
         shutil.rmtree(self._dir(checkpoint.id), ignore_errors=True)
@@ -285,7 +291,7 @@ def _write_back(recorded: Path, real: Path) -> bool:
 def snapshot_files(resolve: Callable[[str], Path], paths: Iterable[str]) -> dict[str, bytes | None]:
     """Each file's bytes now, before an edit (None: it does not exist), to compare with after.
 
-    The one in-memory snapshot (the bridge's per call, the workflow's per run; checkpoints keep
+    The one in-memory snapshot (the bridge's, per call; checkpoints, and so a workflow run, keep
     theirs on disk). A path outside the workspace or unreadable is left out: nothing to compare."""
     contents: dict[str, bytes | None] = {}
     for rel in paths:

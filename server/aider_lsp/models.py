@@ -664,6 +664,42 @@ class SuiteRun(BaseModel):
     duration_s: float = 0.0
 
 
+def _absent_when_none(value: object) -> bool:
+    """Keys the wire has always left out when they have no value (not sent as null)."""
+    return value is None
+
+
+class EditSummary(BaseModel):
+    """What a run's history keeps of one Aider edit (an iteration's `aider` on the wire): an
+    edit that changed nothing is FAILED (a failed attempt, its `error` says why), with Aider's
+    usage when its server reported it (None: not reported)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: TaskStatus
+    diff: str = ""
+    changed_files: list[str] = Field(default_factory=list)
+    created_files: list[str] = Field(default_factory=list)
+    usage: AiderUsage | None = None
+    error: TaskError | None = Field(default=None, exclude_if=_absent_when_none)
+    session_id: str | None = Field(default=None, exclude_if=_absent_when_none)  # the run's Aider chat
+
+
+class DecidingRun(BaseModel):
+    """The test run that decided an iteration (an iteration's `test` on the wire): the last of
+    its runs, with its output for the reader and the analysis."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: str
+    scope: SuiteScope
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    stdout: str = ""
+    stderr: str = ""
+
+
 class WorkflowIteration(BaseModel):
     """One edit → test → analysis round, as the run's history records it (each step's outcome
     makes a new record: none is changed once made)."""
@@ -673,11 +709,11 @@ class WorkflowIteration(BaseModel):
     iteration: int
     prompt: str
     files: list[str]
-    aider: dict[str, Any] = Field(default_factory=dict)
-    test: dict[str, Any] | None = None  # the run that decided the iteration (the last one)
+    aider: EditSummary | None = None  # None only before its edit answered
+    test: DecidingRun | None = None  # None: nothing to test (the edit changed no file)
     test_runs: list[SuiteRun] = Field(default_factory=list)  # every run, in order
     findings: list[Finding] = Field(default_factory=list)
-    analysis: dict[str, Any] | None = None
+    analysis: CombinedAnalysisResult | None = None
     # why the run did not follow the analysis's verdict (SUCCESS over a failing test)
     overruled: str | None = None
 
@@ -690,7 +726,7 @@ class WorkflowResult(BaseModel):
     reason: ErrorReason | None = None
     details: str | None = None
     plan: DevelopmentPlan | None = None
-    final_aider_result: dict[str, Any] | None = None
+    final_aider_result: EditSummary | None = None
     analysis_result: CombinedAnalysisResult | None = None
     iterations: list[WorkflowIteration] = Field(default_factory=list)
     usage: WorkflowUsage = Field(default_factory=WorkflowUsage)
@@ -762,7 +798,7 @@ class RestoreReport(BaseModel):
 
 class RunChanges(BaseModel):
     """What a workflow run changed, against the files before the run: the files it changed and
-    created, their diff (the edits' git-style format, diffs.py) and the checkpoint that
+    created, their diff (the edits' git-style format, aider_mcp/snapshots.py) and the checkpoint that
     undoes them (None: nothing to undo)."""
 
     model_config = ConfigDict(frozen=True)

@@ -20,7 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..models import Finding, TaskResult, WorkflowRequest, WorkflowUsage
+from ..models import (
+    Finding,
+    SuiteScope,
+    TaskResult,
+    WorkflowIteration,
+    WorkflowRequest,
+    WorkflowResult,
+    WorkflowUsage,
+)
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 from ..suite.choose import choose_test_command, no_suite_message
 from ..workflow.orchestrator import progress_phase
@@ -172,48 +180,57 @@ async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as
 
 def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
     """The run for a human: outcome, plan, each iteration, the diff, how to undo."""
-    run = result.notes.get("workflow") or {}
-    status = run.get("status") or result.status.value
-    reason = f" ({run['reason']})" if run.get("reason") else ""
+    run = workflow_of(result)
+    status = run.status.value if run else result.status.value
+    reason = f" ({run.reason.value})" if run and run.reason else ""
     print(f"\n{status}{reason}: {result.content}", file=out)
-    plan = run.get("plan")
-    if plan:
-        print(
-            f"\nPlan: {plan['instructions']}\n  files: {', '.join(plan['files']) or '(chosen by Aider)'}",
-            file=out,
-        )
-    for item in run.get("iterations", []):
-        test = item.get("test") or {}
-        print(f"\nIteration {item['iteration']}: {item['prompt']}", file=out)
-        if item.get("aider", {}).get("error"):
-            print(f"  Aider: {item['aider']['error']['message']}", file=out)
-        else:
-            changed = item.get("aider", {}).get("changed_files") or []
-            print(f"  Aider changed: {', '.join(changed) or 'nothing'}", file=out)
-        for suite in item.get("test_runs") or ([test] if test else []):
-            what = f"{len(suite['tests'])} failing" if suite.get("scope") == "failing" else "whole suite"
-            why = f"; {suite['why']}" if suite.get("why") else ""
-            print(
-                f"  tests ({what}{why}): exit code {suite.get('exit_code')} ({suite.get('command')})",
-                file=out,
-            )
-        for finding in item.get("findings", [])[:10]:
-            where = f"{finding['path']}:{finding['line']}" if finding["line"] else finding["path"]
-            print(f"    {where}: {finding['message']}", file=out)
-        analysis = item.get("analysis")
-        if analysis:
-            print(f"  analysis: {analysis['verdict']}: {analysis['message']}", file=out)
-    usage = WorkflowUsage.model_validate(run.get("usage") or {})
-    print(
-        f"\nSpent: {usage.describe()}; {usage.requests} request(s) to the planning model, "
-        f"{usage.aider.edits + usage.aider.unreported} Aider edit(s)",
-        file=out,
-    )
+    if run is not None:
+        _print_run(run, out)
     diff = result.notes.get("diff")
     if diff:
         print(f"\nThe run's changes:\n{diff}", file=out)
     if result.notes.get("checkpoint_id"):
         print(f"Undo them with: aider-lsp undo --workspace {workspace}", file=out)
+
+
+def workflow_of(result: TaskResult) -> WorkflowResult | None:
+    """The typed run a workflow answer carries (`notes.workflow`), None when it ended before
+    running (refused, cancelled)."""
+    history = result.notes.get("workflow")
+    return WorkflowResult.model_validate(history) if history else None
+
+
+def _print_run(run: WorkflowResult, out: TextIO) -> None:
+    if run.plan is not None:
+        files = ", ".join(run.plan.files) or "(chosen by Aider)"
+        print(f"\nPlan: {run.plan.instructions}\n  files: {files}", file=out)
+    for item in run.iterations:
+        _print_iteration(item, out)
+    usage = run.usage
+    print(
+        f"\nSpent: {usage.describe()}; {usage.requests} request(s) to the planning model, "
+        f"{usage.aider.edits + usage.aider.unreported} Aider edit(s)",
+        file=out,
+    )
+
+
+def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:
+    print(f"\nIteration {item.iteration}: {item.prompt}", file=out)
+    edit = item.aider
+    if edit is not None and edit.error is not None:
+        print(f"  Aider: {edit.error.message}", file=out)
+    else:
+        changed = edit.changed_files if edit else []
+        print(f"  Aider changed: {', '.join(changed) or 'nothing'}", file=out)
+    for suite in item.test_runs:
+        what = f"{len(suite.tests)} failing" if suite.scope is SuiteScope.FAILING else "whole suite"
+        why = f"; {suite.why}" if suite.why else ""
+        print(f"  tests ({what}{why}): exit code {suite.exit_code} ({suite.command})", file=out)
+    for finding in item.findings[:10]:
+        where = f"{finding.path}:{finding.line}" if finding.line else finding.path
+        print(f"    {where}: {finding.message}", file=out)
+    if item.analysis is not None:
+        print(f"  analysis: {item.analysis.verdict.value}: {item.analysis.message}", file=out)
 
 
 def undo_command(workspace: Path, *, force: bool = False) -> int:

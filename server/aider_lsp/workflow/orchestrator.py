@@ -25,20 +25,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for the run's diff
 
-from ..checkpoints import Checkpoint, run_checkpoint, snapshot_files
+from ..checkpoints import Checkpoint, run_checkpoint
 from ..files import AccessDenied
 from ..models import (
     AiderEditOutcome,
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
+    DecidingRun,
     DevelopmentPlan,
+    EditSummary,
     ErrorReason,
     Finding,
     OptionalPathList,
@@ -47,6 +50,7 @@ from ..models import (
     Severity,
     SuiteRun,
     SuiteScope,
+    TaskError,
     TaskResult,
     TaskStatus,
     Verdict,
@@ -83,14 +87,64 @@ def progress_phase(message: str) -> str:
     return message.split(PROGRESS_SEPARATOR, 1)[0]
 
 
-class _RunEnded(Exception):
-    """Internal: a step ended the run; carries the result's reason and message."""
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended, the one value its loop returns: SUCCESS, or FAILURE with the reason
+    (`notes.error.reason`) and the step's own message in `details`."""
 
-    def __init__(self, reason: ErrorReason, message: str, details: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.details = details
+    status: WorkflowStatus
+    message: str
+    reason: ErrorReason | None = None
+    details: str | None = None
+
+
+def _failure(reason: ErrorReason, message: str, details: str | None = None) -> Ending:
+    return Ending(WorkflowStatus.FAILURE, message, reason, details)
+
+
+@dataclass
+class _Iteration:
+    """One iteration's state as its steps fill it in (edit → test → analysis); `record()` is
+    its entry in the run's history."""
+
+    number: int
+    of: int
+    prompt: str
+    files: list[str]
+    outcome: AiderEditOutcome | None = None
+    test: CommandRun | None = None  # the run that decided it (None: nothing to test)
+    runs: list[SuiteRun] = field(default_factory=list)
+    analysis: CombinedAnalysisResult | None = None
+    overruled: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"Iteration {self.number}/{self.of}"
+
+    @property
+    def percentage(self) -> int:
+        return 100 * (self.number - 1) // self.of
+
+    @property
+    def last(self) -> bool:
+        return self.number == self.of
+
+    def next(self, prompt: str, files: list[str]) -> _Iteration:
+        return _Iteration(self.number + 1, self.of, prompt, files)
+
+    def record(self) -> WorkflowIteration:
+        test = self.test
+        return WorkflowIteration(
+            iteration=self.number,
+            prompt=self.prompt,
+            files=self.files,
+            aider=_aider_summary(self.outcome) if self.outcome is not None else None,
+            test=_deciding_run(test, self.runs[-1]) if test is not None else None,
+            test_runs=list(self.runs),
+            findings=list(test.findings) if test is not None else [],
+            analysis=self.analysis,
+            overruled=self.overruled,
+        )
 
 
 class CodingWorkflowOrchestrator:
@@ -117,11 +171,13 @@ class CodingWorkflowOrchestrator:
         self.final_aider: AiderEditOutcome | None = None
         self.analysis: CombinedAnalysisResult | None = None
         self.checkpoint: Checkpoint | None = None
-        self._originals: dict[str, bytes | None] = {}
         self._usage_start: WorkflowUsage | None = None
         self._warm_up: asyncio.Task[bool] | None = None
+        self._command = ""  # the test command, once known
         self._chat: str | None = None  # the run's Aider chat (None: not started, or no chats)
         self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
+        # the analysis of the iteration before, running beside this one's edit
+        self._beside: asyncio.Task[CombinedAnalysisResult | Ending] | None = None
         self._failed_output: str | None = None  # the last test run's output, when it failed
         self._tested_once = False
         self._ctx = RequestContext()
@@ -137,182 +193,166 @@ class CodingWorkflowOrchestrator:
             with run_checkpoint(self.app.checkpoints, f"workflow: {self.goal[:150]}") as checkpoint:
                 self.checkpoint = checkpoint
                 try:
-                    result = await self._loop()
-                except _RunEnded as ended:
-                    result = self._result(WorkflowStatus.FAILURE, ended.message, ended.reason, ended.details)
+                    ending = await self._loop()
                 finally:
                     self._settle(checkpoint)
         finally:
             self.app.clear_budget()
         if self._chat is not None:  # not on cancellation: that stopped the server
             await self.app.end_chat(self._chat)
-        return result
+        return self._result(ending)
 
-    def _progress(self, phase: str, percentage: int) -> None:
-        self._ctx.report_progress(progress_message(phase, self._usage()), percentage)
-
-    async def _loop(self) -> WorkflowResult:
-        prompt, files, test_command = await self._start()
-        self._instructions = prompt
-        pending: asyncio.Task[CombinedAnalysisResult] | None = None
+    async def _loop(self) -> Ending:
+        """(Plan →) iterations until one ends the run; an analysis left running beside is
+        stopped on the way out (an end or a cancel)."""
+        current = await self._start()
         try:
-            for number in range(1, self.max_iterations + 1):
-                self._check_budget()
-                self.iterations.append(WorkflowIteration(iteration=number, prompt=prompt, files=files))
-                label = f"Iteration {number}/{self.max_iterations}"
-                step = 100 * (number - 1) // self.max_iterations
-                beside = f"; analysing iteration {number - 1} beside it" if pending else ""
-                self._progress(f"{label}: Aider is editing{beside}", step)
-                outcome, files = await self._edit(prompt, files)
-                test: CommandRun | None = None
-                if _changed(outcome):
-                    beside = beside if pending is not None and not pending.done() else ""
-                    test = await self._test(test_command, files, f"{label}: running {{}}{beside}", step)
-                    if test.passed:
-                        if pending is not None:  # the tests are the judge: its verdict is moot now
-                            await _stop(pending)
-                            pending = None
-                        done = await self._green(number, label, step, prompt, files, test_command, test)
-                        if done is not None:
-                            return done
-                        prompt, files = self._follow(self.analysis, prompt, files)
-                        continue
-                    self._ctx.report_findings(list(test.findings))
-                advice: CombinedAnalysisResult | None = None
-                if pending is not None:  # red again: the analysis may stop the run, and advises
-                    if not pending.done():
-                        self._progress(f"{label}: waiting for the analysis of iteration {number - 1}", step)
-                    advice = await pending
-                    pending = None
-                if advice is not None and advice.verdict is Verdict.FAILURE:
-                    raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {advice.message}")
-                self._check_budget()
-                if number == self.max_iterations:
-                    self._progress(f"{label}: analysing the result", step)
-                    last = await self._analyse(number, prompt, files, test_command, outcome, test)
-                    raise self._not_reached(last, number, test)
-                # the next edit starts at once with the failing output; this analysis runs beside it
-                pending = asyncio.create_task(
-                    self._analyse(number, prompt, files, test_command, outcome, test)
-                )
-                prompt = self._retry_prompt(test_command, outcome, test, advice)
-                files = _with_files(files, advice)
+            while not isinstance(current, Ending):
+                current = await self._iterate(current)
+            return current
         finally:
-            if pending is not None:  # an analysis still running beside (a stop or a cancel)
-                await _stop(pending)
-        raise AssertionError("unreachable: the last iteration always ends the run")
+            if self._beside is not None:
+                await _stop(self._beside)
+                self._beside = None
 
-    async def _start(self) -> tuple[str, list[str], str]:
-        """The first instructions, files and the test command: the plan's, or, when the editor
-        named the files and the test command is known, the goal itself (no planning call)."""
+    async def _iterate(self, it: _Iteration) -> _Iteration | Ending:
+        """One iteration: the edit, the tests when it changed a file, then green or red."""
+        over = self._over_budget()
+        if over is not None:
+            return over
+        self.iterations.append(it.record())
+        outcome = await self._edit(it)
+        if isinstance(outcome, Ending):
+            return outcome
+        if _changed(outcome):
+            test = await self._test(it)
+            if isinstance(test, Ending):
+                return test
+            if test.passed:
+                return await self._green(it)
+            self._ctx.report_findings(list(test.findings))
+        return await self._red(it)
+
+    async def _green(self, it: _Iteration) -> _Iteration | Ending:
+        """The tests pass: SUCCESS (the analysis beside is moot), unless `analyseGreenTests`
+        asks the analysis, which may still say RETRY (the goal needs more) or FAILURE."""
+        await self._drop_beside()
+        if not self.app.settings.analyse_green_tests:
+            return self._success(f"the tests pass (`{self._command}` exited 0 in iteration {it.number})")
+        over = self._over_budget()
+        if over is not None:
+            return over
+        self._progress(f"{it.label}: analysing the result", it.percentage)
+        analysis = await self._analyse(it)
+        if isinstance(analysis, Ending):
+            return analysis
+        if analysis.verdict is Verdict.SUCCESS:
+            return self._success(analysis.message)
+        if analysis.verdict is Verdict.FAILURE or it.last:
+            return self._not_reached(analysis, it)
+        return it.next(analysis.next_prompt or it.prompt, list(analysis.next_files or it.files))
+
+    async def _red(self, it: _Iteration) -> _Iteration | Ending:
+        """Red tests (or no change): the analysis beside may stop the run and advises; the
+        last iteration waits for its own analysis; otherwise the next edit starts at once with
+        the failing output while this iteration's analysis runs beside it."""
+        advice = await self._await_beside(it)
+        if isinstance(advice, Ending):
+            return advice
+        if advice is not None and advice.verdict is Verdict.FAILURE:
+            return _gave_up(advice)
+        over = self._over_budget()
+        if over is not None:
+            return over
+        if it.last:
+            self._progress(f"{it.label}: analysing the result", it.percentage)
+            last = await self._analyse(it)
+            return last if isinstance(last, Ending) else self._not_reached(last, it)
+        self._beside = asyncio.create_task(self._analyse(it))
+        return it.next(self._retry_prompt(it, advice), _with_files(it.files, advice))
+
+    def _success(self, message: str) -> Ending:
+        self._ctx.report_findings([])
+        self._progress("Done: the goal is reached", 100)
+        return Ending(WorkflowStatus.SUCCESS, message)
+
+    def _not_reached(self, analysis: CombinedAnalysisResult, it: _Iteration) -> Ending:
+        """The end after the last iteration (or an analysis that gave up)."""
+        if analysis.verdict is Verdict.FAILURE:
+            return _gave_up(analysis)
+        why = self.iterations[it.number - 1].overruled or analysis.message
+        return _failure(
+            ErrorReason.MAX_RETRIES_REACHED,
+            f"the goal was not reached in {self.max_iterations} iteration(s): {_state(it.test)}; {why}",
+        )
+
+    # -- the analysis beside -----------------------------------------------------------------
+    def _beside_note(self, it: _Iteration) -> str:
+        """The progress line's mention of the analysis running beside, while it runs."""
+        if self._beside is None or self._beside.done():
+            return ""
+        return f"; analysing iteration {it.number - 1} beside it"
+
+    async def _await_beside(self, it: _Iteration) -> CombinedAnalysisResult | Ending | None:
+        """The analysis of the iteration before (None: none ran beside)."""
+        if self._beside is None:
+            return None
+        if not self._beside.done():
+            self._progress(
+                f"{it.label}: waiting for the analysis of iteration {it.number - 1}", it.percentage
+            )
+        advice = await self._beside
+        self._beside = None
+        return advice
+
+    async def _drop_beside(self) -> None:
+        """The tests are the judge: a verdict still to come is moot (stopped, unrecorded)."""
+        if self._beside is not None:
+            await _stop(self._beside)
+            self._beside = None
+
+    # -- the steps ---------------------------------------------------------------------------
+    async def _start(self) -> _Iteration | Ending:
+        """The first iteration's instructions and files, and the test command: the plan's, or,
+        when the editor named the files and the test command is known, the goal itself (no
+        planning call)."""
         editor_files = self._editor_files()
+        if isinstance(editor_files, Ending):
+            return editor_files
         # Aider's start-up (seconds) overlaps the planning call instead of delaying the first edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
         known = self.test_command or self.app.settings.test_command
         if editor_files and known:
             context = self.context.strip()
-            return (f"{self.goal}\n\n{context}" if context else self.goal), editor_files, known
+            self._command = known
+            return self._first((f"{self.goal}\n\n{context}" if context else self.goal), editor_files)
         self._progress("Planning", 0)
         plan = await self._make_plan(editor_files)
-        test_command = self.test_command or plan.test_command or self.app.settings.test_command
-        if not test_command:
-            raise _RunEnded(
+        if isinstance(plan, Ending):
+            return plan
+        command = self.test_command or plan.test_command or self.app.settings.test_command
+        if not command:
+            return _failure(
                 ErrorReason.CONFIGURATION_ERROR,
                 "no test command: pass one, or set aiderLsp.testCommand / AIDER_LSP_TEST_COMMAND",
             )
-        return plan.instructions, list(plan.files or editor_files), test_command
+        self._command = command
+        return self._first(plan.instructions, list(plan.files or editor_files))
 
-    async def _green(
-        self,
-        number: int,
-        label: str,
-        step: int,
-        prompt: str,
-        files: list[str],
-        test_command: str,
-        test: CommandRun,
-    ) -> WorkflowResult | None:
-        """The tests pass: SUCCESS, unless `analyseGreenTests` asks the analysis, which may
-        still say RETRY (the goal needs more: None, go on) or FAILURE."""
-        if not self.app.settings.analyse_green_tests:
-            return self._success(f"the tests pass (`{test_command}` exited 0 in iteration {number})")
-        self._check_budget()
-        self._progress(f"{label}: analysing the result", step)
-        analysis = await self._analyse(number, prompt, files, test_command, self.final_aider, test)
-        if analysis.verdict is Verdict.SUCCESS:
-            return self._success(analysis.message)
-        if analysis.verdict is Verdict.FAILURE:
-            raise _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
-        if number == self.max_iterations:
-            raise self._not_reached(analysis, number, test)
-        return None
+    def _first(self, prompt: str, files: list[str]) -> _Iteration:
+        self._instructions = prompt
+        return _Iteration(1, self.max_iterations, prompt, files)
 
-    def _success(self, message: str) -> WorkflowResult:
-        self._ctx.report_findings([])
-        self._progress("Done: the goal is reached", 100)
-        return self._result(WorkflowStatus.SUCCESS, message)
-
-    def _not_reached(
-        self, analysis: CombinedAnalysisResult, number: int, test: CommandRun | None
-    ) -> _RunEnded:
-        """The end after the last iteration (or an analysis that gave up)."""
-        if analysis.verdict is Verdict.FAILURE:
-            return _RunEnded(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
-        overruled = self.iterations[number - 1].overruled
-        why = overruled or analysis.message
-        return _RunEnded(
-            ErrorReason.MAX_RETRIES_REACHED,
-            f"the goal was not reached in {self.max_iterations} iteration(s): {_state(test)}; {why}",
-        )
-
-    def _follow(
-        self, analysis: CombinedAnalysisResult | None, prompt: str, files: list[str]
-    ) -> tuple[str, list[str]]:
-        """The next edit after a RETRY over green tests: the analysis's instructions and files."""
-        if analysis is None:
-            return prompt, files
-        return analysis.next_prompt or prompt, list(analysis.next_files or files)
-
-    def _retry_prompt(
-        self,
-        test_command: str,
-        outcome: AiderEditOutcome,
-        test: CommandRun | None,
-        advice: CombinedAnalysisResult | None,
-    ) -> str:
-        """What the next edit sends Aider: the failing output as Aider's own loop sends it (or
-        that the last reply changed nothing), the latest analysis's instructions, and the
-        instructions again when Aider keeps no chat (the server has no sessions)."""
-        if test is None:
-            why = f" ({outcome.error.message})" if outcome.error else ""
-            message = (
-                f"Your last reply changed no file{why}. Make the change now, as the edit format requires."
-            )
-        else:
-            output = "\n".join(part for part in (test.stdout, test.stderr) if part.strip())
-            if test.timed_out:
-                output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
-            # the command that ran: the failing tests alone, or the whole suite
-            message = RUN_OUTPUT.format(
-                command=test.command or test_command, output=_clip(output, OUTPUT_FOR_AIDER)
-            )
-        if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
-            message += f"\n\n{advice.next_prompt}"
-        if self._chat is None:
-            message = f"{self._instructions}\n\n{message}"
-        return message
-
-    # -- steps -------------------------------------------------------------------------------
-    def _editor_files(self) -> list[str]:
+    def _editor_files(self) -> list[str] | Ending:
         if self.file_context in (None, "", []):
             return []
         try:
             return TypeAdapter(OptionalPathList).validate_python(self.file_context) or []
         except ValidationError as exc:
             message = exc.errors()[0]["msg"]
-            raise _RunEnded(ErrorReason.INPUT_VALIDATION_FAILURE, f"file_context: {message}") from None
+            return _failure(ErrorReason.INPUT_VALIDATION_FAILURE, f"file_context: {message}")
 
-    async def _make_plan(self, editor_files: list[str]) -> DevelopmentPlan:
+    async def _make_plan(self, editor_files: list[str]) -> DevelopmentPlan | Ending:
         """The planner gets the goal, the user's context, the open files and the index's best."""
         open_files = list(self._ctx.open_files)
         found = await self.app.find_context(
@@ -333,64 +373,67 @@ class CodingWorkflowOrchestrator:
             PLAN_TEMPLATE,
             {"goal": self.goal, "context_string": "\n".join(parts), "file_context": editor_files or None},
         )
-        self._stop_on_failure(result, "planning failed")
+        if not result.ok:
+            return _step_failed(result, "planning failed")
         plan = result.parsed_content
         if not isinstance(plan, DevelopmentPlan):
             plan = DevelopmentPlan.model_validate_json(result.content)
         self.plan = plan
         return plan
 
-    async def _edit(self, prompt: str, files: list[str]) -> tuple[AiderEditOutcome, list[str]]:
+    async def _edit(self, it: _Iteration) -> AiderEditOutcome | Ending:
         """One Aider edit, a turn of the run's chat, through the host (the executor's checks and
-        checkpoint apply); returns the outcome and the files for the next steps. An edit that
+        checkpoint apply); the files it edited are the iteration's from now on. An edit that
         changed nothing is a failed attempt (retried); any other failure ends the run."""
-        self._remember_originals(files)
-        outcome = await self.app.edit(prompt, files, chat=True, session_id=self._chat)
+        self._progress(f"{it.label}: Aider is editing{self._beside_note(it)}", it.percentage)
+        outcome = await self.app.edit(it.prompt, it.files, chat=True, session_id=self._chat)
         if self._chat and outcome.error and "unknown session_id" in outcome.error.message:
             # Aider's server restarted (it died) and forgot the chat: a new one, told again
             self._chat = None
-            outcome = await self.app.edit(f"{self._instructions}\n\n{prompt}", files, chat=True)
+            outcome = await self.app.edit(f"{self._instructions}\n\n{it.prompt}", it.files, chat=True)
         self.final_aider = outcome
         if self._chat is None:
             self._chat = outcome.session_id
-        edited = list(outcome.files or files)
-        self._remember_originals(edited)
-        for created in outcome.created_files:
-            self._originals.setdefault(created, None)
-        self._record(aider=_aider_summary(outcome), files=edited)
+        it.outcome = outcome
+        it.files = list(outcome.files or it.files)
+        self._record(it)
         error = outcome.error
         if error is not None and not _no_change(outcome):
-            raise _RunEnded(error.reason, f"the Aider edit failed: {error.message}", details=error.message)
-        return outcome, edited
+            return _failure(error.reason, f"the Aider edit failed: {error.message}", details=error.message)
+        return outcome
 
-    async def _test(self, command: str, files: list[str], phase: str, step: int) -> CommandRun:
+    async def _test(self, it: _Iteration) -> CommandRun | Ending:
         """The tests after an edit: only those that failed in the last run first (when the
-        runner can be narrowed: test_selection.py), then, once they pass, the whole suite, the
-        only run that can call the iteration green. `phase` is the progress line, "{}" where
-        the tests it runs are named."""
+        runner can be narrowed: suite/narrow.py), then, once they pass, the whole suite, the
+        only run that can call the iteration green."""
+        phase = f"{it.label}: running {{}}{self._beside_note(it)}"
         runs: list[SuiteRun] = []
-        narrowed = self._narrowed(command)
+        narrowed = self._narrowed()
         why = self._whole_suite_reason()
         if narrowed is not None:
-            self._progress(phase.format(narrowed.description), step)
-            run = await self._run_suite(narrowed.command, files)
+            self._progress(phase.format(narrowed.description), it.percentage)
+            run = await self._run_suite(narrowed.command, it.files)
+            if isinstance(run, Ending):
+                return run
             why_narrowed = "they failed in the last run"
             runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
             if run.passed:
                 why = "the tests that failed pass now"
-            elif run.timed_out or narrow(command, _output(run)) is not None:
-                return self._tested(run, runs)
+            elif run.timed_out or narrow(self._command, _output(run)) is not None:
+                return self._tested(it, run, runs)
             else:  # it failed without naming a failing test (renamed, gone): the suite decides
                 why = f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
-        self._progress(phase.format("the whole suite"), step)
-        run = await self._run_suite(command, files)
-        runs.append(_suite_run(SuiteScope.WHOLE, command, why, run))
-        return self._tested(run, runs)
+        self._progress(phase.format("the whole suite"), it.percentage)
+        whole = await self._run_suite(self._command, it.files)
+        if isinstance(whole, Ending):
+            return whole
+        runs.append(_suite_run(SuiteScope.WHOLE, self._command, why, whole))
+        return self._tested(it, whole, runs)
 
-    def _narrowed(self, command: str) -> Narrowed | None:
+    def _narrowed(self) -> Narrowed | None:
         if self._failed_output is None or not self.app.settings.failing_tests_first:
             return None
-        return narrow(command, self._failed_output, shell=self.app.settings.test_shell)
+        return narrow(self._command, self._failed_output, shell=self.app.settings.test_shell)
 
     def _whole_suite_reason(self) -> str:
         """Why the whole suite runs (the iteration record says it)."""
@@ -400,113 +443,118 @@ class CodingWorkflowOrchestrator:
             return "aiderLsp.failingTestsFirst is off"
         return "the runner cannot be narrowed, or its output named no failing test"
 
-    async def _run_suite(self, command: str, files: list[str]) -> CommandRun:
+    async def _run_suite(self, command: str, files: list[str]) -> CommandRun | Ending:
         run = await self.app.run_tests(command, fallback_files=files)
         if not run.ran and run.error is not None:  # the command could not run at all
-            raise _RunEnded(
-                run.error.reason, f"the test command could not run: {run.error.message}", run.error.message
-            )
+            message = run.error.message
+            return _failure(run.error.reason, f"the test command could not run: {message}", message)
         return run
 
-    def _tested(self, run: CommandRun, runs: list[SuiteRun]) -> CommandRun:
+    def _tested(self, it: _Iteration, run: CommandRun, runs: list[SuiteRun]) -> CommandRun:
         """Record the iteration's runs; `run`, the last, decides it."""
         self._tested_once = True
         self._failed_output = None if run.passed else _output(run)
-        test = {
-            "command": runs[-1].command,
-            "scope": runs[-1].scope.value,
-            "exit_code": run.exit_code,
-            "timed_out": run.timed_out,
-            "duration_s": run.duration_s,
-            "stdout": run.stdout,
-            "stderr": run.stderr,
-        }
-        self._record(test=test, test_runs=runs, findings=list(run.findings))
+        it.test, it.runs = run, runs
+        self._record(it)
         return run
 
-    async def _analyse(
-        self,
-        number: int,
-        prompt: str,
-        files: list[str],
-        test_command: str,
-        aider: AiderEditOutcome | None,
-        test: CommandRun | None,
-    ) -> CombinedAnalysisResult:
-        """The analysis of iteration `number` (its edit and test run), judged by the tests: a
-        SUCCESS over red tests is recorded as overruled and never ends the run."""
+    async def _analyse(self, it: _Iteration) -> CombinedAnalysisResult | Ending:
+        """The analysis of an iteration (its edit and test run), judged by the tests: a SUCCESS
+        over red tests is recorded as overruled and never ends the run."""
+        test = it.test
+        result = await self.app.handle_task_command(ANALYSIS_TEMPLATE, self._analysis_params(it))
+        if not result.ok:
+            return _step_failed(result, "the analysis failed")
+        analysis = result.parsed_content
+        if not isinstance(analysis, CombinedAnalysisResult):
+            analysis = CombinedAnalysisResult.model_validate_json(result.content)
+        passed = test is not None and test.passed
+        if analysis.verdict is Verdict.SUCCESS and not passed:
+            it.overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
+        it.analysis = analysis
+        self._record(it)
+        self.analysis = analysis
+        latest = self.iterations[-1]
+        current = latest.iteration == it.number or latest.test is None  # no later test run shown
+        if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
+            found = list(test.findings) if test else []
+            self._ctx.report_findings([*found, *self._analysis_findings(analysis, it.files)])
+        return analysis
+
+    def _analysis_params(self, it: _Iteration) -> dict[str, Any]:
+        """What the analysis template is told of an iteration."""
+        test, aider = it.test, it.outcome
         if test is None:
             exit_code = "none (not run: the edit changed no file)"
         elif test.exit_code is None:
             exit_code = "none (killed at the timeout)"
         else:
             exit_code = str(test.exit_code)
-        params = {
+        return {
             "original_goal": self.goal,
             "initial_task_context": self.context or "(none)",
-            "aider_instructions": prompt,
+            "aider_instructions": it.prompt,
             "aider_status": _aider_status(aider),
             "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
-            "test_command": test_command,
+            "test_command": self._command,
             "test_stdout": _clip(test.stdout) if test else "",
             "test_stderr": _clip(test.stderr) if test else "",
             "test_exit_code": exit_code,
-            "previous_files": files,
-            "iteration": number,
+            "previous_files": it.files,
+            "iteration": it.number,
             "max_retries": self.max_iterations,
         }
-        result = await self.app.handle_task_command(ANALYSIS_TEMPLATE, params)
-        self._stop_on_failure(result, "the analysis failed")
-        analysis = result.parsed_content
-        if not isinstance(analysis, CombinedAnalysisResult):
-            analysis = CombinedAnalysisResult.model_validate_json(result.content)
-        passed = test is not None and test.passed
-        overruled = None
-        if analysis.verdict is Verdict.SUCCESS and not passed:
-            overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
-        self._record(number, analysis=analysis.model_dump(mode="json"), overruled=overruled)
-        self.analysis = analysis
-        latest = self.iterations[-1]
-        current = latest.iteration == number or latest.test is None  # no later test run shown
-        if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
-            found = list(test.findings) if test else []
-            self._ctx.report_findings([*found, *self._analysis_findings(analysis, files)])
-        return analysis
+
+    def _retry_prompt(self, it: _Iteration, advice: CombinedAnalysisResult | None) -> str:
+        """What the next edit sends Aider: the failing output as Aider's own loop sends it (or
+        that the last reply changed nothing), the latest analysis's instructions, and the
+        instructions again when Aider keeps no chat (the server has no sessions)."""
+        test, outcome = it.test, it.outcome
+        if test is None:
+            why = f" ({outcome.error.message})" if outcome is not None and outcome.error else ""
+            message = (
+                f"Your last reply changed no file{why}. Make the change now, as the edit format requires."
+            )
+        else:
+            output = "\n".join(part for part in (test.stdout, test.stderr) if part.strip())
+            if test.timed_out:
+                output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
+            # the command that ran: the failing tests alone, or the whole suite
+            message = RUN_OUTPUT.format(
+                command=test.command or self._command, output=_clip(output, OUTPUT_FOR_AIDER)
+            )
+        if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
+            message += f"\n\n{advice.next_prompt}"
+        if self._chat is None:
+            message = f"{self._instructions}\n\n{message}"
+        return message
 
     # -- helpers -----------------------------------------------------------------------------
-    def _record(self, number: int | None = None, **step: Any) -> None:
-        """Add a step's outcome to an iteration's history (a new record, not a change): the
-        current one, or `number` (an analysis answers while the next edit runs)."""
-        index = -1 if number is None else number - 1
-        self.iterations[index] = self.iterations[index].model_copy(update=step)
+    def _progress(self, phase: str, percentage: int) -> None:
+        self._ctx.report_progress(progress_message(phase, self._usage()), percentage)
 
-    def _stop_on_failure(self, result: TaskResult, what: str) -> None:
-        """A FAILED step ends the run with its reason (over budget → budget_exceeded)."""
-        if result.ok:
-            return
-        error = result.error
-        reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
-        if result.budget_exhausted:  # the LLM layer's refusal (handler/llm.py)
-            reason = ErrorReason.BUDGET_EXCEEDED
-        message = error.message if error else result.content
-        raise _RunEnded(reason, f"{what}: {message}", details=result.content)
+    def _record(self, it: _Iteration) -> None:
+        """The iteration's entry in the history, as its steps have filled it in so far (a new
+        record, not a change; an analysis may answer while the next iteration runs)."""
+        self.iterations[it.number - 1] = it.record()
 
-    def _check_budget(self) -> None:
-        """Between steps: stop cleanly once the run has spent its budget."""
+    def _over_budget(self) -> Ending | None:
+        """Before each model call: the end of the run once it has spent its budget."""
         budget = self.app.settings.budget
         spent = self._usage().all  # planning/analysis and Aider together
         if budget.max_tokens is not None and spent.total_tokens >= budget.max_tokens:
-            raise _RunEnded(
+            return _failure(
                 ErrorReason.BUDGET_EXCEEDED,
                 f"the token budget of {budget.max_tokens} is used up ({spent.total_tokens} used): "
                 "raise aiderLsp.budget.maxTokens",
             )
         if budget.max_cost is not None and (spent.cost or 0.0) >= budget.max_cost:
-            raise _RunEnded(
+            return _failure(
                 ErrorReason.BUDGET_EXCEEDED,
                 f"the cost budget of {budget.max_cost:g} is used up ({spent.cost or 0.0:.4f} used): "
                 "raise aiderLsp.budget.maxCost",
             )
+        return None
 
     def _usage(self) -> WorkflowUsage:
         """What this run spent so far (the session's totals minus those at the start)."""
@@ -536,12 +584,6 @@ class CodingWorkflowOrchestrator:
                 )
         return findings
 
-    def _remember_originals(self, paths: Sequence[str]) -> None:
-        """Each file's bytes before the run first touched it (None: it did not exist)."""
-        self._originals.update(
-            snapshot_files(self.app.resolve_path, [p for p in paths if p not in self._originals])
-        )
-
     def _settle(self, checkpoint: Checkpoint) -> None:
         """Drop the run's checkpoint when nothing it covers changed (undo would do nothing)."""
         try:
@@ -554,12 +596,18 @@ class CodingWorkflowOrchestrator:
             log.debug("could not settle the workflow checkpoint", exc_info=True)
 
     def changes(self) -> RunChanges:
-        """What the run changed against the files before it, its diff in the edits' format."""
+        """What the run changed against the files before it, its diff in the edits' format.
+        The run's checkpoint holds each file as it was before the run first touched it (every
+        edit adds its files to it); no checkpoint left means nothing changed."""
+        checkpoint = self.checkpoint
+        if checkpoint is None:
+            return RunChanges()
         changed: list[str] = []
         created: list[str] = []
         diffs: list[str] = []
-        for rel, before in sorted(self._originals.items()):
+        for rel in checkpoint.paths:
             try:
+                before = self.app.checkpoints.content_before(checkpoint, rel)
                 real = self.app.resolve_path(rel)
                 after = real.read_bytes() if real.is_file() else None
             except (OSError, AccessDenied):
@@ -572,21 +620,15 @@ class CodingWorkflowOrchestrator:
             changed_files=tuple(changed),
             created_files=tuple(created),
             diff="".join(diffs),
-            checkpoint_id=self.checkpoint.id if self.checkpoint else None,
+            checkpoint_id=checkpoint.id,
         )
 
-    def _result(
-        self,
-        status: WorkflowStatus,
-        content: str,
-        reason: ErrorReason | None = None,
-        details: str | None = None,
-    ) -> WorkflowResult:
+    def _result(self, ending: Ending) -> WorkflowResult:
         return WorkflowResult(
-            status=status,
-            content=content,
-            reason=reason,
-            details=details,
+            status=ending.status,
+            content=ending.message,
+            reason=ending.reason,
+            details=ending.details,
             plan=self.plan,
             final_aider_result=_aider_summary(self.final_aider) if self.final_aider else None,
             analysis_result=self.analysis,
@@ -595,28 +637,50 @@ class CodingWorkflowOrchestrator:
         )
 
 
-def _aider_summary(outcome: AiderEditOutcome) -> dict[str, Any]:
-    """What the history keeps of an Aider edit (the wire's `aider` of an iteration): an edit
-    that changed nothing is FAILED (a failed attempt), with Aider's usage when reported."""
+def _step_failed(result: TaskResult, what: str) -> Ending:
+    """A FAILED step (the plan, the analysis) ends the run with its reason (over budget →
+    budget_exceeded)."""
+    error = result.error
+    reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
+    if result.budget_exhausted:  # the LLM layer's refusal (llm/interaction.py)
+        reason = ErrorReason.BUDGET_EXCEEDED
+    message = error.message if error else result.content
+    return _failure(reason, f"{what}: {message}", details=result.content)
+
+
+def _gave_up(analysis: CombinedAnalysisResult) -> Ending:
+    return _failure(ErrorReason.GOAL_NOT_REACHED, f"the analysis gave up: {analysis.message}")
+
+
+def _deciding_run(run: CommandRun, suite: SuiteRun) -> DecidingRun:
+    """The record of the run that decided an iteration (`suite`: how it was asked for)."""
+    return DecidingRun(
+        command=suite.command,
+        scope=suite.scope,
+        exit_code=run.exit_code,
+        timed_out=run.timed_out,
+        duration_s=run.duration_s,
+        stdout=run.stdout,
+        stderr=run.stderr,
+    )
+
+
+def _aider_summary(outcome: AiderEditOutcome) -> EditSummary:
+    """What the history keeps of an Aider edit: an edit that changed nothing is FAILED (a
+    failed attempt), its error Aider's or "changed nothing"."""
     failed = outcome.error is not None or not _changed(outcome)
-    summary: dict[str, Any] = {
-        "status": (TaskStatus.FAILED if failed else TaskStatus.COMPLETE).value,
-        "diff": outcome.diff,
-        "changed_files": list(outcome.changed_files),
-        "created_files": list(outcome.created_files),
-        "usage": outcome.usage.model_dump() if outcome.usage is not None else None,
-    }
-    if outcome.error:
-        summary["error"] = outcome.error.model_dump(mode="json")
-    elif failed:
-        summary["error"] = {
-            "type": "TASK_FAILURE",
-            "reason": "tool_execution_error",
-            "message": _aider_status(outcome),
-        }
-    if outcome.session_id:
-        summary["session_id"] = outcome.session_id
-    return summary
+    error = outcome.error
+    if error is None and failed:
+        error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=_aider_status(outcome))
+    return EditSummary(
+        status=TaskStatus.FAILED if failed else TaskStatus.COMPLETE,
+        diff=outcome.diff,
+        changed_files=list(outcome.changed_files),
+        created_files=list(outcome.created_files),
+        usage=outcome.usage,
+        error=error,
+        session_id=outcome.session_id,
+    )
 
 
 def _changed(outcome: AiderEditOutcome) -> bool:

@@ -1,0 +1,235 @@
+"""The loop's decisions over a fake host (aider_lsp_testing.fake_host): milliseconds, no Aider.
+
+Each test shows one rule of docs/workflow.md; the real-Aider tests (test_workflow*.py) show the
+same loop end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.models import ErrorReason, Finding, RequestContext, SuiteScope, Verdict, WorkflowStatus
+from aider_lsp.settings import load_settings
+from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
+from aider_lsp_testing.fake_host import (
+    ANALYSIS,
+    EDIT,
+    PLAN,
+    TEST,
+    FakeHost,
+    analysis,
+    edit_fails,
+    green_run,
+    no_change,
+    plan,
+    red_run,
+    writes,
+)
+
+FIXED = "def multiply(a, b):\n    return a * b\n"
+WRONG = "def multiply(a, b):\n    return a + b + 1\n"
+FAILING = "tests/test_calc.py::test_multiply"
+pytestmark = pytest.mark.timeout(10)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
+    return FakeHost(tmp_path)
+
+
+def loop(host: FakeHost, max_retries: int = 3, files: list[str] | None = None) -> CodingWorkflowOrchestrator:
+    """A run on calc.py (unless `files`) with the test command known: no planning call."""
+    chosen = ["calc.py"] if files is None else files
+    return CodingWorkflowOrchestrator(host, "multiply multiplies", "", "pytest", max_retries, chosen)
+
+
+def with_settings(host: FakeHost, **options: object) -> FakeHost:
+    """A host on the same workspace with these settings (camelCase, as an editor sends them)."""
+    return FakeHost(host.workspace, load_settings(options, environ={}))
+
+
+def suite_commands(host: FakeHost) -> list[str]:
+    return [call.split(":", 1)[1] for call in host.calls if call.startswith(TEST)]
+
+
+# -- the tests are the judge -----------------------------------------------------------------
+async def test_green_tests_end_the_run_with_success_and_no_analysis(host: FakeHost) -> None:
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls == [EDIT, f"{TEST}:pytest"]  # no plan (files and command known), no analysis
+    assert (host.workspace / "calc.py").read_text() == FIXED
+
+
+async def test_an_analysis_saying_success_over_red_tests_does_not_end_with_success(host: FakeHost) -> None:
+    host.edits.append(writes("calc.py", WRONG))
+    host.test_runs.append(red_run(FAILING))
+    host.analyses.append(analysis(Verdict.SUCCESS, "looks right"))
+    result = await loop(host, max_retries=1).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert result.reason is ErrorReason.MAX_RETRIES_REACHED
+    assert "the tests are the judge" in result.content
+    assert result.iterations[0].overruled
+
+
+async def test_green_tests_with_analyse_green_tests_ask_the_analysis_first(host: FakeHost) -> None:
+    host = with_settings(host, analyseGreenTests=True)
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    host.analyses.append(analysis(Verdict.FAILURE, "the goal needs more"))
+    result = await loop(host).run(RequestContext())
+    assert host.calls == [EDIT, f"{TEST}:pytest", ANALYSIS]
+    assert result.reason is ErrorReason.GOAL_NOT_REACHED
+
+
+# -- a no-change edit, a failed edit -------------------------------------------------------
+async def test_an_edit_that_changed_no_file_is_retried_without_a_test_run(host: FakeHost) -> None:
+    host.edits.extend([no_change("I would use *."), writes("calc.py", FIXED)])
+    host.test_runs.append(green_run())
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    second_edit = host.calls.index(EDIT, 1)
+    assert not [call for call in host.calls[:second_edit] if call.startswith(TEST)]  # nothing to test
+    assert suite_commands(host) == ["pytest"]
+    assert host.prompts[1].startswith("Your last reply changed no file")
+
+
+async def test_an_edit_that_failed_ends_the_run_with_its_reason(host: FakeHost) -> None:
+    host.edits.append(edit_fails("Aider's server is down"))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert result.reason is ErrorReason.CONNECTION_ERROR
+    assert host.calls == [EDIT]
+
+
+# -- the analysis beside the next edit ---------------------------------------------------------
+async def test_the_next_edit_does_not_wait_for_the_analysis(host: FakeHost) -> None:
+    host.hold = {ANALYSIS}  # the analysis never answers
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(FAILING), green_run(), green_run()])
+    result = await asyncio.wait_for(loop(host).run(RequestContext()), 2)
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls.count(ANALYSIS) == 1 and host.calls.count(EDIT) == 2
+    assert result.iterations[0].analysis is None  # stopped, unrecorded: the tests judged
+    assert _no_other_task()
+
+
+async def test_a_failure_from_the_analysis_beside_still_stops_the_run(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n")])
+    host.test_runs.extend([red_run(), red_run()])
+    host.analyses.append(analysis(Verdict.FAILURE, "cannot be done"))
+    result = await loop(host, max_retries=3).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert result.reason is ErrorReason.GOAL_NOT_REACHED
+    assert host.calls.count(EDIT) == 2  # no third edit
+
+
+async def test_the_analysis_advice_reaches_the_edit_after(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n"), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(), red_run(), green_run()])
+    host.analyses.extend([analysis(Verdict.RETRY, next_prompt="use the * operator"), analysis(Verdict.RETRY)])
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert "use the * operator" not in host.prompts[1]  # the analysis ran beside edit 2
+    assert "use the * operator" in host.prompts[2]
+    assert "I ran this command:\n\npytest" in host.prompts[1]
+
+
+# -- the budget before each model call ---------------------------------------------------------
+async def test_the_budget_spent_by_the_plan_stops_the_run_before_the_first_edit(host: FakeHost) -> None:
+    host = with_settings(host, budget={"maxTokens": 100})
+    host.tokens_per_call = 100
+    host.plans.append(plan("fix multiply", ["calc.py"]))
+    result = await loop(host, files=[]).run(RequestContext())
+    assert result.reason is ErrorReason.BUDGET_EXCEEDED
+    assert host.calls == [PLAN]
+    assert host.budget is None  # cleared at the end
+
+
+async def test_the_budget_spent_by_aider_stops_the_run_before_the_analysis(host: FakeHost) -> None:
+    host = with_settings(host, budget={"maxTokens": 100})
+    host.edits.append(writes("calc.py", WRONG, tokens=100))
+    host.test_runs.append(red_run())
+    result = await loop(host, max_retries=1).run(RequestContext())  # the analysis is next
+    assert result.reason is ErrorReason.BUDGET_EXCEEDED
+    assert host.calls == [EDIT, f"{TEST}:pytest"]
+
+
+# -- failing tests first, then the whole suite ---------------------------------------------------
+async def test_failing_tests_run_first_then_the_whole_suite_decides(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(FAILING), green_run(), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert suite_commands(host) == ["pytest", f"pytest {FAILING}", "pytest"]
+    scopes = [run.scope for run in result.iterations[1].test_runs]
+    assert scopes == [SuiteScope.FAILING, SuiteScope.WHOLE]
+
+
+async def test_failing_tests_that_still_fail_decide_without_the_whole_suite(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n")])
+    host.test_runs.extend([red_run(FAILING), red_run(FAILING)])
+    host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
+    await loop(host, max_retries=2).run(RequestContext())
+    assert suite_commands(host) == ["pytest", f"pytest {FAILING}"]
+
+
+# -- the plan only when needed ---------------------------------------------------------------------
+@pytest.mark.parametrize(("files", "command"), [([], "pytest"), (["calc.py"], None)])
+async def test_a_plan_is_made_unless_files_and_the_test_command_are_known(
+    host: FakeHost, files: list[str], command: str | None
+) -> None:
+    host.plans.append(plan("fix multiply", ["calc.py"], test_command="pytest"))
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", command, 3, files)
+    result = await run.run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls[0] == PLAN
+    assert result.plan is not None and result.plan.instructions == "fix multiply"
+
+
+# -- cancel in each phase ------------------------------------------------------------------------
+@pytest.mark.parametrize("phase", [PLAN, EDIT, TEST, ANALYSIS, "edit#2 beside the analysis"])
+async def test_cancel_in_each_phase_propagates_and_leaves_no_task(host: FakeHost, phase: str) -> None:
+    host.plans.append(plan("fix multiply", ["calc.py"]))
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.append(red_run(FAILING))
+    held = phase.split(" ", 1)[0]
+    host.hold = {held, ANALYSIS} if held == "edit#2" else {held}
+    run = loop(host, max_retries=1 if phase == ANALYSIS else 3, files=[] if phase == PLAN else None)
+    task = asyncio.create_task(run.run(RequestContext()))
+    await asyncio.wait_for(host.entered_event(held).wait(), 2)
+    if held == "edit#2":
+        await asyncio.wait_for(host.entered_event(ANALYSIS).wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _no_other_task()
+    assert host.budget is None
+
+
+async def test_findings_are_reported_and_success_clears_them(host: FakeHost) -> None:
+    reports: list[list[Finding]] = []
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    failing = red_run(FAILING).model_copy(
+        update={"findings": (Finding(path="calc.py", line=2, message="x"),)}
+    )
+    host.test_runs.extend([failing, green_run(), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    await loop(host).run(RequestContext(report_findings=reports.append))
+    assert reports[0][0].path == "calc.py"
+    assert reports[-1] == []
+
+
+def _no_other_task() -> bool:
+    """No task of the run is left running (the analysis beside, Aider's warm-up)."""
+    current = asyncio.current_task()
+    return not [task for task in asyncio.all_tasks() if task is not current and not task.done()]
