@@ -313,16 +313,22 @@ async def test_settings_change_switches_the_model(workspace: Path, llm_server: S
 async def test_budget_caps_the_calls_of_a_run(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, text("a fairly long answer " * 10))
-    app.handler.set_budget(max_tokens=100)
+    app.set_budget(max_tokens=100, max_cost=None)
     first = await app.handler.execute_llm_call("one", system_prompt_override="s")
     assert first.ok and 50 < first.notes["usage"]["total_tokens"] < 100
     second = await app.handler.execute_llm_call("two", system_prompt_override="s")  # overshoots
-    assert reason(second) == "llm_error" and "aiderLsp.budget" in second.content
+    spent = app.spent().all.total_tokens
+    assert spent > 100  # the call's own tokens count, though the model library stopped it
+    assert reason(second) == "llm_error" and second.budget_exhausted
+    # the user's budget and the run's spend (one message with the workflow's), not the
+    # remainder the model library was given as the call's limit
+    assert f"the token budget of 100 is used up ({spent} used)" in second.content
+    assert "total_tokens_limit" not in second.content
     count = len(llm_server.requests)
     third = await app.handler.execute_llm_call("three", system_prompt_override="s")
-    assert reason(third) == "llm_error" and "aiderLsp.budget.maxTokens" in third.content
+    assert reason(third) == "llm_error" and "raise aiderLsp.budget.maxTokens" in third.content
     assert len(llm_server.requests) == count  # refused before calling the model
-    app.handler.clear_budget()
+    app.clear_budget()
     assert (await app.handler.execute_llm_call("four", system_prompt_override="s")).ok
 
 
@@ -364,7 +370,7 @@ async def test_cost_is_reported_when_known_and_capped_by_budget(
     cost = first.notes["usage"]["cost"]
     assert cost is not None and cost > 0
     assert app.handler.usage_totals["cost"] == pytest.approx(cost)
-    app.handler.set_budget(max_cost=cost / 2)
+    app.set_budget(max_tokens=None, max_cost=cost / 2)
     assert (await app.handler.execute_llm_call("two")).ok  # the budget starts now
     refused = await app.handler.execute_llm_call("three")
     assert reason(refused) == "llm_error" and "aiderLsp.budget.maxCost" in refused.content

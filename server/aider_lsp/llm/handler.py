@@ -16,12 +16,14 @@ from pydantic import BaseModel
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import (
+    Budget,
     DataContext,
     ErrorReason,
     HistoryConfigSettings,
     MatchItem,
     TaskResult,
     ToolSpec,
+    UsageTotal,
     complete_result,
     failed_result,
 )
@@ -362,9 +364,10 @@ class BaseHandler:
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)
 
-    def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
-        """Cap the LLM calls that follow (one workflow run): over budget → FAILED llm_error."""
-        self.llm.set_budget(max_tokens, max_cost)
+    def set_budget(self, budget: Budget, spent: Callable[[], UsageTotal]) -> None:
+        """Cap the LLM calls that follow (one workflow run): once `spent()` reaches `budget`, a
+        call is refused (FAILED llm_error, marked budget_exhausted) with the budget's message."""
+        self.llm.set_budget(budget, spent)
 
     def clear_budget(self) -> None:
         self.llm.clear_budget()
