@@ -47,9 +47,10 @@ OutputCheck = Callable[[Any], str | None]
 
 
 def log_debug(enabled: bool, message: str, *args: Any) -> None:
-    """The LLM layer's details (prompts, tools, failures): at INFO when the `debug` setting is
-    on, so they show in the editor's log, else at DEBUG."""
-    log.log(logging.INFO if enabled else logging.DEBUG, message, *args)
+    """The LLM layer's details (prompts, tools, failures): at INFO, marked `[DEBUG]`, when debug
+    mode is on (the `debug` setting, `aider-lsp run --debug`), so they show in the editor's
+    log and on the terminal; else at DEBUG."""
+    log.log(logging.INFO if enabled else logging.DEBUG, "[DEBUG] " + message, *args)
 
 
 @dataclass
