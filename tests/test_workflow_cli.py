@@ -105,6 +105,28 @@ def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_serv
     assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "llm_error"
     assert result["parsedContent"]["status"] == "FAILURE"
     assert (project / "mathx.py").read_text() == BUGGY
+    assert "[DEBUG]" not in done.stderr  # the prompts only with --debug (below)
+
+
+def test_run_debug_shows_the_prompts_and_why_a_call_failed(project: Path, llm_server: Any) -> None:
+    llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
+    done = run_cli(
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--test",
+        f"{sys.executable} -m unittest",
+        "--debug",
+        env=model_env(llm_server),
+    )
+    assert done.returncode == 1, done.stderr
+    assert "[DEBUG] debug mode on" in done.stderr
+    assert "[DEBUG] system prompt:" in done.stderr and "write a development plan" in done.stderr
+    assert "pydantic-ai v" not in done.stderr  # no library banner in the terminal
+    assert "[DEBUG] LLM call failed (llm_error)" in done.stderr and "planner down" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @needs_aider

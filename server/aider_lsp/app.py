@@ -324,6 +324,15 @@ class Application:
     def clear_budget(self) -> None:
         self.handler.clear_budget()
 
+    def provider_identifier(self) -> str:
+        """The planning/analysis model as every call's result names it (`notes.model`):
+        `provider:name`, `openai-compatible:name@url`, or `unconfigured`."""
+        return self.handler.get_provider_identifier()
+
+    def set_debug_mode(self, enabled: bool) -> None:
+        """Log the LLM layer's prompts, tools and failures whatever the `debug` setting says."""
+        self.handler.set_debug_mode(enabled)
+
     async def start_aider(self) -> bool:
         """Start the Aider server now (ahead of the first edit); whether it runs."""
         return await self.aider.warm_up()
