@@ -87,19 +87,17 @@ def test_usage_and_configuration_errors_exit_2(project: Path) -> None:
     assert missing.returncode == 2 and "not a directory" in missing.stderr
 
 
-def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
+def run_with_the_planner_down(
+    project: Path, llm_server: Any, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """`aider-lsp run` whose planning call fails (500 "planner down") before Aider runs."""
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
-    done = run_cli(
-        "run",
-        "--workspace",
-        str(project),
-        "--goal",
-        "make double double",
-        "--test",
-        f"{sys.executable} -m unittest",
-        "--json",
-        env=model_env(llm_server),
-    )
+    goal = ("--goal", "make double double", "--test", f"{sys.executable} -m unittest")
+    return run_cli("run", "--workspace", str(project), *goal, *flags, env=model_env(llm_server))
+
+
+def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
+    done = run_with_the_planner_down(project, llm_server, "--json")
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "llm_error"
@@ -109,18 +107,7 @@ def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_serv
 
 
 def test_run_debug_shows_the_prompts_and_why_a_call_failed(project: Path, llm_server: Any) -> None:
-    llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
-    done = run_cli(
-        "run",
-        "--workspace",
-        str(project),
-        "--goal",
-        "make double double",
-        "--test",
-        f"{sys.executable} -m unittest",
-        "--debug",
-        env=model_env(llm_server),
-    )
+    done = run_with_the_planner_down(project, llm_server, "--debug")
     assert done.returncode == 1, done.stderr
     assert "[DEBUG] debug mode on" in done.stderr
     assert "[DEBUG] system prompt:" in done.stderr and "write a development plan" in done.stderr

@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     context_parser.add_argument(
         "--index", metavar="FILE", help="index file (default <workspace>/.aider-lsp/index.sqlite3)"
     )
+    _add_workflow_commands(commands)
+    return parser
+
+
+def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`run`, `demo` and `undo`: the coding workflow in a terminal."""
     run_parser = commands.add_parser(
         "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
     )
@@ -92,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also restore files changed since the edit (discards those changes)",
     )
-    return parser
 
 
 # how editors start the server: served without building the parser (argparse and its
