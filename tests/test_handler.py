@@ -268,12 +268,51 @@ def test_model_config_with_base_url_uses_chat_completions(monkeypatch: pytest.Mo
 async def test_execute_file_path_command_keeps_existing_confined_files(
     workspace: Path, llm_server: ScriptedLLMServer
 ) -> None:
+    """What a command such as `git diff --name-only` prints, kept only where a model may see it:
+    existing workspace files, once each; an outside, missing or secret path or a folder is
+    dropped with why."""
+    (workspace.parent / "outside.py").write_text("x = 1\n")
+    app = make_app(workspace, llm_server, test_shell=True)
+    printed = ["pkg/calc.py", "nope.py", "/etc/passwd", "../outside.py", ".env", "pkg", "README.md"]
+    printed.append(str(workspace / "pkg" / "calc.py"))  # absolute, inside: the same file again
+    result = await app.handler.execute_file_path_command("printf '%s\\n' " + " ".join(printed))
+    assert result.ok and json.loads(result.content) == ["pkg/calc.py", "README.md"]
+    assert result.notes["absolute_paths"] == [str(workspace / "pkg/calc.py"), str(workspace / "README.md")]
+    assert result.notes["skipped"] == ["nope.py", "/etc/passwd", "../outside.py", ".env", "pkg"]
+    why = {r["path"]: r["reason"] for r in result.notes["skipped_reasons"]}
+    assert "outside the workspace" in why["../outside.py"] and "secret" in why[".env"]
+
+    failing = await app.handler.execute_file_path_command("ls no-such-folder")
+    assert reason(failing) == "tool_execution_error" and "no-such-folder" in failing.content
+    assert reason(await app.handler.execute_file_path_command("  ")) == "input_validation_failure"
+
+
+async def test_debug_mode_shows_the_llm_layers_details_in_the_log(
+    workspace: Path, llm_server: ScriptedLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The `debug` setting, or set_debug_mode (`aider-lsp run --debug`) over it, shows the
+    prompts a call sends at INFO (the editor's log); without it they stay at DEBUG."""
     app = make_app(workspace, llm_server)
-    result = await app.handler.execute_file_path_command(
-        "printf 'pkg/calc.py\\nnope.py\\n/etc/passwd\\nREADME.md\\n'"
-    )
-    assert result.notes["file_paths"] == ["pkg/calc.py", "README.md"]
-    assert set(result.notes["skipped"]) == {"nope.py", "/etc/passwd"}
+    llm_server.add_rule(any_request, text("ok"))
+    caplog.set_level("INFO", logger="aider_lsp")
+
+    def shown() -> list[str]:
+        lines = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+        return [line for line in lines if "[DEBUG]" in line]
+
+    await app.handler.execute_llm_call("quiet", system_prompt_override="the quiet prompt")
+    assert shown() == []
+    app.set_debug_mode(True)
+    await app.handler.execute_llm_call("loud", system_prompt_override="the loud prompt")
+    assert "[DEBUG] debug mode on" in shown()
+    assert any("the loud prompt" in line for line in shown())
+    caplog.clear()
+    app.handler.set_debug_mode(None)  # back to the setting (off)
+    await app.handler.execute_llm_call("quiet", system_prompt_override="the quiet prompt")
+    assert shown() == ["[DEBUG] debug mode off"]
+    app.update_settings(Settings(model="openai:scripted-model", base_url=llm_server.base_url, debug=True))
+    app.handler.log_debug("from %s", "the setting")
+    assert "[DEBUG] from the setting" in shown()
 
 
 async def test_agent_and_pydantic_ai_are_lazy(workspace: Path, llm_server: ScriptedLLMServer) -> None:
@@ -299,6 +338,7 @@ async def test_ollama_models_and_api_key_reach_an_openai_compatible_server(
     await app.handler.execute_llm_call("hi")
     assert llm_server.request_headers[-1]["authorization"] == "Bearer sk-from-settings"
     assert app.handler.get_provider_identifier() == f"openai-compatible:m@{llm_server.base_url}"
+    assert llm_server.requests[-1]["model"] == "m"  # the provider named is the one answering
 
 
 async def test_settings_change_switches_the_model(workspace: Path, llm_server: ScriptedLLMServer) -> None:
@@ -313,16 +353,22 @@ async def test_settings_change_switches_the_model(workspace: Path, llm_server: S
 async def test_budget_caps_the_calls_of_a_run(workspace: Path, llm_server: ScriptedLLMServer) -> None:
     app = make_app(workspace, llm_server)
     llm_server.add_rule(any_request, text("a fairly long answer " * 10))
-    app.handler.set_budget(max_tokens=100)
+    app.set_budget(max_tokens=100, max_cost=None)
     first = await app.handler.execute_llm_call("one", system_prompt_override="s")
     assert first.ok and 50 < first.notes["usage"]["total_tokens"] < 100
     second = await app.handler.execute_llm_call("two", system_prompt_override="s")  # overshoots
-    assert reason(second) == "llm_error" and "aiderLsp.budget" in second.content
+    spent = app.spent().all.total_tokens
+    assert spent > 100  # the call's own tokens count, though the model library stopped it
+    assert reason(second) == "llm_error" and second.budget_exhausted
+    # the user's budget and the run's spend (one message with the workflow's), not the
+    # remainder the model library was given as the call's limit
+    assert f"the token budget of 100 is used up ({spent} used)" in second.content
+    assert "total_tokens_limit" not in second.content
     count = len(llm_server.requests)
     third = await app.handler.execute_llm_call("three", system_prompt_override="s")
-    assert reason(third) == "llm_error" and "aiderLsp.budget.maxTokens" in third.content
+    assert reason(third) == "llm_error" and "raise aiderLsp.budget.maxTokens" in third.content
     assert len(llm_server.requests) == count  # refused before calling the model
-    app.handler.clear_budget()
+    app.clear_budget()
     assert (await app.handler.execute_llm_call("four", system_prompt_override="s")).ok
 
 
@@ -364,7 +410,7 @@ async def test_cost_is_reported_when_known_and_capped_by_budget(
     cost = first.notes["usage"]["cost"]
     assert cost is not None and cost > 0
     assert app.handler.usage_totals["cost"] == pytest.approx(cost)
-    app.handler.set_budget(max_cost=cost / 2)
+    app.set_budget(max_tokens=None, max_cost=cost / 2)
     assert (await app.handler.execute_llm_call("two")).ok  # the budget starts now
     refused = await app.handler.execute_llm_call("three")
     assert reason(refused) == "llm_error" and "aiderLsp.budget.maxCost" in refused.content

@@ -34,6 +34,8 @@ def test_doctor_reports_a_reachable_openai_compatible_endpoint(
     assert "[ok] model: openai:scripted-model (served as 'scripted-model')" in out
     assert "[ok] endpoint: OpenAI-compatible (chat completions)" in out and "scripted-model" in out
     assert "placeholder" in out  # no key needed for a local server
+    # the words each call's result and the log use for the model (notes.model)
+    assert f"[ok] provider: openai-compatible:scripted-model@{llm_server.base_url}" in out
     assert "Traceback" not in out + result.stderr
 
 

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from aider_lsp.models import (
     AiderSpend,
     AiderUsage,
+    Budget,
     CombinedAnalysisResult,
     ContextGenerationInput,
     DevelopmentPlan,
@@ -16,6 +17,7 @@ from aider_lsp.models import (
     TaskResult,
     TaskStatus,
     ToolSpec,
+    UsageTotal,
     WorkflowUsage,
     failed_result,
 )
@@ -100,3 +102,19 @@ def test_a_runs_usage_shows_both_spends_apart_and_together() -> None:
         "1500 tokens · $0.0020 (planning/analysis: 300 tokens · $0.0020; Aider: 1200 tokens · cost n/a)"
     )
     assert WorkflowUsage.model_validate(wire) == run  # read back (the CLI's report)
+
+
+def test_the_budget_says_which_cap_is_spent_and_which_setting_to_raise() -> None:
+    tokens = Budget(max_tokens=500)
+    assert tokens.exceeded(UsageTotal(total_tokens=499, cost=9.0)) is None  # no cost cap
+    assert tokens.remaining_tokens(UsageTotal(total_tokens=499)) == 1
+    why = tokens.exceeded(UsageTotal(total_tokens=510))
+    assert why is not None and "budget of 500 is used up (510 used)" in why
+    assert "raise aiderLsp.budget.maxTokens" in why
+
+    cost = Budget(max_cost=0.5)
+    assert cost.exceeded(UsageTotal(total_tokens=10**6, cost=None)) is None  # price unknown
+    assert cost.remaining_tokens(UsageTotal()) is None
+    why = cost.exceeded(UsageTotal(cost=0.5))
+    assert why is not None and "raise aiderLsp.budget.maxCost" in why
+    assert not Budget().capped and Budget(max_cost=0.5).capped

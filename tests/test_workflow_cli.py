@@ -86,24 +86,33 @@ def test_usage_and_configuration_errors_exit_2(project: Path) -> None:
     assert missing.returncode == 2 and "not a directory" in missing.stderr
 
 
-def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
+def run_with_the_planner_down(
+    project: Path, llm_server: Any, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """`aider-lsp run` whose planning call fails (500 "planner down") before Aider runs."""
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
-    done = run_cli(
-        "run",
-        "--workspace",
-        str(project),
-        "--goal",
-        "make double double",
-        "--test",
-        f"{sys.executable} -m unittest",
-        "--json",
-        env=model_env(llm_server),
-    )
+    goal = ("--goal", "make double double", "--test", f"{sys.executable} -m unittest")
+    return run_cli("run", "--workspace", str(project), *goal, *flags, env=model_env(llm_server))
+
+
+def test_llm_failure_exits_1_and_json_carries_the_reason(project: Path, llm_server: Any) -> None:
+    done = run_with_the_planner_down(project, llm_server, "--json")
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "llm_error"
     assert result["parsedContent"]["status"] == "FAILURE"
     assert (project / "mathx.py").read_text() == BUGGY
+    assert "[DEBUG]" not in done.stderr  # the prompts only with --debug (below)
+
+
+def test_run_debug_shows_the_prompts_and_why_a_call_failed(project: Path, llm_server: Any) -> None:
+    done = run_with_the_planner_down(project, llm_server, "--debug")
+    assert done.returncode == 1, done.stderr
+    assert "[DEBUG] debug mode on" in done.stderr
+    assert "[DEBUG] system prompt:" in done.stderr and "write a development plan" in done.stderr
+    assert "pydantic-ai v" not in done.stderr  # no library banner in the terminal
+    assert "[DEBUG] LLM call failed (llm_error)" in done.stderr and "planner down" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.aider

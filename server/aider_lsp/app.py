@@ -29,6 +29,7 @@ from .models import (
     AiderEditOutcome,
     AiderInteractiveArgs,
     AssociativeMatchResult,
+    Budget,
     CommandRun,
     ContextGenerationInput,
     ErrorReason,
@@ -313,11 +314,24 @@ class Application:
         )
 
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
-        """Cap the LLM calls that follow (one workflow run): over budget → FAILED."""
-        self.handler.set_budget(max_tokens, max_cost)
+        """Cap the LLM calls that follow (one workflow run): once what they and Aider's edits
+        spent from now on reaches the cap, a call is refused (FAILED, the budget's message)."""
+        start = self.spent()
+        self.handler.set_budget(
+            Budget(max_tokens=max_tokens, max_cost=max_cost), lambda: self.spent().since(start).all
+        )
 
     def clear_budget(self) -> None:
         self.handler.clear_budget()
+
+    def provider_identifier(self) -> str:
+        """The planning/analysis model as every call's result names it (`notes.model`):
+        `provider:name`, `openai-compatible:name@url`, or `unconfigured`."""
+        return self.handler.get_provider_identifier()
+
+    def set_debug_mode(self, enabled: bool) -> None:
+        """Log the LLM layer's prompts, tools and failures whatever the `debug` setting says."""
+        self.handler.set_debug_mode(enabled)
 
     async def start_aider(self) -> bool:
         """Start the Aider server now (ahead of the first edit); whether it runs."""

@@ -601,6 +601,42 @@ class UsageTotal(BaseModel):
     cost: float | None = None
 
 
+class Budget(BaseModel):
+    """A run's cap on tokens and/or cost (aiderLsp.budget). Why one value: the rule ("spent
+    reaches the cap") and the message the user reads are the same wherever a run is stopped,
+    by the LLM layer before a call or by the workflow between steps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None
+
+    def exceeded(self, spent: UsageTotal) -> str | None:
+        """Why no further call may run, naming the setting to raise; None while within."""
+        if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
+            return (
+                f"the token budget of {self.max_tokens} is used up ({spent.total_tokens} used): raise "
+                "aiderLsp.budget.maxTokens (tokens per run, planning/analysis and Aider together), "
+                "or give a smaller goal"
+            )
+        cost = spent.cost or 0.0
+        if self.max_cost is not None and cost >= self.max_cost:
+            return (
+                f"the cost budget of {self.max_cost:g} is used up ({cost:.4f} used): raise "
+                "aiderLsp.budget.maxCost (cost per run, planning/analysis and Aider together), "
+                "or give a smaller goal"
+            )
+        return None
+
+    def remaining_tokens(self, spent: UsageTotal) -> int | None:
+        """The tokens the next call may spend (its limit in the model library), None: no cap."""
+        return None if self.max_tokens is None else max(1, self.max_tokens - spent.total_tokens)
+
+
 class WorkflowUsage(BaseModel):
     """What a run spent. The top-level fields are the planning/analysis model's (the shape
     clients have always read); `aider` is Aider's own calls, `all` both together (the budget)."""

@@ -11,6 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .engine import AiderEngine
 
 
 def _private_stdio() -> tuple[int, int]:
@@ -26,28 +32,13 @@ def _private_stdio() -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    transport_in, transport_out = _private_stdio()
+    transport_in, transport_out = _private_stdio()  # before anything that might print is imported
 
-    import argparse
     import logging
     import threading
-    from io import TextIOWrapper
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="aider_mcp", description=__doc__)
-    parser.add_argument("--cwd", default=".", help="the project directory Aider edits")
-    parser.add_argument("--model", default=os.environ.get("AIDER_MODEL", "gpt-4.1"))
-    parser.add_argument("--edit-format", default=None, help="whole, diff, udiff, … (default: the model's)")
-    parser.add_argument("--map-tokens", type=int, default=0, help="repo map size (0 = off)")
-    parser.add_argument("--retry-timeout", type=float, default=10.0, help="max LLM retry backoff, seconds")
-    parser.add_argument(
-        "--allow-outside-edits",
-        action="store_true",
-        help="let Aider edit existing files that are not in the editable list (new files are always allowed)",
-    )
-    parser.add_argument("--no-warm-up", action="store_true", help="do not preload Aider at start")
-    args = parser.parse_args(argv)
-
+    args = _parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     cwd = Path(args.cwd).expanduser().resolve()
     if not cwd.is_dir():
@@ -55,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     os.chdir(cwd)
 
-    import anyio
-    from mcp.server.stdio import stdio_server
-
     from .engine import AiderEngine, EngineConfig, secret_patterns_from_env
-    from .server import build_server
 
     engine = AiderEngine(
         EngineConfig(
@@ -78,6 +65,38 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_warm_up:
         # import Aider/litellm while the client initialises: the first edit is not cold
         threading.Thread(target=_warm, args=(engine,), daemon=True).start()
+    _serve(engine, transport_in, transport_out)
+    return 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The launch options: the project, the model and how Aider edits."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="aider_mcp", description=__doc__)
+    parser.add_argument("--cwd", default=".", help="the project directory Aider edits")
+    parser.add_argument("--model", default=os.environ.get("AIDER_MODEL", "gpt-4.1"))
+    parser.add_argument("--edit-format", default=None, help="whole, diff, udiff, … (default: the model's)")
+    parser.add_argument("--map-tokens", type=int, default=0, help="repo map size (0 = off)")
+    parser.add_argument("--retry-timeout", type=float, default=10.0, help="max LLM retry backoff, seconds")
+    parser.add_argument(
+        "--allow-outside-edits",
+        action="store_true",
+        help="let Aider edit existing files that are not in the editable list (new files are always allowed)",
+    )
+    parser.add_argument("--no-warm-up", action="store_true", help="do not preload Aider at start")
+    return parser.parse_args(argv)
+
+
+def _serve(engine: AiderEngine, transport_in: int, transport_out: int) -> None:
+    """Answer MCP on the private copies of stdin/stdout until the client closes them."""
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from .server import build_server
+
     app = build_server(engine)
     stdin = anyio.wrap_file(TextIOWrapper(os.fdopen(transport_in, "rb"), encoding="utf-8", errors="replace"))
     stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(transport_out, "wb"), encoding="utf-8"))
@@ -89,7 +108,6 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve)
-    return 0
 
 
 def _exit_with_parent(parent: int, interval: float = 0.5) -> None:

@@ -134,22 +134,14 @@ def _make_io_class() -> Any:
             """Yes to everything except widening the file set: mentioned files and URLs are not
             added to the chat (their content would reach the LLM: secrets, other projects), and
             existing files outside the editable list are not edited unless allowed."""
-            lowered = question.lower()
-            if lowered.startswith(("add file to the chat", "add url to the chat")) or (
-                lowered.startswith("allow edits to file that has not been added")
-                and not self.allow_outside_edits
-            ):
+            if _widens_the_file_set(question, self.allow_outside_edits):
                 if subject:
                     self.declined.append(str(subject))
                 return False
             return super().confirm_ask(question, default, subject, *args, **kwargs)
 
         def tool_error(self, message: str = "", strip: bool = True) -> None:
-            text = str(message).strip()
-            if text.startswith("Use --encoding") and self.errors:
-                # Aider's advice names a flag this server does not take; the error before it
-                # names the file ("x.py: 'utf-8' codec can't decode byte 0xe9 …")
-                text = f"{self.errors.pop()}: the file is not UTF-8; convert it to UTF-8 and try again"
+            text = _merge_encoding_advice(str(message).strip(), self.errors)
             if text:
                 self.errors.append(text)
             super().tool_error(message, strip)
@@ -167,12 +159,7 @@ def _make_io_class() -> Any:
                 self.tool_error(f"{filename} changed on disk during the edit: not overwritten")
                 return
             newline = self.newline
-            try:
-                with open(str(filename), "rb") as handle:
-                    crlf = b"\r\n" in handle.read(65536)
-            except OSError:
-                crlf = False
-            if crlf and "\r\n" not in content:
+            if _uses_crlf(filename) and "\r\n" not in content:
                 self.newline = "\r\n"
             if snapshot is not None:
                 snapshot.remember(filename)  # its content before this edit's first write
@@ -184,6 +171,32 @@ def _make_io_class() -> Any:
                     snapshot.mark_written(filename)
 
     return CapturingIO
+
+
+def _merge_encoding_advice(text: str, errors: list[str]) -> str:
+    """Aider's "Use --encoding" advice names a flag this server does not take; the error before
+    it names the file ("x.py: 'utf-8' codec can't decode byte 0xe9 …"): one message of both."""
+    if text.startswith("Use --encoding") and errors:
+        return f"{errors.pop()}: the file is not UTF-8; convert it to UTF-8 and try again"
+    return text
+
+
+def _widens_the_file_set(question: str, allow_outside_edits: bool) -> bool:
+    """Whether Aider asks to add a mentioned file or URL to the chat, or to edit a file outside
+    the editable list (unless allowed): each would widen what reaches the LLM or is written."""
+    lowered = question.lower()
+    if lowered.startswith(("add file to the chat", "add url to the chat")):
+        return True
+    return lowered.startswith("allow edits to file that has not been added") and not allow_outside_edits
+
+
+def _uses_crlf(filename: Any) -> bool:
+    """Whether the file on disk has Windows line endings (its first 64 KiB tell)."""
+    try:
+        with open(str(filename), "rb") as handle:
+            return b"\r\n" in handle.read(65536)
+    except OSError:
+        return False
 
 
 class AiderEngine:
@@ -375,8 +388,9 @@ class AiderEngine:
             "cost": round(cost - before[2], 8) if priced else None,
         }
 
-    def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
-        """Run one message; the snapshot was taken before the Coder touched any file."""
+    def _run_confined(self, coder: Any, prompt: str, snapshot: Snapshot) -> tuple[str, dict[str, str]]:
+        """Aider's reply to one message, every write checked: returns the reply and the paths
+        refused with why (outside the working directory, .git, .aider-lsp)."""
         original = coder.allowed_to_edit
         refused: dict[str, str] = {}
 
@@ -396,12 +410,16 @@ class AiderEngine:
         coder.io.declined = []
         coder.io.conflicts = []
         coder.io.snapshot = snapshot
-        spent_before = self._spent(coder)
         try:
-            reply = coder.run(with_message=prompt) or ""
+            return coder.run(with_message=prompt) or "", refused
         finally:
             coder.allowed_to_edit = original
             coder.io.snapshot = None
+
+    def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
+        """Run one message; the snapshot was taken before the Coder touched any file."""
+        spent_before = self._spent(coder)
+        reply, refused = self._run_confined(coder, prompt, snapshot)
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()

@@ -98,8 +98,21 @@ def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
     return [Check("test command", True, choice.describe())]
 
 
+def check_provider(settings: Settings, workspace: Path) -> list[Check]:
+    """The provider the planning and analysis calls go to, as the LLM layer names it in each
+    call's result and log (`notes.model`): the same words the user will read there."""
+    from ..app import Application
+    from ..llm.model_config import resolve_model_config
+
+    config = resolve_model_config(settings)
+    if not workspace.is_dir() or config.model_id is None or (config.problem and not config.base_url):
+        return []  # the model line says what to set
+    return [Check("provider", True, Application(workspace, settings).provider_identifier())]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
     lambda settings, workspace: check_model(settings),
+    check_provider,
     lambda settings, workspace: check_workspace(workspace),
     lambda settings, workspace: check_aider_env(settings),
     check_test_command,

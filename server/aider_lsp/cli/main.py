@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     context_parser.add_argument(
         "--index", metavar="FILE", help="index file (default <workspace>/.aider-lsp/index.sqlite3)"
     )
+    _add_workflow_commands(commands)
+    return parser
+
+
+def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`run`, `demo` and `undo`: the coding workflow in a terminal."""
     run_parser = commands.add_parser(
         "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
     )
@@ -73,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--files", nargs="+", metavar="FILE", help="files to work on (workspace-relative)"
     )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    run_parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="log the planning/analysis model's prompts, tools and failures on stderr",
+    )
     demo_parser = commands.add_parser(
         "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
     )
@@ -87,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also restore files changed since the edit (discards those changes)",
     )
-    return parser
 
 
 # how editors start the server: served without building the parser (argparse and its
@@ -103,9 +113,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(None)
     args = build_parser().parse_args(arguments)
-    quiet = args.command in ("run", "demo", "undo")
-    if quiet:  # pydantic-ai's banner would break the terminal's progress display
+    terminal = args.command in ("run", "demo", "undo")
+    if terminal:  # pydantic-ai's banner would break the terminal's progress display
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
+    quiet = terminal and not getattr(args, "debug", False)  # `run --debug` logs at INFO
     _setup_logging(args.log_level or ("WARNING" if quiet else "INFO"))
     try:
         return _dispatch(args)
@@ -148,7 +159,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             "max_retries": args.max_retries,
             "file_context": args.files,
         }
-        return run_workflow_command(args.workspace, fields, as_json=args.json)
+        return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
     if args.command == "demo":
         from .demo import run_demo
 

@@ -114,9 +114,11 @@ def run_workflow_command(
     *,
     as_json: bool = False,
     settings: Settings | None = None,
+    debug: bool = False,
 ) -> int:
     """Check the configuration, run the workflow (`request_fields`: a WorkflowRequest's fields),
-    print the result; returns the exit code."""
+    print the result; returns the exit code. `debug` (`--debug`) logs the LLM layer's prompts,
+    tools and failures whatever the `debug` setting says."""
     try:
         settings = settings or load_settings()
         request = WorkflowRequest.model_validate(request_fields)
@@ -137,14 +139,18 @@ def run_workflow_command(
         return EXIT_USAGE
     print(f"aider-lsp run: tests: {tests.describe()}", file=sys.stderr)
     request = request.model_copy(update={"test_command": tests.command})
-    return asyncio.run(_run(workspace, settings, request, as_json))
+    return asyncio.run(_run(workspace, settings, request, as_json, debug))
 
 
-async def _run(workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool) -> int:
+async def _run(
+    workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool, debug: bool
+) -> int:
     from ..app import Application
     from ..models import RequestContext
 
     app = Application(workspace, settings)
+    if debug:
+        app.set_debug_mode(True)
     start = app.spent()
     display = ProgressDisplay(sys.stderr, lambda: app.spent().since(start))
     ctx = RequestContext(report_progress=display.on_progress, report_findings=display.on_findings)

@@ -16,12 +16,14 @@ from pydantic import BaseModel
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import (
+    Budget,
     DataContext,
     ErrorReason,
     HistoryConfigSettings,
     MatchItem,
     TaskResult,
     ToolSpec,
+    UsageTotal,
     complete_result,
     failed_result,
 )
@@ -94,12 +96,12 @@ class BaseHandler:
     def register_tool(self, spec: ToolSpec, executor: ToolExecutor) -> bool:
         """Add a tool to the one registry (usable by models and programmatically)."""
         ok = self.tools.register(spec, executor)
-        log_debug(self.debug, "register_tool %s: %s", spec.name, "ok" if ok else "name taken")
+        self.log_debug("register_tool %s: %s", spec.name, "ok" if ok else "name taken")
         return ok
 
     async def _execute_tool(self, name: str, params: dict[str, Any]) -> TaskResult:
         """Run a registered tool by either spelling (`aider:automatic` / `aider_automatic`)."""
-        log_debug(self.debug, "tool %s %r", name, params)
+        self.log_debug("tool %s %r", name, params)
         return await self.tools.execute(name, params)
 
     def get_tools_for_agent(self, tools_override: Sequence[str] | None = None) -> list[ToolSpec]:
@@ -362,9 +364,10 @@ class BaseHandler:
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)
 
-    def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
-        """Cap the LLM calls that follow (one workflow run): over budget → FAILED llm_error."""
-        self.llm.set_budget(max_tokens, max_cost)
+    def set_budget(self, budget: Budget, spent: Callable[[], UsageTotal]) -> None:
+        """Cap the LLM calls that follow (one workflow run): once `spent()` reaches `budget`, a
+        call is refused (FAILED llm_error, marked budget_exhausted) with the budget's message."""
+        self.llm.set_budget(budget, spent)
 
     def clear_budget(self) -> None:
         self.llm.clear_budget()
@@ -385,13 +388,32 @@ class BaseHandler:
 
     # ------------------------------------------------------------------ misc
     async def execute_file_path_command(self, command: str) -> TaskResult:
-        """Run a command that prints file paths; keep the existing, workspace-confined files."""
+        """Run a command that prints file paths (`git diff --name-only`, `find …`): the files
+        it names that exist in the workspace and may reach a model (no secret, no folder),
+        workspace-relative in `content`/`file_paths` and absolute in `absolute_paths`; the
+        rest in `skipped`. A command that fails, times out or cannot start is a FAILED result."""
         if not isinstance(command, str) or not command.strip():
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, "missing command")
+        output = await self._run_path_command(command)
+        if isinstance(output, TaskResult):
+            return output
+        printed = [line.strip() for line in output.splitlines() if line.strip()]
+        paths, refused = self.files.model_safe_files(printed, must_exist=True)
+        return complete_result(
+            json.dumps(paths),
+            notes={
+                "file_paths": paths,
+                "absolute_paths": [str(self.files.resolve(p)) for p in paths],
+                "skipped": [r.path for r in refused],
+                "skipped_reasons": [{"path": r.path, "reason": r.reason} for r in refused],
+            },
+        )
+
+    async def _run_path_command(self, command: str) -> str | TaskResult:
+        """The command's stdout, or a FAILED result saying why there is none."""
+        timeout = self.settings.timeouts.shell
         try:
-            output = await self.shell.run(
-                command, timeout=self.settings.timeouts.shell, use_shell=self.settings.test_shell
-            )
+            output = await self.shell.run(command, timeout=timeout, use_shell=self.settings.test_shell)
         except ValueError as exc:
             return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, f"bad command: {exc}")
         except OSError as exc:
@@ -399,7 +421,7 @@ class BaseHandler:
         if output.timed_out:
             return failed_result(
                 ErrorReason.EXECUTION_TIMEOUT,
-                f"the command did not finish within {self.settings.timeouts.shell:g} s and was killed: "
+                f"the command did not finish within {timeout:g} s and was killed: "
                 "raise aiderLsp.timeouts.shell if it needs longer",
             )
         if output.exit_code != 0:
@@ -408,36 +430,19 @@ class BaseHandler:
                 f"the command exited with {output.exit_code}: {output.stderr.strip()[:500]}",
                 notes={"exit_code": output.exit_code, "stderr": output.stderr},
             )
-        paths: list[str] = []
-        skipped: list[str] = []
-        for line in output.stdout.splitlines():
-            candidate = line.strip()
-            if not candidate:
-                continue
-            try:
-                resolved = self.files.resolve(candidate)
-                is_file = resolved.is_file()  # OSError for a name too long to be a path
-            except (AccessDenied, OSError, ValueError):
-                skipped.append(candidate)
-                continue
-            if is_file:
-                rel = self.files.relative(resolved)
-                if rel not in paths:
-                    paths.append(rel)
-            else:
-                skipped.append(candidate)
-        return complete_result(
-            json.dumps(paths),
-            notes={
-                "file_paths": paths,
-                "absolute_paths": [str(self.files.resolve(p)) for p in paths],
-                "skipped": skipped,
-            },
-        )
+        return output.stdout
 
     def set_debug_mode(self, enabled: bool | None) -> None:
-        """Log prompts and calls whatever the `debug` setting says (None: follow the setting)."""
+        """Log prompts, tools and failures whatever the `debug` setting says (None: follow the
+        setting again); says so in the log when debug logging was or becomes on."""
+        was = self.debug
         self.llm.debug_override = None if enabled is None else bool(enabled)
+        if was or self.debug:
+            log_debug(True, "debug mode %s", "on" if self.debug else "off")
+
+    def log_debug(self, message: str, *args: Any) -> None:
+        """A detail of the LLM layer, shown in the log when debug mode is on (see log_debug)."""
+        log_debug(self.debug, message, *args)
 
 
 def _why_refused(exc: Exception) -> str:

@@ -17,10 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..models import (
+    Budget,
     ErrorReason,
     HistoryConfigSettings,
     TaskResult,
     ToolSpec,
+    UsageTotal,
     complete_result,
     failed_result,
 )
@@ -45,9 +47,10 @@ OutputCheck = Callable[[Any], str | None]
 
 
 def log_debug(enabled: bool, message: str, *args: Any) -> None:
-    """The LLM layer's details (prompts, tools, failures): at INFO when the `debug` setting is
-    on, so they show in the editor's log, else at DEBUG."""
-    log.log(logging.INFO if enabled else logging.DEBUG, message, *args)
+    """The LLM layer's details (prompts, tools, failures): at INFO, marked `[DEBUG]`, when debug
+    mode is on (the `debug` setting, `aider-lsp run --debug`), so they show in the editor's
+    log and on the terminal; else at DEBUG."""
+    log.log(logging.INFO if enabled else logging.DEBUG, "[DEBUG] " + message, *args)
 
 
 @dataclass
@@ -86,37 +89,6 @@ class UsageTotals:
             "cost": self.cost,
             "calls": self.calls,
         }
-
-
-@dataclass
-class Budget:
-    """A cap on tokens and/or cost for one workflow run (settings.budget)."""
-
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    used_tokens: int = 0
-    used_cost: float = 0.0
-
-    def add(self, usage: dict[str, Any]) -> None:
-        self.used_tokens += int(usage.get("total_tokens") or 0)
-        self.used_cost += float(usage.get("cost") or 0.0)
-
-    def exhausted(self) -> str | None:
-        """Why no further call may run, or None."""
-        if self.max_tokens is not None and self.used_tokens >= self.max_tokens:
-            return (
-                f"the token budget of {self.max_tokens} per run (aiderLsp.budget.maxTokens) is used "
-                f"up ({self.used_tokens} spent): raise aiderLsp.budget.maxTokens, or give a smaller goal"
-            )
-        if self.max_cost is not None and self.used_cost >= self.max_cost:
-            return (
-                f"the cost budget of {self.max_cost:g} per run (aiderLsp.budget.maxCost) is used up "
-                f"({self.used_cost:.4f} spent): raise aiderLsp.budget.maxCost, or give a smaller goal"
-            )
-        return None
-
-    def remaining_tokens(self) -> int | None:
-        return None if self.max_tokens is None else max(1, self.max_tokens - self.used_tokens)
 
 
 @dataclass
@@ -169,6 +141,7 @@ class LLMInteractionManager:
         self._turns: list[_Turn] = []
         self.usage = UsageTotals()
         self.budget: Budget | None = None
+        self._spent: Callable[[], UsageTotal] = UsageTotal  # what the budget's run spent so far
 
     @property
     def debug(self) -> bool:
@@ -176,12 +149,19 @@ class LLMInteractionManager:
         return self._settings().debug if self.debug_override is None else self.debug_override
 
     # -- budget
-    def set_budget(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
-        """Start counting a budget (e.g. one workflow run); None, None = no cap."""
-        self.budget = Budget(max_tokens, max_cost) if (max_tokens or max_cost) else None
+    def set_budget(self, budget: Budget, spent: Callable[[], UsageTotal]) -> None:
+        """Refuse calls once `spent()` (what the run spent so far: the Application counts
+        Aider's calls with these) reaches `budget`; an uncapped budget refuses nothing."""
+        self.budget = budget if budget.capped else None
+        self._spent = spent
 
     def clear_budget(self) -> None:
         self.budget = None
+        self._spent = UsageTotal
+
+    def budget_exceeded(self) -> str | None:
+        """Why the budget refuses the next call (the message the user reads), or None."""
+        return None if self.budget is None else self.budget.exceeded(self._spent())
 
     # -- configuration
     def model_config(self, model_override: str | None = None) -> ModelConfig:
@@ -277,11 +257,8 @@ class LLMInteractionManager:
                 str(exc),
                 notes={"model": label, "usage": _usage_dict(None, [], label)},
             )
-        if self.budget is not None and (why := self.budget.exhausted()):
-            refused = failed_result(
-                ErrorReason.LLM_ERROR, why, notes={"model": label, "budget_exhausted": True}
-            )
-            return refused.model_copy(update={"budget_exhausted": True})
+        if why := self.budget_exceeded():
+            return _over_budget(why, {"model": label})
         from pydantic_ai.usage import RunUsage
 
         run_usage = RunUsage()
@@ -350,7 +327,7 @@ class LLMInteractionManager:
             usage=run_usage,
             deps=deps,
             usage_limits=UsageLimits(
-                total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
+                total_tokens_limit=self.budget.remaining_tokens(self._spent()) if self.budget else None
             ),
             timeout=settings.timeouts.llm,  # the whole call: every request, retry and tool
         )
@@ -363,63 +340,75 @@ class LLMInteractionManager:
         label: str,
         refused_because: str | None = None,
     ) -> TaskResult:
-        """A failed run as a FAILED TaskResult whose reason says whose fault it was."""
+        """A failed run as a FAILED TaskResult whose reason says whose fault it was; what the
+        run spent before it failed is counted (and may be what spent the budget)."""
+        from pydantic_ai.exceptions import ModelAPIError, UsageLimitExceeded
+
+        usage = _usage_dict(run_usage, [], label)
+        self.usage.add(usage)
+        notes: dict[str, Any] = {"usage": usage, "model": label}
+        if isinstance(exc, UsageLimitExceeded):  # the budget's remainder, given as this call's limit
+            why = self.budget_exceeded() or f"usage limit reached: {exc} (aiderLsp.budget caps a run)"
+            return _over_budget(why, notes)
+        status = getattr(exc, "status_code", None) if isinstance(exc, ModelAPIError) else None
+        if status is not None:
+            notes["status_code"] = status
+        reason, message = self._explain(exc, output_type, label, refused_because)
+        log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
+        return failed_result(reason, message, notes=notes)
+
+    def _explain(
+        self,
+        exc: Exception,
+        output_type: type[BaseModel] | None,
+        label: str,
+        refused_because: str | None,
+    ) -> tuple[ErrorReason, str]:
+        """Whose fault a failure was (the model's answer, the provider, the configuration) and
+        what the user can do about it."""
         from pydantic_ai.exceptions import (
             ContentFilterError,
             ModelAPIError,
             ModelRequestTimeout,
             ModelTimeoutError,
             UnexpectedModelBehavior,
-            UsageLimitExceeded,
             UserError,
         )
 
         if isinstance(exc, (TimeoutError, ModelTimeoutError, ModelRequestTimeout)):
             limit = self._settings().timeouts.llm
-            return self._failed(
-                ErrorReason.LLM_ERROR,
+            return ErrorReason.LLM_ERROR, (
                 f"the model ({label}) did not answer within {limit:g} s: raise aiderLsp.timeouts.llm "
-                "for a slow model, or check that its server is up and not overloaded",
-                run_usage,
-                [],
-                label,
+                "for a slow model, or check that its server is up and not overloaded"
             )
         if isinstance(exc, ContentFilterError):
-            return self._failed(
-                ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}", run_usage, [], label
-            )
+            return ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}"
         if isinstance(exc, UnexpectedModelBehavior):
-            what = getattr(output_type, "__name__", "output")
-            attempts = self.output_retries + 1
-            refused_because = refused_because or _invalid_fields(exc.__cause__)
-            if refused_because:  # valid in form, refused for what it said (a path, …): say what
-                message = f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
-            else:
-                message = (
-                    f"the model did not return a valid {what} ({exc}): try another aiderLsp.model, "
-                    "or aiderLsp.outputMode 'native' or 'prompted' for a model weak at tool calls"
-                )
-            return self._failed(ErrorReason.OUTPUT_FORMAT_FAILURE, message, run_usage, [], label)
-        if isinstance(exc, UsageLimitExceeded):
-            stopped = self._failed(
-                ErrorReason.LLM_ERROR,
-                self._over_budget(_usage_dict(run_usage, [], label), exc),
-                run_usage,
-                [],
-                label,
-                budget_exhausted=True,
-            )
-            return stopped.model_copy(update={"budget_exhausted": True})
+            return ErrorReason.OUTPUT_FORMAT_FAILURE, self._invalid_output(exc, output_type, refused_because)
         if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
-            message = _provider_message(exc)
             prefix = f"the model provider answered {status}: " if status else "the model provider failed: "
-            return self._failed(ErrorReason.LLM_ERROR, prefix + message, run_usage, [], label, status=status)
+            return ErrorReason.LLM_ERROR, prefix + _provider_message(exc)
         if isinstance(exc, UserError):
-            return self._failed(ErrorReason.CONFIGURATION_ERROR, str(exc), run_usage, [], label)
+            return ErrorReason.CONFIGURATION_ERROR, str(exc)
         # openai/httpx errors not wrapped by pydantic-ai
         log.debug("LLM call failed", exc_info=exc)
-        return self._failed(ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}", run_usage, [], label)
+        return ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}"
+
+    def _invalid_output(
+        self, exc: Exception, output_type: type[BaseModel] | None, refused_because: str | None
+    ) -> str:
+        """The output retries ran out: what the last output was refused for, or the advice
+        for a model that cannot give the structured output at all."""
+        what = getattr(output_type, "__name__", "output")
+        refused_because = refused_because or _invalid_fields(exc.__cause__)
+        if refused_because:  # valid in form, refused for what it said (a path, …): say what
+            attempts = self.output_retries + 1
+            return f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
+        return (
+            f"the model did not return a valid {what} ({exc}): try another aiderLsp.model, "
+            "or aiderLsp.outputMode 'native' or 'prompted' for a model weak at tool calls"
+        )
 
     def _call_result(
         self, result: Any, run_usage: Any, history_config: HistoryConfigSettings, label: str
@@ -428,8 +417,6 @@ class LLMInteractionManager:
         new_messages = result.new_messages()
         usage = _usage_dict(run_usage, new_messages, label)
         self.usage.add(usage)
-        if self.budget is not None:
-            self.budget.add(usage)
         if history_config.record_in_session_history:
             self._turns.append(_Turn(list(new_messages)))
         output = result.output
@@ -453,42 +440,6 @@ class LLMInteractionManager:
             return PromptedOutput(output_type)
         return output_type
 
-    def _over_budget(self, call_usage: dict[str, Any], exc: Exception) -> str:
-        """The user's budget and what the run spent, not the remainder pydantic-ai was given
-        as this call's limit ("total_tokens_limit of 30")."""
-        budget = self.budget
-        if budget is None or budget.max_tokens is None:
-            return f"usage limit reached: {exc} (aiderLsp.budget caps tokens/cost per run)"
-        spent = budget.used_tokens + int(call_usage.get("total_tokens") or 0)
-        return (
-            f"usage limit reached: the token budget of {budget.max_tokens} per run "
-            f"(aiderLsp.budget.maxTokens) is used up: the run's model calls spent {spent} tokens. "
-            "Raise aiderLsp.budget.maxTokens, or give a smaller goal"
-        )
-
-    def _failed(
-        self,
-        reason: ErrorReason,
-        message: str,
-        run_usage: Any,
-        messages: Sequence[Any],
-        label: str,
-        *,
-        status: int | None = None,
-        budget_exhausted: bool = False,
-    ) -> TaskResult:
-        usage = _usage_dict(run_usage, messages, label)
-        self.usage.add(usage)
-        if self.budget is not None:
-            self.budget.add(usage)
-        notes: dict[str, Any] = {"usage": usage, "model": label}
-        if budget_exhausted:
-            notes["budget_exhausted"] = True  # the workflow's mark: budget_exceeded
-        if status is not None:
-            notes["status_code"] = status
-        log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
-        return failed_result(reason, message, notes=notes)
-
     def _make_tool(self, tool_cls: Any, spec: ToolSpec, run_tool: ToolRunner | None) -> Any:
         async def call(**kwargs: Any) -> str:
             if run_tool is None:
@@ -504,6 +455,12 @@ class LLMInteractionManager:
         return tool_cls.from_schema(
             call, name=spec.provider_name, description=spec.description, json_schema=spec.input_schema
         )
+
+
+def _over_budget(why: str, notes: dict[str, Any]) -> TaskResult:
+    """The budget's refusal: FAILED llm_error, marked for the workflow (budget_exceeded)."""
+    refused = failed_result(ErrorReason.LLM_ERROR, why, notes={**notes, "budget_exhausted": True})
+    return refused.model_copy(update={"budget_exhausted": True})
 
 
 def _invalid_fields(cause: BaseException | None) -> str | None:
