@@ -304,7 +304,7 @@ class Application:
         if self.aider_tools.editing or self.workflows.running:
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
-                "an Aider edit or workflow run is under way: undo when it has finished (or cancel it first)",
+                "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)",
             )
         self.checkpoints.drop_interrupted()
         if run_id is None:
