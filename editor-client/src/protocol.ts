@@ -18,6 +18,7 @@ export const ServerCommand = {
     interactive: 'aider-lsp.aider.interactive',
     listModels: 'aider-lsp.aider.listModels',
     undo: 'aider-lsp.workflow.undo',
+    historyList: 'aider-lsp.history.list',
     workflowRun: 'aider-lsp.workflow.run',
     clearDiagnostics: 'aider-lsp.diagnostics.clear',
 } as const;
@@ -93,6 +94,8 @@ interface RunTestsArgs {
 }
 
 interface UndoArgs {
+    /** The run or edit to undo (`aider-lsp.history.list`); default the last one. */
+    run_id?: string;
     force?: boolean;
 }
 
@@ -116,6 +119,7 @@ export interface CommandArgs {
     'aider-lsp.aider.interactive': InteractiveArgs;
     'aider-lsp.aider.listModels': { substring?: string };
     'aider-lsp.workflow.undo': UndoArgs;
+    'aider-lsp.history.list': EmptyArgs;
     'aider-lsp.workflow.run': WorkflowRunArgs;
     'aider-lsp.diagnostics.clear': EmptyArgs;
 }

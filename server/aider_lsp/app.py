@@ -20,7 +20,7 @@ from typing import Any
 
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
-from .checkpoints import CheckpointStore
+from .checkpoints import CheckpointStore, run_record
 from .files import FileAccessManager
 from .llm import BaseHandler, TaskSystem
 from .memory import IndexStats, MemorySystem, template_reranker
@@ -36,6 +36,7 @@ from .models import (
     FixAndRetest,
     ProgressCallback,
     RequestContext,
+    RunRecord,
     Selection,
     TaskError,
     TaskResult,
@@ -45,7 +46,7 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
-from .results import undo_result
+from .results import already_undone_result, undo_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
@@ -92,7 +93,9 @@ class Application:
         )
         self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
-        self.checkpoints = CheckpointStore(self.files)
+        self.checkpoints = CheckpointStore(
+            self.files, settings.history.max_runs, settings.history.max_megabytes * 1024 * 1024
+        )
         self._last_failing: CommandRun | None = None  # the last test run that failed (re-run after a fix)
         self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
         self.aider_tools = aider_executors.AiderExecutors(
@@ -239,7 +242,13 @@ class Application:
         except ValueError as exc:  # a selection outside the workspace, a bad path
             error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=str(exc))
             return AiderEditOutcome(tool="aider_ai_code", error=error)
-        return await self.aider_tools.edit(args, chat=chat, session_id=session_id)
+        outcome = await self.aider_tools.edit(args, chat=chat, session_id=session_id)
+        if not chat:  # a workflow's turns are its run's; the run says what the history shows
+            usage = outcome.usage
+            spend = None if usage is None else f"{usage.prompt_tokens + usage.completion_tokens} tokens"
+            status = "FAILED" if outcome.error is not None else "COMPLETE"
+            self.checkpoints.annotate(outcome.checkpoint_id, kind="edit", status=status, spend=spend)
+        return outcome
 
     async def fix_and_retest(
         self, prompt: str, files: Sequence[str], selection: Selection | None, ctx: RequestContext
@@ -287,18 +296,33 @@ class Application:
         """The models the Aider server knows (optionally filtered)."""
         return await self.aider_tools.list_models(substring)
 
-    def undo(self, *, force: bool = False) -> TaskResult:
-        """Restore the files of the latest checkpoint (the last Aider edit or workflow run).
-
-        Files open with unsaved changes, or changed since the edit (later work), are left alone
-        unless `force`; refused while an edit runs (it would restore files Aider is writing)."""
-        if self.aider_tools.editing:
+    def undo(self, run_id: str | None = None, *, force: bool = False) -> TaskResult:
+        """Undo a run or edit (`run_id`, from the history; default the last one not undone) as
+        a revert: its own changes are taken back from the files as they are now, so every
+        other change stays (checkpoints.py). Files open with unsaved changes, and files where a
+        later change overlaps the run's, are left alone and named unless `force`; refused while
+        an edit or a run is under way (it would take back files being written)."""
+        if self.aider_tools.editing or self.workflows.running:
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
-                "an Aider edit is running: undo when it has finished (or cancel it first)",
+                "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)",
             )
         self.checkpoints.drop_interrupted()
-        return undo_result(self.checkpoints.restore(skip=self.unsaved_files(), force=force))
+        if run_id is None:
+            return undo_result(self.checkpoints.revert(skip=self.unsaved_files(), force=force))
+        checkpoint = self.checkpoints.find(run_id)
+        if checkpoint is None:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
+            )
+        if checkpoint.undone is not None:
+            return already_undone_result(checkpoint.id, checkpoint.label, checkpoint.undone)
+        return undo_result(self.checkpoints.revert(checkpoint, skip=self.unsaved_files(), force=force))
+
+    def history(self) -> list[RunRecord]:
+        """The runs and edits undo can take back, newest first (the history's bound applies)."""
+        return [run_record(checkpoint) for checkpoint in reversed(self.checkpoints.saved())]
 
     def spent(self) -> WorkflowUsage:
         """Tokens, requests and cost of the LLM calls so far in this session, Aider's own (as

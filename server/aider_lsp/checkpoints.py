@@ -1,9 +1,15 @@
-"""Checkpoints: the files as they were before an edit, so `aider-lsp.workflow.undo` can restore them.
+"""Checkpoints: what each Aider edit and workflow run changed, so undo can take it back.
 
-A checkpoint records each file's bytes, or that it did not exist (undo then deletes it).
+A checkpoint (one per edit, or one per workflow run) records each file's bytes before the run
+(`files`, or that it did not exist) and, per edit, the file before and after that edit
+(`edits`). Undo is a revert (revert.py): each edit's own change is taken back from the file as
+it is now, newest edit first, so what anyone else changed before, during or after the run
+stays; where changes overlap nothing is written and the lines are named. Any past run can be
+undone, not only the last (like `git revert`, never like `git reset`); an undone run stays in
+the history, marked. `force` puts files back as they were before the run, whatever changed.
 They live in `<workspace>/.aider-lsp/checkpoints/<id>/` (a folder that ignores itself in git),
-newest last; undo restores the newest one and removes it, so repeated undos walk back.
-Works without git and never touches the user's index or history.
+oldest dropped first beyond the history bound (runs and megabytes). Works without git and never
+touches the user's index or history.
 """
 
 from __future__ import annotations
@@ -20,13 +26,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from .files import AccessDenied, FileAccessManager
-from .models import RestoreReport, SkippedFile, SkipReason
+from .models import RestoreReport, RunRecord, SkippedFile, SkipReason
+from .revert import Overlap, revert_change
 from .state import STATE_DIR, ensure_state_dir
 
 USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
-MAX_CHECKPOINTS = 20
+MAX_CHECKPOINTS = 50
+MAX_HISTORY_BYTES = 200 * 1024 * 1024
+UNSURE_REASON = "another program changed it while Aider was writing it"
 UNSAVED_REASON = "open in the editor with unsaved changes"
 CHANGED_SINCE_REASON = "changed since the edit (undo would discard those changes)"
 
@@ -40,18 +50,32 @@ class Checkpoint:
     # rel path → sha256 of the file right after the edit (None: absent). A file that differs
     # from it at undo time was changed by the user since: undo leaves it alone unless forced.
     after: dict[str, str | None] = field(default_factory=dict)
+    # each edit's own change, oldest first: rel path → [blob before | None, blob after | None]
+    edits: list[dict[str, list[str | None]]] = field(default_factory=list)
+    # files another program changed while Aider wrote them: the two changes cannot be told apart
+    unsure: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)  # what the history shows (kind, status, …)
+    undone: float | None = None  # when it was undone (it stays in the history)
 
     @property
     def paths(self) -> list[str]:
         return sorted(self.files)
 
+    @property
+    def edited(self) -> list[str]:
+        """Files the edits changed, in the order first changed."""
+        return list(dict.fromkeys(rel for edit in self.edits for rel in edit))
+
 
 class CheckpointStore:
     """Snapshots of workspace files under `.aider-lsp/checkpoints/`."""
 
-    def __init__(self, files: FileAccessManager, max_kept: int = MAX_CHECKPOINTS) -> None:
+    def __init__(
+        self, files: FileAccessManager, max_kept: int = MAX_CHECKPOINTS, max_bytes: int = MAX_HISTORY_BYTES
+    ) -> None:
         self.files = files
         self.max_kept = max_kept
+        self.max_bytes = max_bytes
         self.root = files.root / STATE_DIR / "checkpoints"
 
     # -- storage -----------------------------------------------------------------------------
@@ -69,6 +93,10 @@ class CheckpointStore:
             "created": checkpoint.created,
             "files": checkpoint.files,
             "after": checkpoint.after,
+            "edits": checkpoint.edits,
+            "unsure": checkpoint.unsure,
+            "meta": checkpoint.meta,
+            "undone": checkpoint.undone,
         }
         path = self._dir(checkpoint.id) / "manifest.json"
         tmp = path.with_suffix(".tmp")
@@ -78,12 +106,17 @@ class CheckpointStore:
     def _load(self, directory: Path) -> Checkpoint | None:
         try:
             data = json.loads((directory / "manifest.json").read_text())
+            undone = data.get("undone")
             return Checkpoint(
                 data["id"],
                 data.get("label", ""),
                 float(data["created"]),
                 dict(data["files"]),
                 dict(data.get("after") or {}),
+                [dict(edit) for edit in data.get("edits") or []],
+                list(data.get("unsure") or []),
+                dict(data.get("meta") or {}),
+                None if undone is None else float(undone),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -96,8 +129,23 @@ class CheckpointStore:
         return sorted(found, key=lambda cp: (cp.created, cp.id))
 
     def latest(self) -> Checkpoint | None:
-        items = self.saved()
+        """The newest checkpoint not undone yet (what "undo the last" takes back)."""
+        items = [cp for cp in self.saved() if cp.undone is None]
         return items[-1] if items else None
+
+    def find(self, checkpoint_id: str) -> Checkpoint | None:
+        """A checkpoint by its id (a run id of the history), undone or not."""
+        if not checkpoint_id or "/" in checkpoint_id or checkpoint_id.startswith("."):
+            return None
+        directory = self._dir(checkpoint_id)
+        return self._load(directory) if directory.is_dir() else None
+
+    def annotate(self, checkpoint_id: str | None, **meta: Any) -> None:
+        """Add what the history shows of a run or edit (status, iterations, spend, …)."""
+        checkpoint = self.find(checkpoint_id) if checkpoint_id else None
+        if checkpoint is not None:
+            checkpoint.meta.update(meta)
+            self._save(checkpoint)
 
     # -- recording ---------------------------------------------------------------------------
     def create(self, paths: Iterable[str], label: str = "") -> Checkpoint:
@@ -176,9 +224,45 @@ class CheckpointStore:
         shutil.rmtree(self._dir(checkpoint.id), ignore_errors=True)
 
     def _prune(self) -> None:
+        """Keep the newest `max_kept` checkpoints within `max_bytes` (the newest always stays)."""
         items = self.saved()
         for old in items[: max(0, len(items) - self.max_kept)]:
             self.discard(old)
+        items = items[max(0, len(items) - self.max_kept) :]
+        sizes = [_folder_bytes(self._dir(cp.id)) for cp in items]
+        while len(items) > 1 and sum(sizes) > self.max_bytes:
+            self.discard(items.pop(0))
+            sizes.pop(0)
+
+    # -- each edit's own change ----------------------------------------------------------------
+    def record_edit(
+        self,
+        checkpoint: Checkpoint,
+        before: dict[str, bytes | None],
+        created: Collection[str] = (),
+        unsure: Collection[str] = (),
+    ) -> None:
+        """Record what one edit changed: each file of `before` (its bytes right before the edit)
+        and each file it `created`, as it is now, where it differs. `unsure` files were changed
+        by another program while Aider wrote them: named at undo, never reverted."""
+        directory = self._dir(checkpoint.id)
+        change: dict[str, list[str | None]] = {}
+        known = {**dict.fromkeys(created), **before}
+        for rel, old in known.items():
+            if rel in unsure:
+                continue
+            try:
+                real = self.files.resolve(rel)
+                new = real.read_bytes() if real.is_file() else None
+            except (OSError, AccessDenied):
+                continue
+            if new != old:
+                change[rel] = [_put_blob(directory, old), _put_blob(directory, new)]
+        if change:
+            checkpoint.edits.append(change)
+        checkpoint.unsure.extend(rel for rel in unsure if rel not in checkpoint.unsure)
+        self._save(checkpoint)
+        self._prune()
 
     # -- undo --------------------------------------------------------------------------------
     def drop_interrupted(self) -> None:
@@ -234,6 +318,50 @@ class CheckpointStore:
             skipped=tuple(skipped),
         )
 
+    def revert(
+        self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = (), force: bool = False
+    ) -> RestoreReport:
+        """Undo a checkpoint (the newest not undone by default) as a revert: each edit's own
+        change taken back from the files as they are now. Files open with unsaved changes, and
+        files whose later changes overlap the run's (the lines named), are left alone unless
+        `force` (which puts them back as before the run); the checkpoint is marked undone once
+        nothing was left. A checkpoint without edit records (made by an older version) is
+        restored as before."""
+        checkpoint = checkpoint or self.latest()
+        if checkpoint is None:
+            return RestoreReport()
+        if not checkpoint.edits:
+            return self.restore(checkpoint, skip=skip, force=force)
+        unsaved = self._relative_paths(skip)
+        reverter = _Reverter(self, checkpoint, force)
+        restored: list[str] = []
+        deleted: list[str] = []
+        skipped: list[SkippedFile] = []
+        for rel in [*checkpoint.edited, *(p for p in checkpoint.unsure if p not in checkpoint.edited)]:
+            if rel in unsaved:
+                skipped.append(SkippedFile(path=rel, reason=UNSAVED_REASON, kind=SkipReason.UNSAVED))
+                continue
+            try:
+                outcome = reverter.file(rel)
+            except (OSError, AccessDenied) as exc:
+                outcome = SkippedFile(path=rel, reason=str(exc), kind=SkipReason.UNWRITABLE)
+            if isinstance(outcome, SkippedFile):
+                skipped.append(outcome)
+            elif outcome is _Restored.WRITTEN:
+                restored.append(rel)
+            elif outcome is _Restored.DELETED:
+                deleted.append(rel)
+        if not skipped:
+            checkpoint.undone = time.time()
+            self._save(checkpoint)
+        return RestoreReport(
+            checkpoint=checkpoint.id,
+            label=checkpoint.label,
+            restored=tuple(restored),
+            deleted=tuple(deleted),
+            skipped=tuple(skipped),
+        )
+
     def _relative_paths(self, paths: Collection[str]) -> set[str]:
         """Workspace-relative forms of `paths` (those outside the workspace are not ours)."""
         relative = set()
@@ -265,6 +393,82 @@ class CheckpointStore:
             return False
         original = None if recorded is None else _fingerprint(recorded)
         return _fingerprint(real) not in (checkpoint.after[rel], original)
+
+
+class _Reverter:
+    """Undo one checkpoint as a revert (see the module docstring): per file, every edit's change
+    taken back from the file as it is now, newest edit first."""
+
+    def __init__(self, store: CheckpointStore, checkpoint: Checkpoint, force: bool) -> None:
+        self.store = store
+        self.checkpoint = checkpoint
+        self.force = force
+        self.directory = store._dir(checkpoint.id)
+
+    def file(self, rel: str) -> _Restored | SkippedFile:
+        """Revert one file: written, deleted, already as before, or skipped (the lines named)."""
+        if rel in self.checkpoint.unsure and not self.force:
+            return SkippedFile(path=rel, reason=UNSURE_REASON, kind=SkipReason.CHANGED_SINCE)
+        real = self.store.files.resolve(rel)
+        now = real.read_bytes() if real.is_file() else None
+        content = now
+        for edit in reversed(self.checkpoint.edits):
+            if rel not in edit:
+                continue
+            before, after = (_get_blob(self.directory, name) for name in edit[rel])
+            outcome = revert_change(content, before, after)
+            if isinstance(outcome, Overlap):
+                if not self.force:
+                    return SkippedFile(
+                        path=rel, reason=outcome.why, kind=SkipReason.CHANGED_SINCE, lines=outcome.lines
+                    )
+                content = self._before_run(rel)
+                break
+            content = outcome.content
+        return _write(real, now, content)
+
+    def _before_run(self, rel: str) -> bytes | None:
+        """The file before the run's first edit of it (what force puts back)."""
+        first = next(edit[rel] for edit in self.checkpoint.edits if rel in edit)
+        return _get_blob(self.directory, first[0])
+
+
+def _write(real: Path, now: bytes | None, content: bytes | None) -> _Restored:
+    """Make the file hold `content` (None: absent), atomically, keeping its mode."""
+    if content == now:
+        return _Restored.AS_RECORDED
+    if content is None:
+        real.unlink()
+        return _Restored.DELETED
+    real.parent.mkdir(parents=True, exist_ok=True)
+    tmp = real.with_name(f".{real.name}.aider-lsp-restore")
+    tmp.write_bytes(content)
+    if real.exists():
+        shutil.copymode(real, tmp)
+    os.replace(tmp, real)
+    return _Restored.WRITTEN
+
+
+def _put_blob(directory: Path, data: bytes | None) -> str | None:
+    """Store bytes under their hash (the same content once per checkpoint); None: absent."""
+    if data is None:
+        return None
+    name = hashlib.sha256(data).hexdigest()[:40] + ".bin"
+    path = directory / name
+    if not path.exists():
+        path.write_bytes(data)
+    return name
+
+
+def _get_blob(directory: Path, name: str | None) -> bytes | None:
+    return None if name is None else (directory / name).read_bytes()
+
+
+def _folder_bytes(directory: Path) -> int:
+    try:
+        return sum(entry.stat().st_size for entry in directory.iterdir() if entry.is_file())
+    except OSError:
+        return 0
 
 
 class _Restored(Enum):
@@ -326,3 +530,23 @@ def run_checkpoint(store: CheckpointStore, label: str) -> Iterator[Checkpoint]:
         ACTIVE_CHECKPOINT.reset(token)
         if not checkpoint.files:
             store.discard(checkpoint)
+
+
+def run_record(checkpoint: Checkpoint) -> RunRecord:
+    """The history's view of a checkpoint (what its meta says, and the files it changed)."""
+    meta = checkpoint.meta
+    kind = str(meta.get("kind") or ("workflow" if checkpoint.label.startswith("workflow:") else "edit"))
+    label = checkpoint.label.removeprefix("workflow: ") if kind == "workflow" else checkpoint.label
+    iterations, duration = meta.get("iterations"), meta.get("duration_s")
+    return RunRecord(
+        id=checkpoint.id,
+        created=checkpoint.created,
+        kind=kind,
+        label=label,
+        status=meta.get("status"),
+        iterations=iterations if isinstance(iterations, int) else None,
+        files=tuple(checkpoint.edited or checkpoint.paths),
+        spend=meta.get("spend"),
+        duration_s=float(duration) if isinstance(duration, (int, float)) else None,
+        undone=checkpoint.undone,
+    )

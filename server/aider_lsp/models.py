@@ -813,6 +813,8 @@ class SkippedFile(BaseModel):
     path: str
     reason: str
     kind: SkipReason = SkipReason.UNWRITABLE  # what a client decides on; never parse `reason`
+    # where the run's change and a later one overlap: 1-based (first, last) lines of the file now
+    lines: tuple[tuple[int, int], ...] = ()
 
 
 class RestoreReport(BaseModel):
@@ -853,3 +855,21 @@ class FixAndRetest(BaseModel):
 
     edit: AiderEditOutcome
     retest: CommandRun | None = None
+
+
+class RunRecord(BaseModel):
+    """One run or edit of the history (`aider-lsp history`, `aider-lsp.history.list`): its id
+    for undo, when, what was asked, how it ended, what it changed and spent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    created: float
+    kind: str  # "workflow" or "edit"
+    label: str
+    status: str | None = None  # SUCCESS / FAILURE / COMPLETE / FAILED, as the run ended
+    iterations: int | None = None
+    files: tuple[str, ...] = ()
+    spend: str | None = None  # what it spent, as the run's report says it
+    duration_s: float | None = None
+    undone: float | None = None

@@ -7,6 +7,7 @@ wire are written once and read back by no one inside.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .models import (
@@ -15,6 +16,7 @@ from .models import (
     FixAndRetest,
     RestoreReport,
     RunChanges,
+    RunRecord,
     SkippedFile,
     SkipReason,
     TaskError,
@@ -80,13 +82,21 @@ def fix_result(fix: FixAndRetest) -> TaskResult:
 
 
 def restore_notes(report: RestoreReport) -> dict[str, Any]:
-    """An undo's notes: {checkpoint, label?, restored, deleted, skipped: [{path, reason, kind}]}."""
+    """An undo's notes: {checkpoint, label?, restored, deleted, skipped: [{path, reason, kind, lines?}]}."""
     notes: dict[str, Any] = {"checkpoint": report.checkpoint}
     if report.checkpoint is not None:
         notes["label"] = report.label
     notes["restored"] = list(report.restored)
     notes["deleted"] = list(report.deleted)
-    notes["skipped"] = [item.model_dump(mode="json") for item in report.skipped]
+    notes["skipped"] = [_skipped_notes(item) for item in report.skipped]
+    return notes
+
+
+def _skipped_notes(item: SkippedFile) -> dict[str, Any]:
+    """{path, reason, kind} and, where a later change overlaps the run's, `lines` ([first, last])."""
+    notes = item.model_dump(mode="json", exclude={"lines"})
+    if item.lines:
+        notes["lines"] = [list(pair) for pair in item.lines]
     return notes
 
 
@@ -108,6 +118,39 @@ def undo_result(report: RestoreReport) -> TaskResult:
     return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, " ".join(sentences), notes=notes)
 
 
+def already_undone_result(run_id: str, label: str, when: float) -> TaskResult:
+    """A second undo of the same run: nothing to do, and when the first one was."""
+    at = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    what = f"“{label}”" if label else run_id
+    return complete_result(f"{what} was already undone ({at}); nothing to do.", notes={"checkpoint": run_id})
+
+
+def history_result(runs: list[RunRecord]) -> TaskResult:
+    """`aider-lsp.history.list`: one line per run, newest first; `notes.runs` the records."""
+    records = [run.model_dump(mode="json") for run in runs]
+    if not runs:
+        return complete_result("No runs yet.", notes={"runs": records}, parsed=records)
+    return complete_result(
+        "\n".join(history_line(run) for run in runs), notes={"runs": records}, parsed=records
+    )
+
+
+def history_line(run: RunRecord) -> str:
+    """`<id>  2026-11-25 21:30  workflow  SUCCESS in 2 iterations  calc.py  "make the tests pass"`."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created))
+    status = run.status or "?"
+    if run.iterations is not None:
+        status += f" in {run.iterations} iteration{'s' if run.iterations != 1 else ''}"
+    if run.undone is not None:
+        status += " (undone)"
+    parts = [run.id, when, run.kind, status, ", ".join(run.files) or "-", f"“{run.label}”"]
+    if run.spend:
+        parts.append(f"spent {run.spend}")
+    if run.duration_s is not None:
+        parts.append(f"{run.duration_s:.0f} s")
+    return "  ".join(parts)
+
+
 def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:
     """One sentence per kind of file left alone: what is kept, and what to do to undo it."""
 
@@ -115,11 +158,15 @@ def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:
         return ", ".join(item.path for item in skipped if item.kind is kind)
 
     advice: list[str] = []
-    if changed := paths(SkipReason.CHANGED_SINCE):
-        advice.append(
-            f"Kept {changed} as it is now: changed since the edit; undo with force to put it back"
-            " as before the edit, which discards those later changes."
-        )
+    by_why: dict[str, list[str]] = {}
+    for item in skipped:
+        if item.kind is SkipReason.CHANGED_SINCE:
+            by_why.setdefault(_why_kept(item), []).append(item.path)
+    advice.extend(
+        f"Kept {', '.join(kept)} as it is now: {why}; undo with force to put it back"
+        " as before the edit, which discards those later changes."
+        for why, kept in by_why.items()
+    )
     if unsaved := paths(SkipReason.UNSAVED):
         advice.append(
             f"Kept {unsaved}: unsaved changes in the editor; revert them and undo again, or save"
@@ -131,6 +178,15 @@ def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:
         if item.kind is SkipReason.UNWRITABLE
     )
     return advice
+
+
+def _why_kept(item: SkippedFile) -> str:
+    """Why a file changed since the edit was kept: the overlapping lines, or what happened."""
+    if item.lines:
+        where = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in item.lines)
+        noun = "line" if len(item.lines) == 1 and item.lines[0][0] == item.lines[0][1] else "lines"
+        return f"changed since the edit on the lines it changed ({noun} {where})"
+    return "changed since the edit" if item.reason.startswith("changed since") else item.reason
 
 
 def workflow_cancelled_result(changes: RunChanges) -> TaskResult:

@@ -67,6 +67,14 @@ class BudgetSettings(_Camel):
     max_cost: float | None = Field(default=None, gt=0)
 
 
+class HistorySettings(_Camel):
+    """How much of the run history (undo of any past run) `.aider-lsp/checkpoints/` keeps:
+    the oldest runs are dropped first once either bound is passed."""
+
+    max_runs: int = Field(default=50, ge=1, le=10_000)
+    max_megabytes: int = Field(default=200, ge=1, le=100_000)
+
+
 class Settings(_Camel):
     """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`)."""
 
@@ -126,6 +134,7 @@ class Settings(_Camel):
     )
     secret_patterns: list[str] = Field(default_factory=list)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
     output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)
     debug: bool = False

@@ -30,6 +30,7 @@ export const SERVER_SETTING_KEYS = [
     'contextHistoryCommits',
     'contextIndexPath',
     'secretPatterns',
+    'history',
     'budget',
 ] as const;
 type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];

@@ -1,8 +1,8 @@
-"""Command line: `aider-lsp serve | run | demo | undo | doctor | context | setup-aider | --version`.
+"""Command line: `aider-lsp serve | run | demo | undo | history | doctor | context | setup-aider | --version`.
 
 The parser and the dispatch only: each subcommand lives in its own module of this package
-(serve.py, run.py (run and undo), demo.py, doctor.py, context.py, setup_aider.py), imported when
-it runs, so `aider-lsp serve` loads none of the others."""
+(serve.py, run.py, history.py (history and undo), demo.py, doctor.py, context.py,
+setup_aider.py), imported when it runs, so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`run`, `demo` and `undo`: the coding workflow in a terminal."""
+    """`run`, `demo`, `undo` and `history`: the coding workflow in a terminal."""
     run_parser = commands.add_parser(
         "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
     )
@@ -91,13 +91,23 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         "--example", type=Path, help="the example project (default: the calculator shipped in the package)"
     )
     demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    undo_parser = commands.add_parser("undo", help="restore the files of the last workflow run or Aider edit")
+    undo_parser = commands.add_parser(
+        "undo",
+        help="take back a workflow run or Aider edit (the last by default), keeping every other change",
+    )
+    undo_parser.add_argument("run_id", nargs="?", help="the run to undo (`aider-lsp history` lists them)")
     undo_parser.add_argument("--workspace", type=Path, default=Path.cwd())
     undo_parser.add_argument(
         "--force",
         action="store_true",
-        help="also restore files changed since the edit (discards those changes)",
+        help="put files back as before the run even where later changes overlap its own (discards them)",
     )
+    undo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    history_parser = commands.add_parser(
+        "history", help="the workflow runs and Aider edits undo can take back"
+    )
+    history_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    history_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
 # how editors start the server: served without building the parser (argparse and its
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(None)
     args = build_parser().parse_args(arguments)
-    terminal = args.command in ("run", "demo", "undo")
+    terminal = args.command in ("run", "demo", "undo", "history")
     if terminal:  # pydantic-ai's banner would break the terminal's progress display
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     quiet = terminal and not getattr(args, "debug", False)  # `run --debug` logs at INFO
@@ -165,8 +175,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_demo(args.example, as_json=args.json)
     if args.command == "undo":
-        from .run import undo_command
+        from .history import undo_command
 
-        return undo_command(args.workspace, force=args.force)
+        return undo_command(args.workspace, args.run_id, force=args.force, as_json=args.json)
+    if args.command == "history":
+        from .history import history_command
+
+        return history_command(args.workspace, as_json=args.json)
     build_parser().print_help()
     return 2

@@ -239,25 +239,6 @@ def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:
         print(f"  analysis: {item.analysis.verdict.value}: {item.analysis.message}", file=out)
 
 
-def undo_command(workspace: Path, *, force: bool = False) -> int:
-    """Restore the files of the last run or edit in a workspace (the editor's workflow.undo);
-    `force` (`--force`, what the refusal's "undo with force" means here) also restores files
-    changed since the edit."""
-    from ..app import Application
-
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        print(f"aider-lsp undo: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if not workspace.is_dir():
-        print(f"aider-lsp undo: the workspace is not a directory: {workspace}", file=sys.stderr)
-        return EXIT_USAGE
-    result = Application(workspace.resolve(), settings).undo(force=force)
-    print(result.content)
-    return EXIT_SUCCESS if result.ok else EXIT_FAILURE
-
-
 def _first_error(exc: ValueError) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):

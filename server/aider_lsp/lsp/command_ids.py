@@ -22,5 +22,6 @@ class CommandId(StrEnum):
     AIDER_LIST_MODELS = "aider-lsp.aider.listModels"
     WORKFLOW_RUN = "aider-lsp.workflow.run"
     WORKFLOW_UNDO = "aider-lsp.workflow.undo"
+    HISTORY_LIST = "aider-lsp.history.list"
     RUN_TESTS = "aider-lsp.system.runTests"
     CLEAR_DIAGNOSTICS = "aider-lsp.diagnostics.clear"

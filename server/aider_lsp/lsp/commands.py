@@ -25,7 +25,7 @@ from ..models import (
     WorkflowRequest,
     complete_result,
 )
-from ..results import fix_result, run_tests_result
+from ..results import fix_result, history_result, run_tests_result
 from .command_ids import CommandId
 
 
@@ -68,8 +68,13 @@ class PrimeContextParams(CommandParams):
 
 
 class UndoParams(CommandParams):
+    run_id: str | None = Field(
+        default=None, description="The run or edit to undo (aider-lsp.history.list); default the last one."
+    )
     force: bool = Field(
-        default=False, description="Also restore files changed since the edit (discards those changes)."
+        default=False,
+        description="Put files back as before the run even where later changes overlap its own "
+        "(discards them).",
     )
 
 
@@ -168,7 +173,12 @@ async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: Reques
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
-    return app.undo(force=params.force)
+    return app.undo(params.run_id, force=params.force)
+
+
+async def _history_list(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    """The runs and edits undo can take back, newest first."""
+    return history_result(app.history())
 
 
 async def _clear_diagnostics(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
@@ -210,7 +220,8 @@ COMMANDS: list[CommandSpec] = [
         "Aider workflow",
         long_running=True,
     ),
-    CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo the last edit"),
+    CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo an Aider run"),
+    CommandSpec(CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs"),
     CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),
     CommandSpec(CommandId.CLEAR_DIAGNOSTICS, NoParams, _clear_diagnostics, "Clear diagnostics"),
 ]

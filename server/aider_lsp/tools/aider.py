@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aider.bridge import AiderBridge
-from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore
+from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore, snapshot_files
 from ..files import AccessDenied, FileAccessManager, Refusal
 from ..models import (
     AiderAutomaticArgs,
@@ -292,6 +292,7 @@ class AiderExecutors:
         what undo covers, and the fallback taken (a chat turn on a server without chats)."""
         async with self._edit_lock:
             checkpoint, owned = self._checkpoint(paths, label)
+            before = snapshot_files(self.files.resolve, paths)
             outcome = await self._call(checkpoint, owned, tool_name, call)
             fallback = None
             if (
@@ -304,7 +305,22 @@ class AiderExecutors:
                     "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
                 )
                 fallback = "aider_ai_code: this Aider server keeps no chat sessions"
-            return outcome, self._settle_checkpoint(checkpoint, outcome, owned), fallback
+            cover = self._settle_checkpoint(checkpoint, outcome, owned)
+            if cover.checkpoint_id is not None:
+                self._record_change(checkpoint, before, outcome)
+            return outcome, cover, fallback
+
+    def _record_change(
+        self, checkpoint: Checkpoint, before: dict[str, bytes | None], outcome: AiderEditOutcome
+    ) -> None:
+        """What this edit itself changed, for undo as a revert. A file another program wrote
+        during the edit but Aider did not is not the edit's change; one both wrote is unsure."""
+        written = set(outcome.changed_files) | set(outcome.files_outside_editable)
+        unsure = [path for path in outcome.conflicts if path in written]
+        foreign = [path for path in outcome.conflicts if path not in written]
+        kept = {rel: data for rel, data in before.items() if rel not in foreign}
+        with contextlib.suppress(OSError, AccessDenied):
+            self.checkpoints.record_edit(checkpoint, kept, created=outcome.created_files, unsure=unsure)
 
     async def interactive(self, params: dict[str, Any]) -> TaskResult:
         """One turn of a kept Aider chat: `AiderInteractiveArgs` {query|prompt, file_context?,

@@ -11,9 +11,18 @@ left changed (undo restores them).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
-from ..models import ErrorReason, RequestContext, TaskResult, WorkflowRequest, failed_result
+from ..models import (
+    ErrorReason,
+    RequestContext,
+    RunChanges,
+    TaskResult,
+    WorkflowRequest,
+    WorkflowUsage,
+    failed_result,
+)
 from ..results import workflow_cancelled_result, workflow_result
 from ..suite.choose import ChosenTestCommand
 from .host import WorkflowHost
@@ -54,11 +63,31 @@ class WorkflowRuns:
                 self.host.settings.max_retries if retries is None else retries,
                 request.file_context,
             )
+            started = time.monotonic()
             try:
                 outcome = await orchestrator.run(ctx)
             except asyncio.CancelledError:
-                ctx.answer_cancelled(workflow_cancelled_result(orchestrator.changes()))
+                changes = orchestrator.changes()
+                self._remember(
+                    changes, "CANCELLED", len(orchestrator.iterations), orchestrator.usage(), started
+                )
+                ctx.answer_cancelled(workflow_cancelled_result(changes))
                 raise
         finally:
             self._running = False
-        return workflow_result(outcome, orchestrator.changes())
+        changes = orchestrator.changes()
+        self._remember(changes, outcome.status.value, len(outcome.iterations), outcome.usage, started)
+        return workflow_result(outcome, changes)
+
+    def _remember(
+        self, changes: RunChanges, status: str, iterations: int, usage: WorkflowUsage, started: float
+    ) -> None:
+        """What the history shows of the run (`aider-lsp history`), on its checkpoint."""
+        self.host.checkpoints.annotate(
+            changes.checkpoint_id,
+            kind="workflow",
+            status=status,
+            iterations=iterations,
+            spend=usage.describe(),
+            duration_s=round(time.monotonic() - started, 1),
+        )

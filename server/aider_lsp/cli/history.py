@@ -1,0 +1,61 @@
+"""`aider-lsp history` and `aider-lsp undo [RUN_ID]`: the runs undo can take back, and taking
+one back (the last by default) as a revert that keeps every other change (checkpoints.py).
+
+Why one module: both read the same history of a workspace's `.aider-lsp/checkpoints/`, and
+print the same TaskResult the editor gets (`--json`: the TaskResult on stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..models import TaskResult
+from ..settings import Settings, SettingsError, load_settings
+from .run import EXIT_FAILURE, EXIT_SUCCESS, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from ..app import Application
+
+
+def history_command(workspace: Path, *, as_json: bool = False) -> int:
+    """List the runs and edits of a workspace, newest first (id, when, status, files, spend)."""
+    from ..results import history_result
+
+    app = _application("history", workspace)
+    if app is None:
+        return EXIT_USAGE
+    return _print(history_result(app.history()), as_json)
+
+
+def undo_command(
+    workspace: Path, run_id: str | None = None, *, force: bool = False, as_json: bool = False
+) -> int:
+    """Undo one run or edit (the last by default) as a revert; `force` (`--force`, what the
+    refusal's "undo with force" means here) puts overlapping files back as before the run."""
+    app = _application("undo", workspace)
+    if app is None:
+        return EXIT_USAGE
+    return _print(app.undo(run_id, force=force), as_json)
+
+
+def _application(command: str, workspace: Path) -> Application | None:
+    """The workspace's Application (nothing started: undo and history read files only)."""
+    from ..app import Application
+
+    try:
+        settings: Settings = load_settings()
+    except SettingsError as exc:
+        print(f"aider-lsp {command}: {exc}", file=sys.stderr)
+        return None
+    if not workspace.is_dir():
+        print(f"aider-lsp {command}: the workspace is not a directory: {workspace}", file=sys.stderr)
+        return None
+    return Application(workspace.resolve(), settings)
+
+
+def _print(result: TaskResult, as_json: bool) -> int:
+    print(json.dumps(result.to_wire(), indent=1) if as_json else result.content)
+    return EXIT_SUCCESS if result.ok else EXIT_FAILURE
