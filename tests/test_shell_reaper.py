@@ -24,6 +24,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 DAEMONISING_TEST = """\
 import os, sys, time
 pid_file = sys.argv[1]
+with open(pid_file + ".leader", "w") as handle:
+    handle.write(str(os.getpid()))
 if os.fork() == 0:          # the child: a new session, then the daemon, then it leaves
     os.setsid()
     if os.fork() == 0:
@@ -47,9 +49,10 @@ def daemonising(tmp_path: Path) -> Iterator[tuple[CommandExecutor, Path, str]]:
     (tmp_path / "suite.py").write_text(DAEMONISING_TEST)
     pid_file = tmp_path / "daemon.pid"
     yield CommandExecutor(tmp_path), pid_file, f"{sys.executable} suite.py {pid_file}"
-    if pid_file.exists():  # the test failed: leave no daemon behind on this machine
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    for left in (pid_file, pid_file.with_name(pid_file.name + ".leader")):
+        if left.exists():  # the test failed: leave nothing running on this machine
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(left.read_text()), signal.SIGKILL)
 
 
 def _in_process_table(pid: int) -> bool:
@@ -120,6 +123,35 @@ async def test_a_process_the_server_started_outside_the_run_is_left_alone(
         for process in (bystander, detached):
             process.kill()
             process.wait()
+
+
+SERVER = """\
+import asyncio, sys
+from aider_lsp.shell import CommandExecutor
+asyncio.run(CommandExecutor(sys.argv[1]).run(sys.argv[2]))
+"""
+
+
+async def test_when_the_server_dies_the_run_ends_with_it(daemonising: tuple[CommandExecutor, Path, str]) -> None:
+    """The server killed mid-run (SIGKILL: no cleanup of its own): its end of the control
+    pipe closes, and the supervisor ends the test command and its daemon."""
+    executor, pid_file, command = daemonising
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(executor.cwd), f"{command} 60 0"], env=env)
+    try:
+        for _ in range(400):
+            if pid_file.exists():
+                break
+            await asyncio.sleep(0.025)
+        daemon = int(pid_file.read_text())
+    finally:
+        server.kill()
+        server.wait()
+    for _ in range(100):
+        if not _in_process_table(daemon):
+            break
+        await asyncio.sleep(0.05)
+    assert not _in_process_table(daemon)
 
 
 async def test_a_command_that_leaves_nothing_ends_nothing(tmp_path: Path) -> None:
