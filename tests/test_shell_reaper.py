@@ -132,7 +132,9 @@ asyncio.run(CommandExecutor(sys.argv[1]).run(sys.argv[2]))
 """
 
 
-async def test_when_the_server_dies_the_run_ends_with_it(daemonising: tuple[CommandExecutor, Path, str]) -> None:
+async def test_when_the_server_dies_the_run_ends_with_it(
+    daemonising: tuple[CommandExecutor, Path, str],
+) -> None:
     """The server killed mid-run (SIGKILL: no cleanup of its own): its end of the control
     pipe closes, and the supervisor ends the test command and its daemon."""
     executor, pid_file, command = daemonising
