@@ -143,7 +143,11 @@ def set_subreaper() -> bool:
 def _process_table() -> dict[int, tuple[int, str]]:
     """pid → (parent pid, state) for every process visible in /proc."""
     table: dict[int, tuple[int, str]] = {}
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc (a bare chroot): nothing to find, the command's code still reported
+        return table
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:
@@ -246,7 +250,7 @@ def supervise(control: int, argv: list[str]) -> list[str]:
     set_subreaper()  # without it (a kernel before 3.4) the orphans escape, the rest is ended
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)  # never a word on the command's stderr
     signal.signal(signal.SIGCHLD, lambda *_: None)
     try:
         leader = spawn(argv)
