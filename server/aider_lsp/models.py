@@ -774,7 +774,9 @@ class CommandRun(BaseModel):
     kept (long output keeps its head and tail). `error` is set when the command could not run
     (bad or missing command, cannot start) or was killed at its timeout (`timed_out`, no exit
     code); a non-zero exit is not an error: the analysis needs its output. `findings` are the
-    failures it printed on file:line, when the caller asked for them."""
+    failures it printed on file:line, when the caller asked for them. `ended_processes` are
+    the processes ended with the run ("PID COMMAND"): what the command left running when it
+    exited, or all of it at the timeout."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -785,6 +787,7 @@ class CommandRun(BaseModel):
     stderr: str = ""
     timed_out: bool = False
     findings: tuple[Finding, ...] = ()
+    ended_processes: tuple[str, ...] = ()
     error: TaskError | None = None
 
     @property

@@ -31,8 +31,9 @@ from .suite.findings import summary_line
 
 
 def command_notes(run: CommandRun) -> dict[str, Any]:
-    """A run's notes on the wire: {command, exit_code, stdout, stderr, duration_s, success}."""
-    return {
+    """A run's notes on the wire: {command, exit_code, stdout, stderr, duration_s, success},
+    and `ended_processes` ["PID COMMAND", ...] when processes were ended with the run."""
+    notes: dict[str, Any] = {
         "command": run.command,
         "exit_code": run.exit_code,
         "stdout": run.stdout,
@@ -40,6 +41,18 @@ def command_notes(run: CommandRun) -> dict[str, Any]:
         "duration_s": run.duration_s,
         "success": run.exit_code == 0,
     }
+    if run.ended_processes:
+        notes["ended_processes"] = list(run.ended_processes)
+    return notes
+
+
+def ended_line(run: CommandRun) -> str:
+    """What was ended with the run, in one line ("" when nothing was)."""
+    ended = run.ended_processes
+    if not ended:
+        return ""
+    what = "1 process" if len(ended) == 1 else f"{len(ended)} processes"
+    return f"ended with the run: {what}: " + "; ".join(ended)
 
 
 def command_result(run: CommandRun) -> TaskResult:
@@ -55,13 +68,19 @@ def command_result(run: CommandRun) -> TaskResult:
 def run_tests_result(run: CommandRun) -> TaskResult:
     """`aider-lsp.system.runTests`: as `command_result`, and a failing run shows its exit code,
     stdout and stderr in `content`, where an editor displays it (unittest, compilers and
-    linters report on stderr), not only in the notes."""
+    linters report on stderr), not only in the notes; the processes ended with the run are
+    named on a last line."""
     result = command_result(run)
-    if run.exit_code is None or run.exit_code == 0:
-        return result
-    parts = [f"tests failed (exit code {run.exit_code})", run.stdout, run.stderr]
-    content = "\n".join(part.rstrip("\n") for part in parts if part.strip())
+    content = result.content
+    if run.exit_code is not None and run.exit_code != 0:
+        content = _joined([f"tests failed (exit code {run.exit_code})", run.stdout, run.stderr])
+    if run.ended_processes:
+        content = _joined([content, ended_line(run)])
     return result.model_copy(update={"content": content})
+
+
+def _joined(parts: list[str]) -> str:
+    return "\n".join(part.rstrip("\n") for part in parts if part.strip())
 
 
 def fix_result(fix: FixAndRetest) -> TaskResult:

@@ -1,7 +1,10 @@
 """CommandExecutor: runs the user's test command in the workspace, safely.
 
 argv via shlex by default (no shell), or `/bin/sh -c` when the user asked for a shell.
-The child gets its own process group so a timeout or a cancel kills every descendant.
+On Linux the command runs under reaper.py's supervisor (a child subreaper): when the command
+exits, at the timeout and on cancel, everything it started is ended, even a grandchild that
+left its session (setsid), and the run says what was ended. Elsewhere the command gets its own
+process group, killed as a group (a descendant that left the group outlives the run there).
 `execute` answers a CommandRun (models.py): a non-zero exit is not an error, the analysis needs
 its output; results.py turns it into the `system:execute_shell_command` TaskResult.
 """
@@ -19,12 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .models import CommandRun, ErrorReason, TaskError
+from .reaper import Report, Supervision
 
 if TYPE_CHECKING:
     from .settings import SettingsProvider
 
 TRUNCATION_MARK = "\n[... {omitted} bytes omitted ...]\n"
 PIPE_GRACE_S = 0.5  # after the leader exited (or was killed): time left to drain its pipes
+REAP_GRACE_S = 3.0  # asked to end the run, the supervisor kills and reaps within this
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class CommandOutput:
     stderr: str
     duration_s: float
     timed_out: bool
+    ended: tuple[str, ...] = ()  # "PID COMMAND" of the processes ended with the run
 
 
 def cap_output(data: bytes, cap: int) -> str:
@@ -112,6 +118,17 @@ class _RunProtocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
+async def _end_run(supervision: Supervision, pid: int, exited: asyncio.Future[None]) -> None:
+    """End what is left of the run: the supervisor kills and reaps it; its process group is
+    killed after (the whole run without a supervisor, or a supervisor that missed its grace)."""
+    supervision.end()
+    try:
+        if supervision.enabled:
+            await _within(exited, REAP_GRACE_S)
+    finally:
+        _kill_group(pid)
+
+
 async def _within(future: asyncio.Future[None], seconds: float) -> bool:
     """True when `future` completes within `seconds` (it is never cancelled)."""
     try:
@@ -161,44 +178,62 @@ class CommandExecutor:
         use_shell: bool = False,
         env: dict[str, str] | None = None,
     ) -> CommandOutput:
-        """Run to completion or to the timeout, whichever comes first; cancellation kills the
-        process group and re-raises.
+        """Run to completion or to the timeout, whichever comes first; cancellation ends the
+        run the same way and re-raises. Whatever the command started is ended with it.
 
-        The timeout is a deadline: at it the group is killed, and the pipes are read for at
-        most PIPE_GRACE_S more. A process that left the group (setsid) may keep them open
-        forever; the run does not wait for it, and neither does a run whose leader exited."""
+        The timeout is a deadline: at it the run is ended, and the pipes are read for at most
+        PIPE_GRACE_S more. Without a supervisor, a process that left the group (setsid) may
+        keep them open forever; the run does not wait for it."""
         argv = self.build_argv(command, use_shell=use_shell)
-        loop = asyncio.get_running_loop()
         started = time.monotonic()
-        cap = self.output_cap
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _RunProtocol(cap),
-            *argv,
-            cwd=self.cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
+        supervision = Supervision()
+        transport, protocol = await self._spawn(supervision, argv, env)
         pid = transport.get_pid()
         try:
             timed_out = not await _within(protocol.exited, timeout)
-            _kill_group(pid)  # at the deadline, or the descendants that outlived the leader
+            await _end_run(supervision, pid, protocol.exited)  # the deadline, or what outlived the leader
             await _within(protocol.pipes_closed, PIPE_GRACE_S)
             if timed_out:  # the leader was just killed: collect it
                 await _within(protocol.exited, PIPE_GRACE_S)
         finally:
-            if transport.get_returncode() is None:
-                _kill_group(pid)
-            transport.close()  # stops reading pipes a stray process still holds
+            try:
+                if transport.get_returncode() is None:  # cancelled
+                    await _end_run(supervision, pid, protocol.exited)
+            finally:
+                transport.close()  # stops reading pipes a stray process still holds
+                report = supervision.finish()
+        if report.spawn_error is not None:
+            raise report.spawn_error
         return CommandOutput(
-            exit_code=None if timed_out else transport.get_returncode(),
+            exit_code=None if timed_out else _exit_code(report, transport.get_returncode()),
             stdout=protocol.streams[1].text(),
             stderr=protocol.streams[2].text(),
             duration_s=time.monotonic() - started,
             timed_out=timed_out,
+            ended=report.ended,
         )
+
+    async def _spawn(
+        self, supervision: Supervision, argv: list[str], env: dict[str, str] | None
+    ) -> tuple[asyncio.SubprocessTransport, _RunProtocol]:
+        cap = self.output_cap
+        try:
+            return await asyncio.get_running_loop().subprocess_exec(
+                lambda: _RunProtocol(cap),
+                *supervision.argv(argv),
+                cwd=self.cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+                pass_fds=supervision.pass_fds,
+            )
+        except BaseException:
+            supervision.finish()
+            raise
+        finally:
+            supervision.spawned()
 
     async def execute(
         self,
@@ -241,8 +276,14 @@ class CommandExecutor:
             stdout=output.stdout,
             stderr=output.stderr,
             timed_out=output.timed_out,
+            ended_processes=output.ended,
             error=error,
         )
+
+
+def _exit_code(report: Report, returncode: int | None) -> int | None:
+    """The command's own exit code: the supervisor's report has it (negative for a signal)."""
+    return report.returncode if report.returncode is not None else returncode
 
 
 def _error(reason: ErrorReason, message: str) -> TaskError:
