@@ -36,6 +36,7 @@ from ..checkpoints import Checkpoint, run_checkpoint
 from ..files import AccessDenied
 from ..models import (
     AiderEditOutcome,
+    Budget,
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
@@ -539,22 +540,12 @@ class CodingWorkflowOrchestrator:
         self.iterations[it.number - 1] = it.record()
 
     def _over_budget(self) -> Ending | None:
-        """Before each model call: the end of the run once it has spent its budget."""
+        """Before each model call: the end of the run once it has spent its budget (the rule
+        and the message are the Budget's, as in the LLM layer)."""
         budget = self.app.settings.budget
-        spent = self._usage().all  # planning/analysis and Aider together
-        if budget.max_tokens is not None and spent.total_tokens >= budget.max_tokens:
-            return _failure(
-                ErrorReason.BUDGET_EXCEEDED,
-                f"the token budget of {budget.max_tokens} is used up ({spent.total_tokens} used): "
-                "raise aiderLsp.budget.maxTokens",
-            )
-        if budget.max_cost is not None and (spent.cost or 0.0) >= budget.max_cost:
-            return _failure(
-                ErrorReason.BUDGET_EXCEEDED,
-                f"the cost budget of {budget.max_cost:g} is used up ({spent.cost or 0.0:.4f} used): "
-                "raise aiderLsp.budget.maxCost",
-            )
-        return None
+        cap = Budget(max_tokens=budget.max_tokens, max_cost=budget.max_cost)
+        why = cap.exceeded(self._usage().all)  # planning/analysis and Aider together
+        return None if why is None else _failure(ErrorReason.BUDGET_EXCEEDED, why)
 
     def _usage(self) -> WorkflowUsage:
         """What this run spent so far (the session's totals minus those at the start)."""
