@@ -164,13 +164,16 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')), 60_000);
     });
 
-    step(5, 'undo over a change the user saved after the edit: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
+    step(5, 'undo over a change the user saved on the lines Aider changed: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
+        // undo is a revert: a change elsewhere in the file would simply stay (tests/test_undo_revert.py);
+        // one on the lines the quick fix changed overlaps it, and the user is asked
+        const fixedLine = text.quick_fixed.split('\n').indexOf('    return sum(values) / len(values) if values else 0') + 1;
         await wb.openFile('calculator.py');
-        await wb.goToLine(1, 1);
-        await wb.page.keyboard.type('# my own note');
-        await wb.page.keyboard.press('Enter');
+        await wb.goToLine(fixedLine, 1);
+        await wb.page.keyboard.press('End');
+        await wb.page.keyboard.type('  # my own note');
         await wb.runCommand('File: Save');
-        const mine = `# my own note\n${text.quick_fixed}`;
+        const mine = text.quick_fixed.replace('if values else 0\n', 'if values else 0  # my own note\n');
         await wb.waitForEditorText(mine);
         await wb.runCommand('Aider: Undo Last Aider Change');
         const dialog = wb.page.locator('.monaco-dialog-box');
