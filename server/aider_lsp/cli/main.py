@@ -1,7 +1,7 @@
-"""Command line: `aider-lsp serve | run | demo | undo | doctor | context | setup-aider | --version`.
+"""Command line: `aider-lsp serve | acp | run | demo | undo | doctor | context | setup-aider | --version`.
 
 The parser and the dispatch only: each subcommand lives in its own module of this package
-(serve.py, run.py (run and undo), demo.py, doctor.py, context.py, setup_aider.py), imported when
+(serve.py, acp.py, run.py (run and undo), demo.py, doctor.py, context.py, setup_aider.py), imported when
 it runs, so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser = commands.add_parser("serve", help="run the language server on stdio")
     serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (debugging)")
     serve_parser.add_argument("--stdio", action="store_true", help="stdio (the default)")
+    commands.add_parser(
+        "acp", help="run the Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Emacs…)"
+    )
     doctor_parser = commands.add_parser("doctor", help="check the configuration")
     doctor_parser.add_argument("--workspace", type=Path, default=Path.cwd())
     setup_parser = commands.add_parser(
@@ -93,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 # how editors start the server: served without building the parser (argparse and its
 # sub-commands cost ~15 ms of the time to answer `initialize`; bench/startup.py)
 EDITOR_LAUNCHES = (["serve"], ["serve", "--stdio"])
+ACP_LAUNCH = ["acp"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         from .serve import serve
 
         return serve(None)
+    if arguments == ACP_LAUNCH:
+        _setup_logging(os.environ.get("AIDER_LSP_LOG_LEVEL") or "INFO")
+        from .acp import serve_acp
+
+        return serve_acp()
     args = build_parser().parse_args(arguments)
     quiet = args.command in ("run", "demo", "undo")
     if quiet:  # pydantic-ai's banner would break the terminal's progress display
@@ -124,6 +133,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .serve import serve
 
         return serve(args.tcp)
+    if args.command == "acp":
+        from .acp import serve_acp
+
+        return serve_acp()
     if args.command == "doctor":
         from .doctor import doctor
 
