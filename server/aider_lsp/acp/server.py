@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from acp import run_agent
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
 from .agent import AiderAgent, invalid_params
+from .screen import screened
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent
@@ -53,9 +55,14 @@ def serve_stdio() -> int:
 
 async def _serve(stdout_fd: int) -> None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    writer = await _writer(loop, stdout_fd, reader)
+    stdin = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    writer = await _writer(loop, stdout_fd, stdin)
+
+    def answer(message: dict[str, Any]) -> None:
+        writer.write(json.dumps(message).encode() + b"\n")
+
+    reader, screening = screened(stdin, answer, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     agent = AiderAgent(build_app)
     main = asyncio.current_task()
     with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -68,6 +75,7 @@ async def _serve(stdout_fd: int) -> None:
     except asyncio.CancelledError:
         log.info("SIGTERM: closing")
     finally:
+        screening.cancel()
         await agent.aclose()
         with contextlib.suppress(Exception):
             writer.close()
