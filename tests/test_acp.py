@@ -35,7 +35,6 @@ from aider_lsp_testing.llm_server import (
     json_output,
     last_user_contains,
     slow,
-    text,
 )
 from conftest import needs_aider
 
@@ -151,7 +150,9 @@ async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
 async def test_ask_turn_answers_and_edits_nothing(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
-    llm_server.add_rule(IS_AIDER, text("multiply adds its arguments instead of multiplying them"))
+    # the scripted model answers with a whole file: an ask turn must not write it
+    preface = "multiply adds its arguments instead of multiplying them"
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}, preface=preface))
     calc = calc_project / "calc.py"
     async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
         session_id = await new_session(conn, calc_project)
@@ -160,8 +161,9 @@ async def test_ask_turn_answers_and_edits_nothing(
     assert answer.stop_reason == "end_turn"
     assert "multiply adds its arguments" in client.reply()
     assert calc.read_text() == BUGGY and not client.of(ToolCallStart)
-    aider_request = next(r for r in llm_server.chat_requests() if IS_AIDER(r))
-    assert "return a + b" in json.dumps(aider_request)  # the file was shown to Aider
+    aider_request = json.dumps(next(r for r in llm_server.chat_requests() if IS_AIDER(r)))
+    assert "Act as an expert code analyst" in aider_request  # Aider's ask format
+    assert "return a + b" in aider_request  # the file was shown to Aider
 
 
 def script_two_iterations(llm_server: Any) -> None:
