@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, resource_link_block, spawn_agent_process, text_block
+from acp import (
+    RequestError,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    spawn_agent_process,
+    text_block,
+)
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -24,7 +32,14 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
+from aider_lsp.acp.diffs import text_before
+from aider_lsp.acp.prompt import parse_prompt
+from aider_lsp.acp.render import file_parts
+from aider_lsp.app import Application
+from aider_lsp.settings import load_settings
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -36,6 +51,7 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     slow,
 )
+from aider_mcp.snapshots import unified_diff
 from conftest import needs_aider
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
@@ -307,3 +323,48 @@ async def test_stdout_holds_only_json_whatever_comes_in(workspace: Path, llm_ser
     assert unnamed == [-32700, -32600]  # not JSON; a batch
     assert answers[4]["result"]["protocolVersion"] == 1
     assert process.returncode == 0
+
+
+@given(
+    before=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d"]), max_size=12).map("".join),
+    after=st.lists(st.sampled_from(["a\n", "b\n", "x\n", "y"]), max_size=12).map("".join),
+)
+def test_the_text_before_an_edit_is_rebuilt_from_its_diff(before: str, after: str) -> None:
+    """What an `edit` tool call shows as oldText: the file now with the edit's hunks taken back."""
+    diff = unified_diff("pkg/m.py", before.encode(), after.encode()) + unified_diff("new.py", None, b"x\n")
+    parts = file_parts(diff)
+    if before == after:
+        assert "pkg/m.py" not in parts
+        return
+    assert text_before(parts["pkg/m.py"], after) == before
+    assert parts["new.py"].created and text_before(parts["new.py"], "x\n") is None
+
+
+def test_a_file_changed_since_its_edit_gives_no_wrong_old_text() -> None:
+    part = file_parts(unified_diff("m.py", b"a\nb\n", b"a\nc\n"))["m.py"]
+    assert text_before(part, "a\nc\n") == "a\nb\n"
+    assert text_before(part, "a\nsomeone else's line\n") is None  # the client shows it as new
+
+
+def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_path: Path) -> None:
+    app = Application(workspace, load_settings({}, environ={}))
+    calc = workspace / "pkg" / "calc.py"
+    blocks = [
+        text_block("Make add subtract"),
+        resource_link_block("calc.py", calc.as_uri()),
+        resource_block(embedded_text_resource(calc.as_uri(), "    return a + b")),  # a selection
+        resource_link_block(".env", (workspace / ".env").as_uri()),
+        resource_link_block("elsewhere", (tmp_path / "elsewhere.py").as_uri()),
+        resource_link_block("docs", "https://example.com/docs"),
+        image_block("aGk=", "image/png"),
+    ]
+    parsed = parse_prompt(blocks, app.workspace, app.model_safe_files)
+    assert parsed.files == ["pkg/calc.py"]
+    assert parsed.text.startswith("Make add subtract") and "From pkg/calc.py:" in parsed.text
+    assert "return a + b" in parsed.text
+    refused = "\n".join(parsed.refused)
+    assert ".env" in refused and "elsewhere" in refused and "https://example.com/docs" in refused
+    assert "image" in refused
+    assert not parsed.all_refused
+    whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))
+    assert "From" not in parse_prompt([text_block("x"), whole_file], app.workspace, app.model_safe_files).text
