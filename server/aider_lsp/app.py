@@ -21,7 +21,7 @@ from typing import Any
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore, run_record
-from .files import FileAccessManager
+from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
@@ -46,6 +46,7 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
+from .redact import redact, secret_values
 from .results import already_undone_result, undo_result
 from .settings import Settings
 from .shell import CommandExecutor
@@ -291,6 +292,35 @@ class Application:
     async def chat(self, args: AiderInteractiveArgs) -> TaskResult:
         """One turn of a kept Aider chat (`aider:interactive`), or its end."""
         return await self.aider_tools.turn(args)
+
+    async def ask(
+        self, question: str, files: Sequence[str] = (), *, session_id: str | None = None
+    ) -> AiderEditOutcome:
+        """Aider answers about the code and edits nothing (its "ask" format, on the bundled
+        server's `aider_chat`): the files are shown read-only under the rule for what a model
+        sees, the question redacted like any prompt. `session_id` continues an ask chat (the
+        outcome names it); a problem is an outcome with `error`."""
+        tool = "aider_chat"
+        if not question.strip():
+            error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message="missing question")
+            return AiderEditOutcome(tool=tool, error=error)
+        shown, refused = self.files.model_safe_files(files)
+        if refused:
+            reasons = [refusal.reason for refusal in refused]
+            message = "refused to show Aider these files: " + "; ".join(reasons)
+            error = TaskError(reason=ErrorReason.ACCESS_DENIED, message=message)
+            return AiderEditOutcome(tool=tool, error=error, refused=reasons)
+        secrets = secret_values(extra=[self.settings.api_key])
+        call: dict[str, Any] = {"message": redact(question, secrets), "relative_readonly_files": shown}
+        call["ask"] = True
+        if session_id:
+            call["session_id"] = session_id
+        return await self.aider.edit(tool, call)
+
+    def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
+        """The one rule for files a model sees (confined, not secret, not a folder): the kept
+        workspace-relative paths and the refused ones with why."""
+        return self.files.model_safe_files(paths)
 
     async def aider_models(self, substring: str = "") -> TaskResult:
         """The models the Aider server knows (optionally filtered)."""

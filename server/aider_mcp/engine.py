@@ -301,8 +301,16 @@ class AiderEngine:
             clean.append(os.path.relpath(full, self.root))
         return clean
 
-    def _new_coder(self, model: str, editable: list[str], readonly: list[str], main_model: Any = None) -> Any:
-        """A Coder over the files; `main_model` replaces the cached Model (the rehearsal's)."""
+    def _new_coder(
+        self,
+        model: str,
+        editable: list[str],
+        readonly: list[str],
+        main_model: Any = None,
+        edit_format: str | None = None,
+    ) -> Any:
+        """A Coder over the files; `main_model` replaces the cached Model (the rehearsal's);
+        `edit_format` replaces the configured one (Aider's "ask": answers, never edits)."""
         from aider.coders import Coder
 
         io = self._io_class(
@@ -317,7 +325,7 @@ class AiderEngine:
         io.allow_outside_edits = self.config.allow_outside_edits
         coder = Coder.create(
             main_model=main_model or self._model(model),
-            edit_format=self.config.edit_format,
+            edit_format=edit_format or self.config.edit_format,
             io=io,
             fnames=[str(self.root / rel) for rel in editable],
             read_only_fnames=[str(self.root / rel) for rel in readonly],
@@ -388,16 +396,19 @@ class AiderEngine:
             "cost": round(cost - before[2], 8) if priced else None,
         }
 
-    def _run_confined(self, coder: Any, prompt: str, snapshot: Snapshot) -> tuple[str, dict[str, str]]:
+    def _run_confined(
+        self, coder: Any, prompt: str, snapshot: Snapshot, read_only: bool
+    ) -> tuple[str, dict[str, str]]:
         """Aider's reply to one message, every write checked: returns the reply and the paths
-        refused with why (outside the working directory, .git, .aider-lsp)."""
+        refused with why (outside the working directory, .git, .aider-lsp; every path on an
+        ask turn, `read_only`, whatever the Coder's format)."""
         original = coder.allowed_to_edit
         refused: dict[str, str] = {}
 
         def allowed_to_edit(path: str) -> Any:
             # an LLM reply may name any path: nothing outside the working directory (../x,
             # /abs, through a symlinked folder) or inside .git / .aider-lsp is ever written
-            problem = self.refusal(coder.abs_root_path(path))
+            problem = "an ask turn edits nothing" if read_only else self.refusal(coder.abs_root_path(path))
             if problem:
                 refused[str(path)] = problem
                 coder.io.tool_error(f"Refused to write {path}: {problem}")
@@ -416,10 +427,11 @@ class AiderEngine:
             coder.allowed_to_edit = original
             coder.io.snapshot = None
 
-    def _run(self, coder: Any, prompt: str, snapshot: Snapshot) -> dict[str, Any]:
-        """Run one message; the snapshot was taken before the Coder touched any file."""
+    def _run(self, coder: Any, prompt: str, snapshot: Snapshot, *, read_only: bool = False) -> dict[str, Any]:
+        """Run one message; the snapshot was taken before the Coder touched any file.
+        `read_only` (an ask turn): every write is refused."""
         spent_before = self._spent(coder)
-        reply, refused = self._run_confined(coder, prompt, snapshot)
+        reply, refused = self._run_confined(coder, prompt, snapshot, read_only)
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
@@ -484,12 +496,17 @@ class AiderEngine:
         editable: list[str] | None = None,
         readonly: list[str] | None = None,
         model: str | None = None,
+        ask: bool = False,
     ) -> dict[str, Any]:
-        """One turn of a multi-turn session; a missing session_id starts a new session."""
+        """One turn of a multi-turn session; a missing session_id starts a new session.
+        `ask`: Aider answers about the files (its "ask" format) and writes nothing; the files
+        are shown read-only, and a new session is an ask session."""
         if not message or not message.strip():
             raise EngineError("message must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
         readonly = self._rel_paths(readonly, "relative_readonly_files")
+        if ask:  # shown, never edited
+            readonly, editable = [*readonly, *(p for p in editable if p not in readonly)], []
         with self.lock:
             self.warm_up()
             session = self._sessions.get(session_id) if session_id else None
@@ -503,17 +520,20 @@ class AiderEngine:
                     if rel not in session.editable:
                         session.coder.add_rel_fname(rel)
                         session.editable.append(rel)
+                if ask:  # a later question about more files: shown read-only
+                    session.coder.abs_read_only_fnames.update(str(self.root / rel) for rel in readonly)
             else:
                 session_id = uuid.uuid4().hex
                 chosen = model or self.config.model
-                session = Session(self._new_coder(chosen, editable, readonly), chosen, editable, readonly)
+                coder = self._new_coder(chosen, editable, readonly, edit_format="ask" if ask else None)
+                session = Session(coder, chosen, editable, readonly)
                 self._sessions[session_id] = session
                 while len(self._sessions) > MAX_SESSIONS:  # forget the oldest chats
                     self._sessions.pop(next(iter(self._sessions)))
             session.turns += 1
             for path in session.coder.abs_fnames:  # files Aider added in earlier turns
                 snapshot.add_editable(os.path.relpath(path, self.root))
-            result = self._run(session.coder, message, snapshot)
+            result = self._run(session.coder, message, snapshot, read_only=ask)
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result

@@ -67,9 +67,11 @@ def build_server(engine: AiderEngine) -> FastMCP:
         relative_editable_files: list[str] | None = None,
         relative_readonly_files: list[str] | None = None,
         model: str | None = None,
+        ask: bool = False,
     ) -> str:
         """One turn of a multi-turn Aider session that keeps its chat. Without session_id a new
-        session starts; the answer carries its session_id plus {"success", "diff", "reply"}."""
+        session starts; the answer carries its session_id plus {"success", "diff", "reply"}.
+        ask: Aider answers about the files (its "ask" format) and edits nothing."""
         return await _guarded(
             engine.chat,
             message,
@@ -77,6 +79,7 @@ def build_server(engine: AiderEngine) -> FastMCP:
             relative_editable_files or [],
             relative_readonly_files or [],
             model,
+            ask,
         )
 
     @mcp.tool(structured_output=False)

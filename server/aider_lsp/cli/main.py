@@ -1,7 +1,7 @@
-"""Command line: `aider-lsp serve | run | demo | undo | history | doctor | context | setup-aider | --version`.
+"""Command line: `aider-lsp serve | acp | run | demo | undo | history | doctor | context | setup-aider`.
 
 The parser and the dispatch only: each subcommand lives in its own module of this package
-(serve.py, run.py, history.py (history and undo), demo.py, doctor.py, context.py,
+(serve.py, acp.py, run.py, history.py (history and undo), demo.py, doctor.py, context.py,
 setup_aider.py), imported when it runs, so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser = commands.add_parser("serve", help="run the language server on stdio")
     serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (debugging)")
     serve_parser.add_argument("--stdio", action="store_true", help="stdio (the default)")
+    commands.add_parser(
+        "acp", help="run the Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Emacs…)"
+    )
     doctor_parser = commands.add_parser("doctor", help="check the configuration")
     doctor_parser.add_argument("--workspace", type=Path, default=Path.cwd())
     setup_parser = commands.add_parser(
@@ -113,6 +116,7 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
 # how editors start the server: served without building the parser (argparse and its
 # sub-commands cost ~15 ms of the time to answer `initialize`; bench/startup.py)
 EDITOR_LAUNCHES = (["serve"], ["serve", "--stdio"])
+ACP_LAUNCH = ["acp"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         from .serve import serve
 
         return serve(None)
+    if arguments == ACP_LAUNCH:
+        _setup_logging(os.environ.get("AIDER_LSP_LOG_LEVEL") or "INFO")
+        from .acp import serve_acp
+
+        return serve_acp()
     args = build_parser().parse_args(arguments)
     terminal = args.command in ("run", "demo", "undo", "history")
     if terminal:  # pydantic-ai's banner would break the terminal's progress display
@@ -145,6 +154,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .serve import serve
 
         return serve(args.tcp)
+    if args.command == "acp":
+        from .acp import serve_acp
+
+        return serve_acp()
     if args.command == "doctor":
         from .doctor import doctor
 

@@ -1,0 +1,153 @@
+"""The Application's typed answers as ACP `session/update`s: Aider's reply as message
+chunks, each changed file as an `edit` tool call with `diff` content, each test run as an
+`execute` tool call with its output, a run's progress as a `plan` (the full list each time),
+and the spend as `usage_update`.
+
+Only models are built here; turns.py sends them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from acp import (
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    Cost,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    Usage,
+    UsageUpdate,
+)
+
+from ..models import WorkflowUsage
+from .diffs import FileDiff, split_diff, text_before
+
+OUTPUT_LINES = 40  # a test run's output keeps its first and last lines
+Update = AgentMessageChunk | AgentPlanUpdate | ToolCallStart | ToolCallProgress | UsageUpdate
+
+
+def message(text: str) -> AgentMessageChunk:
+    return update_agent_message_text(text)
+
+
+def edit_pending(call_id: str, rel: str, workspace: Path) -> ToolCallStart:
+    """A file Aider is about to edit: the tool call opens, pending, on the file."""
+    path = str(workspace / rel)
+    return start_tool_call(
+        call_id, f"Edit {rel}", kind="edit", status="pending", locations=[ToolCallLocation(path=path)]
+    )
+
+
+def edit_done(
+    call_id: str, part: FileDiff | None, rel: str, workspace: Path, *, failed: str | None = None
+) -> ToolCallProgress:
+    """The file's tool call closed: completed with `{path, oldText, newText}` when it changed,
+    completed as unchanged when it did not, failed with why."""
+    path = workspace / rel
+    location = [ToolCallLocation(path=str(path), line=_first_changed_line(part))]
+    if failed is not None:
+        content = [tool_content(text_block(failed))]
+        return update_tool_call(call_id, status="failed", content=content, locations=location)
+    if part is None:
+        return update_tool_call(call_id, title=f"{rel}: unchanged", status="completed", locations=location)
+    try:
+        now = path.read_text(encoding="utf-8") if not part.deleted else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        content = [tool_content(text_block(f"{rel} changed but cannot be read now: {exc}"))]
+        return update_tool_call(call_id, status="completed", content=content, locations=location)
+    diff = tool_diff_content(str(path), now, text_before(part, now))
+    return update_tool_call(call_id, status="completed", content=[diff], locations=location)
+
+
+def _first_changed_line(part: FileDiff | None) -> int | None:
+    """Where the client should jump: the first hunk's line (0-based)."""
+    if part is None or not part.hunks:
+        return None
+    return max(part.hunks[0].new_start - 1, 0)
+
+
+def file_parts(diff: str) -> dict[str, FileDiff]:
+    """An edit's or a run's diff by file."""
+    return {part.path: part for part in split_diff(diff)}
+
+
+def test_run_started(call_id: str, command: str, why: str = "") -> ToolCallStart:
+    title = command if not why else f"{command} ({why})"
+    return start_tool_call(
+        call_id, title, kind="execute", status="in_progress", raw_input={"command": command}
+    )
+
+
+def test_run_done(
+    call_id: str, run: dict[str, Any], workspace: Path, findings: Sequence[dict[str, Any]] = ()
+) -> ToolCallProgress:
+    """A test run closed with its exit code and output (head and tail); its failures, when
+    located on file:line, as the tool call's locations."""
+    exit_code = run.get("exit_code")
+    output = "\n".join(part for part in (run.get("stdout") or "", run.get("stderr") or "") if part.strip())
+    said = "passed" if exit_code == 0 else f"failed (exit code {exit_code})"
+    text = f"{said}\n```\n{_head_and_tail(output)}\n```" if output.strip() else said
+    locations = [
+        ToolCallLocation(path=str(workspace / str(item["path"])), line=max(int(item.get("line") or 1) - 1, 0))
+        for item in findings
+        if item.get("path") and item.get("source") != "analysis"
+    ]
+    return update_tool_call(
+        call_id,
+        status="completed" if exit_code == 0 else "failed",
+        content=[tool_content(text_block(text))],
+        locations=locations or None,
+        raw_output={"exit_code": exit_code},
+    )
+
+
+def _head_and_tail(output: str) -> str:
+    lines = output.splitlines()
+    if len(lines) <= 2 * OUTPUT_LINES:
+        return output.rstrip()
+    skipped = len(lines) - 2 * OUTPUT_LINES
+    return "\n".join([*lines[:OUTPUT_LINES], f"… {skipped} lines …", *lines[-OUTPUT_LINES:]])
+
+
+def plan(phases: Sequence[str], *, finished: bool) -> AgentPlanUpdate:
+    """A run's steps so far, each one a plan entry: the last in progress until the run ends."""
+    entries = []
+    for index, phase in enumerate(phases):
+        current = index == len(phases) - 1 and not finished
+        entries.append(plan_entry(phase, priority="medium", status="in_progress" if current else "completed"))
+    return update_plan(entries)
+
+
+def usage_update(spent: WorkflowUsage, budget_tokens: int | None) -> UsageUpdate:
+    """The session's spend: tokens of the planning/analysis model and Aider together, and the
+    cost when either knows its price. ACP's `size` is a context window: this agent has no one
+    window, so it is the budget's token cap when one is set, else the tokens used."""
+    total = spent.all
+    used = max(total.total_tokens, 0)
+    cost = None if total.cost is None else Cost(amount=round(total.cost, 6), currency="USD")
+    return UsageUpdate(
+        session_update="usage_update", used=used, size=max(budget_tokens or used, used), cost=cost
+    )
+
+
+def turn_usage(spent: WorkflowUsage) -> Usage:
+    """What one turn spent, for the prompt's answer (planning/analysis and Aider together)."""
+    input_tokens = max(spent.input_tokens + spent.aider.prompt_tokens, 0)
+    output_tokens = max(spent.output_tokens + spent.aider.completion_tokens, 0)
+    return Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
+    )

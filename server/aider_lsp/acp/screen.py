@@ -1,0 +1,76 @@
+"""Every line from the client screened before the SDK reads it: the SDK parses a line as one
+JSON-RPC object and its receive loop stops on anything else (a JSON array, an unhashable id),
+which would end the connection. A line that is not a JSON-RPC object is answered with the
+JSON-RPC error it deserves (parse error, invalid request) and logged on one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+Answer = Callable[[dict[str, Any]], None]
+
+
+def problem(line: bytes) -> tuple[int, str, Any] | None:
+    """Why a line is not a JSON-RPC message this agent can take: (code, message, id), or None."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return PARSE_ERROR, "Parse error: a line is not JSON", None
+    if not isinstance(message, dict):
+        return INVALID_REQUEST, "Invalid request: one JSON-RPC object per line (no batches)", None
+    ident = message.get("id")
+    if ident is not None and (isinstance(ident, bool) or not isinstance(ident, (str, int))):
+        return INVALID_REQUEST, "Invalid request: the id must be a string or a number", None
+    method = message.get("method")
+    if method is not None and not isinstance(method, str):
+        return INVALID_REQUEST, "Invalid request: the method must be a string", ident
+    if method is None and "id" not in message:
+        return INVALID_REQUEST, "Invalid request: neither a method nor an id", None
+    return None
+
+
+def screened(
+    source: asyncio.StreamReader, answer: Answer, limit: int
+) -> tuple[asyncio.StreamReader, asyncio.Task[None]]:
+    """A reader that holds only the source's well-formed lines, and the task that feeds it."""
+    target = asyncio.StreamReader(limit=limit)
+
+    async def pump() -> None:
+        try:
+            while line := await _next_line(source, answer):
+                if not line.strip():
+                    continue
+                found = problem(line)
+                if found is None:
+                    target.feed_data(line if line.endswith(b"\n") else line + b"\n")
+                    continue
+                code, message, ident = found
+                log.info("%s (%d bytes)", message, len(line))
+                answer({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+        finally:
+            target.feed_eof()
+
+    return target, asyncio.get_running_loop().create_task(pump(), name="acp-screen")
+
+
+async def _next_line(source: asyncio.StreamReader, answer: Answer) -> bytes:
+    """The next line (b"" at the end); an over-long line is answered and skipped."""
+    while True:
+        try:
+            return await source.readline()
+        except ValueError:  # longer than the limit: the reader dropped it
+            log.info("a message longer than the limit was dropped")
+            answer(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": INVALID_REQUEST, "message": "message too long"},
+                }
+            )

@@ -1,0 +1,68 @@
+"""One ACP session: its workspace's Application, its mode, its Aider chats, the prompt
+running now, and the ordered way its updates reach the client."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .modes import DEFAULT_MODE, Mode
+
+if TYPE_CHECKING:
+    from ..app import Application
+
+log = logging.getLogger(__name__)
+
+SendUpdate = Callable[[str, Any], Awaitable[None]]  # (session id, update): the connection's session_update
+
+
+class Outbox:
+    """Updates sent in the order they were posted, from sync callbacks (a run's progress) and
+    async code alike; `flush` waits until everything posted is sent."""
+
+    def __init__(self, session_id: str, send: SendUpdate) -> None:
+        self.session_id = session_id
+        self.send = send
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
+
+    def post(self, update: Any) -> None:
+        self._queue.put_nowait(update)
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while not self._queue.empty():
+            update = self._queue.get_nowait()
+            try:
+                await self.send(self.session_id, update)
+            except Exception as exc:  # the client went away: nothing more reaches it
+                log.info("session/update not sent: %s", exc)
+            finally:
+                self._queue.task_done()
+
+    async def flush(self) -> None:
+        await self._queue.join()
+
+
+@dataclass
+class AcpSession:
+    """What a session keeps between prompts."""
+
+    id: str
+    app: Application
+    outbox: Outbox
+    mode: Mode = DEFAULT_MODE
+    edit_chat: str | None = None  # the kept Aider chat of Edit turns
+    ask_chat: str | None = None  # and of Ask turns (Aider's ask format, a chat of its own)
+    files: list[str] = field(default_factory=list)  # the files earlier turns pointed at
+    running: asyncio.Task[Any] | None = None  # the prompt's work, cancelled by session/cancel
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
+    tool_calls: int = 0
+
+    def next_call_id(self, kind: str) -> str:
+        self.tool_calls += 1
+        return f"{kind}-{self.tool_calls}"

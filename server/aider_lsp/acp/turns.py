@@ -1,0 +1,174 @@
+"""One prompt turn in each mode: the typed call to the Application, its answer rendered.
+
+Ask → `Application.ask` (the session's ask chat); Edit → `Application.edit(chat=True)` (the
+session's kept Aider chat, the mentioned files announced as pending edit tool calls first);
+Workflow → `Application.run_workflow` (progress as a plan, then the edits and test runs).
+Each returns the stop reason; a cancel arrives as CancelledError and is the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acp.schema import StopReason
+
+from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
+from . import render
+from .modes import Mode
+from .prompt import PromptInput
+from .session import AcpSession
+
+UNKNOWN_CHAT = "unknown session_id"  # the Aider server forgot the chat (it was restarted)
+# a run's ending → ACP's stop reason (anything else ends the turn, the text says how)
+STOP_REASONS: dict[ErrorReason, StopReason] = {
+    ErrorReason.MAX_RETRIES_REACHED: "max_turn_requests",
+    ErrorReason.BUDGET_EXCEEDED: "max_tokens",
+    ErrorReason.CANCELLED: "cancelled",
+}
+
+
+async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    """The turn in the session's mode; refused files named first."""
+    if request.refused:
+        session.outbox.post(render.message("Not given to Aider: " + "; ".join(request.refused) + "\n\n"))
+    if request.all_refused:
+        session.outbox.post(render.message("Nothing was run: every file the prompt names was refused."))
+        return "end_turn"
+    if not request.text:
+        session.outbox.post(render.message("The prompt has no text: say what Aider should do."))
+        return "end_turn"
+    if session.mode is Mode.ASK:
+        return await ask_turn(session, request)
+    if session.mode is Mode.WORKFLOW:
+        return await workflow_turn(session, request)
+    return await edit_turn(session, request)
+
+
+def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
+    """The files of this turn: those earlier turns named, then the new ones."""
+    for rel in request.files:
+        if rel not in session.files:
+            session.files.append(rel)
+    return list(session.files)
+
+
+async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    files = _session_files(session, request)
+    outcome = await session.app.ask(request.text, files, session_id=session.ask_chat)
+    if outcome.error is not None and session.ask_chat and UNKNOWN_CHAT in outcome.error.message:
+        session.ask_chat = None
+        outcome = await session.app.ask(request.text, files)
+    session.ask_chat = outcome.session_id or session.ask_chat
+    text = outcome.error.message if outcome.error is not None else outcome.reply or "(Aider gave no answer)"
+    session.outbox.post(render.message(text))
+    return "end_turn"
+
+
+async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    files = _session_files(session, request)
+    workspace = session.app.workspace
+    calls = {rel: session.next_call_id("edit") for rel in files}
+    for rel, call_id in calls.items():
+        session.outbox.post(render.edit_pending(call_id, rel, workspace))
+    try:
+        outcome = await _edit(session, request.text, files)
+    except asyncio.CancelledError:
+        for rel, call_id in calls.items():
+            session.outbox.post(render.edit_done(call_id, None, rel, workspace, failed="cancelled"))
+        raise
+    session.edit_chat = outcome.session_id or session.edit_chat
+    for rel in [*outcome.changed_files, *outcome.created_files]:
+        if rel not in session.files:
+            session.files.append(rel)
+    _render_edit(session, outcome, calls)
+    return "end_turn"
+
+
+async def _edit(session: AcpSession, text: str, files: list[str]) -> AiderEditOutcome:
+    """One turn of the session's chat; a chat the Aider server forgot starts again."""
+    outcome = await session.app.edit(text, files, chat=True, session_id=session.edit_chat)
+    if outcome.error is not None and session.edit_chat and UNKNOWN_CHAT in outcome.error.message:
+        session.edit_chat = None
+        outcome = await session.app.edit(text, files, chat=True)
+    return outcome
+
+
+def _render_edit(session: AcpSession, outcome: AiderEditOutcome, calls: dict[str, str]) -> None:
+    """Each file's tool call closed (with its diff), then Aider's reply and what changed."""
+    workspace = session.app.workspace
+    parts = render.file_parts(outcome.diff)
+    failed = outcome.error.message if outcome.error is not None else None
+    for rel, call_id in calls.items():
+        session.outbox.post(render.edit_done(call_id, parts.get(rel), rel, workspace, failed=failed))
+    for rel, part in parts.items():
+        if rel not in calls:  # a file Aider chose (the index's pick, or one it created)
+            call_id = session.next_call_id("edit")
+            session.outbox.post(render.edit_pending(call_id, rel, workspace))
+            session.outbox.post(render.edit_done(call_id, part, rel, workspace))
+    lines = [outcome.reply.strip()] if outcome.reply.strip() else []
+    if failed is not None:
+        lines.append(f"The edit failed: {failed}")
+    elif parts:
+        lines.append("Aider changed " + ", ".join(parts) + ".")
+    else:
+        lines.append("Aider changed no file.")
+    session.outbox.post(render.message("\n\n".join(lines)))
+
+
+async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    from ..workflow.orchestrator import progress_phase  # the workflow is imported at its first run
+
+    phases: list[str] = []
+
+    def on_progress(message: str, percentage: int | None) -> None:
+        phase = progress_phase(message)
+        if not phases or phases[-1] != phase:
+            phases.append(phase)
+            session.outbox.post(render.plan(phases, finished=False))
+
+    def on_cancelled(result: TaskResult) -> None:
+        session.outbox.post(render.message(result.content))
+
+    ctx = RequestContext(
+        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files)
+    )
+    run = WorkflowRequest(goal=request.text, file_context=_session_files(session, request) or None)
+    result = await session.app.run_workflow(run, ctx)
+    if phases:
+        session.outbox.post(render.plan(phases, finished=True))
+    _render_run(session, result)
+    reason = result.error.reason if result.error is not None else None
+    return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"
+
+
+def _render_run(session: AcpSession, result: TaskResult) -> None:
+    """The run's test runs and edits as tool calls, then its message and whether the tests pass."""
+    workspace = session.app.workspace
+    history: dict[str, Any] = result.notes.get("workflow") or {}
+    last_test: dict[str, Any] | None = None
+    for iteration in history.get("iterations") or []:
+        test = iteration.get("test")
+        runs = iteration.get("test_runs") or ([test] if test else [])
+        for index, run in enumerate(runs):
+            decides = index == len(runs) - 1 and test is not None
+            shown = test if decides else run
+            call_id = session.next_call_id("test")
+            why = f"iteration {iteration.get('iteration')}: {run.get('scope', 'tests')}"
+            session.outbox.post(render.test_run_started(call_id, str(run.get("command") or ""), why))
+            findings = (iteration.get("findings") or []) if decides else []
+            session.outbox.post(render.test_run_done(call_id, shown or {}, workspace, findings))
+        last_test = test or last_test
+    for rel, part in render.file_parts(str(result.notes.get("diff") or "")).items():
+        call_id = session.next_call_id("edit")
+        session.outbox.post(render.edit_pending(call_id, rel, workspace))
+        session.outbox.post(render.edit_done(call_id, part, rel, workspace))
+    session.outbox.post(render.message(f"{result.content}\n\n{_tests_said(last_test)}"))
+
+
+def _tests_said(test: dict[str, Any] | None) -> str:
+    if test is None:
+        return "No test ran."
+    if test.get("exit_code") == 0:
+        return f"The tests pass (`{test.get('command')}`)."
+    return f"The tests still fail (`{test.get('command')}`, exit code {test.get('exit_code')})."

@@ -1,0 +1,370 @@
+"""`aider-lsp acp` as an editor meets it: a real subprocess driven over its stdio by the ACP
+SDK's client side, the scripted models over real HTTP, and (where marked) real Aider edits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import (
+    RequestError,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    spawn_agent_process,
+    text_block,
+)
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    ClientCapabilities,
+    FileEditToolCallContent,
+    McpServerStdio,
+    ToolCallProgress,
+    ToolCallStart,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aider_lsp.acp.diffs import text_before
+from aider_lsp.acp.prompt import parse_prompt
+from aider_lsp.acp.render import file_parts
+from aider_lsp.app import Application
+from aider_lsp.settings import load_settings
+from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    aider_whole,
+    all_of,
+    json_output,
+    last_user_contains,
+    slow,
+)
+from aider_mcp.snapshots import unified_diff
+from conftest import needs_aider
+
+AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
+PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
+
+
+class RecordingClient:
+    """The editor's side: keeps every session/update it is sent."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    def on_connect(self, conn: Any) -> None:
+        """Nothing to keep."""
+
+    def of(self, kind: type) -> list[Any]:
+        return [update for update in self.updates if isinstance(update, kind)]
+
+    def reply(self) -> str:
+        return "".join(chunk.content.text for chunk in self.of(AgentMessageChunk))
+
+    def diffs(self) -> list[FileEditToolCallContent]:
+        return [
+            item
+            for update in self.of(ToolCallProgress)
+            for item in update.content or []
+            if isinstance(item, FileEditToolCallContent)
+        ]
+
+
+def scripted_env(base_url: str, **extra: str) -> dict[str, str]:
+    """The agent's environment: the scripted models, as a user's AIDER_LSP_* variables."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
+    env.update(
+        AIDER_LSP_MODEL="openai:scripted-planner",
+        AIDER_LSP_BASE_URL=base_url,
+        AIDER_LSP_API_KEY="test-key",
+        AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
+        AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
+        AIDER_LSP_TIMEOUTS=json.dumps({"aider": 90, "test": 60}),
+        **extra,
+    )
+    return env
+
+
+@asynccontextmanager
+async def acp_agent(env: dict[str, str], log: Path) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
+    """`aider-lsp acp` started and initialized: (the client connection, what it received, the process)."""
+    client = RecordingClient()
+    with log.open("wb") as stderr:
+        async with spawn_agent_process(
+            client, *AGENT, env=env, transport_kwargs={"stderr": stderr.fileno()}
+        ) as (conn, process):
+            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            yield conn, client, process
+
+
+async def new_session(conn: Any, root: Path) -> str:
+    return (await conn.new_session(cwd=str(root), mcp_servers=[])).session_id
+
+
+def link(path: Path) -> Any:
+    return resource_link_block(path.name, path.as_uri())
+
+
+async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Path, llm_server: Any) -> None:
+    client = RecordingClient()
+    started = time.monotonic()
+    async with spawn_agent_process(client, *AGENT, env=scripted_env(llm_server.base_url)) as (conn, _):
+        answer = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        answered = time.monotonic() - started
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    assert answer.protocol_version == 1 and answer.agent_info.name == "aider-lsp"
+    assert answer.agent_capabilities.prompt_capabilities.embedded_context is True
+    assert answer.agent_capabilities.load_session is False  # not built yet: not advertised
+    assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
+    assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
+    assert session.modes.current_mode_id == "edit"
+    (option,) = session.config_options
+    assert option.root.id == "mode" if hasattr(option, "root") else option.id == "mode"
+
+
+@needs_aider
+async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        answer = await conn.prompt(
+            session_id=session_id, prompt=[text_block("Fix subtract and multiply"), link(calc)]
+        )
+    assert answer.stop_reason == "end_turn"
+    assert calc.read_text() == FIXED
+    (started,) = client.of(ToolCallStart)
+    assert started.kind == "edit" and started.status == "pending"
+    assert [location.path for location in started.locations] == [str(calc)]
+    (diff,) = client.diffs()
+    assert diff.path == str(calc) and diff.new_text == FIXED and diff.old_text == BUGGY
+    closing = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
+    assert closing[-1].status == "completed"
+    assert "Aider changed calc.py" in client.reply()
+    aider_request = next(r for r in llm_server.chat_requests() if IS_AIDER(r))
+    assert "Fix subtract and multiply" in json.dumps(aider_request)
+
+
+@needs_aider
+async def test_ask_turn_answers_and_edits_nothing(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    # the scripted model answers with a whole file: an ask turn must not write it
+    preface = "multiply adds its arguments instead of multiplying them"
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}, preface=preface))
+    calc = calc_project / "calc.py"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_config_option(config_id="mode", session_id=session_id, value="ask")
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("What is wrong?"), link(calc)])
+    assert answer.stop_reason == "end_turn"
+    assert "multiply adds its arguments" in client.reply()
+    assert calc.read_text() == BUGGY and not client.of(ToolCallStart)
+    aider_request = json.dumps(next(r for r in llm_server.chat_requests() if IS_AIDER(r)))
+    assert "Act as an expert code analyst" in aider_request  # Aider's ask format
+    assert "return a + b" in aider_request  # the file was shown to Aider
+
+
+def script_two_iterations(llm_server: Any) -> None:
+    """The plan fixes subtract; the failing test's output sent back to Aider fixes multiply."""
+    llm_server.add_rule(IS_PLAN, json_output(PLAN))
+    llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("I ran this command")), aider_whole({"calc.py": FIXED})
+    )
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
+    )
+
+
+@needs_aider
+async def test_workflow_turn_goes_from_red_to_green(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    script_two_iterations(llm_server)
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+    assert answer.stop_reason == "end_turn", client.reply()
+    assert (calc_project / "calc.py").read_text() == FIXED
+    plans = client.of(AgentPlanUpdate)
+    assert plans[0].entries[0].content == "Planning"
+    assert len(plans[-1].entries) >= len(plans[-2].entries)  # the full list every time
+    assert all(entry.status == "completed" for entry in plans[-1].entries)
+    runs = [u for u in client.of(ToolCallStart) if u.kind == "execute"]
+    assert runs and all(TEST_COMMAND in run.title for run in runs)
+    closed = {u.tool_call_id: u for u in client.of(ToolCallProgress)}
+    assert closed[runs[0].tool_call_id].status == "failed"  # red first
+    assert closed[runs[-1].tool_call_id].status == "completed"  # then green
+    (diff,) = client.diffs()
+    assert diff.new_text == FIXED and diff.old_text == BUGGY
+    assert "The tests pass" in client.reply()
+    assert answer.usage is not None and answer.usage.total_tokens > 0
+
+
+@needs_aider
+async def test_cancel_during_a_slow_model_answer_is_answered_at_once(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, slow(60, aider_whole({"calc.py": FIXED})))
+    calc = calc_project / "calc.py"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        pending = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+        )
+        assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)  # Aider is waiting
+        started = time.monotonic()
+        await conn.cancel(session_id=session_id)
+        answer = await asyncio.wait_for(pending, 10)
+        waited = time.monotonic() - started
+        # the session takes a new prompt after the cancel
+        llm_server.clear_rules()
+        llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+        again = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+    assert answer.stop_reason == "cancelled"
+    assert waited < 1.5, waited
+    (first, *_) = client.of(ToolCallStart)
+    first_closing = [u for u in client.of(ToolCallProgress) if u.tool_call_id == first.tool_call_id]
+    assert first_closing and first_closing[0].status == "failed"
+    assert again.stop_reason == "end_turn" and calc.read_text() == FIXED
+
+
+async def test_bad_input_gets_errors_or_a_clear_reply(
+    workspace: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("x = 1\n")
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (
+        conn,
+        client,
+        process,
+    ):
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
+        with pytest.raises(RequestError) as relative:
+            await conn.new_session(cwd="project", mcp_servers=[])
+        with pytest.raises(RequestError) as missing:
+            await conn.new_session(cwd=str(tmp_path / "nowhere"), mcp_servers=[])
+        server = McpServerStdio(name="files", command="mcp-files", args=[], env=[])
+        with pytest.raises(RequestError) as with_mcp:
+            await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+        session_id = await new_session(conn, workspace)
+        with pytest.raises(RequestError) as bad_mode:
+            await conn.set_session_mode(session_id=session_id, mode_id="yolo")
+        answer = await conn.prompt(
+            session_id=session_id,
+            prompt=[text_block("edit these"), link(workspace / ".env"), link(outside)],
+        )
+        assert process.returncode is None  # still serving
+    assert unknown.value.code == -32602 and "unknown session" in str(unknown.value)
+    assert relative.value.code == -32602 and "absolute" in str(relative.value)
+    assert missing.value.code == -32602 and "not an existing folder" in str(missing.value)
+    assert with_mcp.value.code == -32602 and "MCP servers" in str(with_mcp.value)
+    assert bad_mode.value.code == -32602 and "unknown mode" in str(bad_mode.value)
+    assert answer.stop_reason == "end_turn"
+    reply = client.reply()
+    assert ".env" in reply and "outside.py" in reply and "Nothing was run" in reply
+    assert "sk-secret-do-not-leak" not in reply
+    assert llm_server.chat_requests() == []  # no model saw anything
+
+
+async def test_stdout_holds_only_json_whatever_comes_in(workspace: Path, llm_server: Any) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *AGENT,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=scripted_env(llm_server.base_url),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    lines = [
+        "this is not json",
+        "[1, 2, 3]",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": 7}}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": 42}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "no/such/method", "params": {}}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": 1}}),
+    ]
+    process.stdin.write(("\n".join(lines) + "\n").encode())
+    await process.stdin.drain()
+    answers: dict[Any, Any] = {}
+    unnamed: list[int] = []  # answers to lines that had no usable id
+    while 4 not in answers:
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert line, "the agent closed stdout"
+        message = json.loads(line)  # every line on stdout is JSON
+        answers[message.get("id")] = message
+        if message.get("id") is None:
+            unnamed.append(message["error"]["code"])
+    process.stdin.close()
+    await asyncio.wait_for(process.wait(), 30)
+    assert answers[1]["error"]["code"] == -32602 and answers[2]["error"]["code"] == -32602
+    assert answers[3]["error"]["code"] == -32601
+    assert unnamed == [-32700, -32600]  # not JSON; a batch
+    assert answers[4]["result"]["protocolVersion"] == 1
+    assert process.returncode == 0
+
+
+@given(
+    before=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d"]), max_size=12).map("".join),
+    after=st.lists(st.sampled_from(["a\n", "b\n", "x\n", "y"]), max_size=12).map("".join),
+)
+def test_the_text_before_an_edit_is_rebuilt_from_its_diff(before: str, after: str) -> None:
+    """What an `edit` tool call shows as oldText: the file now with the edit's hunks taken back."""
+    diff = unified_diff("pkg/m.py", before.encode(), after.encode()) + unified_diff("new.py", None, b"x\n")
+    parts = file_parts(diff)
+    if before == after:
+        assert "pkg/m.py" not in parts
+        return
+    assert text_before(parts["pkg/m.py"], after) == before
+    assert parts["new.py"].created and text_before(parts["new.py"], "x\n") is None
+
+
+def test_a_file_changed_since_its_edit_gives_no_wrong_old_text() -> None:
+    part = file_parts(unified_diff("m.py", b"a\nb\n", b"a\nc\n"))["m.py"]
+    assert text_before(part, "a\nc\n") == "a\nb\n"
+    assert text_before(part, "a\nsomeone else's line\n") is None  # the client shows it as new
+
+
+def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_path: Path) -> None:
+    app = Application(workspace, load_settings({}, environ={}))
+    calc = workspace / "pkg" / "calc.py"
+    blocks = [
+        text_block("Make add subtract"),
+        resource_link_block("calc.py", calc.as_uri()),
+        resource_block(embedded_text_resource(calc.as_uri(), "    return a + b")),  # a selection
+        resource_link_block(".env", (workspace / ".env").as_uri()),
+        resource_link_block("elsewhere", (tmp_path / "elsewhere.py").as_uri()),
+        resource_link_block("docs", "https://example.com/docs"),
+        image_block("aGk=", "image/png"),
+    ]
+    parsed = parse_prompt(blocks, app.workspace, app.model_safe_files)
+    assert parsed.files == ["pkg/calc.py"]
+    assert parsed.text.startswith("Make add subtract") and "From pkg/calc.py:" in parsed.text
+    assert "return a + b" in parsed.text
+    refused = "\n".join(parsed.refused)
+    assert ".env" in refused and "elsewhere" in refused and "https://example.com/docs" in refused
+    assert "image" in refused
+    assert not parsed.all_refused
+    whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))
+    assert "From" not in parse_prompt([text_block("x"), whole_file], app.workspace, app.model_safe_files).text
