@@ -55,17 +55,17 @@ from .runs import (
     WorkflowResult,
     WorkflowStatus,
 )
-from .usage import AiderSpend, AiderUsage, Budget, UsageTotal, WorkflowUsage
+from .usage import AiderCallUsage, Budget, CallUsage, Spend, WorkflowUsage
 
 __all__ = [
     "AiderAutomaticArgs",
+    "AiderCallUsage",
     "AiderEditOutcome",
     "AiderInteractiveArgs",
-    "AiderSpend",
-    "AiderUsage",
     "AskCallback",
     "AssociativeMatchResult",
     "Budget",
+    "CallUsage",
     "CombinedAnalysisResult",
     "CommandRun",
     "ContextGenerationInput",
@@ -95,6 +95,7 @@ __all__ = [
     "ShellCommandArgs",
     "SkipReason",
     "SkippedFile",
+    "Spend",
     "SuiteRun",
     "SuiteScope",
     "TaskError",
@@ -103,7 +104,6 @@ __all__ = [
     "ToolArgs",
     "ToolSpec",
     "UnsavedFiles",
-    "UsageTotal",
     "Verdict",
     "WorkflowIteration",
     "WorkflowRequest",

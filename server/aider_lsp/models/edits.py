@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .commands import CommandRun
 from .envelope import TaskError, TaskResult, TaskStatus, complete_result
-from .usage import AiderUsage
+from .usage import AiderCallUsage
 
 
 class AiderEditOutcome(BaseModel):
@@ -34,7 +34,7 @@ class AiderEditOutcome(BaseModel):
     files_outside_editable: list[str] = Field(default_factory=list)  # as the server reported them
     conflicts: list[str] = Field(default_factory=list)  # saved by someone else during the edit
     reply: str = ""
-    usage: AiderUsage | None = None  # None: not reported
+    usage: AiderCallUsage | None = None  # None: not reported
     # the server's other keys, passed on as it sent them (session_id, turn, errors,
     # declined_files, refused_files, reverted_files)
     server_report: dict[str, Any] = Field(default_factory=dict)
@@ -90,7 +90,7 @@ class AiderEditOutcome(BaseModel):
             if self.conflicts:
                 notes["conflicts"] = list(self.conflicts)
             if self.usage is not None:
-                notes["usage"] = self.usage.model_dump()
+                notes["usage"] = self.usage.aider_wire()
         if self.fallback is not None:  # the server keeps no chats: no session to continue
             notes["session_id"] = None
             notes["fallback"] = self.fallback

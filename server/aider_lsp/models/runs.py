@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .commands import Finding
 from .envelope import ErrorReason, TaskError, TaskStatus
-from .usage import AiderUsage, WorkflowUsage
+from .usage import AiderCallUsage, WorkflowUsage
 
 
 class DevelopmentPlan(BaseModel):
@@ -93,7 +93,7 @@ class EditSummary(BaseModel):
     diff: str = ""
     changed_files: list[str] = Field(default_factory=list)
     created_files: list[str] = Field(default_factory=list)
-    usage: AiderUsage | None = None
+    usage: AiderCallUsage | None = None
     error: TaskError | None = Field(default=None, exclude_if=_absent_when_none)
     session_id: str | None = Field(default=None, exclude_if=_absent_when_none)  # the run's Aider chat
 

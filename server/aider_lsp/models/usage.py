@@ -1,76 +1,170 @@
 """What model calls spent: one call, and a run (planning/analysis and Aider, apart and together),
 and the budget that caps a run.
+
+Two models spend in a run: the planning/analysis model (the LLM layer counts each call) and
+Aider's own (the bundled server reports each edit's usage; the public aider-mcp-server says
+nothing). One family for both: `CallUsage` is what one call spent, `Spend` what calls add up
+to (one side's, or both together), `WorkflowUsage` what a run spent, each side apart and both
+together. A cost is None while no call reported a price, and an edit whose server said nothing
+is counted as unreported: never a made-up 0.
+
+The wire keeps the shapes its readers have always seen: an Aider edit's usage under the
+server's names `{prompt_tokens, completion_tokens, cost}` (the MCP contract), a planning call's
+`notes.usage` as `{model, input_tokens, output_tokens, total_tokens, requests, tool_calls,
+cost}`, a run's usage with the planning side's keys at the top, `aider` and `all` beside them.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from typing import Annotated, Any
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    model_serializer,
+    model_validator,
+)
 
 
-class AiderUsage(BaseModel):
-    """An Aider edit's own model calls, as the bundled server reports them (an extension of the
-    public contract: a server that says nothing has `usage` None, never zero)."""
+def _money(cost: float | None) -> str:
+    return f"${cost:.4f}" if cost is not None else "cost n/a"
 
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
+
+class CallUsage(BaseModel):
+    """What one model call spent: tokens in and out, and its cost (None: no price reported).
+    A planning/analysis call also counts its model requests (tool rounds, output retries) and
+    tool calls; an Aider edit's server reports tokens and cost only, under its own names
+    (`prompt_tokens`, `completion_tokens`: read here, written back by `aider_wire`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0, validation_alias=AliasChoices("input_tokens", "prompt_tokens"))
+    output_tokens: int = Field(
+        default=0, ge=0, validation_alias=AliasChoices("output_tokens", "completion_tokens")
+    )
     cost: float | None = None
+    requests: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def aider_wire(self) -> dict[str, Any]:
+        """An Aider edit's usage as the MCP contract says it."""
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+
+    def llm_wire(self, model: str) -> dict[str, Any]:
+        """A planning/analysis call's `notes.usage`, naming the model that spent it."""
+        return {
+            "model": model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "requests": self.requests,
+            "tool_calls": self.tool_calls,
+            "cost": self.cost,
+        }
 
 
-class AiderSpend(BaseModel):
-    """What Aider's own model calls spent, summed over edits. `edits` counts the edits whose
-    server reported usage, `unreported` those whose server said nothing (the public
-    aider-mcp-server): with no reported edit at all the spend is unknown, never zero."""
+def _aider_wire(usage: CallUsage) -> dict[str, Any]:
+    return usage.aider_wire()
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+
+# An Aider edit's usage in a model that goes on the wire: written under the server's names.
+AiderCallUsage = Annotated[CallUsage, PlainSerializer(_aider_wire)]
+
+
+class Spend(BaseModel):
+    """What calls add up to: one side's (the planning/analysis model's, Aider's) or both together.
+    `calls` counts the calls that reported their usage, `unreported` those whose server said
+    nothing: with calls made and none reported, the spend is unknown (never zero)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, validation_alias=AliasChoices("input_tokens", "prompt_tokens"))
+    output_tokens: int = Field(default=0, validation_alias=AliasChoices("output_tokens", "completion_tokens"))
     cost: float | None = None
-    edits: int = 0
+    requests: int = 0
+    tool_calls: int = 0
+    calls: int = Field(default=0, validation_alias=AliasChoices("calls", "edits"))
     unreported: int = 0
 
     @property
-    def reported(self) -> bool:
-        """Whether anything is known: some edit reported, or no edit ran at all."""
-        return self.edits > 0 or self.unreported == 0
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
 
-    def plus(self, usage: AiderUsage | None) -> AiderSpend:
-        """These totals and one more edit's usage (None: the server reported none)."""
+    @property
+    def reported(self) -> bool:
+        """Whether anything is known: some call reported, or no call was made at all."""
+        return self.calls > 0 or self.unreported == 0
+
+    def plus(self, usage: CallUsage | None) -> Spend:
+        """These totals and one more call's usage (None: its server reported none)."""
         if usage is None:
             return self.model_copy(update={"unreported": self.unreported + 1})
-        cost = self.cost if usage.cost is None else (self.cost or 0.0) + usage.cost
-        return AiderSpend(
-            prompt_tokens=self.prompt_tokens + usage.prompt_tokens,
-            completion_tokens=self.completion_tokens + usage.completion_tokens,
-            total_tokens=self.total_tokens + usage.prompt_tokens + usage.completion_tokens,
-            cost=cost,
-            edits=self.edits + 1,
+        return Spend(
+            input_tokens=self.input_tokens + usage.input_tokens,
+            output_tokens=self.output_tokens + usage.output_tokens,
+            cost=_sum_costs(self.cost, usage.cost),
+            requests=self.requests + usage.requests,
+            tool_calls=self.tool_calls + usage.tool_calls,
+            calls=self.calls + 1,
             unreported=self.unreported,
         )
 
-    def since(self, start: AiderSpend) -> AiderSpend:
+    def together(self, other: Spend) -> Spend:
+        """Both spends as one (the budget counts the planning model's and Aider's together)."""
+        return Spend(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=_sum_costs(self.cost, other.cost),
+            requests=self.requests + other.requests,
+            tool_calls=self.tool_calls + other.tool_calls,
+            calls=self.calls + other.calls,
+            unreported=self.unreported + other.unreported,
+        )
+
+    def since(self, start: Spend) -> Spend:
         """What was spent between `start` and these totals."""
-        return AiderSpend(
-            prompt_tokens=self.prompt_tokens - start.prompt_tokens,
-            completion_tokens=self.completion_tokens - start.completion_tokens,
-            total_tokens=self.total_tokens - start.total_tokens,
+        return Spend(
+            input_tokens=self.input_tokens - start.input_tokens,
+            output_tokens=self.output_tokens - start.output_tokens,
             cost=None if self.cost is None else self.cost - (start.cost or 0.0),
-            edits=self.edits - start.edits,
+            requests=self.requests - start.requests,
+            tool_calls=self.tool_calls - start.tool_calls,
+            calls=self.calls - start.calls,
             unreported=self.unreported - start.unreported,
         )
 
     def describe(self) -> str:
-        """`Aider: 1234 tokens · $0.0120` (or `cost n/a`), `Aider: not reported`."""
-        if not self.reported:
-            return "Aider: not reported"
-        money = f"${self.cost:.4f}" if self.cost is not None else "cost n/a"
-        return f"Aider: {self.total_tokens} tokens · {money}"
+        """`1234 tokens · $0.0120` (or `cost n/a`), or `not reported`."""
+        return f"{self.total_tokens} tokens · {_money(self.cost)}" if self.reported else "not reported"
+
+    def aider_wire(self) -> dict[str, Any]:
+        """Aider's side of a run's usage as clients have always read it."""
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": self.cost,
+            "edits": self.calls,
+            "unreported": self.unreported,
+        }
 
 
-class UsageTotal(BaseModel):
-    """Planning/analysis and Aider together: what the budget counts."""
-
-    total_tokens: int = 0
-    cost: float | None = None
+def _sum_costs(first: float | None, second: float | None) -> float | None:
+    """Two costs added; None only when neither is known (an unknown price is not 0)."""
+    if first is None:
+        return second
+    return first if second is None else first + second
 
 
 class Budget(BaseModel):
@@ -87,7 +181,7 @@ class Budget(BaseModel):
     def capped(self) -> bool:
         return self.max_tokens is not None or self.max_cost is not None
 
-    def exceeded(self, spent: UsageTotal) -> str | None:
+    def exceeded(self, spent: Spend) -> str | None:
         """Why no further call may run, naming the setting to raise; None while within."""
         if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
             return (
@@ -104,49 +198,58 @@ class Budget(BaseModel):
             )
         return None
 
-    def remaining_tokens(self, spent: UsageTotal) -> int | None:
+    def remaining_tokens(self, spent: Spend) -> int | None:
         """The tokens the next call may spend (its limit in the model library), None: no cap."""
         return None if self.max_tokens is None else max(1, self.max_tokens - spent.total_tokens)
 
 
 class WorkflowUsage(BaseModel):
-    """What a run spent. The top-level fields are the planning/analysis model's (the shape
-    clients have always read); `aider` is Aider's own calls, `all` both together (the budget)."""
+    """What a run spent (or a session, or a turn): the planning/analysis model's calls and
+    Aider's edits apart, and `all` both together (what the budget counts). On the wire the
+    planning side's keys are at the top, beside `aider` and `all` (the shape clients have
+    always read; the CLI reads it back from a run's history)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    requests: int = 0
-    cost: float | None = None
-    aider: AiderSpend = Field(default_factory=AiderSpend)
+    model_config = ConfigDict(frozen=True)
 
-    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented idiom
+    planning: Spend = Field(default_factory=Spend)
+    aider: Spend = Field(default_factory=Spend)
+
     @property
-    def all(self) -> UsageTotal:
-        """Both together; cost None only when neither side knows its price."""
-        costs = [c for c in (self.cost, self.aider.cost) if c is not None]
-        return UsageTotal(
-            total_tokens=self.total_tokens + self.aider.total_tokens, cost=sum(costs) if costs else None
-        )
+    def all(self) -> Spend:
+        return self.planning.together(self.aider)
 
     def since(self, start: WorkflowUsage) -> WorkflowUsage:
         """What was spent between `start` and these totals."""
-        cost = None if self.cost is None else self.cost - (start.cost or 0.0)
         return WorkflowUsage(
-            input_tokens=self.input_tokens - start.input_tokens,
-            output_tokens=self.output_tokens - start.output_tokens,
-            total_tokens=self.total_tokens - start.total_tokens,
-            requests=self.requests - start.requests,
-            cost=cost,
-            aider=self.aider.since(start.aider),
+            planning=self.planning.since(start.planning), aider=self.aider.since(start.aider)
         )
 
     def describe(self) -> str:
-        """`1500 tokens · $0.0100 (planning/analysis 300 tokens · $0.0010; Aider: 1200 tokens · …)`."""
-        total = self.all
-        money = f"${total.cost:.4f}" if total.cost is not None else "cost n/a"
-        own = f"${self.cost:.4f}" if self.cost is not None else "cost n/a"
+        """`1500 tokens · $0.0100 (planning/analysis: 300 tokens · $0.0010; Aider: 1200 tokens · …)`."""
         return (
-            f"{total.total_tokens} tokens · {money} "
-            f"(planning/analysis: {self.total_tokens} tokens · {own}; {self.aider.describe()})"
+            f"{self.all.describe()} "
+            f"(planning/analysis: {self.planning.describe()}; Aider: {self.aider.describe()})"
         )
+
+    @model_serializer
+    def _wire(self) -> dict[str, Any]:
+        planning, together = self.planning, self.all
+        return {
+            "input_tokens": planning.input_tokens,
+            "output_tokens": planning.output_tokens,
+            "total_tokens": planning.total_tokens,
+            "requests": planning.requests,
+            "cost": planning.cost,
+            "aider": self.aider.aider_wire(),
+            "all": {"total_tokens": together.total_tokens, "cost": together.cost},
+        }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_wire(cls, data: Any) -> Any:
+        """The wire's shape read back: the planning side's keys at the top level."""
+        if not isinstance(data, dict) or "planning" in data:
+            return data
+        keys = ("input_tokens", "output_tokens", "requests", "cost")
+        planning = {key: data[key] for key in keys if key in data}
+        return {"planning": planning, "aider": data.get("aider") or Spend()}
