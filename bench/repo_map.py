@@ -65,7 +65,7 @@ async def edit(bridge: AiderBridge, root: Path) -> tuple[float, int]:
     elapsed = time.perf_counter() - started
     if not outcome.success:
         raise SystemExit(f"edit failed: {outcome.error}")
-    return elapsed, outcome.usage.prompt_tokens if outcome.usage else -1
+    return elapsed, outcome.usage.input_tokens if outcome.usage else -1
 
 
 async def chat_turn(bridge: AiderBridge, root: Path, session: str | None) -> tuple[float, str]:

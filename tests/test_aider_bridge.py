@@ -385,7 +385,7 @@ def test_an_answer_without_usage_reports_none_not_zero() -> None:
     counted = edit_outcome(
         "aider_ai_code", ToolReply((json.dumps({**answer, "usage": usage}),)), files, bundled=True
     )
-    assert counted.usage is not None and counted.usage.prompt_tokens == 120
+    assert counted.usage is not None and counted.usage.input_tokens == 120
     assert counted.to_task_result().notes["usage"] == usage
     foreign = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=False)
     assert foreign.diff.startswith("diff --aider-mcp a/a.py") and "+x = 2" in foreign.diff

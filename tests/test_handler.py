@@ -57,8 +57,8 @@ async def test_text_call_sends_system_prompt_and_reports_usage(
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0 and usage["requests"] == 1
     await app.handler.execute_llm_call("hello again", system_prompt_override="x")
     totals = app.handler.usage_totals
-    assert totals["requests"] == 2 and totals["calls"] == 2
-    assert totals["input_tokens"] > usage["input_tokens"]
+    assert totals.requests == 2 and totals.calls == 2
+    assert totals.input_tokens > usage["input_tokens"]
 
 
 async def test_data_context_reaches_the_system_prompt(workspace: Path, llm_server: ScriptedLLMServer) -> None:
@@ -409,7 +409,7 @@ async def test_cost_is_reported_when_known_and_capped_by_budget(
     first = await app.handler.execute_llm_call("one")
     cost = first.notes["usage"]["cost"]
     assert cost is not None and cost > 0
-    assert app.handler.usage_totals["cost"] == pytest.approx(cost)
+    assert app.handler.usage_totals.cost == pytest.approx(cost)
     app.set_budget(max_tokens=None, max_cost=cost / 2)
     assert (await app.handler.execute_llm_call("two")).ok  # the budget starts now
     refused = await app.handler.execute_llm_call("three")

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 import pytest
 from pydantic import ValidationError
 
+from aider_lsp import models
 from aider_lsp.models import (
-    AiderSpend,
-    AiderUsage,
     Budget,
+    CallUsage,
     CombinedAnalysisResult,
     ContextGenerationInput,
     DevelopmentPlan,
+    EditSummary,
     ErrorReason,
     MatchItem,
+    Spend,
     TaskResult,
     TaskStatus,
     ToolSpec,
-    UsageTotal,
     WorkflowUsage,
     failed_result,
 )
@@ -77,44 +82,108 @@ def test_tool_spec_provider_alias() -> None:
     assert ToolSpec(name="aider:automatic", description="d").provider_name == "aider_automatic"
 
 
-def test_aiders_spend_adds_up_and_unknown_is_never_zero() -> None:
-    spend = AiderSpend()
-    assert spend.reported and spend.describe() == "Aider: 0 tokens · cost n/a"
+def test_one_calls_usage_reads_and_writes_each_wire() -> None:
+    aider = CallUsage.model_validate({"prompt_tokens": 120, "completion_tokens": 30, "cost": None})
+    assert (aider.input_tokens, aider.output_tokens, aider.total_tokens, aider.cost) == (120, 30, 150, None)
+    assert aider.aider_wire() == {"prompt_tokens": 120, "completion_tokens": 30, "cost": None}
+    planning = CallUsage(input_tokens=10, output_tokens=5, cost=0.5, requests=2, tool_calls=1)
+    assert planning.llm_wire("openai:m") == {
+        "model": "openai:m",
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+        "requests": 2,
+        "tool_calls": 1,
+        "cost": 0.5,
+    }
+    with pytest.raises(ValidationError):
+        CallUsage.model_validate({"prompt_tokens": -1})
+
+
+def test_a_spend_adds_up_and_unknown_is_never_zero() -> None:
+    spend = Spend()
+    assert spend.reported and spend.describe() == "0 tokens · cost n/a"
     unreported = spend.plus(None)  # a server that says nothing (the public aider-mcp-server)
-    assert not unreported.reported and unreported.describe() == "Aider: not reported"
-    priced = spend.plus(AiderUsage(prompt_tokens=100, completion_tokens=20, cost=0.01))
-    both = priced.plus(AiderUsage(prompt_tokens=50, completion_tokens=5))  # no price for this one
-    assert (both.total_tokens, both.cost, both.edits) == (175, 0.01, 2)
-    assert both.since(priced).total_tokens == 55 and both.describe() == "Aider: 175 tokens · $0.0100"
+    assert not unreported.reported and unreported.describe() == "not reported"
+    priced = spend.plus(CallUsage(input_tokens=100, output_tokens=20, cost=0.01))
+    both = priced.plus(CallUsage(input_tokens=50, output_tokens=5))  # no price for this one
+    assert (both.total_tokens, both.cost, both.calls) == (175, 0.01, 2)
+    assert both.since(priced).total_tokens == 55 and both.describe() == "175 tokens · $0.0100"
+    assert both.together(unreported).unreported == 1 and both.together(Spend()).cost == 0.01
 
 
 def test_a_runs_usage_shows_both_spends_apart_and_together() -> None:
-    start = WorkflowUsage(total_tokens=10, requests=1, cost=0.001)
-    aider = AiderSpend().plus(AiderUsage(prompt_tokens=1000, completion_tokens=200, cost=None))
-    now = WorkflowUsage(total_tokens=310, requests=3, cost=0.003, aider=aider)
-    run = now.since(start)
-    assert (run.total_tokens, run.requests, run.aider.total_tokens) == (300, 2, 1200)
+    start = WorkflowUsage(planning=Spend(input_tokens=10, requests=1, calls=1, cost=0.001))
+    aider = Spend().plus(CallUsage(input_tokens=1000, output_tokens=200, cost=None))
+    planning = Spend(input_tokens=250, output_tokens=60, requests=3, calls=3, cost=0.003)
+    run = WorkflowUsage(planning=planning, aider=aider).since(start)
+    assert (run.planning.total_tokens, run.planning.requests, run.aider.total_tokens) == (300, 2, 1200)
     assert run.all.total_tokens == 1500 and run.all.cost == pytest.approx(0.002)
-    wire = run.model_dump(mode="json")
-    assert wire["all"] == {"total_tokens": 1500, "cost": pytest.approx(0.002)}
-    assert wire["aider"]["edits"] == 1 and wire["input_tokens"] == 0  # the old keys stay
     assert run.describe() == (
         "1500 tokens · $0.0020 (planning/analysis: 300 tokens · $0.0020; Aider: 1200 tokens · cost n/a)"
     )
-    assert WorkflowUsage.model_validate(wire) == run  # read back (the CLI's report)
+
+
+def test_a_runs_usage_keeps_the_wire_clients_read() -> None:
+    aider = Spend().plus(CallUsage(input_tokens=300, output_tokens=100)).plus(None)
+    run = WorkflowUsage(planning=Spend(input_tokens=100, output_tokens=10, requests=1, calls=1), aider=aider)
+    wire = run.model_dump(mode="json")
+    assert wire == {
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "total_tokens": 110,
+        "requests": 1,
+        "cost": None,
+        "aider": {
+            "prompt_tokens": 300,
+            "completion_tokens": 100,
+            "total_tokens": 400,
+            "cost": None,
+            "edits": 1,
+            "unreported": 1,
+        },
+        "all": {"total_tokens": 510, "cost": None},
+    }
+    assert WorkflowUsage.model_validate(wire).model_dump(mode="json") == wire  # read back (the CLI)
+    assert WorkflowUsage.model_validate({}) == WorkflowUsage()
+
+
+def test_an_edits_usage_is_written_under_the_aider_servers_names() -> None:
+    usage = CallUsage(input_tokens=7, output_tokens=3, cost=0.25)
+    summary = EditSummary(status=TaskStatus.COMPLETE, usage=usage)
+    wire = summary.model_dump(mode="json")
+    assert wire["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "cost": 0.25}
+    assert EditSummary.model_validate(wire).usage == usage
+    assert EditSummary(status=TaskStatus.FAILED).model_dump(mode="json")["usage"] is None
+
+
+def test_every_public_model_is_importable_from_the_package() -> None:
+    """`from aider_lsp.models import X` works for every model of every module (the package's
+    `__all__` lists them), so importers need not know which module holds X."""
+    for info in pkgutil.iter_modules(models.__path__):
+        module = importlib.import_module(f"aider_lsp.models.{info.name}")
+        defined = [
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_")
+            and getattr(value, "__module__", None) == module.__name__
+            and (inspect.isclass(value) or inspect.isfunction(value))
+        ]
+        missing = [name for name in defined if name not in models.__all__]
+        assert not missing, f"aider_lsp.models.{info.name} defines {missing}: add them to __all__"
 
 
 def test_the_budget_says_which_cap_is_spent_and_which_setting_to_raise() -> None:
     tokens = Budget(max_tokens=500)
-    assert tokens.exceeded(UsageTotal(total_tokens=499, cost=9.0)) is None  # no cost cap
-    assert tokens.remaining_tokens(UsageTotal(total_tokens=499)) == 1
-    why = tokens.exceeded(UsageTotal(total_tokens=510))
+    assert tokens.exceeded(Spend(input_tokens=499, cost=9.0)) is None  # no cost cap
+    assert tokens.remaining_tokens(Spend(input_tokens=499)) == 1
+    why = tokens.exceeded(Spend(input_tokens=510))
     assert why is not None and "budget of 500 is used up (510 used)" in why
     assert "raise aiderLsp.budget.maxTokens" in why
 
     cost = Budget(max_cost=0.5)
-    assert cost.exceeded(UsageTotal(total_tokens=10**6, cost=None)) is None  # price unknown
-    assert cost.remaining_tokens(UsageTotal()) is None
-    why = cost.exceeded(UsageTotal(cost=0.5))
+    assert cost.exceeded(Spend(input_tokens=10**6, cost=None)) is None  # price unknown
+    assert cost.remaining_tokens(Spend()) is None
+    why = cost.exceeded(Spend(cost=0.5))
     assert why is not None and "raise aiderLsp.budget.maxCost" in why
     assert not Budget().capped and Budget(max_cost=0.5).capped

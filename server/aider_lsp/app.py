@@ -246,7 +246,7 @@ class Application:
         outcome = await self.aider_tools.edit(args, chat=chat, session_id=session_id)
         if not chat:  # a workflow's turns are its run's; the run says what the history shows
             usage = outcome.usage
-            spend = None if usage is None else f"{usage.prompt_tokens + usage.completion_tokens} tokens"
+            spend = None if usage is None else f"{usage.total_tokens} tokens"
             status = "FAILED" if outcome.error is not None else "COMPLETE"
             self.checkpoints.annotate(outcome.checkpoint_id, kind="edit", status=status, spend=spend)
         return outcome
@@ -357,15 +357,7 @@ class Application:
     def spent(self) -> WorkflowUsage:
         """Tokens, requests and cost of the LLM calls so far in this session, Aider's own (as
         its server reported them) in `aider`."""
-        totals = self.handler.usage_totals
-        return WorkflowUsage(
-            input_tokens=int(totals.get("input_tokens") or 0),
-            output_tokens=int(totals.get("output_tokens") or 0),
-            total_tokens=int(totals.get("total_tokens") or 0),
-            requests=int(totals.get("requests") or 0),
-            cost=None if totals.get("cost") is None else float(totals["cost"]),
-            aider=self.aider.spent,
-        )
+        return WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
 
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
         """Cap the LLM calls that follow (one workflow run): once what they and Aider's edits

@@ -1,6 +1,6 @@
 """Typed results → the seeds' TaskResult: the one place each becomes (content, notes).
 
-Services answer their own models (a CommandRun, a RestoreReport: models.py); a tool, a
+Services answer their own models (a CommandRun, a RestoreReport: models/); a tool, a
 command or the CLI turns them into a TaskResult here, so the notes' keys and values on the
 wire are written once and read back by no one inside.
 """

@@ -5,7 +5,7 @@ On Linux the command runs under reaper.py's supervisor (a child subreaper): when
 exits, at the timeout and on cancel, everything it started is ended, even a grandchild that
 left its session (setsid), and the run says what was ended. Elsewhere the command gets its own
 process group, killed as a group (a descendant that left the group outlives the run there).
-`execute` answers a CommandRun (models.py): a non-zero exit is not an error, the analysis needs
+`execute` answers a CommandRun (models/commands.py): a non-zero exit is not an error, the analysis needs
 its output; results.py turns it into the `system:execute_shell_command` TaskResult.
 """
 

@@ -22,8 +22,8 @@ from aider_lsp.checkpoints import ACTIVE_CHECKPOINT, CheckpointStore, snapshot_f
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import (
     AiderEditOutcome,
-    AiderUsage,
     AssociativeMatchResult,
+    CallUsage,
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
@@ -54,12 +54,12 @@ class ScriptedEdit:
     reply: str = ""
     error: TaskError | None = None
     answered: bool = True
-    usage: AiderUsage | None = None
+    usage: CallUsage | None = None
 
 
 def writes(path: str, text: str, *, tokens: int = 0) -> ScriptedEdit:
     """An edit that writes `text` to `path` (spending `tokens` of Aider's when given)."""
-    usage = AiderUsage(prompt_tokens=tokens) if tokens else None
+    usage = CallUsage(input_tokens=tokens) if tokens else None
     return ScriptedEdit(writes={path: text}, usage=usage)
 
 
@@ -241,9 +241,8 @@ class FakeHost:
 
     def _spend(self, tokens: int) -> None:
         if tokens:
-            self.usage = self.usage.model_copy(
-                update={"total_tokens": self.usage.total_tokens + tokens, "requests": self.usage.requests + 1}
-            )
+            call = CallUsage(input_tokens=tokens, requests=1)
+            self.usage = self.usage.model_copy(update={"planning": self.usage.planning.plus(call)})
 
 
 if TYPE_CHECKING:  # mypy keeps the fake a WorkflowHost as the protocol changes

@@ -26,10 +26,10 @@ from ..checkpoints import snapshot_files
 from ..files import FileAccessManager
 from ..models import (
     AiderEditOutcome,
-    AiderSpend,
     AssociativeMatchResult,
     ContextGenerationInput,
     ErrorReason,
+    Spend,
     TaskResult,
 )
 from ..settings import Settings
@@ -59,7 +59,7 @@ class AiderBridge:
         self._session: ServerSession | None = None
         self._file_context: list[str] = []
         # Aider's own spend over this session's edits (what the servers reported)
-        self.spent = AiderSpend()
+        self.spent = Spend()
 
     def settings(self) -> Settings:
         """The settings in force now (they change live in the editor)."""

@@ -19,7 +19,7 @@ from aider_mcp.snapshots import unified_diff  # stdlib-only helper shipped along
 
 from ..models import (
     AiderEditOutcome,
-    AiderUsage,
+    CallUsage,
     ErrorReason,
     TaskError,
     TaskResult,
@@ -179,12 +179,12 @@ def _no_change(tool_name: str, payload: dict[str, Any], claimed: bool) -> TaskEr
     return TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message)
 
 
-def reported_usage(raw: Any) -> AiderUsage | None:
+def reported_usage(raw: Any) -> CallUsage | None:
     """The edit's usage when the server reported a well-formed one, else None (not zero)."""
     if not isinstance(raw, dict):
         return None
     try:
-        return AiderUsage.model_validate(raw)
+        return CallUsage.model_validate(raw)
     except ValueError:
         return None
 

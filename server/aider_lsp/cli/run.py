@@ -214,8 +214,8 @@ def _print_run(run: WorkflowResult, out: TextIO) -> None:
         _print_iteration(item, out)
     usage = run.usage
     print(
-        f"\nSpent: {usage.describe()}; {usage.requests} request(s) to the planning model, "
-        f"{usage.aider.edits + usage.aider.unreported} Aider edit(s)",
+        f"\nSpent: {usage.describe()}; {usage.planning.requests} request(s) to the planning model, "
+        f"{usage.aider.calls + usage.aider.unreported} Aider edit(s)",
         file=out,
     )
 

@@ -21,9 +21,9 @@ from ..models import (
     ErrorReason,
     HistoryConfigSettings,
     MatchItem,
+    Spend,
     TaskResult,
     ToolSpec,
-    UsageTotal,
     complete_result,
     failed_result,
 )
@@ -364,7 +364,7 @@ class BaseHandler:
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)
 
-    def set_budget(self, budget: Budget, spent: Callable[[], UsageTotal]) -> None:
+    def set_budget(self, budget: Budget, spent: Callable[[], Spend]) -> None:
         """Cap the LLM calls that follow (one workflow run): once `spent()` reaches `budget`, a
         call is refused (FAILED llm_error, marked budget_exhausted) with the budget's message."""
         self.llm.set_budget(budget, spent)
@@ -382,9 +382,9 @@ class BaseHandler:
             pass
 
     @property
-    def usage_totals(self) -> dict[str, Any]:
-        """Tokens/requests/cost summed over this session."""
-        return self.llm.usage.as_dict()
+    def usage_totals(self) -> Spend:
+        """What this session's planning/analysis calls spent, added up."""
+        return self.llm.usage
 
     # ------------------------------------------------------------------ misc
     async def execute_file_path_command(self, command: str) -> TaskResult:

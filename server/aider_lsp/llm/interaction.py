@@ -18,11 +18,12 @@ from pydantic import BaseModel, ValidationError
 
 from ..models import (
     Budget,
+    CallUsage,
     ErrorReason,
     HistoryConfigSettings,
+    Spend,
     TaskResult,
     ToolSpec,
-    UsageTotal,
     complete_result,
     failed_result,
 )
@@ -60,43 +61,13 @@ class _RunDeps:
 
 
 @dataclass
-class UsageTotals:
-    """Tokens, requests and cost summed over a session."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requests: int = 0
-    tool_calls: int = 0
-    cost: float | None = None
-    calls: int = 0
-
-    def add(self, usage: dict[str, Any]) -> None:
-        self.input_tokens += int(usage.get("input_tokens") or 0)
-        self.output_tokens += int(usage.get("output_tokens") or 0)
-        self.requests += int(usage.get("requests") or 0)
-        self.tool_calls += int(usage.get("tool_calls") or 0)
-        self.calls += 1
-        if usage.get("cost") is not None:
-            self.cost = (self.cost or 0.0) + float(usage["cost"])
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-            "requests": self.requests,
-            "tool_calls": self.tool_calls,
-            "cost": self.cost,
-            "calls": self.calls,
-        }
-
-
-@dataclass
 class _Turn:
     messages: list[Any] = field(default_factory=list)
 
 
-def _usage_dict(run_usage: Any, messages: Sequence[Any], model_label: str) -> dict[str, Any]:
+def _call_usage(run_usage: Any, messages: Sequence[Any]) -> CallUsage:
+    """What one agent run spent, from pydantic-ai's counters; its cost is the priced responses'
+    (None when the model has no known price: a local server, an unknown name)."""
     cost: float | None = None
     for message in messages:
         if type(message).__name__ != "ModelResponse":
@@ -106,17 +77,13 @@ def _usage_dict(run_usage: Any, messages: Sequence[Any], model_label: str) -> di
             cost = (cost or 0.0) + float(price.total_price)
         except Exception:  # unknown model / local server: no price
             continue
-    input_tokens = int(getattr(run_usage, "input_tokens", 0) or 0)
-    output_tokens = int(getattr(run_usage, "output_tokens", 0) or 0)
-    return {
-        "model": model_label,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": input_tokens + output_tokens,
-        "requests": int(getattr(run_usage, "requests", 0) or 0),
-        "tool_calls": int(getattr(run_usage, "tool_calls", 0) or 0),
-        "cost": cost,
-    }
+    return CallUsage(
+        input_tokens=int(getattr(run_usage, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(run_usage, "output_tokens", 0) or 0),
+        cost=cost,
+        requests=int(getattr(run_usage, "requests", 0) or 0),
+        tool_calls=int(getattr(run_usage, "tool_calls", 0) or 0),
+    )
 
 
 class LLMInteractionManager:
@@ -139,9 +106,9 @@ class LLMInteractionManager:
         self._agents: dict[tuple[Any, str], Any] = {}
         self._models: dict[tuple[Any, ...], Any] = {}
         self._turns: list[_Turn] = []
-        self.usage = UsageTotals()
+        self.usage = Spend()  # every call of this session, added up
         self.budget: Budget | None = None
-        self._spent: Callable[[], UsageTotal] = UsageTotal  # what the budget's run spent so far
+        self._spent: Callable[[], Spend] = Spend  # what the budget's run spent so far
 
     @property
     def debug(self) -> bool:
@@ -149,7 +116,7 @@ class LLMInteractionManager:
         return self._settings().debug if self.debug_override is None else self.debug_override
 
     # -- budget
-    def set_budget(self, budget: Budget, spent: Callable[[], UsageTotal]) -> None:
+    def set_budget(self, budget: Budget, spent: Callable[[], Spend]) -> None:
         """Refuse calls once `spent()` (what the run spent so far: the Application counts
         Aider's calls with these) reaches `budget`; an uncapped budget refuses nothing."""
         self.budget = budget if budget.capped else None
@@ -157,7 +124,7 @@ class LLMInteractionManager:
 
     def clear_budget(self) -> None:
         self.budget = None
-        self._spent = UsageTotal
+        self._spent = Spend
 
     def budget_exceeded(self) -> str | None:
         """Why the budget refuses the next call (the message the user reads), or None."""
@@ -255,7 +222,7 @@ class LLMInteractionManager:
             return failed_result(
                 ErrorReason.CONFIGURATION_ERROR,
                 str(exc),
-                notes={"model": label, "usage": _usage_dict(None, [], label)},
+                notes={"model": label, "usage": CallUsage().llm_wire(label)},
             )
         if why := self.budget_exceeded():
             return _over_budget(why, {"model": label})
@@ -344,9 +311,9 @@ class LLMInteractionManager:
         run spent before it failed is counted (and may be what spent the budget)."""
         from pydantic_ai.exceptions import ModelAPIError, UsageLimitExceeded
 
-        usage = _usage_dict(run_usage, [], label)
-        self.usage.add(usage)
-        notes: dict[str, Any] = {"usage": usage, "model": label}
+        usage = _call_usage(run_usage, [])
+        self.usage = self.usage.plus(usage)
+        notes: dict[str, Any] = {"usage": usage.llm_wire(label), "model": label}
         if isinstance(exc, UsageLimitExceeded):  # the budget's remainder, given as this call's limit
             why = self.budget_exceeded() or f"usage limit reached: {exc} (aiderLsp.budget caps a run)"
             return _over_budget(why, notes)
@@ -415,12 +382,12 @@ class LLMInteractionManager:
     ) -> TaskResult:
         """A finished run: usage counted (session and budget), the turn kept, the output."""
         new_messages = result.new_messages()
-        usage = _usage_dict(run_usage, new_messages, label)
-        self.usage.add(usage)
+        usage = _call_usage(run_usage, new_messages)
+        self.usage = self.usage.plus(usage)
         if history_config.record_in_session_history:
             self._turns.append(_Turn(list(new_messages)))
         output = result.output
-        notes: dict[str, Any] = {"usage": usage, "model": label}
+        notes: dict[str, Any] = {"usage": usage.llm_wire(label), "model": label}
         if isinstance(output, BaseModel):
             return complete_result(output.model_dump_json(), notes=notes, parsed=output)
         return complete_result(str(output), notes=notes)

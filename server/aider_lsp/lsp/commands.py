@@ -39,7 +39,7 @@ class NoParams(CommandParams):
     pass
 
 
-# The commands that run a tool take the tool's own argument model (models.py), strict.
+# The commands that run a tool take the tool's own argument model (models/args.py), strict.
 class ReadFilesParams(ReadFilesArgs, CommandParams):
     pass
 

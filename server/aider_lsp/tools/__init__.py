@@ -4,6 +4,6 @@ that run without an LLM template (aider.py: `aider:automatic`, `aider:interactiv
 context.py: `system:get_context`; system.py: `system:read_files`,
 `system:execute_shell_command`).
 
-Each executor validates its argument with the tool's model in models.py (the same model gives
+Each executor validates its argument with the tool's model in models/args.py (the same model gives
 the schema offered to an LLM) and answers a TaskResult; files that reach a model pass
 `FileAccessManager.model_safe_files`."""

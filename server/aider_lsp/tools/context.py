@@ -1,6 +1,6 @@
 """`system:get_context`: the workspace files relevant to a query, from the MemorySystem.
 
-Its argument is `GetContextArgs` (models.py). Answer: content = JSON list of paths,
+Its argument is `GetContextArgs` (models/args.py). Answer: content = JSON list of paths,
 notes.file_paths, notes.context_summary; also notes.matches (MatchItem dicts with relevance_score,
 for callers that weigh them).
 """

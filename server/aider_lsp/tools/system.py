@@ -1,6 +1,6 @@
 """`system:*` direct tools: read files and run the configured shell command.
 
-Their arguments are `ReadFilesArgs` and `ShellCommandArgs` (models.py): the schema offered
+Their arguments are `ReadFilesArgs` and `ShellCommandArgs` (models/args.py): the schema offered
 to a model and the validation here both come from them.
 """
 

@@ -78,7 +78,7 @@ PROGRESS_SEPARATOR = " · spent "
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
     """A phase for the progress report, with what the run spent so far once it spent anything
     (planning/analysis and Aider apart and together)."""
-    if usage.requests == 0 and usage.aider.edits == 0 and usage.aider.unreported == 0:
+    if usage.planning.requests == 0 and usage.aider.calls == 0 and usage.aider.unreported == 0:
         return phase
     return f"{phase}{PROGRESS_SEPARATOR}{usage.describe()}"
 

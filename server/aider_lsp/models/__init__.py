@@ -1,0 +1,118 @@
+"""Every data model that crosses a module boundary, one module per concern.
+
+- envelope: TaskResult, the answer of every command, tool and template (errors reported, not raised)
+- caller: what a request's caller gives it (RequestContext: progress, findings, questions)
+- args: each tool's argument model (`…Args`, the LSP command, the model's schema, the validation)
+- commands: one run of a shell command (CommandRun) and the problems it found (Finding)
+- usage: what one model call spent and what a run spent (apart and together), the budget
+- edits: what one Aider edit did (AiderEditOutcome), fix-and-retest
+- runs: a workflow run (plan, analysis, iterations, result)
+- history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
+- context: workspace context for a model call (MatchItem, DataContext, …)
+
+Import from `aider_lsp.models` or from the module itself: the names below are the same objects.
+"""
+
+from .args import (
+    AiderAutomaticArgs,
+    AiderInteractiveArgs,
+    GetContextArgs,
+    OptionalPathList,
+    PathList,
+    Position,
+    Range,
+    ReadFilesArgs,
+    Selection,
+    ShellCommandArgs,
+    ToolArgs,
+    ToolSpec,
+    WorkflowRequest,
+    parse_args,
+    provider_safe_name,
+    validation_message,
+)
+from .caller import AskCallback, FindingsCallback, ProgressCallback, RequestContext, UnsavedFiles
+from .commands import CommandRun, Finding, Severity
+from .context import (
+    AssociativeMatchResult,
+    ContextGenerationInput,
+    DataContext,
+    HistoryConfigSettings,
+    MatchItem,
+)
+from .edits import AiderEditOutcome, FixAndRetest
+from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
+from .history import RestoreReport, RunChanges, RunRecord, SkippedFile, SkipReason
+from .runs import (
+    CombinedAnalysisResult,
+    DecidingRun,
+    DevelopmentPlan,
+    EditSummary,
+    SuiteRun,
+    SuiteScope,
+    Verdict,
+    WorkflowIteration,
+    WorkflowResult,
+    WorkflowStatus,
+)
+from .usage import AiderCallUsage, Budget, CallUsage, Spend, WorkflowUsage
+
+__all__ = [
+    "AiderAutomaticArgs",
+    "AiderCallUsage",
+    "AiderEditOutcome",
+    "AiderInteractiveArgs",
+    "AskCallback",
+    "AssociativeMatchResult",
+    "Budget",
+    "CallUsage",
+    "CombinedAnalysisResult",
+    "CommandRun",
+    "ContextGenerationInput",
+    "DataContext",
+    "DecidingRun",
+    "DevelopmentPlan",
+    "EditSummary",
+    "ErrorReason",
+    "Finding",
+    "FindingsCallback",
+    "FixAndRetest",
+    "GetContextArgs",
+    "HistoryConfigSettings",
+    "MatchItem",
+    "OptionalPathList",
+    "PathList",
+    "Position",
+    "ProgressCallback",
+    "Range",
+    "ReadFilesArgs",
+    "RequestContext",
+    "RestoreReport",
+    "RunChanges",
+    "RunRecord",
+    "Selection",
+    "Severity",
+    "ShellCommandArgs",
+    "SkipReason",
+    "SkippedFile",
+    "Spend",
+    "SuiteRun",
+    "SuiteScope",
+    "TaskError",
+    "TaskResult",
+    "TaskStatus",
+    "ToolArgs",
+    "ToolSpec",
+    "UnsavedFiles",
+    "Verdict",
+    "WorkflowIteration",
+    "WorkflowRequest",
+    "WorkflowResult",
+    "WorkflowStatus",
+    "WorkflowUsage",
+    "complete_result",
+    "failed_result",
+    "parse_args",
+    "provider_safe_name",
+    "validation_message",
+]

@@ -1,0 +1,255 @@
+"""What model calls spent: one call, and a run (planning/analysis and Aider, apart and together),
+and the budget that caps a run.
+
+Two models spend in a run: the planning/analysis model (the LLM layer counts each call) and
+Aider's own (the bundled server reports each edit's usage; the public aider-mcp-server says
+nothing). One family for both: `CallUsage` is what one call spent, `Spend` what calls add up
+to (one side's, or both together), `WorkflowUsage` what a run spent, each side apart and both
+together. A cost is None while no call reported a price, and an edit whose server said nothing
+is counted as unreported: never a made-up 0.
+
+The wire keeps the shapes its readers have always seen: an Aider edit's usage under the
+server's names `{prompt_tokens, completion_tokens, cost}` (the MCP contract), a planning call's
+`notes.usage` as `{model, input_tokens, output_tokens, total_tokens, requests, tool_calls,
+cost}`, a run's usage with the planning side's keys at the top, `aider` and `all` beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    model_serializer,
+    model_validator,
+)
+
+
+def _money(cost: float | None) -> str:
+    return f"${cost:.4f}" if cost is not None else "cost n/a"
+
+
+class CallUsage(BaseModel):
+    """What one model call spent: tokens in and out, and its cost (None: no price reported).
+    A planning/analysis call also counts its model requests (tool rounds, output retries) and
+    tool calls; an Aider edit's server reports tokens and cost only, under its own names
+    (`prompt_tokens`, `completion_tokens`: read here, written back by `aider_wire`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0, validation_alias=AliasChoices("input_tokens", "prompt_tokens"))
+    output_tokens: int = Field(
+        default=0, ge=0, validation_alias=AliasChoices("output_tokens", "completion_tokens")
+    )
+    cost: float | None = None
+    requests: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def aider_wire(self) -> dict[str, Any]:
+        """An Aider edit's usage as the MCP contract says it."""
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+
+    def llm_wire(self, model: str) -> dict[str, Any]:
+        """A planning/analysis call's `notes.usage`, naming the model that spent it."""
+        return {
+            "model": model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "requests": self.requests,
+            "tool_calls": self.tool_calls,
+            "cost": self.cost,
+        }
+
+
+def _aider_wire(usage: CallUsage) -> dict[str, Any]:
+    return usage.aider_wire()
+
+
+# An Aider edit's usage in a model that goes on the wire: written under the server's names.
+AiderCallUsage = Annotated[CallUsage, PlainSerializer(_aider_wire)]
+
+
+class Spend(BaseModel):
+    """What calls add up to: one side's (the planning/analysis model's, Aider's) or both together.
+    `calls` counts the calls that reported their usage, `unreported` those whose server said
+    nothing: with calls made and none reported, the spend is unknown (never zero)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, validation_alias=AliasChoices("input_tokens", "prompt_tokens"))
+    output_tokens: int = Field(default=0, validation_alias=AliasChoices("output_tokens", "completion_tokens"))
+    cost: float | None = None
+    requests: int = 0
+    tool_calls: int = 0
+    calls: int = Field(default=0, validation_alias=AliasChoices("calls", "edits"))
+    unreported: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def reported(self) -> bool:
+        """Whether anything is known: some call reported, or no call was made at all."""
+        return self.calls > 0 or self.unreported == 0
+
+    def plus(self, usage: CallUsage | None) -> Spend:
+        """These totals and one more call's usage (None: its server reported none)."""
+        if usage is None:
+            return self.model_copy(update={"unreported": self.unreported + 1})
+        return Spend(
+            input_tokens=self.input_tokens + usage.input_tokens,
+            output_tokens=self.output_tokens + usage.output_tokens,
+            cost=_sum_costs(self.cost, usage.cost),
+            requests=self.requests + usage.requests,
+            tool_calls=self.tool_calls + usage.tool_calls,
+            calls=self.calls + 1,
+            unreported=self.unreported,
+        )
+
+    def together(self, other: Spend) -> Spend:
+        """Both spends as one (the budget counts the planning model's and Aider's together)."""
+        return Spend(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=_sum_costs(self.cost, other.cost),
+            requests=self.requests + other.requests,
+            tool_calls=self.tool_calls + other.tool_calls,
+            calls=self.calls + other.calls,
+            unreported=self.unreported + other.unreported,
+        )
+
+    def since(self, start: Spend) -> Spend:
+        """What was spent between `start` and these totals."""
+        return Spend(
+            input_tokens=self.input_tokens - start.input_tokens,
+            output_tokens=self.output_tokens - start.output_tokens,
+            cost=None if self.cost is None else self.cost - (start.cost or 0.0),
+            requests=self.requests - start.requests,
+            tool_calls=self.tool_calls - start.tool_calls,
+            calls=self.calls - start.calls,
+            unreported=self.unreported - start.unreported,
+        )
+
+    def describe(self) -> str:
+        """`1234 tokens · $0.0120` (or `cost n/a`), or `not reported`."""
+        return f"{self.total_tokens} tokens · {_money(self.cost)}" if self.reported else "not reported"
+
+    def aider_wire(self) -> dict[str, Any]:
+        """Aider's side of a run's usage as clients have always read it."""
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": self.cost,
+            "edits": self.calls,
+            "unreported": self.unreported,
+        }
+
+
+def _sum_costs(first: float | None, second: float | None) -> float | None:
+    """Two costs added; None only when neither is known (an unknown price is not 0)."""
+    if first is None:
+        return second
+    return first if second is None else first + second
+
+
+class Budget(BaseModel):
+    """A run's cap on tokens and/or cost (aiderLsp.budget). Why one value: the rule ("spent
+    reaches the cap") and the message the user reads are the same wherever a run is stopped,
+    by the LLM layer before a call or by the workflow between steps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None
+
+    def exceeded(self, spent: Spend) -> str | None:
+        """Why no further call may run, naming the setting to raise; None while within."""
+        if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
+            return (
+                f"the token budget of {self.max_tokens} is used up ({spent.total_tokens} used): raise "
+                "aiderLsp.budget.maxTokens (tokens per run, planning/analysis and Aider together), "
+                "or give a smaller goal"
+            )
+        cost = spent.cost or 0.0
+        if self.max_cost is not None and cost >= self.max_cost:
+            return (
+                f"the cost budget of {self.max_cost:g} is used up ({cost:.4f} used): raise "
+                "aiderLsp.budget.maxCost (cost per run, planning/analysis and Aider together), "
+                "or give a smaller goal"
+            )
+        return None
+
+    def remaining_tokens(self, spent: Spend) -> int | None:
+        """The tokens the next call may spend (its limit in the model library), None: no cap."""
+        return None if self.max_tokens is None else max(1, self.max_tokens - spent.total_tokens)
+
+
+class WorkflowUsage(BaseModel):
+    """What a run spent (or a session, or a turn): the planning/analysis model's calls and
+    Aider's edits apart, and `all` both together (what the budget counts). On the wire the
+    planning side's keys are at the top, beside `aider` and `all` (the shape clients have
+    always read; the CLI reads it back from a run's history)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    planning: Spend = Field(default_factory=Spend)
+    aider: Spend = Field(default_factory=Spend)
+
+    @property
+    def all(self) -> Spend:
+        return self.planning.together(self.aider)
+
+    def since(self, start: WorkflowUsage) -> WorkflowUsage:
+        """What was spent between `start` and these totals."""
+        return WorkflowUsage(
+            planning=self.planning.since(start.planning), aider=self.aider.since(start.aider)
+        )
+
+    def describe(self) -> str:
+        """`1500 tokens · $0.0100 (planning/analysis: 300 tokens · $0.0010; Aider: 1200 tokens · …)`."""
+        return (
+            f"{self.all.describe()} "
+            f"(planning/analysis: {self.planning.describe()}; Aider: {self.aider.describe()})"
+        )
+
+    @model_serializer
+    def _wire(self) -> dict[str, Any]:
+        planning, together = self.planning, self.all
+        return {
+            "input_tokens": planning.input_tokens,
+            "output_tokens": planning.output_tokens,
+            "total_tokens": planning.total_tokens,
+            "requests": planning.requests,
+            "cost": planning.cost,
+            "aider": self.aider.aider_wire(),
+            "all": {"total_tokens": together.total_tokens, "cost": together.cost},
+        }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_wire(cls, data: Any) -> Any:
+        """The wire's shape read back: the planning side's keys at the top level."""
+        if not isinstance(data, dict) or "planning" in data:
+            return data
+        keys = ("input_tokens", "output_tokens", "requests", "cost")
+        planning = {key: data[key] for key in keys if key in data}
+        return {"planning": planning, "aider": data.get("aider") or Spend()}
