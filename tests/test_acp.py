@@ -52,7 +52,6 @@ from aider_lsp_testing.llm_server import (
     slow,
 )
 from aider_mcp.snapshots import unified_diff
-from conftest import needs_aider
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
 PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
@@ -137,7 +136,7 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
     assert option.root.id == "mode" if hasattr(option, "root") else option.id == "mode"
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -162,7 +161,7 @@ async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     assert "Fix subtract and multiply" in json.dumps(aider_request)
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_ask_turn_answers_and_edits_nothing(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -194,7 +193,7 @@ def script_two_iterations(llm_server: Any) -> None:
     )
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_workflow_turn_goes_from_red_to_green(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -221,7 +220,7 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert answer.usage is not None and answer.usage.total_tokens > 0
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_cancel_during_a_slow_model_answer_is_answered_at_once(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:

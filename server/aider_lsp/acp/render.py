@@ -146,8 +146,8 @@ def usage_update(spent: WorkflowUsage, budget_tokens: int | None) -> UsageUpdate
 
 def turn_usage(spent: WorkflowUsage) -> Usage:
     """What one turn spent, for the prompt's answer (planning/analysis and Aider together)."""
-    input_tokens = max(spent.input_tokens + spent.aider.prompt_tokens, 0)
-    output_tokens = max(spent.output_tokens + spent.aider.completion_tokens, 0)
+    input_tokens = max(spent.all.input_tokens, 0)
+    output_tokens = max(spent.all.output_tokens, 0)
     return Usage(
         input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
     )
