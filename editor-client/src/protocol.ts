@@ -124,6 +124,18 @@ export interface CommandArgs {
     'aider-lsp.diagnostics.clear': EmptyArgs;
 }
 
+/**
+ * Every command's argument may also carry `folder`: the URI of the workspace folder it runs in
+ * (its relative paths are relative to that folder). The server takes it out before it checks the
+ * argument against the command's model (server lsp/routing.py), so it is no command's property.
+ */
+export const FOLDER_FIELD = 'folder';
+
+/** `arg` with the workspace folder it runs in, when there is one to name. */
+export function withFolder(arg: object, folder: string | undefined): object {
+    return folder === undefined ? arg : { ...arg, [FOLDER_FIELD]: folder };
+}
+
 type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';
 
 interface TaskError {

@@ -332,6 +332,47 @@ describe('activate', () => {
         delete recorded.configuration['aiderLsp.testCommand'];
     });
 
+    describe('in a window of two folders', () => {
+        const lib = path.join(root, 'lib');
+        let single: typeof workspace.workspaceFolders = [];
+        before(() => {
+            single = workspace.workspaceFolders;
+            fs.mkdirSync(lib, { recursive: true });
+            workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+        });
+        after(() => {
+            workspace.workspaceFolders = single;
+        });
+
+        it('Edit with Aider runs in the folder of the active file, its paths relative to that folder', async () => {
+            const doc = document('lib/core.py', 'X = 1\n');
+            window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+            recorded.inputs.push('rename X');
+            const fake = client();
+            const done = run(ClientCommand.edit);
+            const request = await nextRequest(fake, fake.sent.length + 1);
+            assert.deepEqual(request.params.arguments, [{ prompt: 'rename X', file_context: ['core.py'], folder: Uri.file(lib).toString() }]);
+            assert.equal(recorded.folderPickAsked, 0, 'the file says which folder');
+            request.answer({ status: 'COMPLETE', content: '', notes: {} });
+            await done;
+        });
+
+        it('Run Tests with no file open asks which folder and runs there; dismissing the question sends nothing', async () => {
+            recorded.folderPicks.push('lib');
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runTests);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(recorded.folderPickAsked, 1);
+            assert.deepEqual(request.params.arguments, [{ folder: Uri.file(lib).toString() }]);
+            request.answer({ status: 'COMPLETE', content: 'ok', notes: { exit_code: 0 } });
+            await done;
+
+            await run(ClientCommand.runTests); // the question dismissed
+            assert.equal(fake.sent.length, count + 1, 'no request without a folder');
+        });
+    });
+
     it('Run Workflow from the palette with a file merely open sends no file_context: the open file is a hint, not a choice', async () => {
         const open = document('units.py', 'M = 1\n');
         window.activeTextEditor = { document: open, selection: new Selection(0, 0, 0, 0) };

@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import { resultMessage, workflowMessage } from '../common/results';
-import { ServerCommand, type TaskResult } from '../protocol';
+import { FOLDER_FIELD, ServerCommand, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
 import { saveDirtyFiles } from '../ui/files';
 
@@ -22,7 +22,10 @@ export async function runFromCodeAction(ctx: FlowContext, command: string, args:
     // the argument comes from the server's own code action: pass it through unchanged
     const result = await ctx.server.run(title, known, arg);
     if (result) {
-        await tell(ctx, known === ServerCommand.workflowRun ? workflowMessage('Workflow', result) : resultMessage(title, result));
+        // the server names the document's own folder: a change's diff opens against it
+        const folder = (arg as { [FOLDER_FIELD]?: unknown })[FOLDER_FIELD];
+        const root = typeof folder === 'string' ? vscode.Uri.parse(folder) : undefined;
+        await tell(ctx, known === ServerCommand.workflowRun ? workflowMessage('Workflow', result) : resultMessage(title, result), root);
     }
     return result;
 }
