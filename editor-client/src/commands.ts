@@ -11,6 +11,7 @@ import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
+import { selectModel } from './flows/selectModel';
 import { runWorkflow } from './flows/workflow';
 import { ClientCommand, type ClientCommandId } from './protocol';
 import type { FlowContext } from './ui/context';
@@ -46,6 +47,7 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.showLog]: () => { host.log.show(); },
         [ClientCommand.setupServer]: () => host.setupServer(),
         [ClientCommand.showLastDiff]: () => showLastDiff(host),
+        [ClientCommand.selectModel]: withServer(() => selectModel(host)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

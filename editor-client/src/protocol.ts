@@ -39,6 +39,7 @@ export const ClientCommand = {
     showLog: 'aider-lsp.client.showLog',
     setupServer: 'aider-lsp.client.setupServer',
     showLastDiff: 'aider-lsp.client.showLastDiff',
+    selectModel: 'aider-lsp.client.selectModel',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 

@@ -332,6 +332,42 @@ describe('activate', () => {
         delete recorded.configuration['aiderLsp.testCommand'];
     });
 
+    it('Select Model… lists Aider\'s models with their providers, sets aiderModel where the user chose, and offers Set API Key when the provider\'s key is missing', async () => {
+        const stored = secrets.get('aiderLsp.apiKey');
+        secrets.delete('aiderLsp.apiKey');
+        const saved = process.env.ANTHROPIC_API_KEY;
+        delete process.env.ANTHROPIC_API_KEY;
+        try {
+            const fake = client();
+            const count = fake.sent.length;
+            recorded.answers.push('Set API Key');
+            recorded.inputs.push(undefined); // the key's input box, dismissed
+            const done = run(ClientCommand.selectModel);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.listModels);
+            request.answer({ status: 'COMPLETE', content: '', notes: { count: 2 }, parsedContent: ['openai/gpt-4.1', 'anthropic/claude-sonnet-4-5'] });
+            await done;
+            assert.deepEqual(recorded.quickPicks[0], [
+                { label: 'anthropic/claude-sonnet-4-5', description: 'anthropic' },
+                { label: 'openai/gpt-4.1', description: 'openai' },
+            ]);
+            assert.equal(recorded.configuration['aiderLsp.aiderModel'], 'anthropic/claude-sonnet-4-5');
+            assert.equal(recorded.configurationTargets.at(-1), 1, 'the first scope offered: user settings');
+            const warning = recorded.shown.find((shown) => shown.kind === 'warning');
+            assert.match(warning?.text ?? '', /needs ANTHROPIC_API_KEY/);
+            assert.deepEqual(warning?.items, ['Set API Key']);
+            assert.equal(recorded.inputs.length, 0, 'Set API Key asked for the key');
+        } finally {
+            if (stored !== undefined) {
+                secrets.set('aiderLsp.apiKey', stored);
+            }
+            if (saved !== undefined) {
+                process.env.ANTHROPIC_API_KEY = saved;
+            }
+            delete recorded.configuration['aiderLsp.aiderModel'];
+        }
+    });
+
     describe('in a window of two folders', () => {
         const lib = path.join(root, 'lib');
         let single: typeof workspace.workspaceFolders = [];

@@ -108,6 +108,8 @@ export const recorded = {
     /** The names of the folders picked, one per "which folder?" question (undefined: dismissed). */
     folderPicks: [] as (string | undefined)[],
     folderPickAsked: 0,
+    /** The items of each quick pick shown (the mock picks the first). */
+    quickPicks: [] as unknown[][],
     outputChannels: [] as string[],
     reset(): void {
         this.shown.length = 0;
@@ -117,6 +119,7 @@ export const recorded = {
         this.statusTexts.length = 0;
         this.folderPicks.length = 0;
         this.folderPickAsked = 0;
+        this.quickPicks.length = 0;
     },
 };
 
@@ -175,7 +178,10 @@ export const window = {
     showWarningMessage: show('warning'),
     showErrorMessage: show('error'),
     showInputBox: (): Promise<string | undefined> => Promise.resolve(recorded.inputs.shift()),
-    showQuickPick: <T>(items: T[]): Promise<T | undefined> => Promise.resolve(items[0]),
+    showQuickPick: <T>(items: T[]): Promise<T | undefined> => {
+        recorded.quickPicks.push(items);
+        return Promise.resolve(items[0]);
+    },
     showTextDocument: (): Promise<undefined> => Promise.resolve(undefined),
     showWorkspaceFolderPick: (): Promise<{ uri: Uri; name: string } | undefined> => {
         recorded.folderPickAsked += 1;
