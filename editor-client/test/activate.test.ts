@@ -368,6 +368,30 @@ describe('activate', () => {
         }
     });
 
+    it('in Restricted Mode, editing and running commands say why not and offer to manage trust; reading ones still work', async () => {
+        workspace.isTrusted = false;
+        try {
+            const fake = client();
+            const count = fake.sent.length;
+            recorded.answers.push('Manage Workspace Trust');
+            await run(ClientCommand.runTests);
+            await run(ClientCommand.edit);
+            await run(ClientCommand.runWorkflow);
+            assert.equal(fake.sent.length, count, 'nothing sent to the server');
+            assert.match(recorded.shown[0]?.text ?? '', /Run Tests is not available in Restricted Mode/);
+            assert.deepEqual(recorded.shown[0]?.items, ['Manage Workspace Trust']);
+            assert.ok(commands.executed.some((call) => call.id === 'workbench.trust.manage'), 'trust offered');
+            recorded.inputs.push('parser');
+            const done = run(ClientCommand.findFiles);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.getContext, 'Find Relevant Files still works');
+            request.answer({ status: 'COMPLETE', content: '[]', notes: {} });
+            await done;
+        } finally {
+            workspace.isTrusted = true;
+        }
+    });
+
     describe('in a window of two folders', () => {
         const lib = path.join(root, 'lib');
         let single: typeof workspace.workspaceFolders = [];

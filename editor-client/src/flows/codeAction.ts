@@ -7,6 +7,7 @@ import { resultMessage, workflowMessage } from '../common/results';
 import { FOLDER_FIELD, ServerCommand, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
 import { saveDirtyFiles } from '../ui/files';
+import { allowedInThisWindow } from '../ui/trust';
 
 export async function runFromCodeAction(ctx: FlowContext, command: string, args: unknown[]): Promise<TaskResult | undefined> {
     const known = Object.values(ServerCommand).find((id) => id === command);
@@ -15,7 +16,11 @@ export async function runFromCodeAction(ctx: FlowContext, command: string, args:
         void vscode.window.showErrorMessage(`Aider: unknown command ${command}.`);
         return undefined;
     }
-    if (known !== ServerCommand.getContext && known !== ServerCommand.listModels && !(await saveDirtyFiles())) {
+    const readOnly = known === ServerCommand.getContext || known === ServerCommand.listModels;
+    if (!readOnly && !(await allowedInThisWindow('Fix with Aider'))) {
+        return undefined;
+    }
+    if (!readOnly && !(await saveDirtyFiles())) {
         return undefined;
     }
     const title = known === ServerCommand.automatic ? 'Editing with Aider' : known === ServerCommand.workflowRun ? 'Aider workflow' : 'Aider';

@@ -199,6 +199,8 @@ export const window = {
 };
 
 export const workspace = {
+    /** Workspace Trust: false is Restricted Mode. */
+    isTrusted: true,
     workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
     textDocuments: [] as FakeDocument[],
     /** The innermost folder holding `uri`, as VS Code answers for nested folders. */
