@@ -98,7 +98,7 @@ def test_a_test_run_reported_again_while_the_next_edit_rewrites_the_file_stays_o
     server.workspace.put_text_document(types.TextDocumentItem(uri, "python", 1, before))
     store = DiagnosticStore(server)  # type: ignore[arg-type]
     failure = Finding(path="calc.py", line=2, message="AssertionError: -1 != 3")
-    report = store.sink("workflow")
+    report = store.sink("workflow", server.app.resolve_path)
 
     report([failure])
     assert lines_of(server.published[-1]) == [1]

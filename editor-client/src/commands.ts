@@ -11,9 +11,11 @@ import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
+import { selectModel } from './flows/selectModel';
 import { runWorkflow } from './flows/workflow';
 import { ClientCommand, type ClientCommandId } from './protocol';
 import type { FlowContext } from './ui/context';
+import { allowedInThisWindow } from './ui/trust';
 
 /** What the commands need beyond the flows' context: the server's set-up. */
 export interface CommandHost extends FlowContext {
@@ -32,20 +34,29 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
                 await flow(...args);
             }
         };
+    // a command that edits files or runs the workspace's commands: not in Restricted Mode (ui/trust.ts)
+    const trusted =
+        (title: string, flow: (...args: unknown[]) => Promise<void>) =>
+        async (...args: unknown[]): Promise<void> => {
+            if (await allowedInThisWindow(title)) {
+                await withServer(flow)(...args);
+            }
+        };
     const table: Record<ClientCommandId, (...args: unknown[]) => unknown> = {
-        [ClientCommand.edit]: withServer((clicked, selected) => edit(host, clicked, selected)),
-        [ClientCommand.editSelection]: withServer((arg) => editSelection(host, arg)),
-        [ClientCommand.runWorkflow]: withServer((clicked, selected) => runWorkflow(host, clicked, selected)),
-        [ClientCommand.undo]: withServer(() => undo(host)),
+        [ClientCommand.edit]: trusted('Edit with Aider', (clicked, selected) => edit(host, clicked, selected)),
+        [ClientCommand.editSelection]: trusted('Edit Selection with Aider', (arg) => editSelection(host, arg)),
+        [ClientCommand.runWorkflow]: trusted('Run Workflow', (clicked, selected) => runWorkflow(host, clicked, selected)),
+        [ClientCommand.undo]: trusted('Undo', () => undo(host)),
         [ClientCommand.findFiles]: withServer(() => findFiles(host)),
-        [ClientCommand.interactive]: withServer((clicked, selected) => interactive(host, clicked, selected)),
+        [ClientCommand.interactive]: trusted('Interactive Session', (clicked, selected) => interactive(host, clicked, selected)),
         [ClientCommand.clearDiagnostics]: withServer(() => clearDiagnostics(host)),
-        [ClientCommand.runTests]: withServer(() => runTests(host)),
+        [ClientCommand.runTests]: trusted('Run Tests', () => runTests(host)),
         [ClientCommand.setApiKey]: () => setApiKey(host),
         [ClientCommand.restartServer]: () => host.restartServer(),
         [ClientCommand.showLog]: () => { host.log.show(); },
         [ClientCommand.setupServer]: () => host.setupServer(),
         [ClientCommand.showLastDiff]: () => showLastDiff(host),
+        [ClientCommand.selectModel]: withServer(() => selectModel(host)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

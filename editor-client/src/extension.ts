@@ -46,10 +46,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         ensureServer: () => server.ensureServer(),
     };
     context.subscriptions.push(...registerCommands(host));
+    const showModel = (): void => { status.setModel(vscode.workspace.getConfiguration(SECTION).get<string>('aiderModel') ?? undefined); };
+    showModel();
     context.subscriptions.push(
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (event.affectsConfiguration(`${SECTION}.server`)) {
                 void restartServer();
+            }
+            if (event.affectsConfiguration(`${SECTION}.aiderModel`)) {
+                showModel();
             }
         }),
     );

@@ -39,6 +39,7 @@ export const ClientCommand = {
     showLog: 'aider-lsp.client.showLog',
     setupServer: 'aider-lsp.client.setupServer',
     showLastDiff: 'aider-lsp.client.showLastDiff',
+    selectModel: 'aider-lsp.client.selectModel',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 
@@ -122,6 +123,18 @@ export interface CommandArgs {
     'aider-lsp.history.list': EmptyArgs;
     'aider-lsp.workflow.run': WorkflowRunArgs;
     'aider-lsp.diagnostics.clear': EmptyArgs;
+}
+
+/**
+ * Every command's argument may also carry `folder`: the URI of the workspace folder it runs in
+ * (its relative paths are relative to that folder). The server takes it out before it checks the
+ * argument against the command's model (server lsp/routing.py), so it is no command's property.
+ */
+export const FOLDER_FIELD = 'folder';
+
+/** `arg` with the workspace folder it runs in, when there is one to name. */
+export function withFolder(arg: object, folder: string | undefined): object {
+    return folder === undefined ? arg : { ...arg, [FOLDER_FIELD]: folder };
 }
 
 type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';

@@ -332,6 +332,107 @@ describe('activate', () => {
         delete recorded.configuration['aiderLsp.testCommand'];
     });
 
+    it('Select Model… lists Aider\'s models with their providers, sets aiderModel where the user chose, and offers Set API Key when the provider\'s key is missing', async () => {
+        const stored = secrets.get('aiderLsp.apiKey');
+        secrets.delete('aiderLsp.apiKey');
+        const saved = process.env.ANTHROPIC_API_KEY;
+        delete process.env.ANTHROPIC_API_KEY;
+        try {
+            const fake = client();
+            const count = fake.sent.length;
+            recorded.answers.push('Set API Key');
+            recorded.inputs.push(undefined); // the key's input box, dismissed
+            const done = run(ClientCommand.selectModel);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.listModels);
+            request.answer({ status: 'COMPLETE', content: '', notes: { count: 2 }, parsedContent: ['openai/gpt-4.1', 'anthropic/claude-sonnet-4-5'] });
+            await done;
+            assert.deepEqual(recorded.quickPicks[0], [
+                { label: 'anthropic/claude-sonnet-4-5', description: 'anthropic' },
+                { label: 'openai/gpt-4.1', description: 'openai' },
+            ]);
+            assert.equal(recorded.configuration['aiderLsp.aiderModel'], 'anthropic/claude-sonnet-4-5');
+            assert.equal(recorded.configurationTargets.at(-1), 1, 'the first scope offered: user settings');
+            const warning = recorded.shown.find((shown) => shown.kind === 'warning');
+            assert.match(warning?.text ?? '', /needs ANTHROPIC_API_KEY/);
+            assert.deepEqual(warning?.items, ['Set API Key']);
+            assert.equal(recorded.inputs.length, 0, 'Set API Key asked for the key');
+        } finally {
+            if (stored !== undefined) {
+                secrets.set('aiderLsp.apiKey', stored);
+            }
+            if (saved !== undefined) {
+                process.env.ANTHROPIC_API_KEY = saved;
+            }
+            delete recorded.configuration['aiderLsp.aiderModel'];
+        }
+    });
+
+    it('in Restricted Mode, editing and running commands say why not and offer to manage trust; reading ones still work', async () => {
+        workspace.isTrusted = false;
+        try {
+            const fake = client();
+            const count = fake.sent.length;
+            recorded.answers.push('Manage Workspace Trust');
+            await run(ClientCommand.runTests);
+            await run(ClientCommand.edit);
+            await run(ClientCommand.runWorkflow);
+            assert.equal(fake.sent.length, count, 'nothing sent to the server');
+            assert.match(recorded.shown[0]?.text ?? '', /Run Tests is not available in Restricted Mode/);
+            assert.deepEqual(recorded.shown[0]?.items, ['Manage Workspace Trust']);
+            assert.ok(commands.executed.some((call) => call.id === 'workbench.trust.manage'), 'trust offered');
+            recorded.inputs.push('parser');
+            const done = run(ClientCommand.findFiles);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.getContext, 'Find Relevant Files still works');
+            request.answer({ status: 'COMPLETE', content: '[]', notes: {} });
+            await done;
+        } finally {
+            workspace.isTrusted = true;
+        }
+    });
+
+    describe('in a window of two folders', () => {
+        const lib = path.join(root, 'lib');
+        let single: typeof workspace.workspaceFolders = [];
+        before(() => {
+            single = workspace.workspaceFolders;
+            fs.mkdirSync(lib, { recursive: true });
+            workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+        });
+        after(() => {
+            workspace.workspaceFolders = single;
+        });
+
+        it('Edit with Aider runs in the folder of the active file, its paths relative to that folder', async () => {
+            const doc = document('lib/core.py', 'X = 1\n');
+            window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+            recorded.inputs.push('rename X');
+            const fake = client();
+            const done = run(ClientCommand.edit);
+            const request = await nextRequest(fake, fake.sent.length + 1);
+            assert.deepEqual(request.params.arguments, [{ prompt: 'rename X', file_context: ['core.py'], folder: Uri.file(lib).toString() }]);
+            assert.equal(recorded.folderPickAsked, 0, 'the file says which folder');
+            request.answer({ status: 'COMPLETE', content: '', notes: {} });
+            await done;
+        });
+
+        it('Run Tests with no file open asks which folder and runs there; dismissing the question sends nothing', async () => {
+            recorded.folderPicks.push('lib');
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runTests);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(recorded.folderPickAsked, 1);
+            assert.deepEqual(request.params.arguments, [{ folder: Uri.file(lib).toString() }]);
+            request.answer({ status: 'COMPLETE', content: 'ok', notes: { exit_code: 0 } });
+            await done;
+
+            await run(ClientCommand.runTests); // the question dismissed
+            assert.equal(fake.sent.length, count + 1, 'no request without a folder');
+        });
+    });
+
     it('Run Workflow from the palette with a file merely open sends no file_context: the open file is a hint, not a choice', async () => {
         const open = document('units.py', 'M = 1\n');
         window.activeTextEditor = { document: open, selection: new Selection(0, 0, 0, 0) };

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileContext, selectionArgument } from '../src/common/arguments';
 import { contentBefore, splitDiff } from '../src/common/diff';
+import { missingKey, modelChoices } from '../src/common/models';
 import { ProgressRouter } from '../src/common/progress';
 import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
 import { parseServerLine } from '../src/common/serverLog';
@@ -331,5 +332,24 @@ describe('package.json', () => {
     it('lists every client command under the category Aider', () => {
         const listed = manifest.contributes.commands.filter((command) => command.category === 'Aider').map((command) => command.command);
         assert.deepEqual(listed.sort(), Object.values(ClientCommand).sort());
+    });
+});
+
+describe('Aider models for the picker', () => {
+    it('lists each model once, sorted, with its provider (no prefix: OpenAI)', () => {
+        const result = { status: 'COMPLETE' as const, content: '', notes: {}, parsedContent: ['gpt-4o', 'anthropic/claude-3', 'gpt-4o', 7] };
+        assert.deepEqual(modelChoices(result), [
+            { name: 'anthropic/claude-3', provider: 'anthropic' },
+            { name: 'gpt-4o', provider: 'openai' },
+        ]);
+        assert.deepEqual(modelChoices({ status: 'COMPLETE', content: 'ollama/qwen\n\n', notes: {} }), [{ name: 'ollama/qwen', provider: 'ollama' }]);
+    });
+
+    it('names the missing key variable, unless it is set, a key is stored, or the provider needs none', () => {
+        assert.equal(missingKey('anthropic', {}, false), 'ANTHROPIC_API_KEY');
+        assert.equal(missingKey('anthropic', { ANTHROPIC_API_KEY: 'k' }, false), undefined);
+        assert.equal(missingKey('gemini', { GOOGLE_API_KEY: 'k' }, false), undefined);
+        assert.equal(missingKey('anthropic', {}, true), undefined);
+        assert.equal(missingKey('ollama', {}, false), undefined);
     });
 });

@@ -70,8 +70,10 @@ async def lsp_session(
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     capabilities: str | types.ClientCapabilities = "visual-studio-code",
+    more_folders: list[Path] | None = None,
 ) -> AsyncIterator[AiderTestClient]:
-    """Start `aider-lsp serve`, initialize it on `root`, and shut it down afterwards.
+    """Start `aider-lsp serve`, initialize it on `root` (and `more_folders`: a multi-root
+    window), and shut it down afterwards.
 
     `capabilities` names one of pytest-lsp's recorded clients, or is the capabilities to send."""
     config = ClientServerConfig(
@@ -88,7 +90,10 @@ async def lsp_session(
                 if isinstance(capabilities, str)
                 else capabilities,
                 root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)
+                    for folder in [root, *(more_folders or [])]
+                ],
                 initialization_options=init_options,
             )
         )

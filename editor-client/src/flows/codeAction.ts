@@ -4,9 +4,10 @@
  */
 import * as vscode from 'vscode';
 import { resultMessage, workflowMessage } from '../common/results';
-import { ServerCommand, type TaskResult } from '../protocol';
+import { FOLDER_FIELD, ServerCommand, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
 import { saveDirtyFiles } from '../ui/files';
+import { allowedInThisWindow } from '../ui/trust';
 
 export async function runFromCodeAction(ctx: FlowContext, command: string, args: unknown[]): Promise<TaskResult | undefined> {
     const known = Object.values(ServerCommand).find((id) => id === command);
@@ -15,14 +16,21 @@ export async function runFromCodeAction(ctx: FlowContext, command: string, args:
         void vscode.window.showErrorMessage(`Aider: unknown command ${command}.`);
         return undefined;
     }
-    if (known !== ServerCommand.getContext && known !== ServerCommand.listModels && !(await saveDirtyFiles())) {
+    const readOnly = known === ServerCommand.getContext || known === ServerCommand.listModels;
+    if (!readOnly && !(await allowedInThisWindow('Fix with Aider'))) {
+        return undefined;
+    }
+    if (!readOnly && !(await saveDirtyFiles())) {
         return undefined;
     }
     const title = known === ServerCommand.automatic ? 'Editing with Aider' : known === ServerCommand.workflowRun ? 'Aider workflow' : 'Aider';
     // the argument comes from the server's own code action: pass it through unchanged
     const result = await ctx.server.run(title, known, arg);
     if (result) {
-        await tell(ctx, known === ServerCommand.workflowRun ? workflowMessage('Workflow', result) : resultMessage(title, result));
+        // the server names the document's own folder: a change's diff opens against it
+        const folder = (arg as { [FOLDER_FIELD]?: unknown })[FOLDER_FIELD];
+        const root = typeof folder === 'string' ? vscode.Uri.parse(folder) : undefined;
+        await tell(ctx, known === ServerCommand.workflowRun ? workflowMessage('Workflow', result) : resultMessage(title, result), root);
     }
     return result;
 }

@@ -7,17 +7,20 @@ import { selectionArgument } from '../common/arguments';
 import { resultMessage } from '../common/results';
 import { ServerCommand, type CommandArgs, type EditSelectionArgs, type Selection } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { chosenFiles, fromExplorer, relative, saveDirtyFiles } from '../ui/files';
+import { chosenFiles, fromExplorer, placeOf, saveDirtyFiles, type Place } from '../ui/files';
 
 /** The active file, the explorer's files and (not from the explorer) the editor's selection. */
 export async function edit(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
-    const { root, files } = relative(chosenFiles(clicked, selected));
+    const place = await placeOf(chosenFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);
+    if (!place) {
+        return;
+    }
     const editor = vscode.window.activeTextEditor;
     const selection =
         !fromExplorer(clicked, selected) && editor
             ? selectionArgument(editor.document.uri.toString(), rangeOf(editor.selection), editor.document.getText(editor.selection))
             : undefined;
-    await askAndEdit(ctx, 'Edit with Aider', files, selection, root);
+    await askAndEdit(ctx, 'Edit with Aider', place, selection);
 }
 
 /** The server's "Edit selection with Aider" code action: {uri, range} → an instruction → an edit. */
@@ -29,17 +32,14 @@ export async function editSelection(ctx: FlowContext, arg: unknown): Promise<voi
     const document = await vscode.workspace.openTextDocument(uri);
     const range = new vscode.Range(arg.range.start.line, arg.range.start.character, arg.range.end.line, arg.range.end.character);
     const selection = selectionArgument(arg.uri, arg.range, document.getText(range));
-    const { root, files } = relative([uri]);
-    await askAndEdit(ctx, 'Edit selection with Aider', files, selection, root);
+    const place = await placeOf([uri]);
+    if (place) {
+        await askAndEdit(ctx, 'Edit selection with Aider', place, selection);
+    }
 }
 
-async function askAndEdit(
-    ctx: FlowContext,
-    title: string,
-    files: string[],
-    selection: Selection | undefined,
-    root: vscode.Uri | undefined,
-): Promise<void> {
+async function askAndEdit(ctx: FlowContext, title: string, place: Place, selection: Selection | undefined): Promise<void> {
+    const { files, root, folder } = place;
     // first: a "no" to saving then costs no typed instruction
     if (!(await saveDirtyFiles())) {
         return;
@@ -58,7 +58,7 @@ async function askAndEdit(
         ...(files.length > 0 ? { file_context: files } : {}),
         ...(selection ? { selection } : {}),
     };
-    const result = await ctx.server.run('Editing with Aider', ServerCommand.automatic, arg);
+    const result = await ctx.server.run('Editing with Aider', ServerCommand.automatic, arg, folder);
     if (result) {
         await tell(ctx, resultMessage('Edit with Aider', result), root);
     }

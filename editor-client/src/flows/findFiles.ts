@@ -3,14 +3,18 @@ import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { contextMatches, ServerCommand } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { workspaceRoot } from '../ui/files';
+import { placeOf } from '../ui/files';
 
 export async function findFiles(ctx: FlowContext): Promise<void> {
+    const place = await placeOf([], vscode.window.activeTextEditor?.document.uri);
+    if (!place) {
+        return;
+    }
     const query = await vscode.window.showInputBox({ title: 'Find Relevant Files', placeHolder: 'What are you looking for?' });
     if (!query) {
         return;
     }
-    const result = await ctx.server.run('Finding relevant files', ServerCommand.getContext, { query });
+    const result = await ctx.server.run('Finding relevant files', ServerCommand.getContext, { query }, place.folder);
     if (!result) {
         return;
     }
@@ -29,7 +33,7 @@ export async function findFiles(ctx: FlowContext): Promise<void> {
         })),
         { title: `Files relevant to “${query}”`, matchOnDescription: true },
     );
-    const root = workspaceRoot();
+    const root = place.root;
     if (picked && root) {
         await vscode.window.showTextDocument(vscode.Uri.joinPath(root, picked.label));
     }

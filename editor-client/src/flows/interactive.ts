@@ -3,10 +3,14 @@ import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand, stringNote } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { chosenFiles, relative, saveDirtyFiles } from '../ui/files';
+import { chosenFiles, placeOf, saveDirtyFiles } from '../ui/files';
 
 export async function interactive(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
-    const { root, files } = relative(chosenFiles(clicked, selected));
+    const place = await placeOf(chosenFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);
+    if (!place) {
+        return;
+    }
+    const { root, files, folder } = place;
     let sessionId: string | undefined;
     ctx.chat.show(true);
     for (;;) {
@@ -26,7 +30,7 @@ export async function interactive(ctx: FlowContext, clicked?: unknown, selected?
             prompt,
             ...(files.length > 0 ? { file_context: files } : {}),
             ...(sessionId ? { session_id: sessionId } : {}),
-        });
+        }, folder);
         if (!result) {
             break;
         }
@@ -43,6 +47,6 @@ export async function interactive(ctx: FlowContext, clicked?: unknown, selected?
         }
     }
     if (sessionId && ctx.server.running()) {
-        await ctx.server.run('Ending the Aider session', ServerCommand.interactive, { session_id: sessionId, end_session: true });
+        await ctx.server.run('Ending the Aider session', ServerCommand.interactive, { session_id: sessionId, end_session: true }, folder);
     }
 }

@@ -1,21 +1,23 @@
 /** "Run Tests" and "Clear Diagnostics": the project's tests, and the findings they leave in Problems. */
+import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { saveDirtyFiles } from '../ui/files';
+import { placeOf, saveDirtyFiles } from '../ui/files';
 import { changedTestCommand } from '../ui/testCommand';
 
 export async function runTests(ctx: FlowContext): Promise<void> {
-    if (!(await saveDirtyFiles())) {
+    const place = await placeOf([], vscode.window.activeTextEditor?.document.uri);
+    if (!place || !(await saveDirtyFiles())) {
         return;
     }
-    let result = await ctx.server.run('Running the tests', ServerCommand.runTests, {});
+    let result = await ctx.server.run('Running the tests', ServerCommand.runTests, {}, place.folder);
     const changed = await changedTestCommand(result);
     if (changed) {
-        result = await ctx.server.run('Running the tests', ServerCommand.runTests, { command: changed });
+        result = await ctx.server.run('Running the tests', ServerCommand.runTests, { command: changed }, place.folder);
     }
     if (result) {
-        await tell(ctx, resultMessage('Tests', result));
+        await tell(ctx, resultMessage('Tests', result), place.root);
     }
 }
 

@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
 import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
+import { placeOf } from '../ui/files';
 
 const TITLE = 'Undoing the last Aider change';
 const KEEP = 'Keep My Changes';
@@ -57,7 +58,12 @@ function list(paths: readonly string[]): string {
 }
 
 export async function undo(ctx: FlowContext): Promise<void> {
-    const result = await ctx.server.run(TITLE, ServerCommand.undo, {});
+    // the folder of the change just told, else of the active editor, else the user's pick
+    const place = await placeOf([], ctx.lastChange.current?.root ?? vscode.window.activeTextEditor?.document.uri);
+    if (!place) {
+        return;
+    }
+    const result = await ctx.server.run(TITLE, ServerCommand.undo, {}, place.folder);
     if (!result) {
         return;
     }
@@ -82,7 +88,7 @@ export async function undo(ctx: FlowContext): Promise<void> {
         void vscode.window.showWarningMessage(`Aider: ${list(unsaved)} could not be saved: nothing more undone.`);
         return;
     }
-    const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true });
+    const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true }, place.folder);
     if (forced) {
         await finish(ctx, forced);
     }

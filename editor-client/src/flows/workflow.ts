@@ -7,11 +7,15 @@ import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { pickedFiles, relative, saveDirtyFiles } from '../ui/files';
+import { pickedFiles, placeOf, saveDirtyFiles } from '../ui/files';
 import { changedTestCommand } from '../ui/testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
-    const { root, files } = relative(pickedFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);
+    const place = await placeOf(pickedFiles(clicked, selected), vscode.window.activeTextEditor?.document.uri);
+    if (!place) {
+        return;
+    }
+    const { root, files, folder } = place;
     // first: a "no" to saving then costs no typed goal
     if (!(await saveDirtyFiles())) {
         return;
@@ -24,7 +28,7 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (!goal) {
         return;
     }
-    const configured = vscode.workspace.getConfiguration(SECTION).get<string>('testCommand') ?? '';
+    const configured = vscode.workspace.getConfiguration(SECTION, folder).get<string>('testCommand') ?? '';
     const testCommand = await vscode.window.showInputBox({
         title: 'Run Aider Workflow (2/2)',
         prompt: 'The command that tests the result (empty: the one aider-lsp finds in the workspace, asked once)',
@@ -41,10 +45,10 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (files.length > 0) {
         arg.file_context = files;
     }
-    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
+    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg, folder);
     const changed = await changedTestCommand(result);
     if (changed) {
-        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed });
+        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed }, folder);
     }
     if (result) {
         await tell(ctx, workflowMessage('Workflow', result), root);

@@ -22,7 +22,7 @@ import type { ActiveRun } from '../common/progress';
 import type { ProgressRouter } from '../common/progress';
 import { requestErrorMessage } from '../common/results';
 import { showWithLog } from '../ui/showLog';
-import { asTaskResult, type CommandArgs, type ServerCommandId, type TaskResult } from '../protocol';
+import { asTaskResult, withFolder, type CommandArgs, type ServerCommandId, type TaskResult } from '../protocol';
 
 /** What running a command needs from the extension. */
 interface ServerCommandHost {
@@ -49,10 +49,11 @@ export class ServerCommands {
     }
 
     /**
-     * Runs `command` with `arg` under a notification titled `title`. Undefined when the server
+     * Runs `command` with `arg` under a notification titled `title`, in the workspace folder
+     * `folder` (sent in a multi-root window: ui/files.ts chooseFolder). Undefined when the server
      * is not running, the user cancelled or the request failed: each is already told.
      */
-    async run<C extends ServerCommandId>(title: string, command: C, arg: CommandArgs[C]): Promise<TaskResult | undefined> {
+    async run<C extends ServerCommandId>(title: string, command: C, arg: CommandArgs[C], folder?: vscode.Uri): Promise<TaskResult | undefined> {
         const client = this.host.client();
         if (client === undefined || !client.isRunning()) {
             if ((await showWithLog(this.host.log, 'error', 'Aider: the server is not running.', RESTART)) === RESTART) {
@@ -61,7 +62,7 @@ export class ServerCommands {
             return undefined;
         }
         try {
-            const outcome = await this.execute(client, title, command, arg);
+            const outcome = await this.execute(client, title, command, withFolder(arg, folder?.toString()));
             if (outcome.kind === 'cancelled') {
                 this.host.log.info(`${command}: cancelled by the user`);
                 void vscode.window.showWarningMessage(`Aider: ${title}: cancelled.`);
@@ -109,7 +110,7 @@ export class ServerCommands {
      * The request under a cancellable notification. Resolves to the TaskResult, or cancelled;
      * rejects on a JSON-RPC error or an answer that is not a TaskResult.
      */
-    private async execute<C extends ServerCommandId>(client: LanguageClient, title: string, command: C, arg: CommandArgs[C]): Promise<Outcome> {
+    private async execute(client: LanguageClient, title: string, command: ServerCommandId, arg: object): Promise<Outcome> {
         return vscode.window.withProgress(
             { location: vscode.ProgressLocation.Notification, title, cancellable: true },
             async (progress, cancel) => {

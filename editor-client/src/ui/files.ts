@@ -12,6 +12,24 @@ export function workspaceRoot(hint?: vscode.Uri): vscode.Uri | undefined {
     return (folder ?? vscode.workspace.workspaceFolders?.[0])?.uri;
 }
 
+/**
+ * The folder a flow runs in, in a multi-root window: that of `hint` (its files, the active
+ * editor), else the one the user picks. `{}` in a window of one folder (the server knows it) or
+ * none; undefined when the user dismissed the pick (the flow stops).
+ */
+export async function chooseFolder(hint?: vscode.Uri): Promise<{ folder?: vscode.Uri } | undefined> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.length <= 1) {
+        return {};
+    }
+    const own = hint ? vscode.workspace.getWorkspaceFolder(hint) : undefined;
+    if (own) {
+        return { folder: own.uri };
+    }
+    const picked = await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Which folder should Aider work in?', ignoreFocusOut: true });
+    return picked ? { folder: picked.uri } : undefined;
+}
+
 function isFile(uri: vscode.Uri): boolean {
     try {
         return uri.scheme === 'file' && fs.statSync(uri.fsPath).isFile();
@@ -49,10 +67,30 @@ export function fromExplorer(clicked: unknown, selected: unknown): boolean {
     return Array.isArray(selected) || (clicked instanceof vscode.Uri && clicked.toString() !== active);
 }
 
-/** The workspace folder of the first file (else of `hint`) and the files as `file_context` paths. */
-export function relative(uris: vscode.Uri[], hint?: vscode.Uri): { root: vscode.Uri | undefined; files: string[] } {
-    const root = workspaceRoot(uris[0] ?? hint);
-    return { root, files: root ? fileContext(uris.map((uri) => uri.fsPath), root.fsPath) : [] };
+/** The files as `file_context` paths relative to `root` (files in another folder left out). */
+export function relative(uris: vscode.Uri[], root: vscode.Uri | undefined): string[] {
+    return root ? fileContext(uris.map((uri) => uri.fsPath), root.fsPath) : [];
+}
+
+/** Where a flow runs: the folder to name to the server (multi-root only), its root, its files. */
+export interface Place {
+    folder?: vscode.Uri;
+    root: vscode.Uri | undefined;
+    files: string[];
+}
+
+/**
+ * Where a flow about `uris` runs: its folder (asked in a multi-root window when the files do
+ * not say, see chooseFolder), the root its files are relative to, and the files; undefined
+ * when the user dismissed the question.
+ */
+export async function placeOf(uris: vscode.Uri[], hint?: vscode.Uri): Promise<Place | undefined> {
+    const choice = await chooseFolder(uris[0] ?? hint);
+    if (choice === undefined) {
+        return undefined;
+    }
+    const root = choice.folder ?? workspaceRoot(uris[0] ?? hint);
+    return { folder: choice.folder, root, files: relative(uris, root) };
 }
 
 /** Saves dirty files in the workspace first, after asking: the server never meets a dirty buffer by surprise. */

@@ -22,6 +22,7 @@ export class StatusItem implements vscode.Disposable {
     private state: ServerState = 'stopped';
     private phase: string | undefined;
     private detail: string | undefined;
+    private model: string | undefined;
 
     constructor() {
         this.item = vscode.window.createStatusBarItem('aider-lsp.status', vscode.StatusBarAlignment.Left, 0);
@@ -43,6 +44,12 @@ export class StatusItem implements vscode.Disposable {
         this.render();
     }
 
+    /** The Aider model in use (`aiderLsp.aiderModel`), shown beside the state; undefined: none set. */
+    setModel(model: string | undefined): void {
+        this.model = model;
+        this.render();
+    }
+
     private render(): void {
         const label = LABELS[this.state];
         this.item.command = this.state === 'missing' ? ClientCommand.setupServer : ClientCommand.showLog;
@@ -51,8 +58,9 @@ export class StatusItem implements vscode.Disposable {
             this.item.text = `${icon} Aider: ${this.phase.length > 50 ? `${this.phase.slice(0, 50)}…` : this.phase}`;
             this.item.tooltip = `Aider: ${this.phase}`;
         } else {
-            this.item.text = `${label.icon} Aider`;
-            this.item.tooltip = this.detail ? `${label.tooltip}\n${this.detail}` : label.tooltip;
+            this.item.text = this.model ? `${label.icon} Aider: ${this.model}` : `${label.icon} Aider`;
+            const lines = [label.tooltip, ...(this.model ? [`Model: ${this.model} (Aider: Select Model… to change)`] : []), ...(this.detail ? [this.detail] : [])];
+            this.item.tooltip = lines.join('\n');
         }
         this.item.backgroundColor = this.state === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     }

@@ -105,6 +105,11 @@ export const recorded = {
     configuration: {} as Record<string, unknown>,
     configurationTargets: [] as (ConfigurationTarget | undefined)[],
     logLines: [] as string[],
+    /** The names of the folders picked, one per "which folder?" question (undefined: dismissed). */
+    folderPicks: [] as (string | undefined)[],
+    folderPickAsked: 0,
+    /** The items of each quick pick shown (the mock picks the first). */
+    quickPicks: [] as unknown[][],
     outputChannels: [] as string[],
     reset(): void {
         this.shown.length = 0;
@@ -112,6 +117,9 @@ export const recorded = {
         this.answers.length = 0;
         this.progress.length = 0;
         this.statusTexts.length = 0;
+        this.folderPicks.length = 0;
+        this.folderPickAsked = 0;
+        this.quickPicks.length = 0;
     },
 };
 
@@ -170,8 +178,16 @@ export const window = {
     showWarningMessage: show('warning'),
     showErrorMessage: show('error'),
     showInputBox: (): Promise<string | undefined> => Promise.resolve(recorded.inputs.shift()),
-    showQuickPick: <T>(items: T[]): Promise<T | undefined> => Promise.resolve(items[0]),
+    showQuickPick: <T>(items: T[]): Promise<T | undefined> => {
+        recorded.quickPicks.push(items);
+        return Promise.resolve(items[0]);
+    },
     showTextDocument: (): Promise<undefined> => Promise.resolve(undefined),
+    showWorkspaceFolderPick: (): Promise<{ uri: Uri; name: string } | undefined> => {
+        recorded.folderPickAsked += 1;
+        const name = recorded.folderPicks.shift();
+        return Promise.resolve(workspace.workspaceFolders.find((folder) => folder.name === name));
+    },
     withProgress: async <R>(
         options: { title: string },
         task: (progress: { report(value: { message?: string }): void }, token: CancellationToken) => Promise<R>,
@@ -183,10 +199,15 @@ export const window = {
 };
 
 export const workspace = {
+    /** Workspace Trust: false is Restricted Mode. */
+    isTrusted: true,
     workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
     textDocuments: [] as FakeDocument[],
+    /** The innermost folder holding `uri`, as VS Code answers for nested folders. */
     getWorkspaceFolder: (uri: Uri): { uri: Uri } | undefined =>
-        workspace.workspaceFolders.find((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`)),
+        workspace.workspaceFolders
+            .filter((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`))
+            .sort((a, b) => b.uri.path.length - a.uri.path.length)[0],
     getConfiguration: (section: string) => ({
         get: (key: string): unknown => recorded.configuration[`${section}.${key}`],
         update: (key: string, value: unknown, target?: ConfigurationTarget): Promise<void> => {

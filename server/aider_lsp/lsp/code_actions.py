@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from .command_ids import CommandId
 from .diagnostics import SOURCE
@@ -58,7 +57,7 @@ def _short(message: str, limit: int = 60) -> str:
 
 
 def _fix_action(
-    uri: str, rel: str, lines: Sequence[str], diagnostic: types.Diagnostic, title: str
+    uri: str, rel: str, lines: Sequence[str], diagnostic: types.Diagnostic, title: str, folder: str
 ) -> types.CodeAction:
     start, end = diagnostic.range.start, diagnostic.range.end
     where = f"line {start.line + 1}" + (f", column {start.character + 1}" if start.character else "")
@@ -69,7 +68,12 @@ def _fix_action(
     selection: dict[str, Any] = {"uri": uri, "range": _range_dict(diagnostic.range)}
     if text.strip():
         selection["text"] = text
-    argument: dict[str, Any] = {"prompt": prompt, "file_context": [rel], "selection": selection}
+    argument: dict[str, Any] = {
+        "prompt": prompt,
+        "file_context": [rel],
+        "selection": selection,
+        "folder": folder,
+    }
     if is_test_failure(diagnostic):
         argument["rerun_failing_tests"] = True  # its diagnostic goes when the fix makes it pass
     return types.CodeAction(
@@ -134,9 +138,10 @@ def _unique(items: Sequence[types.Diagnostic]) -> list[types.Diagnostic]:
 def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """The actions for a range; None when the file is not in the workspace or nothing applies."""
     uri = params.text_document.uri
-    rel = ls.documents.workspace_relative(uri)
-    if rel is None or to_fs_path(uri) is None:
+    located = ls.documents.locate(uri)
+    if located is None:
         return None
+    folder, rel = located[0].as_uri(), located[1]  # paths relative to the document's own folder
     only = params.context.only
     try:
         lines = ls.workspace.get_text_document(uri).lines  # in memory when open
@@ -147,7 +152,7 @@ def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> lis
         in_range = params.context.diagnostics
         for diagnostic in in_range:
             title = FIX_TITLE if len(in_range) == 1 else f"{FIX_TITLE}: {_short(diagnostic.message)}"
-            actions.append(_fix_action(uri, rel, lines, diagnostic, title))
+            actions.append(_fix_action(uri, rel, lines, diagnostic, title, folder))
     rng = params.range
     if (
         _wanted(types.CodeActionKind.RefactorRewrite, only)
@@ -157,7 +162,7 @@ def code_actions(ls: AiderLanguageServer, params: types.CodeActionParams) -> lis
         actions.append(_edit_selection_action(uri, rng))
     if _wanted(types.CodeActionKind.Source, only):
         problems = _unique([*ls.diagnostic_store.for_uri(uri), *params.context.diagnostics])
-        argument = {"goal": workflow_goal(rel, problems), "file_context": [rel]}
+        argument = {"goal": workflow_goal(rel, problems), "file_context": [rel], "folder": folder}
         actions.append(
             types.CodeAction(
                 title=WORKFLOW_TITLE,

@@ -96,6 +96,7 @@ class CommandSpec:
     run: CommandRunner
     title: str
     long_running: bool = False
+    any_folder: bool = False  # about no folder in particular: any folder's Application answers
 
 
 def task_command(identifier: str) -> CommandRunner:
@@ -194,7 +195,7 @@ COMMANDS: list[CommandSpec] = [
         task_command("system:read_files"),
         "Read workspace files",
     ),
-    CommandSpec(CommandId.LIST_TOOLS, NoParams, _list_tools, "List registered tools"),
+    CommandSpec(CommandId.LIST_TOOLS, NoParams, _list_tools, "List registered tools", any_folder=True),
     CommandSpec(CommandId.GET_CONTEXT, GetContextParams, _get_context, "Find relevant files"),
     CommandSpec(CommandId.PRIME_CONTEXT, PrimeContextParams, _prime_context, "Prime the context"),
     CommandSpec(CommandId.RESET, NoParams, _handler_reset, "Reset the conversation"),
@@ -212,7 +213,13 @@ COMMANDS: list[CommandSpec] = [
         "Aider chat",
         long_running=True,
     ),
-    CommandSpec(CommandId.AIDER_LIST_MODELS, ListModelsParams, _aider_list_models, "List Aider models"),
+    CommandSpec(
+        CommandId.AIDER_LIST_MODELS,
+        ListModelsParams,
+        _aider_list_models,
+        "List Aider models",
+        any_folder=True,
+    ),
     CommandSpec(
         CommandId.WORKFLOW_RUN,
         WorkflowRunParams,
@@ -223,5 +230,7 @@ COMMANDS: list[CommandSpec] = [
     CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo an Aider run"),
     CommandSpec(CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs"),
     CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),
-    CommandSpec(CommandId.CLEAR_DIAGNOSTICS, NoParams, _clear_diagnostics, "Clear diagnostics"),
+    CommandSpec(
+        CommandId.CLEAR_DIAGNOSTICS, NoParams, _clear_diagnostics, "Clear diagnostics", any_folder=True
+    ),
 ]

@@ -21,16 +21,22 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..settings import Settings
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
 
 
-def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
-    """Validate and apply settings; the problems become the server's current settings problem."""
-    from ..settings import Settings, settings_over
+def validated(
+    ls: AiderLanguageServer, explicit: dict[str, Any], previous: Settings | None
+) -> Settings | None:
+    """`explicit` over the environment, each bad value dropped; the problems become the server's
+    current settings problem (shown once the editor's settings are all known)."""
+    from ..settings import settings_over
 
-    settings, problems = settings_over(explicit, ls.settings)
+    settings, problems = settings_over(explicit, previous)
     if problems:
         fallback = "ignored" if settings is not None else "the previous settings stay"
         ls.settings_problem = f"aider-lsp: {'; '.join(problems)} ({fallback})"
@@ -38,13 +44,23 @@ def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
         ls.settings_problem = None
     if ls.configured.is_set():
         show_settings_problem(ls)
+    return settings
+
+
+def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
+    """The window's settings (no folder's scope): also every open folder's when the client
+    cannot be asked for a folder's own (no workspace/configuration)."""
+    from ..settings import Settings
+
+    settings = validated(ls, explicit, ls.settings)
     if settings is None:
         if ls.settings is None:  # the first settings are bad as a whole: start from the defaults
             ls.settings = Settings()
         return
     ls.settings = settings
-    if ls.app is not None:
-        ls.app.update_settings(settings)
+    if not can_pull(ls):
+        for app in list(ls.folders.apps.values()):
+            app.update_settings(settings)
 
 
 def show_settings_problem(ls: AiderLanguageServer) -> None:
@@ -55,21 +71,76 @@ def show_settings_problem(ls: AiderLanguageServer) -> None:
     ls.settings_problem_shown = problem
 
 
-async def pull_configuration(ls: AiderLanguageServer) -> None:
-    """Read the `aiderLsp` section when the client supports workspace/configuration."""
+def can_pull(ls: AiderLanguageServer) -> bool:
+    return bool(get_capability(ls.client_capabilities, "workspace.configuration", False))
+
+
+async def _pull(ls: AiderLanguageServer, roots: list[Path | None]) -> list[dict[str, Any]] | None:
+    """The `aiderLsp` section for each scope (None: the window's), or None when the client
+    cannot or will not answer."""
     from ..settings import SECTION
 
-    if not get_capability(ls.client_capabilities, "workspace.configuration", False):
-        return
+    if not can_pull(ls):
+        return None
+    items = [
+        types.ConfigurationItem(section=SECTION, scope_uri=root.as_uri() if root is not None else None)
+        for root in roots
+    ]
     try:
-        configs = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-        )
+        configs = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
     except Exception as exc:  # a client that fails this request is not fatal
         log.warning("workspace/configuration failed: %s", exc)
-        return
-    section = configs[0] if configs and isinstance(configs[0], dict) else {}
+        return None
+    answers = list(configs or [])
+    return [
+        answer if isinstance(answer, dict) else {} for answer in answers + [{}] * (len(items) - len(answers))
+    ]
+
+
+def folder_own(folder: dict[str, Any], window: dict[str, Any]) -> dict[str, Any]:
+    """The values a folder's scoped answer holds of its own: those that differ from the window's
+    answer (VS Code answers a folder's scope with everything merged: defaults, user, workspace,
+    and the folder's `.vscode/settings.json`)."""
+    return {key: value for key, value in folder.items() if window.get(key) != value}
+
+
+def _folder_explicit(
+    ls: AiderLanguageServer, folder: dict[str, Any], window: dict[str, Any]
+) -> dict[str, Any]:
+    """A folder's settings: the window's (as last sent or read) with the folder's own over them."""
+    return {**ls.init_options, **ls.window_section, **folder_own(folder, window)}
+
+
+async def folder_settings(ls: AiderLanguageServer, root: Path) -> Settings:
+    """The settings in force in one folder (its own values over the window's)."""
+    assert ls.settings is not None  # applied at initialized
+    pulled = await _pull(ls, [None, root])
+    if pulled is None:
+        return ls.settings
+    return validated(ls, _folder_explicit(ls, pulled[1], pulled[0]), ls.settings) or ls.settings
+
+
+def apply_window_section(ls: AiderLanguageServer, section: dict[str, Any]) -> None:
+    ls.window_section = section
     apply_settings(ls, {**ls.init_options, **section})
+
+
+async def pull_configuration(ls: AiderLanguageServer, pushed: dict[str, Any] | None = None) -> None:
+    """Read the `aiderLsp` section for the window and for each folder in use, in one request;
+    `pushed` is the window's section when didChangeConfiguration carried it (it wins)."""
+    if pushed is not None:
+        apply_window_section(ls, pushed)
+    alive = list(ls.folders.apps.items())
+    pulled = await _pull(ls, [None, *(root for root, _ in alive)])
+    if pulled is None:
+        return
+    window = pulled.pop(0)
+    if pushed is None:
+        apply_window_section(ls, window)
+    for (_, app), section in zip(alive, pulled, strict=True):
+        settings = validated(ls, _folder_explicit(ls, section, window), app.settings)
+        if settings is not None:
+            app.update_settings(settings)
 
 
 def register(server: AiderLanguageServer) -> None:
@@ -80,7 +151,5 @@ def register(server: AiderLanguageServer) -> None:
         from ..settings import SECTION
 
         settings = params.settings
-        if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
-            apply_settings(ls, {**ls.init_options, **settings[SECTION]})
-        else:
-            await pull_configuration(ls)
+        pushed = settings.get(SECTION) if isinstance(settings, dict) else None
+        await pull_configuration(ls, pushed if isinstance(pushed, dict) else None)

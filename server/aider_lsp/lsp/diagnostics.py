@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE = "aider-lsp"
+Resolver = Callable[[str], Path]  # a workspace-relative path → its real path (AccessDenied outside)
 WORKFLOW = "workflow"  # the producer whose findings arrive through RequestContext.report_findings
 
 # by models.Severity's value (a StrEnum finds these keys); models load after initialize
@@ -133,8 +134,9 @@ class DiagnosticStore:
             for shown in entries
         ]
 
-    def replace(self, producer: str, findings: list[Finding]) -> None:
-        """The producer's new set of findings replaces its previous one (empty = clear).
+    def replace(self, producer: str, findings: list[Finding], resolve: Resolver) -> None:
+        """The producer's new set of findings replaces its previous one (empty = clear); `resolve`
+        finds a finding's file (its paths are relative to the producer's workspace folder).
         A finding of its previous set reported again keeps its diagnostic; a new one on a
         document that keeps some is placed against the text those refer to."""
         shown_before = {
@@ -155,7 +157,7 @@ class DiagnosticStore:
         located_paths: dict[str, tuple[str, str] | None] = {}
         for finding in new:
             if finding.path not in located_paths:  # each file is read once per set
-                located_paths[finding.path] = self._locate(finding.path)
+                located_paths[finding.path] = self._locate(finding.path, resolve)
             located = located_paths[finding.path]
             if located is None:
                 log.info("a finding outside the workspace is not shown: %s", finding.path)
@@ -217,9 +219,9 @@ class DiagnosticStore:
                 del self._entries[key]
         self._publish(uri)
 
-    def sink(self, producer: str) -> FindingsCallback:
-        """A RequestContext.report_findings for one producer."""
-        return lambda findings: self.replace(producer, findings)
+    def sink(self, producer: str, resolve: Resolver) -> FindingsCallback:
+        """A RequestContext.report_findings for one producer (one per workspace folder)."""
+        return lambda findings: self.replace(producer, findings, resolve)
 
     def _open_document(self, path: Path) -> Any | None:
         for document in list(self._ls.workspace.text_documents.values()):
@@ -228,17 +230,14 @@ class DiagnosticStore:
                 return document
         return None
 
-    def _locate(self, relative: str) -> tuple[str, str] | None:
+    def _locate(self, relative: str, resolve: Resolver) -> tuple[str, str] | None:
         """The finding's document uri (the editor's own spelling when open) and the file's text
         as the tests read it, from the disk: an open document may not have reloaded what an
         edit wrote yet (its didChange comes later, and must not move the diagnostics then)."""
         from ..files import AccessDenied  # the file rules load after initialize, with the app
 
-        app = self._ls.app
-        if app is None:
-            return None
         try:
-            path = app.resolve_path(relative)
+            path = resolve(relative)
         except AccessDenied:  # outside the workspace, a bad path: not ours to show
             return None
         document = self._open_document(path)

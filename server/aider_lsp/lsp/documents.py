@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from . import indexing
+from .folders import relative_in
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
@@ -81,41 +82,40 @@ class OpenDocuments:
             self.in_step_with_disk[unquote(uri)] = text
 
     # -- what the Application asks ---------------------------------------------------------------
-    def workspace_relative(self, uri: str) -> str | None:
-        """Workspace-relative path of a document URI, or None when it is outside."""
-        app = self.server.app
+    def locate(self, uri: str) -> tuple[Path, str] | None:
+        """(workspace folder, folder-relative path) of a document URI; None outside every folder."""
         path = to_fs_path(uri)
-        if app is None or path is None:
-            return None
-        try:
-            return app.relative_path(path)
-        except ValueError:
-            return None
+        return None if path is None else self.server.folders.locate(path)
 
     def path_of(self, uri: str) -> Path | None:
-        relative = self.workspace_relative(uri)
-        app = self.server.app
-        return None if relative is None or app is None else app.workspace / relative
+        located = self.locate(uri)
+        return None if located is None else located[0] / located[1]
 
-    def unsaved_files(self) -> list[str]:
-        """Workspace-relative paths of the open documents holding the editor's unsaved changes."""
+    def unsaved_files(self, root: Path) -> list[str]:
+        """Paths relative to the folder `root` of the open documents under it holding the
+        editor's unsaved changes (a nested folder's too: an edit in `root` may reach them)."""
         unsaved: list[str] = []
         for key, document in list(self.server.workspace.text_documents.items()):
             if self.in_step_with_disk.get(key) == document.source:
                 continue  # the editor's text was on disk: at most it lags behind a later write
             # the document's own URI: pygls keys documents by an already-unquoted URI, which a
             # second decoding would turn `p%2520.py` (file `p%20.py`) into `p .py`
-            relative = self.workspace_relative(document.uri)
-            path = self.path_of(document.uri)
-            if relative is not None and path is not None and differs_from_disk(document.source, path):
+            relative = self.relative_to(root, document.uri)
+            if relative is not None and differs_from_disk(document.source, root / relative):
                 unsaved.append(relative)
         return unsaved
 
-    def open_files(self) -> list[str]:
-        """Workspace-relative paths of the documents open in the editor."""
+    def open_files(self, root: Path) -> list[str]:
+        """Paths relative to the folder `root` of its documents open in the editor."""
         documents = list(self.server.workspace.text_documents.values())
-        paths = (self.workspace_relative(document.uri) for document in documents)
+        paths = (self.relative_to(root, document.uri) for document in documents)
         return [path for path in paths if path is not None]
+
+    @staticmethod
+    def relative_to(root: Path, uri: str) -> str | None:
+        """The document's path relative to `root` (a folder inside it included), None outside."""
+        path = to_fs_path(uri)
+        return None if path is None else relative_in(root, path)
 
 
 def register(server: AiderLanguageServer) -> None:

@@ -20,6 +20,7 @@ from pygls.capabilities import get_capability
 from .progress import work_done_progress
 
 if TYPE_CHECKING:
+    from ..app import Application
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
@@ -46,69 +47,80 @@ async def register_file_watchers(ls: AiderLanguageServer) -> None:
         log.warning("client refused file watching: %s", exc)
 
 
-async def _index_with_progress(ls: AiderLanguageServer) -> None:
-    app = ls.app
-    if app is None:
-        return
-    async with work_done_progress(ls, "Indexing workspace", percentage=0) as progress:
+async def _index_with_progress(ls: AiderLanguageServer, app: Application) -> None:
+    title = "Indexing workspace"
+    if len(ls.folders.roots) > 1:
+        title += f" {app.workspace.name}"
+    async with work_done_progress(ls, title, percentage=0) as progress:
         progress.outcome = "failed"
         stats = await app.index_workspace(progress.report if progress.shown else None)
         progress.outcome = f"{stats.scanned} files indexed, {stats.read} read"
 
 
-def start_workspace_index(ls: AiderLanguageServer) -> None:
-    """Start the first index in the background; `initialized` returns at once."""
-    if ls.app is None:
-        return
+def start_watching(ls: AiderLanguageServer) -> None:
+    """Once, at start: file changes in every folder reach the server."""
     ls.keep_task(asyncio.ensure_future(register_file_watchers(ls)))
-    ls.keep_task(asyncio.ensure_future(_index_with_progress(ls)))
+
+
+def start_index(ls: AiderLanguageServer, app: Application) -> None:
+    """Start a folder's first index in the background (its Application was just made)."""
+    ls.keep_task(asyncio.ensure_future(_index_with_progress(ls, app)))
+
+
+def _by_folder(ls: AiderLanguageServer, uris: Sequence[str]) -> dict[Application, list[str]]:
+    """The uris of folders whose Application is alive, as folder-relative paths: a folder not
+    open yet catches up with its first index pass."""
+    grouped: dict[Application, list[str]] = {}
+    for uri in uris:
+        located = ls.documents.locate(uri)
+        app = ls.folders.alive(located[0]) if located is not None else None
+        if located is not None and app is not None:
+            grouped.setdefault(app, []).append(located[1])
+    return grouped
 
 
 async def on_saved(ls: AiderLanguageServer, uri: str) -> None:
-    if ls.app is None:
-        return
-    relative = ls.documents.workspace_relative(uri)
-    if relative is not None:
-        await ls.app.files_changed(updated=[relative])
+    for app, relative in _by_folder(ls, [uri]).items():
+        await app.files_changed(updated=relative)
 
 
 def reindex_everything(ls: AiderLanguageServer) -> None:
     """Too many files changed at once to follow one by one (a checkout, a build): one index
-    pass in the background, which reads only what really changed."""
-    if ls.app is not None:
-        ls.keep_task(asyncio.ensure_future(_index_with_progress(ls)))
+    pass in the background per open folder, which reads only what really changed."""
+    for app in list(ls.folders.apps.values()):
+        start_index(ls, app)
 
 
 async def on_watched_files_changed(ls: AiderLanguageServer, changes: Sequence[types.FileEvent]) -> None:
-    if ls.app is None:
-        return
     latest = {change.uri: change.type for change in changes}  # the last event of each file counts
     if len(latest) > MAX_WATCHED_EVENTS:
         reindex_everything(ls)
         return
-    updated: list[str] = []
-    deleted: list[str] = []
-    for uri, kind in latest.items():
-        relative = ls.documents.workspace_relative(uri)
-        if relative is None:
-            continue
-        (deleted if kind == types.FileChangeType.Deleted else updated).append(relative)
-    if updated or deleted:
-        await ls.app.files_changed(updated=updated, deleted=deleted)
+    deleted = {uri for uri, kind in latest.items() if kind == types.FileChangeType.Deleted}
+    gone = _by_folder(ls, sorted(deleted))
+    for app, updated in _by_folder(ls, [uri for uri in latest if uri not in deleted]).items():
+        await app.files_changed(updated=updated, deleted=gone.pop(app, []))
+    for app, removed in gone.items():
+        await app.files_changed(deleted=removed)
 
 
 async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) -> None:
-    """workspace/didRenameFiles (renames made in the editor): old names leave, new ones come."""
-    if ls.app is None:
-        return
-    pairs = [
-        (old, new)
-        for old_uri, new_uri in uri_pairs
-        if (old := ls.documents.workspace_relative(old_uri)) is not None
-        and (new := ls.documents.workspace_relative(new_uri)) is not None
-    ]
-    if pairs:
-        await ls.app.files_renamed(pairs)
+    """workspace/didRenameFiles (renames made in the editor): old names leave, new ones come
+    (a file moved to another folder leaves the one index and arrives in the other)."""
+    for old_uri, new_uri in uri_pairs:
+        old, new = ls.documents.locate(old_uri), ls.documents.locate(new_uri)
+        if old is not None and new is not None and old[0] == new[0]:
+            app = ls.folders.alive(old[0])
+            if app is not None:
+                await app.files_renamed([(old[1], new[1])])
+            continue
+        await on_watched_files_changed(
+            ls,
+            [
+                types.FileEvent(uri=old_uri, type=types.FileChangeType.Deleted),
+                types.FileEvent(uri=new_uri, type=types.FileChangeType.Created),
+            ],
+        )
 
 
 def register(server: AiderLanguageServer) -> None:

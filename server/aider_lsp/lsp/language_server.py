@@ -17,9 +17,12 @@ from .. import __version__
 from .diagnostics import WORKFLOW as WORKFLOW_FINDINGS
 from .diagnostics import DiagnosticStore
 from .documents import OpenDocuments
+from .folders import FolderApps
 from .protocol import AiderProtocol
 
 if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not before initialize
+    from pathlib import Path
+
     from ..app import Application
     from ..models import ProgressCallback, RequestContext, TaskResult
     from ..settings import Settings
@@ -28,15 +31,16 @@ log = logging.getLogger(__name__)
 
 
 class AiderLanguageServer(LanguageServer):
-    """`settings` exist once the client is initialized; `app` once a workspace folder is known."""
+    """`settings` (the window's) exist once the client is initialized; each workspace folder's
+    Application once it is used (`folders`, lsp/workspace.py)."""
 
     protocol: AiderProtocol
 
     def __init__(self) -> None:
         super().__init__("aider-lsp", __version__, protocol_cls=AiderProtocol)
-        self.app: Application | None = None
+        self.folders = FolderApps()  # the window's folders (from initialize) and their Applications
         self.init_options: dict[str, Any] = {}
-        self.workspace_root: str | None = None  # from initialize; opened once initialized
+        self.window_section: dict[str, Any] = {}  # the `aiderLsp` section as last sent or read
         self.settings: Settings | None = None
         self.settings_problem: str | None = None  # what is wrong in the settings now
         self.settings_problem_shown: str | None = None  # the last settings problem shown to the user
@@ -73,6 +77,7 @@ class AiderLanguageServer(LanguageServer):
 
     def request_context(
         self,
+        app: Application,
         report: ProgressCallback | None = None,
         answer_cancelled: Callable[[TaskResult], None] | None = None,
     ) -> RequestContext:
@@ -80,10 +85,12 @@ class AiderLanguageServer(LanguageServer):
         and (`answer_cancelled`) where a cancelled command's own answer goes."""
         from ..models import RequestContext  # a request comes after initialized: already loaded
 
-        context = RequestContext(open_files=self.documents.open_files())
+        root: Path = app.workspace
+        context = RequestContext(open_files=self.documents.open_files(root))
         if answer_cancelled is not None:
             context.answer_cancelled = answer_cancelled
-        context.report_findings = self.diagnostic_store.sink(WORKFLOW_FINDINGS)
+        # each folder's findings are its own: a run in one folder leaves another's diagnostics
+        context.report_findings = self.diagnostic_store.sink(f"{WORKFLOW_FINDINGS}:{root}", app.resolve_path)
         context.clear_findings = self.diagnostic_store.clear
         if report is not None:
             context.report_progress = report

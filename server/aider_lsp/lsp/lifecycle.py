@@ -1,6 +1,6 @@
-"""The server's life: initialize records the workspace, initialized loads the application, reads
-the settings, opens the workspace and starts the index; shutdown (or SIGTERM) closes the Aider
-server and its process group.
+"""The server's life: initialize records the workspace folders, initialized loads the application,
+reads the settings, opens the first folder and starts its index (the other folders open on first
+use: lsp/workspace.py); shutdown (or SIGTERM) closes every folder's Aider server and process group.
 
 Answering initialize needs only pygls: the application (pydantic, the services) is imported when
 `initialized` arrives, so an editor gets its answer as soon as pygls could give one.
@@ -16,38 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
-from . import configuration, indexing
+from . import configuration, indexing, workspace
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
-
-
-def workspace_root(params: types.InitializeParams) -> str | None:
-    if params.workspace_folders:
-        return to_fs_path(params.workspace_folders[0].uri)
-    if params.root_uri:
-        return to_fs_path(params.root_uri)
-    return params.root_path
-
-
-def open_workspace(ls: AiderLanguageServer) -> None:
-    """The Application over the folder initialize named (imported here: see the docstring)."""
-    from ..app import Application
-
-    root = ls.workspace_root
-    if root is None:
-        log.warning("no workspace folder: commands will ask the user to open one")
-        return
-    assert ls.settings is not None  # applied just before
-    try:
-        ls.app = Application(root, ls.settings, unsaved_files=ls.documents.unsaved_files)
-    except (OSError, ValueError) as exc:
-        log.error("cannot open workspace %s: %s", root, exc)
-        ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
 
 
 def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
@@ -60,11 +35,7 @@ def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
 
     async def terminate() -> None:
         log.info("SIGTERM: closing and exiting")
-        if ls.app is not None:
-            try:
-                await asyncio.wait_for(ls.app.aclose(), 10)
-            except BaseException as exc:  # exiting anyway
-                log.warning("closing on SIGTERM: %s", exc)
+        await workspace.close_all(ls)
         logging.shutdown()
         os._exit(0)
 
@@ -109,9 +80,9 @@ async def start_session(ls: AiderLanguageServer) -> None:
     finally:
         ls.configured.set()
     configuration.show_settings_problem(ls)
-    indexing.start_workspace_index(ls)  # background, with $/progress
-    if ls.app is not None:  # the first edit should not pay Aider's start-up
-        ls.keep_task(asyncio.create_task(ls.app.warm_up(), name="aider-warm-up"))
+    indexing.start_watching(ls)
+    for app in list(ls.folders.apps.values()):  # the first folder's: the first edit should not wait
+        workspace.start_services(ls, app)  # background, with $/progress
 
 
 class ScreenedInput:
@@ -134,7 +105,7 @@ def register(server: AiderLanguageServer) -> None:
     def on_initialize(ls: AiderLanguageServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.init_options = dict(options) if isinstance(options, dict) else {}
-        ls.workspace_root = workspace_root(params)
+        ls.folders.add(workspace.initial_folders(params))
         exit_cleanly_on_sigterm(ls)
 
     @server.feature(types.INITIALIZED)
@@ -143,10 +114,9 @@ def register(server: AiderLanguageServer) -> None:
         from . import runtime  # noqa: F401  the command machinery, now rather than at the first command
 
         configuration.apply_settings(ls, ls.init_options)
-        open_workspace(ls)
+        workspace.open_first_folder(ls)
         ls.keep_task(asyncio.create_task(start_session(ls), name="aider-lsp-start"))
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: AiderLanguageServer, params: Any = None) -> None:
-        if ls.app is not None:
-            await ls.app.aclose()
+        await workspace.close_all(ls)

@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
+from ..app import Application
 from ..models import ErrorReason, TaskResult, failed_result
-from . import cancellation
+from . import cancellation, routing, workspace
 from .commands import COMMANDS, CommandParams, CommandSpec
 from .language_server import AiderLanguageServer
 from .progress import work_done_progress
@@ -27,8 +28,8 @@ log = logging.getLogger(__name__)
 MAX_PROBLEMS_SHOWN = 5  # an invalid argument's problems named in the answer
 
 
-def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
-    """One object argument (or none) validated by the command's model, else InvalidParams.
+def raw_argument(spec: CommandSpec, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The one object argument (or none), else InvalidParams.
 
     An empty array stands for the empty object: Lua (Neovim) encodes `{}` as `[]`."""
     if len(args) > 1:
@@ -38,6 +39,11 @@ def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
         raw = {}
     if not isinstance(raw, dict):
         raise JsonRpcInvalidParams(f"{spec.id} takes one object argument, got {type(raw).__name__}")
+    return raw
+
+
+def decode_argument(spec: CommandSpec, raw: dict[str, Any]) -> CommandParams:
+    """The argument (its `folder` taken out) validated by the command's model, else InvalidParams."""
     try:
         return spec.params_model.model_validate(raw)
     except ValidationError as exc:
@@ -53,20 +59,19 @@ def decode_argument(spec: CommandSpec, args: tuple[Any, ...]) -> CommandParams:
 
 async def run_command(
     ls: AiderLanguageServer,
+    app: Application,
     spec: CommandSpec,
     params: CommandParams,
     answer_cancelled: Callable[[TaskResult], None] | None = None,
 ) -> TaskResult:
     """The command's run with progress when it is long; cancelled by the client either way.
     `answer_cancelled` receives what the command did before a cancel, when it says."""
-    app = ls.app
-    assert app is not None
     token = ls.protocol.take_work_done_token()
     if not spec.long_running:
-        return await spec.run(app, params, ls.request_context(answer_cancelled=answer_cancelled))
+        return await spec.run(app, params, ls.request_context(app, answer_cancelled=answer_cancelled))
     async with work_done_progress(ls, spec.title, token=token, cancellable=True) as progress:
         report = progress.report if progress.shown else None
-        result = await spec.run(app, params, ls.request_context(report, answer_cancelled))
+        result = await spec.run(app, params, ls.request_context(app, report, answer_cancelled))
         progress.outcome = result.status.value.lower()
         return result
 
@@ -77,19 +82,34 @@ SPECS: dict[str, CommandSpec] = {spec.id: spec for spec in COMMANDS}
 async def execute_command(ls: AiderLanguageServer, command_id: str, args: tuple[Any, ...]) -> dict[str, Any]:
     """One workspace/executeCommand: its answer is always a TaskResult (or InvalidParams)."""
     spec = SPECS[command_id]
-    params = decode_argument(spec, args)
+    raw, folder = routing.take_folder(raw_argument(spec, args))
+    params = decode_argument(spec, raw)
     await ls.wait_configured()
-    if ls.app is None:
+    root = routing.route(ls.folders, raw, folder, any_folder=spec.any_folder)
+    if isinstance(root, routing.Refusal):
+        return failed_result(ErrorReason.CONFIGURATION_ERROR, root.message).to_wire()
+    app = await workspace.application(ls, root)
+    if app is None:
         return failed_result(
-            ErrorReason.CONFIGURATION_ERROR,
-            ls.workspace_problem or "aider-lsp needs a workspace folder: open a folder in the editor",
+            ErrorReason.CONFIGURATION_ERROR, ls.workspace_problem or f"cannot open {root}"
         ).to_wire()
+    ls.folders.started(root)
+    try:
+        return await _execute(ls, app, spec, params)
+    finally:
+        ls.folders.finished(root)
+
+
+async def _execute(
+    ls: AiderLanguageServer, app: Application, spec: CommandSpec, params: CommandParams
+) -> dict[str, Any]:
+    """The command in its folder's Application: cancellation linked, failures → TaskResult."""
     task = asyncio.current_task()
     if task is not None:
         cancellation.cancel_task_with_request(ls.protocol, task)
     said: list[TaskResult] = []  # what the command did before a cancel, when it says
     try:
-        result = await run_command(ls, spec, params, said.append)
+        result = await run_command(ls, app, spec, params, said.append)
     except asyncio.CancelledError:
         if cancellation.request_cancelled(ls.protocol):
             raise  # pygls has already answered the request as cancelled

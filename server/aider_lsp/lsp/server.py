@@ -12,12 +12,22 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO, cast
 
-from . import code_actions, command_handlers, configuration, documents, indexing, lifecycle, protocol
+from . import (
+    code_actions,
+    command_handlers,
+    configuration,
+    documents,
+    indexing,
+    lifecycle,
+    protocol,
+    workspace,
+)
 from .language_server import AiderLanguageServer
 
 FEATURES: list[Callable[[AiderLanguageServer], None]] = [
     lifecycle.register,  # initialize, initialized, shutdown, SIGTERM
     configuration.register,  # didChangeConfiguration
+    workspace.register,  # didChangeWorkspaceFolders: a folder's Application made on use, closed on removal
     documents.register,  # didOpen / didChange / didSave / didClose
     indexing.register,  # watched files, renames
     command_handlers.register,  # workspace/executeCommand: every CommandId, run by runtime.py

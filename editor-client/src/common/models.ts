@@ -1,0 +1,49 @@
+/**
+ * Aider's model list as the "Select Model…" picker shows it: each model with its provider, and
+ * whether the provider's key is known. Pure, so it is tested without VS Code.
+ */
+import type { TaskResult } from '../protocol';
+
+/** A model of Aider's list: its litellm name (`anthropic/claude-sonnet-4-5`) and provider. */
+export interface ModelChoice {
+    name: string;
+    provider: string;
+}
+
+/** The key variables of the providers that need one (server providers.py; Aider reads the same). */
+const KEY_VARIABLES: Record<string, readonly string[]> = {
+    openai: ['OPENAI_API_KEY'],
+    anthropic: ['ANTHROPIC_API_KEY'],
+    gemini: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+    groq: ['GROQ_API_KEY'],
+    mistral: ['MISTRAL_API_KEY'],
+    deepseek: ['DEEPSEEK_API_KEY'],
+    openrouter: ['OPENROUTER_API_KEY'],
+    cohere: ['COHERE_API_KEY', 'CO_API_KEY'],
+    xai: ['XAI_API_KEY'],
+};
+
+/** Aider names OpenAI's own models without a prefix (`gpt-4.1`, `o3-mini`). */
+export function providerOf(name: string): string {
+    const slash = name.indexOf('/');
+    return slash > 0 ? name.slice(0, slash) : 'openai';
+}
+
+/** The models of a listModels answer (`parsedContent`, else one per line of `content`), sorted. */
+export function modelChoices(result: TaskResult): ModelChoice[] {
+    const listed: unknown[] = Array.isArray(result.parsedContent) ? result.parsedContent : result.content.split('\n');
+    const names = [...new Set(listed.filter((item): item is string => typeof item === 'string').map((item) => item.trim()))];
+    return names.filter((name) => name !== '').sort().map((name) => ({ name, provider: providerOf(name) }));
+}
+
+/**
+ * The key variable a model's provider needs and that is missing, or undefined when the key is
+ * there (in the environment, or the key of "Set API Key") or the provider needs none (ollama…).
+ */
+export function missingKey(provider: string, env: Readonly<Record<string, string | undefined>>, storedKey: boolean): string | undefined {
+    const variables = KEY_VARIABLES[provider];
+    if (variables === undefined || storedKey || variables.some((name) => (env[name] ?? '') !== '')) {
+        return undefined;
+    }
+    return variables[0];
+}

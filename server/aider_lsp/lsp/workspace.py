@@ -1,0 +1,124 @@
+"""The folders the editor opens, each with its Application: made on first use, closed when the
+folder leaves the window (workspace/didChangeWorkspaceFolders), when it is the least recently
+used beyond the bound (lsp/folders.py), and at shutdown.
+
+The first folder's Application is made at `initialized` (a one-folder window gets its index and
+Aider's warm-up at once, as before); every other folder's when a command first goes there, with
+that folder's own settings (workspace/configuration with its scopeUri).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from . import configuration, indexing
+
+if TYPE_CHECKING:
+    from ..app import Application
+    from ..settings import Settings
+    from .language_server import AiderLanguageServer
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 10.0  # seconds an Application may take to stop its Aider server and index
+
+
+def initial_folders(params: types.InitializeParams) -> list[str]:
+    """The folders initialize names: its workspaceFolders, else the older rootUri / rootPath."""
+    if params.workspace_folders:
+        paths = [to_fs_path(folder.uri) for folder in params.workspace_folders]
+        return [path for path in paths if path]
+    if params.root_uri:
+        path = to_fs_path(params.root_uri)
+        return [path] if path else []
+    return [params.root_path] if params.root_path else []
+
+
+def build(ls: AiderLanguageServer, root: Path, settings: Settings) -> Application | None:
+    """The folder's Application (imported here: see lifecycle.py), None when it cannot open
+    (`ls.workspace_problem` says why)."""
+    from ..app import Application
+
+    try:
+        app = Application(root, settings, unsaved_files=partial(ls.documents.unsaved_files, root))
+    except (OSError, ValueError) as exc:
+        log.error("cannot open workspace folder %s: %s", root, exc)
+        ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
+        return None
+    for evicted in ls.folders.keep(root, app):
+        log.info("closing %s: more than %d folders in use", evicted.workspace, ls.folders.limit)
+        close_soon(ls, evicted)
+    return app
+
+
+def open_first_folder(ls: AiderLanguageServer) -> None:
+    """At `initialized`: the first folder's Application, with the settings known so far."""
+    assert ls.settings is not None  # applied just before
+    if ls.folders.roots:
+        build(ls, ls.folders.roots[0], ls.settings)
+    else:
+        log.warning("no workspace folder: commands will ask the user to open one")
+
+
+def start_services(ls: AiderLanguageServer, app: Application) -> None:
+    """The folder's first index and Aider's start-up, in the background."""
+    indexing.start_index(ls, app)
+    ls.keep_task(asyncio.create_task(app.warm_up(), name=f"aider-warm-up {app.workspace.name}"))
+
+
+async def application(ls: AiderLanguageServer, root: Path) -> Application | None:
+    """The folder's Application, made now (with the folder's settings) when it has none."""
+    app = ls.folders.use(root)
+    if app is not None:
+        return app
+    settings = await configuration.folder_settings(ls, root)
+    app = ls.folders.use(root)  # made meanwhile by another request
+    if app is not None:
+        return app
+    app = build(ls, root, settings)
+    if app is not None:
+        log.info("opened workspace folder %s", root)
+        start_services(ls, app)
+    return app
+
+
+async def close(app: Application) -> None:
+    try:
+        await asyncio.wait_for(app.aclose(), CLOSE_TIMEOUT)
+    except BaseException as exc:  # closing anyway
+        log.warning("closing %s: %s", app.workspace, exc)
+
+
+def close_soon(ls: AiderLanguageServer, app: Application) -> None:
+    ls.keep_task(asyncio.ensure_future(close(app)))
+
+
+async def close_all(ls: AiderLanguageServer) -> None:
+    """Shutdown: every folder's Aider server and index."""
+    apps = list(ls.folders.apps.values())
+    ls.folders.apps.clear()
+    await asyncio.gather(*(close(app) for app in apps))
+
+
+def folders_changed(ls: AiderLanguageServer, event: types.WorkspaceFoldersChangeEvent) -> None:
+    """Removed folders close their Application now; added ones open on first use."""
+    for folder in event.removed:
+        path = to_fs_path(folder.uri)
+        app = ls.folders.remove(path) if path else None
+        if app is not None:
+            log.info("workspace folder removed: closing %s", app.workspace)
+            close_soon(ls, app)
+    ls.folders.add(path for folder in event.added if (path := to_fs_path(folder.uri)))
+
+
+def register(server: AiderLanguageServer) -> None:
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def on_folders_changed(ls: AiderLanguageServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        folders_changed(ls, params.event)

@@ -1,0 +1,158 @@
+"""One server for every folder of a multi-root window, as an editor drives it over stdio: each
+folder's files read and edited in that folder, its own settings, folders added and removed, a
+file in no folder refused by name, a folder inside another served as its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
+
+READ = "aider-lsp.system.readFiles"
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folders of one window: an app and the library beside it."""
+    app, lib = tmp_path / "app", tmp_path / "lib"
+    for root, text in ((app, "APP = 1\n"), (lib, "LIB = 1\n")):
+        root.mkdir()
+        (root / "main.py").write_text(text)
+        (root / "README.md").write_text(f"# {root.name}\n")
+    return app, lib
+
+
+def change_folders(client: Any, added: list[Path] = (), removed: list[Path] = ()) -> None:  # type: ignore[assignment]
+    def folder(path: Path) -> types.WorkspaceFolder:
+        return types.WorkspaceFolder(uri=path.as_uri(), name=path.name)
+
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[folder(path) for path in added], removed=[folder(path) for path in removed]
+            )
+        )
+    )
+
+
+async def read(client: Any, path: str, folder: Path | None = None) -> dict[str, Any]:
+    argument: dict[str, Any] = {"file_paths": [path]}
+    if folder is not None:
+        argument["folder"] = folder.as_uri()
+    result: dict[str, Any] = await execute(client, READ, argument)
+    return result
+
+
+async def test_each_folder_is_served_with_its_own_files_and_settings(
+    lsp: Any, folders: tuple[Path, Path]
+) -> None:
+    app, lib = folders
+    async with lsp(app, more_folders=[lib]) as client:
+        # the library's own settings (its .vscode/settings.json, as the editor answers for its scope)
+        client.set_configuration({"secretPatterns": ["*.md"]}, section="aiderLsp", scope_uri=lib.as_uri())
+        await asyncio.sleep(1)  # the first folder's start-up settles
+        assert not (lib / ".aider-lsp").exists(), "the second folder was opened before it was used"
+
+        second = await read(client, "main.py", folder=lib)
+        assert second["status"] == "COMPLETE", second
+        assert "LIB = 1" in second["content"] and "APP = 1" not in second["content"]
+        by_path = await read(client, str(lib / "main.py"))  # no folder named: the file's own
+        assert "LIB = 1" in by_path["content"], by_path
+        first = await read(client, "main.py", folder=app)
+        assert "APP = 1" in first["content"], first
+
+        # the library's secretPatterns refuse its README; the app's README is still read
+        assert (await read(client, "README.md", folder=lib))["notes"]["files_read_count"] == 0
+        assert "# app" in (await read(client, "README.md", folder=app))["content"]
+
+        # a relative path and no folder in a two-folder window: which one is not guessed
+        unsure = await read(client, "main.py")
+        assert unsure["status"] == "FAILED"
+        assert "2 workspace folders" in unsure["content"] and "app" in unsure["content"], unsure
+
+        # a file in no open folder: refused, by name
+        stray = lib.parent / "stray.py"
+        stray.write_text("SECRET_STRAY = 1\n")
+        refused = await read(client, str(stray))
+        assert refused["status"] == "FAILED" and str(stray) in refused["content"], refused
+        assert "SECRET_STRAY" not in refused["content"]
+
+
+async def test_folders_added_and_removed_while_the_window_is_open(
+    lsp: Any, folders: tuple[Path, Path]
+) -> None:
+    app, lib = folders
+    async with lsp(app, more_folders=[lib]) as client:
+        assert "LIB = 1" in (await read(client, "main.py", folder=lib))["content"]
+        change_folders(client, removed=[lib])
+        gone = await read(client, "main.py", folder=lib)
+        assert gone["status"] == "FAILED" and "not open in this window" in gone["content"], gone
+
+        added = lib.parent / "tools"
+        added.mkdir()
+        (added / "main.py").write_text("TOOLS = 1\n")
+        change_folders(client, added=[added])
+        assert "TOOLS = 1" in (await read(client, str(added / "main.py")))["content"]
+
+
+async def test_a_folder_inside_another_is_its_own(lsp: Any, tmp_path: Path) -> None:
+    outer = tmp_path / "repo"
+    inner = outer / "packages" / "core"
+    inner.mkdir(parents=True)
+    (inner / "core.py").write_text("CORE = 1\n")
+    (outer / "top.py").write_text("TOP = 1\n")
+    async with lsp(outer, more_folders=[inner]) as client:
+        result = await read(client, str(inner / "core.py"))
+        assert result["status"] == "COMPLETE", result
+        # read in the inner folder: the file is named relative to it
+        assert "core.py" in result["content"] and "packages/core/core.py" not in result["content"], result
+        assert "TOP = 1" in (await read(client, str(outer / "top.py")))["content"]
+
+
+def aider_servers_for(root: Path) -> list[int]:
+    """Live processes whose command line is the bundled Aider server for this folder."""
+    found: list[int] = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and b"aider_mcp" in b" ".join(argv) and str(root).encode() in argv:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.aider
+async def test_a_real_aider_edit_in_the_second_folder_and_its_server_closed_with_it(
+    lsp: Any, folders: tuple[Path, Path], llm_server: ScriptedLLMServer
+) -> None:
+    app, lib = folders
+    llm_server.add_rule(any_request, aider_whole({"main.py": "LIB = 2\n"}))
+    options = {
+        "baseUrl": llm_server.base_url,
+        "aiderModel": "openai/scripted-coder",
+        "aiderServer": {"args": ["--edit-format", "whole"]},
+        "timeouts": {"aider": 90},
+    }
+    async with lsp(app, init_options=options, more_folders=[lib]) as client:
+        edit = await execute(
+            client,
+            "aider-lsp.aider.automatic",
+            {"prompt": "set LIB to 2", "file_context": ["main.py"], "folder": lib.as_uri()},
+        )
+        assert edit["status"] == "COMPLETE", edit
+        assert (lib / "main.py").read_text() == "LIB = 2\n"
+        assert (app / "main.py").read_text() == "APP = 1\n"
+        assert aider_servers_for(lib), "no Aider server for the library"
+
+        change_folders(client, removed=[lib])
+        assert await eventually(lambda: not aider_servers_for(lib), timeout=15), "its Aider server lives on"
