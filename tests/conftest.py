@@ -27,6 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip_without_aider(items)
 
 
+@pytest.fixture(autouse=True)
+def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's own state folder (what they confirmed per workspace), one per test: a test
+    never reads or writes the real ~/.local/state, and servers it starts inherit it."""
+    folder = tmp_path_factory.mktemp("user-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def calc_project(tmp_path: Path) -> Path:
     """The calc project whose multiply test fails (the workflow tests' project)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from aider_lsp.suite.choose import remembered_path
 from aider_lsp_testing.lsp_session import execute
 
 PASSING_TEST = (
@@ -44,7 +45,7 @@ async def test_a_detected_command_is_asked_once_used_and_remembered(lsp, workspa
     for result in (first, second):
         assert result["status"] == "COMPLETE", result
         assert result["notes"]["exit_code"] == 0 and result["notes"]["command"] == DETECTED
-    remembered = json.loads((workspace / ".aider-lsp" / "test-command.json").read_text())
+    remembered = json.loads(remembered_path(workspace).read_text())
     assert remembered["command"] == DETECTED
     # a new session in the same workspace does not ask again
     async with lsp(workspace) as client:
@@ -62,7 +63,7 @@ async def test_change_stops_and_names_the_setting_without_remembering(lsp, works
     assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "configuration_error"
     assert "aiderLsp.testCommand" in result["content"] and DETECTED in result["content"]
     assert result["notes"]["detected_test_command"] == DETECTED  # for a client's pre-filled input
-    assert not (workspace / ".aider-lsp" / "test-command.json").exists()
+    assert not remembered_path(workspace).exists()
 
 
 async def test_the_users_setting_is_never_asked_about(lsp, workspace: Path) -> None:
@@ -84,4 +85,4 @@ async def test_a_client_that_cannot_ask_gets_the_detected_command(lsp, workspace
     async with lsp(workspace, capabilities=capabilities) as client:
         result = await execute(client, "aider-lsp.system.runTests", {})
     assert result["status"] == "COMPLETE" and result["notes"]["command"] == DETECTED
-    assert not (workspace / ".aider-lsp" / "test-command.json").exists()
+    assert not remembered_path(workspace).exists()

@@ -202,7 +202,8 @@ describe('the Aider extension in a real VS Code', () => {
         assert.match(asked, /-m unittest/);
         const done = await wb.waitForToast(/Aider: Workflow/, 300_000);
         assert.doesNotMatch(done, /failed|cancelled/i);
-        assert.ok(fs.existsSync(path.join(project, '.aider-lsp', 'test-command.json')), 'the answer was not remembered');
+        // remembered in the user's own state folder (never the workspace): the second run does not ask
+        assert.ok(!fs.existsSync(path.join(project, '.aider-lsp', 'test-command.json')), 'remembered inside the workspace');
         await wb.clearToasts();
 
         await wb.runCommand('Aider: Run Workflow…');

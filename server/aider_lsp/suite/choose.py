@@ -2,8 +2,9 @@
 one detected (detect.py).
 
 Why an order: a command the user set (the run's own `test_command`, else the `testCommand`
-setting) always wins; a command the user confirmed once in the editor is remembered in the
-workspace's `.aider-lsp/test-command.json` (state.py owns the folder) and wins over detection, so
+setting) always wins; a command the user confirmed once in the editor is remembered for the
+workspace in the user's own state folder (state.py `user_state_dir`: never a file inside the
+workspace, which a repository could ship to pre-confirm a command) and wins over detection, so
 the question is asked once; a detected command not yet confirmed says so (`needs_confirmation`),
 and `confirm_test_command` asks the caller's user once (the editor's question and its answers).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from ..models import ErrorReason, RequestContext, TaskResult, failed_result
 from ..settings import SECTION, Settings, env_var_for
-from ..state import STATE_DIR, ensure_state_dir
+from ..state import user_state_dir
 from .detect import detect_test_command
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def choose_test_command(
 
 def remembered_test_command(root: Path) -> ChosenTestCommand | None:
     """The command confirmed for this workspace, if any (an unreadable file is no answer)."""
-    path = root / STATE_DIR / REMEMBERED_FILE
+    path = remembered_path(root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -108,13 +109,19 @@ def remember_test_command(root: Path, command: str, rule: str | None = None) -> 
     """Keep the command the user confirmed (or typed) for the workspace's next runs; a file that
     cannot be written is logged, and the command still used for this run."""
     choice = ChosenTestCommand(command, CommandSource.REMEMBERED, rule)
+    path = remembered_path(root)
     try:
-        folder = ensure_state_dir(root)
-        text = json.dumps({"command": command, "rule": rule}, indent=2) + "\n"
-        (folder / REMEMBERED_FILE).write_text(text, encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"workspace": str(root.resolve()), "command": command, "rule": rule}
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        log.warning("cannot remember the test command in %s: %s", root / STATE_DIR, exc)
+        log.warning("cannot remember the test command in %s: %s", path, exc)
     return choice
+
+
+def remembered_path(root: Path) -> Path:
+    """Where the command the user confirmed for `root` is kept (outside the workspace)."""
+    return user_state_dir(root) / REMEMBERED_FILE
 
 
 async def confirm_test_command(
