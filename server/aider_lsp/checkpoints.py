@@ -553,12 +553,13 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
     meta = checkpoint.meta
     kind = str(meta.get("kind") or ("workflow" if checkpoint.label.startswith("workflow:") else "edit"))
     label = checkpoint.label.removeprefix("workflow: ") if kind == "workflow" else checkpoint.label
-    iterations, duration = meta.get("iterations"), meta.get("duration_s")
+    iterations, duration, goal = meta.get("iterations"), meta.get("duration_s"), meta.get("goal")
     return RunRecord(
         id=checkpoint.id,
         created=checkpoint.created,
         kind=kind,
         label=label,
+        goal=goal if isinstance(goal, str) else None,
         status=meta.get("status"),
         iterations=iterations if isinstance(iterations, int) else None,
         files=tuple(checkpoint.edited or checkpoint.paths),

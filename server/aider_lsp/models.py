@@ -870,6 +870,7 @@ class RunRecord(BaseModel):
     created: float
     kind: str  # "workflow" or "edit"
     label: str
+    goal: str | None = None  # a workflow run's whole goal (the label may be cut); None for edits
     status: str | None = None  # SUCCESS / FAILURE / COMPLETE / FAILED, as the run ended
     iterations: int | None = None
     files: tuple[str, ...] = ()
