@@ -1,5 +1,6 @@
 /**
- * "Undo Last Aider Change": restores the last edit or run. Files the user changed since are
+ * "Undo Last Aider Change", and "Undo This Run" in the Runs view: takes back the last edit or
+ * run, or the one given (a revert: later changes stay). Files the user changed since are
  * kept unless they choose otherwise: the question says what is kept and what "Undo Anyway"
  * would lose, and the safe answer is the default button (Enter).
  */
@@ -9,6 +10,7 @@ import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../p
 import { tell, type FlowContext } from '../ui/context';
 
 const TITLE = 'Undoing the last Aider change';
+const TITLE_RUN = 'Undoing an Aider run';
 const KEEP = 'Keep My Changes';
 const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
 
@@ -56,8 +58,11 @@ function list(paths: readonly string[]): string {
     return paths.join(', ');
 }
 
-export async function undo(ctx: FlowContext): Promise<void> {
-    const result = await ctx.server.run(TITLE, ServerCommand.undo, {});
+/** Undoes the run `runId` of the history, else the last one not undone yet. */
+export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
+    const title = runId === undefined ? TITLE : TITLE_RUN;
+    const which = runId === undefined ? {} : { run_id: runId };
+    const result = await ctx.server.run(title, ServerCommand.undo, which);
     if (!result) {
         return;
     }
@@ -82,7 +87,7 @@ export async function undo(ctx: FlowContext): Promise<void> {
         void vscode.window.showWarningMessage(`Aider: ${list(unsaved)} could not be saved: nothing more undone.`);
         return;
     }
-    const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true });
+    const forced = await ctx.server.run(title, ServerCommand.undo, { ...which, force: true });
     if (forced) {
         await finish(ctx, forced);
     }
@@ -101,10 +106,10 @@ function question(result: TaskResult, kept: readonly string[], unsaved: readonly
     return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
 }
 
-/** Tells the undo's outcome; once the files are back, the last change's diff is gone. */
+/** Tells the undo's outcome; once the files are back, the last change's diff is gone (if it was that run's). */
 async function finish(ctx: FlowContext, result: TaskResult): Promise<void> {
     if (result.status === 'COMPLETE') {
-        ctx.lastChange.forget();
+        ctx.lastChange.forget(stringNote(result, 'checkpoint'));
     }
     await tell(ctx, resultMessage('Undo', result));
 }

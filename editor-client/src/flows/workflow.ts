@@ -7,7 +7,7 @@ import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { pickedFiles, relative, saveDirtyFiles } from '../ui/files';
+import { pickedFiles, relative, saveDirtyFiles, workspaceRoot } from '../ui/files';
 import { changedTestCommand } from '../ui/testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
@@ -41,6 +41,18 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (files.length > 0) {
         arg.file_context = files;
     }
+    await runGoal(ctx, arg, root);
+}
+
+/** "Run Again" in the Runs view: a past run's goal, run as the palette runs it (its files saved first). */
+export async function runAgain(ctx: FlowContext, goal: string): Promise<void> {
+    if (await saveDirtyFiles()) {
+        await runGoal(ctx, { goal }, workspaceRoot());
+    }
+}
+
+/** The run itself: the test command changed if the user asks to, then the result told. */
+async function runGoal(ctx: FlowContext, arg: CommandArgs['aider-lsp.workflow.run'], root: vscode.Uri | undefined): Promise<void> {
     let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg);
     const changed = await changedTestCommand(result);
     if (changed) {
