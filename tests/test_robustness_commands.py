@@ -197,6 +197,8 @@ def test_commands_without_a_workspace_say_so(tmp_path: Path) -> None:
                 arguments = {"prompt": "x"}
             elif spec.id == "aider-lsp.workflow.run":
                 arguments = {"goal": "x"}
+            elif spec.id == "aider-lsp.history.diff":
+                arguments = {"run_id": "x"}
             else:
                 arguments = {}
             result = raw.execute(spec.id, arguments)["result"]

@@ -86,6 +86,14 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert (calc_project / "calc.py").read_text() == FIXED
     run = result.notes["workflow"]
     assert run["status"] == "SUCCESS" and result.parsed_content == run
+    (record,) = app.history()  # what the Runs view and `aider-lsp history` show of it
+    assert (record.kind, record.goal, record.status, record.iterations) == (
+        "workflow",
+        "make the tests pass",
+        "SUCCESS",
+        2,
+    )
+    assert record.files == ("calc.py",) and record.id == result.notes["checkpoint_id"]
     first, second = run["iterations"]
     assert first["test"]["exit_code"] != 0 and second["test"]["exit_code"] == 0
     assert "multiply(3, 4)" in first["test"]["stderr"]  # the analysis got the failing output

@@ -133,7 +133,22 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')));
     });
 
-    step(3, 'shows the last run\'s diff from the palette, then undoes it', 'undo', async () => {
+    step(3, 'the Runs view shows the workflow run with its iterations and file; a click on the file opens the run\'s diff', 'runs-view', async () => {
+        await wb.showRuns();
+        const run = wb.runsRow(GOAL_FIX);
+        await run.waitFor({ timeout: 30_000 });
+        assert.match(await run.innerText(), /goal reached · 2 iterations/);
+        assert.match(await wb.runsRow(EDIT_INSTRUCTION).innerText(), /done/); // the edit of step 1, older, below
+        await wb.runsRow('calculator.py').click(); // the newest run is open: its file under it
+        await wb.page.locator('.tab.active', { hasText: `calculator.py (before ↔ after “${GOAL_FIX}”)` }).waitFor({ timeout: 30_000 });
+        const diff = wb.page.locator('.monaco-diff-editor').first();
+        await diff.locator('.editor.original .view-lines', { hasText: 'return b - a' }).waitFor(); // before the run
+        await diff.locator('.editor.modified .view-lines', { hasText: 'if values else 0' }).waitFor(); // after it
+        await wb.screenshot('runs-view-diff');
+        await wb.runCommand('View: Close Editor');
+    });
+
+    step(4, 'shows the last run\'s diff from the palette, then undoes it', 'undo', async () => {
         await wb.runCommand('Aider: Show Last Aider Diff');
         await wb.page.locator('.tab.active', { hasText: 'calculator.py (before Aider ↔ now)' }).waitFor({ timeout: 30_000 });
         await wb.screenshot('last-diff');
@@ -144,7 +159,7 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForEditorText(text.documented); // as it was before the workflow
     });
 
-    step(4, 'fixes a failing test\'s diagnostic with the quick fix "Fix with Aider": the tests re-run, the diagnostic goes', 'quick-fix-result', async () => {
+    step(5, 'fixes a failing test\'s diagnostic with the quick fix "Fix with Aider": the tests re-run, the diagnostic goes', 'quick-fix-result', async () => {
         await wb.runCommand('Aider: Run Workflow…');
         await wb.answerInput(GOAL_REVIEW);
         await wb.acceptInput(TEST_COMMAND);
@@ -164,16 +179,29 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForProblems((r) => !r.some((row) => row.includes('aider-lsp')), 60_000);
     });
 
-    step(5, 'undo over a change the user saved on the lines Aider changed: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
+    step(6, '"Undo This Run" on the older of two runs keeps the newer run\'s change', 'runs-undo-older', async () => {
+        // the review workflow added "# Reviewed." at the top; the quick fix after it changed average()
+        await wb.showRuns();
+        const review = wb.runsRow(GOAL_REVIEW);
+        await review.waitFor({ timeout: 30_000 });
+        await wb.runsViewAction(review, 'Undo This Run');
+        assert.match(await wb.waitForToast(/Aider: Undo/), /calculator\.py|restored|reverted/i);
+        await wb.openFile('calculator.py');
+        await wb.waitForEditorText(text.fixed); // "# Reviewed." gone, the quick fix kept
+        await wb.showRuns(); // the view read the history again after the undo: the run is marked
+        await wb.runsRow(GOAL_REVIEW).filter({ hasText: 'undone' }).waitFor({ timeout: 30_000 });
+    });
+
+    step(7, 'undo over a change the user saved on the lines Aider changed: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
         // undo is a revert: a change elsewhere in the file would simply stay (tests/test_undo_revert.py);
         // one on the lines the quick fix changed overlaps it, and the user is asked
-        const fixedLine = text.quick_fixed.split('\n').indexOf('    return sum(values) / len(values) if values else 0') + 1;
+        const fixedLine = text.fixed.split('\n').indexOf('    return sum(values) / len(values) if values else 0') + 1;
         await wb.openFile('calculator.py');
         await wb.goToLine(fixedLine, 1);
         await wb.page.keyboard.press('End');
         await wb.page.keyboard.type('  # my own note');
         await wb.runCommand('File: Save');
-        const mine = text.quick_fixed.replace('if values else 0\n', 'if values else 0  # my own note\n');
+        const mine = text.fixed.replace('if values else 0\n', 'if values else 0  # my own note\n'); // step 6 took "# Reviewed." back
         await wb.waitForEditorText(mine);
         await wb.runCommand('Aider: Undo Last Aider Change');
         const dialog = wb.page.locator('.monaco-dialog-box');
@@ -190,7 +218,7 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.waitForEditorText(mine);
     });
 
-    step(6, 'a workflow with no test command configured asks once, runs, and remembers; the open file is only a hint', 'test-command-remembered', async () => {
+    step(8, 'a workflow with no test command configured asks once, runs, and remembers; the open file is only a hint', 'test-command-remembered', async () => {
         writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null, testCommand: null });
         await new Promise((resolve) => setTimeout(resolve, 3000)); // the workbench reads settings.json again
         // the file merely open is not the user's choice: the plan picks calculator.py, the run is green

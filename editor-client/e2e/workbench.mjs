@@ -406,6 +406,26 @@ export class Workbench {
         for (let i = from; i <= to; i++) await this.page.keyboard.press('Shift+ArrowDown');
     }
 
+    /** Shows the Runs view of the Aider activity bar item (VS Code's own "Focus on … View" command). */
+    async showRuns() {
+        await this.runCommand('Aider: Focus on Runs View');
+        await this.page.locator('.part.sidebar .customview-tree').first().waitFor({ timeout: 30_000 });
+    }
+
+    /** The first row of the Runs view whose text (label and description) matches `pattern`. */
+    runsRow(pattern) {
+        return this.page.locator('.part.sidebar .customview-tree .monaco-list-row', { hasText: pattern }).first();
+    }
+
+    /** Chooses `action` in the context menu of a row of a view (right click). */
+    async runsViewAction(row, action) {
+        await row.click({ button: 'right' });
+        const item = this.page.getByRole('menuitem', { name: action }).first();
+        await item.waitFor({ timeout: 10_000 });
+        await this.screenshot(`menu-${action.toLowerCase().replace(/\W+/g, '-')}`);
+        await item.click();
+    }
+
     /** Texts of the notification toasts now shown. */
     async toasts() {
         return this.page.locator('.notifications-toasts .notification-toast').allInnerTexts();

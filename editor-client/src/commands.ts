@@ -9,6 +9,7 @@ import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
+import { copyGoal, openRunFile, runAgain, showRunDiff, undoRun } from './flows/runs';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
 import { selectModel } from './flows/selectModel';
@@ -17,8 +18,9 @@ import { ClientCommand, type ClientCommandId } from './protocol';
 import type { FlowContext } from './ui/context';
 import { allowedInThisWindow } from './ui/trust';
 
-/** What the commands need beyond the flows' context: the server's set-up. */
+/** What the commands need beyond the flows' context: the server's set-up, the Runs view. */
 export interface CommandHost extends FlowContext {
+    readonly runs: { refresh(): void };
     setupServer(): Promise<boolean>;
     /** True when the server runs, after offering to set it up or restart it (before any question). */
     ensureServer(): Promise<boolean>;
@@ -57,6 +59,12 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.setupServer]: () => host.setupServer(),
         [ClientCommand.showLastDiff]: () => showLastDiff(host),
         [ClientCommand.selectModel]: withServer(() => selectModel(host)),
+        [ClientCommand.refreshRuns]: () => { host.runs.refresh(); },
+        [ClientCommand.undoRun]: trusted('Undo This Run', (node) => undoRun(host, node)),
+        [ClientCommand.showRunDiff]: withServer((node) => showRunDiff(host, node)),
+        [ClientCommand.runAgain]: trusted('Run Again', (node) => runAgain(host, node)),
+        [ClientCommand.copyGoal]: (node) => copyGoal(node),
+        [ClientCommand.openRunFile]: withServer((node) => openRunFile(host, node)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

@@ -1,6 +1,6 @@
 /**
- * Activation: the log, the status item, the diff view's content, the commands and the settings
- * listener, then the server. The server's life (start, restart, set-up): server/lifecycle.ts;
+ * Activation: the log, the status item, the diff view's content, the Runs view, the commands and
+ * the settings listener, then the server. The server's life (start, restart, set-up): server/lifecycle.ts;
  * each command's flow: commands.ts → flows/. A map of the folders: src/README.md.
  */
 import * as vscode from 'vscode';
@@ -12,7 +12,9 @@ import { runFromCodeAction } from './flows/codeAction';
 import { ServerCommands } from './server/execute';
 import { ServerLifecycle } from './server/lifecycle';
 import { BEFORE_SCHEME, BeforeContentProvider } from './ui/diffView';
+import { workspaceRoot } from './ui/files';
 import { LastChange } from './ui/lastChange';
+import { RUNS_VIEW, RunsTree } from './ui/runsView';
 import { StatusItem } from './ui/status';
 
 let lifecycle: ServerLifecycle | undefined;
@@ -24,7 +26,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const status = new StatusItem();
     const beforeContent = new BeforeContentProvider();
     const router = new ProgressRouter();
-    router.onPhase = (phase) => { status.setPhase(phase); };
     context.subscriptions.push(log, chat, status);
     context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, beforeContent));
 
@@ -33,16 +34,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // server commands chosen from code actions ("Fix with Aider") get progress, cancel and a result message
         executeCommand: (command, args) => runFromCodeAction(host, command, args),
     });
-    const restartServer = (): Promise<void> => server.restartServer();
+    const commands = new ServerCommands({ client: () => server.client(), router, log, restartServer: () => restartServer() });
+    const runs = new RunsTree(commands, () => workspaceRoot());
+    // a run's progress: the status bar says the phase, the Runs view shows its files as it edits them
+    router.onPhase = (phase) => {
+        status.setPhase(phase);
+        runs.refreshSoon();
+    };
+    context.subscriptions.push(runs, vscode.window.createTreeView(RUNS_VIEW, { treeDataProvider: runs }));
+    // the history is the server's: read it again once a (new) server runs
+    const restartServer = (): Promise<void> => server.restartServer().then(() => { runs.refresh(); });
     const host: CommandHost = {
-        server: new ServerCommands({ client: () => server.client(), router, log, restartServer }),
+        server: commands,
         log,
         chat,
         beforeContent,
         secrets: context.secrets,
         lastChange: new LastChange(),
+        runs,
         restartServer,
-        setupServer: () => server.setupServer(),
+        setupServer: () => server.setupServer().finally(() => { runs.refresh(); }),
         ensureServer: () => server.ensureServer(),
     };
     context.subscriptions.push(...registerCommands(host));
@@ -59,7 +70,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }),
     );
     lifecycle = server;
-    await server.restartServer();
+    await restartServer();
 }
 
 export async function deactivate(): Promise<void> {

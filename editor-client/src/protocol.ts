@@ -19,6 +19,7 @@ export const ServerCommand = {
     listModels: 'aider-lsp.aider.listModels',
     undo: 'aider-lsp.workflow.undo',
     historyList: 'aider-lsp.history.list',
+    historyDiff: 'aider-lsp.history.diff',
     workflowRun: 'aider-lsp.workflow.run',
     clearDiagnostics: 'aider-lsp.diagnostics.clear',
 } as const;
@@ -40,6 +41,13 @@ export const ClientCommand = {
     setupServer: 'aider-lsp.client.setupServer',
     showLastDiff: 'aider-lsp.client.showLastDiff',
     selectModel: 'aider-lsp.client.selectModel',
+    // the Runs view (ui/runsView.ts): its title button and its items' actions
+    refreshRuns: 'aider-lsp.client.runs.refresh',
+    undoRun: 'aider-lsp.client.runs.undo',
+    showRunDiff: 'aider-lsp.client.runs.showDiff',
+    runAgain: 'aider-lsp.client.runs.runAgain',
+    copyGoal: 'aider-lsp.client.runs.copyGoal',
+    openRunFile: 'aider-lsp.client.runs.openFile',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 
@@ -94,6 +102,13 @@ interface RunTestsArgs {
     command?: string;
 }
 
+interface HistoryDiffArgs {
+    /** The run or edit (`aider-lsp.history.list`). */
+    run_id: string;
+    /** One workspace-relative file of the run; default every file it changed. */
+    path?: string;
+}
+
 interface UndoArgs {
     /** The run or edit to undo (`aider-lsp.history.list`); default the last one. */
     run_id?: string;
@@ -121,6 +136,7 @@ export interface CommandArgs {
     'aider-lsp.aider.listModels': { substring?: string };
     'aider-lsp.workflow.undo': UndoArgs;
     'aider-lsp.history.list': EmptyArgs;
+    'aider-lsp.history.diff': HistoryDiffArgs;
     'aider-lsp.workflow.run': WorkflowRunArgs;
     'aider-lsp.diagnostics.clear': EmptyArgs;
 }

@@ -640,6 +640,150 @@ describe('activate', () => {
         assert.ok(recorded.logLines.includes('line It subtracts.'), 'each answer is shown in the chat output');
     });
 
+    describe('the Runs view', () => {
+        const older = {
+            id: '00000000000000000001-aaaaaaaa',
+            created: Date.now() / 1000 - 7200,
+            kind: 'edit',
+            label: 'Add a docstring to add',
+            status: 'COMPLETE',
+            iterations: null,
+            files: ['pkg/calc.py'],
+            spend: null,
+            duration_s: 4.2,
+            undone: null,
+        };
+        const newer = {
+            id: '00000000000000000002-bbbbbbbb',
+            created: Date.now() / 1000 - 120,
+            kind: 'workflow',
+            label: 'Make the tests pass',
+            goal: 'Make the tests pass',
+            status: 'SUCCESS',
+            iterations: 2,
+            files: ['pkg/calc.py', 'tests/test_calc.py'],
+            spend: '1500 tokens · $0.0100 (planning/analysis: 300 tokens · $0.0010; Aider: 1200 tokens · $0.0090)',
+            duration_s: 31.0,
+            undone: null,
+        };
+        type Node = unknown;
+
+        function provider(): NonNullable<ReturnType<typeof recorded.treeViews.get>> {
+            const view = recorded.treeViews.get('aider-lsp.runs');
+            assert.ok(view, 'the Runs view is registered');
+            return view;
+        }
+
+        /** The view's top level as VS Code asks for it, the history answered with `runs`. */
+        async function listed(runs: unknown[]): Promise<Node[]> {
+            const fake = client();
+            const count = fake.sent.length;
+            const children = provider().getChildren();
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.historyList);
+            assert.equal(request.token, undefined, 'a quiet read: no notification to cancel');
+            request.answer({ status: 'COMPLETE', content: '', notes: { runs }, parsedContent: runs });
+            return children;
+        }
+
+        function state(): unknown {
+            return commands.executed.filter((call) => call.id === 'setContext' && call.args[0] === 'aiderLsp.runs').at(-1)?.args[1];
+        }
+
+        it('shows each run with what was asked, how it ended, its iterations and spend, and its files under it', async () => {
+            const [first, second] = await listed([newer, older]);
+            const run = provider().getTreeItem(first);
+            assert.equal(run.label, 'Make the tests pass');
+            assert.equal(run.description, 'goal reached · 2 iterations · 1500 tokens · $0.0100 · 2 min ago');
+            assert.equal(run.contextValue, 'aiderRun.workflow');
+            assert.equal(run.collapsibleState, 2, 'the newest run is open');
+            assert.match(run.tooltip ?? '', /Changed pkg\/calc\.py, tests\/test_calc\.py/);
+            const edit = provider().getTreeItem(second);
+            assert.equal(edit.label, 'Add a docstring to add');
+            assert.equal(edit.description, 'done · 2 h ago');
+            assert.equal(edit.contextValue, 'aiderRun.edit');
+            assert.equal(edit.collapsibleState, 1);
+            const files = (await provider().getChildren(first)).map((node) => provider().getTreeItem(node));
+            assert.deepEqual(files.map((item) => [item.label, item.description]), [['calc.py', 'pkg'], ['test_calc.py', 'tests']]);
+            assert.equal(state(), 'listed');
+        });
+
+        it('a click on a file opens the diff editor: before the run ↔ after it', async () => {
+            const [first] = await listed([newer]);
+            const [file] = await provider().getChildren(first);
+            const click = provider().getTreeItem(file).command;
+            assert.equal(click?.command, ClientCommand.openRunFile);
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(click.command, ...(click.arguments ?? []));
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.historyDiff);
+            assert.deepEqual(request.params.arguments, [{ run_id: newer.id, path: 'pkg/calc.py' }]);
+            const before = 'def add(a, b):\n    return a - b\n';
+            const after = 'def add(a, b):\n    return a + b\n';
+            request.answer({
+                status: 'COMPLETE',
+                content: '',
+                notes: { run: newer, files: [{ path: 'pkg/calc.py', before, after, existed_before: true, exists_after: true, binary: false }] },
+            });
+            await done;
+            const diff = commands.executed.filter((call) => call.id === 'vscode.diff').at(-1);
+            assert.ok(diff, 'the diff editor was opened');
+            const [left, right, title] = diff.args as [Uri, Uri, string];
+            assert.equal(title, 'pkg/calc.py (before ↔ after “Make the tests pass”)');
+            const content = recorded.contentProviders.get(left.scheme);
+            assert.equal(content?.provideTextDocumentContent(left), before);
+            assert.equal(content?.provideTextDocumentContent(right), after);
+        });
+
+        it('Undo This Run sends the run\'s id, tells the answer as Undo does, and reads the history again', async () => {
+            const [, second] = await listed([newer, older]);
+            let refreshed = 0;
+            provider().onDidChangeTreeData?.(() => { refreshed += 1; });
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.undoRun, second);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.undo);
+            assert.deepEqual(request.params.arguments, [{ run_id: older.id }]);
+            request.answer({ status: 'COMPLETE', content: 'Reverted pkg/calc.py.', notes: { checkpoint: older.id, restored: ['pkg/calc.py'] } });
+            await done;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Undo: Reverted pkg/calc.py.', items: [] });
+            assert.ok(refreshed > 0, 'the view reads the history again');
+            const [, undone] = await listed([newer, { ...older, undone: Date.now() / 1000 }]);
+            assert.equal(provider().getTreeItem(undone).contextValue, 'aiderRun.edit.undone', 'no Undo on an undone run');
+            assert.match(String(provider().getTreeItem(undone).description), /^undone · done/);
+        });
+
+        it('Run Again runs the workflow with the run\'s whole goal; Copy Goal copies it', async () => {
+            const long = { ...newer, label: 'x'.repeat(150), goal: `${'x'.repeat(150)} and then some` };
+            const [first] = await listed([long]);
+            await run(ClientCommand.copyGoal, first);
+            assert.equal(recorded.clipboard, long.goal);
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runAgain, first);
+            const request = await nextRequest(fake, count + 1);
+            assert.equal(request.params.command, ServerCommand.workflowRun);
+            assert.deepEqual(request.params.arguments, [{ goal: long.goal }]);
+            request.answer({ status: 'COMPLETE', content: 'done', notes: { workflow: { status: 'SUCCESS', iterations: [] } } });
+            await done;
+        });
+
+        it('with no run, the welcome says so; with no server, that it is not running', async () => {
+            assert.deepEqual(await listed([]), []);
+            assert.equal(state(), 'empty');
+            const fake = client();
+            fake.running = false;
+            try {
+                assert.deepEqual(await provider().getChildren(), []);
+                assert.equal(state(), 'unavailable');
+            } finally {
+                fake.running = true;
+            }
+        });
+    });
+
     it('says the server is not running instead of failing', async () => {
         const fake = client();
         fake.running = false;

@@ -77,6 +77,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.aider.listModels': { substring: 'optional' },
     'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional' },
     'aider-lsp.history.list': {},
+    'aider-lsp.history.diff': { run_id: 'required', path: 'optional' },
     'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional' },
     'aider-lsp.diagnostics.clear': {},
 };

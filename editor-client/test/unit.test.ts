@@ -8,6 +8,7 @@ import { contentBefore, splitDiff } from '../src/common/diff';
 import { missingKey, modelChoices } from '../src/common/models';
 import { ProgressRouter } from '../src/common/progress';
 import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
+import { ago, runDescription, runFileSides, runRecords, runState, runTooltip, shortLabel } from '../src/common/runs';
 import { parseServerLine } from '../src/common/serverLog';
 import { summaryLine } from '../src/common/workflowSummary';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
@@ -315,9 +316,75 @@ describe('diff → content before the edit', () => {
     });
 });
 
+describe('the run history → the Runs view', () => {
+    const now = Date.UTC(2026, 10, 25, 21, 30) ;
+    // a history.list answer as the server writes it (results.py history_result)
+    const answer: TaskResult = {
+        status: 'COMPLETE',
+        content: '',
+        notes: {
+            runs: [
+                {
+                    id: 'r2', created: now / 1000 - 30, kind: 'workflow', label: 'make the parser tests pass', goal: 'make the parser tests pass',
+                    status: 'FAILURE', iterations: 3, files: ['parser.py'], spend: '9000 tokens · cost n/a (planning/analysis: …)', duration_s: 95.4, undone: null,
+                },
+                { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', goal: null, status: null, iterations: null, files: [], spend: null, duration_s: null, undone: now / 1000 - 60 },
+                { id: 7, created: 'yesterday' },
+                'not a run',
+            ],
+        },
+    };
+
+    it('reads the records field by field, leaving out what is not a run', () => {
+        const runs = runRecords(answer);
+        assert.deepEqual(runs.map((run) => run.id), ['r2', 'r1']);
+        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], undone: now / 1000 - 60 });
+        assert.deepEqual(runRecords({ status: 'COMPLETE', content: 'No runs yet.', notes: { runs: [] } }), []);
+    });
+
+    it('says how each run ended, in how many iterations, what it spent and when', () => {
+        const [failed, undone] = runRecords(answer);
+        assert.ok(failed && undone);
+        assert.equal(runDescription(failed, now), 'failed · 3 iterations · 9000 tokens · cost n/a · just now');
+        assert.equal(runDescription(undone, now), 'undone · unfinished · 3 d ago');
+        assert.deepEqual([runState(failed), runState(undone)], ['failed', 'undone']);
+        assert.equal(shortLabel(undone), 'rename x');
+        assert.equal(shortLabel({ ...failed, label: 'y'.repeat(100) }, 10), `${'y'.repeat(10)}…`);
+        assert.equal(ago(now / 1000 - 90 * 60, now), '2 h ago');
+        const tooltip = runTooltip(failed);
+        assert.match(tooltip, /^make the parser tests pass\n\nWorkflow run, \d{4}-\d\d-\d\d \d\d:\d\d: failed\n3 iterations\nChanged parser\.py\nSpent 9000 tokens/);
+        assert.match(tooltip, /Took 95 s\nRun id r2$/);
+    });
+
+    it('reads a run\'s files: text before and after, created, deleted, binary', () => {
+        const files = runFileSides({
+            status: 'COMPLETE',
+            content: '',
+            notes: {
+                files: [
+                    { path: 'new.py', before: null, after: 'x = 1\n', existed_before: false, exists_after: true, binary: false },
+                    { path: 'logo.png', before: null, after: null, existed_before: true, exists_after: true, binary: true },
+                    { before: 'no path' },
+                ],
+            },
+        });
+        assert.deepEqual(files, [
+            { path: 'new.py', after: 'x = 1\n', existedBefore: false, existsAfter: true, binary: false },
+            { path: 'logo.png', existedBefore: true, existsAfter: true, binary: true },
+        ]);
+    });
+});
+
 describe('package.json', () => {
     const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as {
-        contributes: { commands: { command: string; category: string }[]; configuration: { properties: Record<string, { default?: unknown }> } };
+        contributes: {
+            commands: { command: string; category: string }[];
+            configuration: { properties: Record<string, { default?: unknown }> };
+            views: Record<string, { id: string }[]>;
+            viewsContainers: { activitybar: { id: string; icon: string }[] };
+            viewsWelcome: { view: string; contents: string; when: string }[];
+            menus: Record<string, { command: string; when?: string }[]>;
+        };
     };
     it('contributes every server setting plus server.path and server.python, and no apiKey', () => {
         const expected = [...SERVER_SETTING_KEYS.map((key) => `aiderLsp.${key}`), 'aiderLsp.server.path', 'aiderLsp.server.python'];
@@ -329,6 +396,30 @@ describe('package.json', () => {
             assert.equal(properties[key]?.scope, 'window', key);
         }
     });
+    it('puts the Runs view in an Aider container whose icon ships, its welcome and menus naming client commands', () => {
+        const { views, viewsContainers, viewsWelcome, menus } = manifest.contributes;
+        const container = viewsContainers.activitybar.find((item) => item.id === 'aider');
+        assert.ok(container && fs.existsSync(path.resolve(__dirname, '..', '..', container.icon)), 'the activity bar icon exists');
+        assert.ok(fs.readFileSync(path.resolve(__dirname, '..', '..', '.vscodeignore'), 'utf8').includes('!resources/**'), 'and is packaged');
+        assert.deepEqual(views.aider?.map((view) => view.id), ['aider-lsp.runs']);
+        const links = viewsWelcome.flatMap((item) => [...item.contents.matchAll(/\(command:([^)]+)\)/g)].map((found) => found[1]));
+        assert.ok(viewsWelcome.some((item) => item.when === 'aiderLsp.runs == empty' && item.contents.startsWith('No runs yet')));
+        assert.ok(links.includes(ClientCommand.runWorkflow) && links.includes(ClientCommand.edit));
+        const clientIds = new Set<string>(Object.values(ClientCommand));
+        for (const id of [...links, ...(menus['view/item/context'] ?? []).map((item) => item.command)]) {
+            assert.ok(id !== undefined && clientIds.has(id), `${id ?? '(none)'} is a client command`);
+        }
+        // the items' actions follow their contextValue (ui/runsView.ts): no Undo on an undone run, Run Again on workflows only
+        const when = (command: string): string[] => (menus['view/item/context'] ?? []).filter((item) => item.command === command).map((item) => item.when ?? '');
+        const matches = (clause: string, value: string): boolean => new RegExp(/=~ \/(.+)\/$/.exec(clause)?.[1] ?? '^$').test(value);
+        for (const clause of when(ClientCommand.undoRun)) {
+            assert.deepEqual(['aiderRun.workflow', 'aiderRun.edit', 'aiderRun.edit.undone', 'aiderRunFile'].map((value) => matches(clause, value)), [true, true, false, false]);
+        }
+        for (const clause of when(ClientCommand.runAgain)) {
+            assert.deepEqual(['aiderRun.workflow', 'aiderRun.workflow.undone', 'aiderRun.edit'].map((value) => matches(clause, value)), [true, true, false]);
+        }
+    });
+
     it('lists every client command under the category Aider', () => {
         const listed = manifest.contributes.commands.filter((command) => command.category === 'Aider').map((command) => command.command);
         assert.deepEqual(listed.sort(), Object.values(ClientCommand).sort());

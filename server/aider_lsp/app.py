@@ -20,7 +20,7 @@ from typing import Any
 
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
-from .checkpoints import CheckpointStore, run_record
+from .checkpoints import CheckpointStore, file_diff, run_record
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
 from .memory import IndexStats, MemorySystem, template_reranker
@@ -36,6 +36,7 @@ from .models import (
     FixAndRetest,
     ProgressCallback,
     RequestContext,
+    RunDiff,
     RunRecord,
     Selection,
     TaskError,
@@ -47,7 +48,7 @@ from .models import (
     failed_result,
 )
 from .redact import redact, secret_values
-from .results import already_undone_result, undo_result
+from .results import already_undone_result, run_diff_result, undo_result
 from .settings import Settings
 from .shell import CommandExecutor
 from .suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
@@ -353,6 +354,31 @@ class Application:
     def history(self) -> list[RunRecord]:
         """The runs and edits undo can take back, newest first (the history's bound applies)."""
         return [run_record(checkpoint) for checkpoint in reversed(self.checkpoints.saved())]
+
+    def run_diff(self, run_id: str, path: str | None = None) -> TaskResult:
+        """What a run of the history changed (one file, or all): each file's text before the
+        run and after its last edit, for the editor's diff view. Read from the run's own edit
+        records, so it shows the run's change whatever happened to the files since."""
+        checkpoint = self.checkpoints.find(run_id)
+        if checkpoint is None:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
+            )
+        sides = self.checkpoints.net_change(checkpoint)
+        if not sides:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                f"run {run_id!r} kept no per-file changes (an older aider-lsp recorded it): no diff to show",
+            )
+        if path is not None and path not in sides:
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                f"run {run_id!r} did not change {path!r}; it changed {', '.join(sides)}",
+            )
+        chosen = {path: sides[path]} if path is not None else sides
+        files = tuple(file_diff(rel, before, after) for rel, (before, after) in chosen.items())
+        return run_diff_result(RunDiff(run=run_record(checkpoint), files=files))
 
     def spent(self) -> WorkflowUsage:
         """Tokens, requests and cost of the LLM calls so far in this session, Aider's own (as

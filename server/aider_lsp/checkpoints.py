@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import AccessDenied, FileAccessManager
-from .models import RestoreReport, RunRecord, SkippedFile, SkipReason
+from .models import RestoreReport, RunFileDiff, RunRecord, SkippedFile, SkipReason
 from .revert import Overlap, revert_change
 from .state import STATE_DIR, ensure_state_dir
 
@@ -138,7 +138,10 @@ class CheckpointStore:
         if not checkpoint_id or "/" in checkpoint_id or checkpoint_id.startswith("."):
             return None
         directory = self._dir(checkpoint_id)
-        return self._load(directory) if directory.is_dir() else None
+        try:  # an id no folder can have (too long, a NUL byte) names no run
+            return self._load(directory) if directory.is_dir() else None
+        except (OSError, ValueError):
+            return None
 
     def annotate(self, checkpoint_id: str | None, **meta: Any) -> None:
         """Add what the history shows of a run or edit (status, iterations, spend, …)."""
@@ -218,6 +221,19 @@ class CheckpointStore:
         workflow run's diff reads the files as they were before the run here."""
         blob = checkpoint.files.get(rel)
         return None if blob is None else (self._dir(checkpoint.id) / blob).read_bytes()
+
+    def net_change(self, checkpoint: Checkpoint) -> dict[str, tuple[bytes | None, bytes | None]]:
+        """Each file the run's edits changed: its bytes before the run's first edit of it and
+        after its last (None: absent), for the diff editor's "before the run ↔ after the run".
+        Read from the edit records, so what others changed between the edits is not the run's;
+        a checkpoint without edit records (an older version's) has none."""
+        sides: dict[str, tuple[bytes | None, bytes | None]] = {}
+        directory = self._dir(checkpoint.id)
+        for edit in checkpoint.edits:
+            for rel, (before, after) in edit.items():
+                first = sides[rel][0] if rel in sides else _get_blob(directory, before)
+                sides[rel] = (first, _get_blob(directory, after))
+        return sides
 
     def discard(self, checkpoint: Checkpoint) -> None:
         """Forget a checkpoint (the edit changed nothing)."""
@@ -537,12 +553,13 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
     meta = checkpoint.meta
     kind = str(meta.get("kind") or ("workflow" if checkpoint.label.startswith("workflow:") else "edit"))
     label = checkpoint.label.removeprefix("workflow: ") if kind == "workflow" else checkpoint.label
-    iterations, duration = meta.get("iterations"), meta.get("duration_s")
+    iterations, duration, goal = meta.get("iterations"), meta.get("duration_s"), meta.get("goal")
     return RunRecord(
         id=checkpoint.id,
         created=checkpoint.created,
         kind=kind,
         label=label,
+        goal=goal if isinstance(goal, str) else None,
         status=meta.get("status"),
         iterations=iterations if isinstance(iterations, int) else None,
         files=tuple(checkpoint.edited or checkpoint.paths),
@@ -550,3 +567,28 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
         duration_s=float(duration) if isinstance(duration, (int, float)) else None,
         undone=checkpoint.undone,
     )
+
+
+def file_diff(rel: str, before: bytes | None, after: bytes | None) -> RunFileDiff:
+    """One file's two sides as the diff editor shows them: text, or only `binary` when either
+    side is not UTF-8 text (the editor cannot show it faithfully; its name is still listed)."""
+    texts = [_text(data) for data in (before, after)]
+    binary = any(text is None and data is not None for text, data in zip(texts, (before, after), strict=True))
+    return RunFileDiff(
+        path=rel,
+        before=None if binary else texts[0],
+        after=None if binary else texts[1],
+        existed_before=before is not None,
+        exists_after=after is not None,
+        binary=binary,
+    )
+
+
+def _text(data: bytes | None) -> str | None:
+    """The bytes as UTF-8 text, None when absent or not text (a NUL byte, or not UTF-8)."""
+    if data is None or b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

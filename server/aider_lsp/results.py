@@ -16,6 +16,7 @@ from .models import (
     FixAndRetest,
     RestoreReport,
     RunChanges,
+    RunDiff,
     RunRecord,
     SkippedFile,
     SkipReason,
@@ -152,6 +153,17 @@ def history_result(runs: list[RunRecord]) -> TaskResult:
     return complete_result(
         "\n".join(history_line(run) for run in runs), notes={"runs": records}, parsed=records
     )
+
+
+def run_diff_result(diff: RunDiff) -> TaskResult:
+    """`aider-lsp.history.diff`: the run's files with their text before and after the run;
+    notes {run: the history record, files: [{path, before, after, existed_before, exists_after,
+    binary}]}, parsedContent the files."""
+    files = [item.model_dump(mode="json") for item in diff.files]
+    names = ", ".join(item.path + (" (binary)" if item.binary else "") for item in diff.files)
+    content = f"“{diff.run.label}”: {names or 'no file'}"
+    notes = {"run": diff.run.model_dump(mode="json"), "files": files}
+    return complete_result(content, notes=notes, parsed=files)
 
 
 def history_line(run: RunRecord) -> str:

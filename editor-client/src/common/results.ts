@@ -16,6 +16,8 @@ export interface ResultMessage {
     diff?: string;
     /** The files are still as the command left them and "Undo Last Aider Change" restores them. */
     undoable?: boolean;
+    /** The run of the history that made the change (`notes.checkpoint_id`), when it made one. */
+    runId?: string;
 }
 
 const MAX_TEXT = 400;
@@ -32,6 +34,11 @@ function listFiles(files: readonly string[]): string {
 /** The message for `title`'s result (e.g. title "Edit with Aider"). */
 export function resultMessage(title: string, result: TaskResult): ResultMessage {
     const changedFiles = [...new Set([...stringListNote(result, 'changed_files'), ...stringListNote(result, 'created_files')])];
+    const runId = stringNote(result, 'checkpoint_id');
+    return runId === undefined ? messageOf(title, result, changedFiles) : { ...messageOf(title, result, changedFiles), runId };
+}
+
+function messageOf(title: string, result: TaskResult, changedFiles: string[]): ResultMessage {
     const diff = stringNote(result, 'diff');
     if (result.status === 'FAILED') {
         const error = taskError(result);

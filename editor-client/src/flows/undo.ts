@@ -1,5 +1,6 @@
 /**
- * "Undo Last Aider Change": restores the last edit or run. Files the user changed since are
+ * "Undo Last Aider Change", and "Undo This Run" in the Runs view: takes back the last edit or
+ * run, or the one given (a revert: later changes stay). Files the user changed since are
  * kept unless they choose otherwise: the question says what is kept and what "Undo Anyway"
  * would lose, and the safe answer is the default button (Enter).
  */
@@ -10,6 +11,7 @@ import { tell, type FlowContext } from '../ui/context';
 import { placeOf } from '../ui/files';
 
 const TITLE = 'Undoing the last Aider change';
+const TITLE_RUN = 'Undoing an Aider run';
 const KEEP = 'Keep My Changes';
 const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
 
@@ -57,13 +59,16 @@ function list(paths: readonly string[]): string {
     return paths.join(', ');
 }
 
-export async function undo(ctx: FlowContext): Promise<void> {
+/** Undoes the run `runId` of the history, else the last one not undone yet. */
+export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
     // the folder of the change just told, else of the active editor, else the user's pick
     const place = await placeOf([], ctx.lastChange.current?.root ?? vscode.window.activeTextEditor?.document.uri);
     if (!place) {
         return;
     }
-    const result = await ctx.server.run(TITLE, ServerCommand.undo, {}, place.folder);
+    const title = runId === undefined ? TITLE : TITLE_RUN;
+    const which = runId === undefined ? {} : { run_id: runId };
+    const result = await ctx.server.run(title, ServerCommand.undo, which, place.folder);
     if (!result) {
         return;
     }
@@ -88,7 +93,7 @@ export async function undo(ctx: FlowContext): Promise<void> {
         void vscode.window.showWarningMessage(`Aider: ${list(unsaved)} could not be saved: nothing more undone.`);
         return;
     }
-    const forced = await ctx.server.run(TITLE, ServerCommand.undo, { force: true }, place.folder);
+    const forced = await ctx.server.run(title, ServerCommand.undo, { ...which, force: true }, place.folder);
     if (forced) {
         await finish(ctx, forced);
     }
@@ -107,10 +112,10 @@ function question(result: TaskResult, kept: readonly string[], unsaved: readonly
     return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
 }
 
-/** Tells the undo's outcome; once the files are back, the last change's diff is gone. */
+/** Tells the undo's outcome; once the files are back, the last change's diff is gone (if it was that run's). */
 async function finish(ctx: FlowContext, result: TaskResult): Promise<void> {
     if (result.status === 'COMPLETE') {
-        ctx.lastChange.forget();
+        ctx.lastChange.forget(stringNote(result, 'checkpoint'));
     }
     await tell(ctx, resultMessage('Undo', result));
 }

@@ -7,7 +7,7 @@ import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
 import { ServerCommand, type CommandArgs } from '../protocol';
 import { tell, type FlowContext } from '../ui/context';
-import { pickedFiles, placeOf, saveDirtyFiles } from '../ui/files';
+import { pickedFiles, placeOf, saveDirtyFiles, type Place } from '../ui/files';
 import { changedTestCommand } from '../ui/testCommand';
 
 export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?: unknown): Promise<void> {
@@ -15,7 +15,7 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (!place) {
         return;
     }
-    const { root, files, folder } = place;
+    const { files, folder } = place;
     // first: a "no" to saving then costs no typed goal
     if (!(await saveDirtyFiles())) {
         return;
@@ -45,12 +45,25 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (files.length > 0) {
         arg.file_context = files;
     }
-    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg, folder);
+    await runGoal(ctx, arg, place);
+}
+
+/** "Run Again" in the Runs view: a past run's goal, run as the palette runs it (its files saved first). */
+export async function runAgain(ctx: FlowContext, goal: string): Promise<void> {
+    const place = await placeOf([], vscode.window.activeTextEditor?.document.uri);
+    if (place && (await saveDirtyFiles())) {
+        await runGoal(ctx, { goal }, place);
+    }
+}
+
+/** The run itself: the test command changed if the user asks to, then the result told. */
+async function runGoal(ctx: FlowContext, arg: CommandArgs['aider-lsp.workflow.run'], place: Place): Promise<void> {
+    let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg, place.folder);
     const changed = await changedTestCommand(result);
     if (changed) {
-        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed }, folder);
+        result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed }, place.folder);
     }
     if (result) {
-        await tell(ctx, workflowMessage('Workflow', result), root);
+        await tell(ctx, workflowMessage('Workflow', result), place.root);
     }
 }

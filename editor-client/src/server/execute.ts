@@ -41,6 +41,10 @@ export const RESTART = 'Restart Server';
 const CANCEL_GRACE_MS = 15_000;
 
 export class ServerCommands {
+    private readonly ran = new vscode.EventEmitter<ServerCommandId>();
+    /** Fires after each command run() sent, answered or not (the Runs view refreshes on the ones that change files). */
+    readonly onDidRun = this.ran.event;
+
     constructor(private readonly host: ServerCommandHost) {}
 
     /** Whether a command can be sent now. */
@@ -62,7 +66,9 @@ export class ServerCommands {
             return undefined;
         }
         try {
-            const outcome = await this.execute(client, title, command, withFolder(arg, folder?.toString()));
+            const outcome = await this.execute(client, title, command, withFolder(arg, folder?.toString())).finally(() => {
+                this.ran.fire(command);
+            });
             if (outcome.kind === 'cancelled') {
                 this.host.log.info(`${command}: cancelled by the user`);
                 void vscode.window.showWarningMessage(`Aider: ${title}: cancelled.`);
@@ -77,6 +83,29 @@ export class ServerCommands {
             } else {
                 void vscode.window.showWarningMessage(`Aider: ${message.text}`);
             }
+            return undefined;
+        }
+    }
+
+    /**
+     * A quick read for a view (the run history, a run's diff): no notification, no cancel
+     * button, no message. Undefined when the server is not running or the request failed
+     * (logged); a FAILED answer is the caller's to tell.
+     */
+    async query<C extends ServerCommandId>(command: C, arg: CommandArgs[C]): Promise<TaskResult | undefined> {
+        const client = this.host.client();
+        if (client === undefined || !client.isRunning()) {
+            return undefined;
+        }
+        try {
+            const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] });
+            const result = asTaskResult(answer);
+            if (result === undefined) {
+                this.host.log.error(`${command}: the server's answer is not a TaskResult`);
+            }
+            return result;
+        } catch (error) {
+            this.host.log.error(`${command} failed: ${String(error)}`);
             return undefined;
         }
     }

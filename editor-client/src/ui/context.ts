@@ -34,7 +34,7 @@ export async function tell(ctx: FlowContext, message: ResultMessage, root?: vsco
     const base = root ?? workspaceRoot();
     const items: string[] = [];
     if (message.changedFiles.length > 0 && base !== undefined) {
-        ctx.lastChange.remember({ root: base, changedFiles: message.changedFiles, diff: message.diff });
+        ctx.lastChange.remember({ root: base, changedFiles: message.changedFiles, diff: message.diff, ...(message.runId === undefined ? {} : { runId: message.runId }) });
         items.push(SHOW_DIFF);
     }
     if (message.undoable === true) {

@@ -1,7 +1,7 @@
 /**
  * The last change an Aider command told the user about (an edit's or a workflow run's diff),
  * kept so "Show Last Aider Diff" can open it from the palette after the notification is gone.
- * Undo forgets it: the files are back as they were.
+ * Undoing its run forgets it: the files are back as they were (undoing an older run keeps it).
  */
 import * as vscode from 'vscode';
 
@@ -9,6 +9,8 @@ export interface Change {
     readonly root: vscode.Uri;
     readonly changedFiles: readonly string[];
     readonly diff: string | undefined;
+    /** The run of the history that made it, when known. */
+    readonly runId?: string;
 }
 
 export class LastChange {
@@ -22,7 +24,10 @@ export class LastChange {
         this.change = change;
     }
 
-    forget(): void {
-        this.change = undefined;
+    /** Forgets the change once it is undone: any undo when `runId` is not known, else only that run's. */
+    forget(runId?: string): void {
+        if (runId === undefined || this.change?.runId === undefined || this.change.runId === runId) {
+            this.change = undefined;
+        }
     }
 }

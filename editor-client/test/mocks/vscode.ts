@@ -59,6 +59,41 @@ export class ThemeColor {
     constructor(readonly id: string) {}
 }
 
+export class ThemeIcon {
+    static readonly File = new ThemeIcon('file');
+    constructor(
+        readonly id: string,
+        readonly color?: ThemeColor,
+    ) {}
+}
+
+export enum TreeItemCollapsibleState {
+    None = 0,
+    Collapsed = 1,
+    Expanded = 2,
+}
+
+export class TreeItem {
+    id?: string;
+    description?: string | boolean;
+    tooltip?: string;
+    iconPath?: ThemeIcon;
+    contextValue?: string;
+    resourceUri?: Uri;
+    command?: { command: string; title: string; arguments?: unknown[] };
+    constructor(
+        readonly label: string,
+        readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+    ) {}
+}
+
+/** A tree view's data provider as the extension registered it (the tests ask it for items). */
+export interface FakeTreeDataProvider {
+    getChildren(element?: unknown): Promise<unknown[]>;
+    getTreeItem(element: unknown): TreeItem;
+    onDidChangeTreeData?: (listener: () => void) => { dispose(): void };
+}
+
 export enum ProgressLocation {
     SourceControl = 1,
     Window = 10,
@@ -104,6 +139,10 @@ export const recorded = {
     statusTexts: [] as string[],
     configuration: {} as Record<string, unknown>,
     configurationTargets: [] as (ConfigurationTarget | undefined)[],
+    treeViews: new Map<string, FakeTreeDataProvider>(),
+    contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string }>(),
+    clipboard: '',
+    statusBarMessages: [] as string[],
     logLines: [] as string[],
     /** The names of the folders picked, one per "which folder?" question (undefined: dismissed). */
     folderPicks: [] as (string | undefined)[],
@@ -174,6 +213,14 @@ export const window = {
             },
         });
     },
+    createTreeView: (id: string, options: { treeDataProvider: FakeTreeDataProvider }): { dispose(): void } => {
+        recorded.treeViews.set(id, options.treeDataProvider);
+        return { dispose: () => recorded.treeViews.delete(id) };
+    },
+    setStatusBarMessage: (text: string): { dispose(): void } => {
+        recorded.statusBarMessages.push(text);
+        return { dispose: () => undefined };
+    },
     showInformationMessage: show('info'),
     showWarningMessage: show('warning'),
     showErrorMessage: show('error'),
@@ -217,7 +264,10 @@ export const workspace = {
         },
     }),
     onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
-    registerTextDocumentContentProvider: (): { dispose(): void } => ({ dispose: () => undefined }),
+    registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }): { dispose(): void } => {
+        recorded.contentProviders.set(scheme, provider);
+        return { dispose: () => recorded.contentProviders.delete(scheme) };
+    },
     asRelativePath: (uri: Uri): string => {
         const folder = workspace.workspaceFolders[0]?.uri.path;
         return folder && uri.path.startsWith(`${folder}/`) ? uri.path.slice(folder.length + 1) : uri.path;
@@ -225,6 +275,16 @@ export const workspace = {
     openTextDocument: (uri: Uri): Promise<FakeDocument | undefined> =>
         Promise.resolve(workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString())),
     fs: { readFile: (uri: Uri): Promise<Uint8Array> => fs.promises.readFile(uri.fsPath).catch(() => new Uint8Array()) },
+};
+
+export const env = {
+    clipboard: {
+        writeText: (text: string): Promise<void> => {
+            recorded.clipboard = text;
+            return Promise.resolve();
+        },
+        readText: (): Promise<string> => Promise.resolve(recorded.clipboard),
+    },
 };
 
 export const commands = {

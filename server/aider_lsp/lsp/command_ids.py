@@ -23,5 +23,6 @@ class CommandId(StrEnum):
     WORKFLOW_RUN = "aider-lsp.workflow.run"
     WORKFLOW_UNDO = "aider-lsp.workflow.undo"
     HISTORY_LIST = "aider-lsp.history.list"
+    HISTORY_DIFF = "aider-lsp.history.diff"
     RUN_TESTS = "aider-lsp.system.runTests"
     CLEAR_DIAGNOSTICS = "aider-lsp.diagnostics.clear"

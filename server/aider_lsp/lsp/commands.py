@@ -78,6 +78,13 @@ class UndoParams(CommandParams):
     )
 
 
+class HistoryDiffParams(CommandParams):
+    run_id: str = Field(description="The run or edit (aider-lsp.history.list).")
+    path: str | None = Field(
+        default=None, description="One workspace-relative file of the run; default every file it changed."
+    )
+
+
 class ListModelsParams(CommandParams):
     substring: str | None = None
 
@@ -182,6 +189,11 @@ async def _history_list(app: Application, params: NoParams, ctx: RequestContext)
     return history_result(app.history())
 
 
+async def _history_diff(app: Application, params: HistoryDiffParams, ctx: RequestContext) -> TaskResult:
+    """A run's files before the run and after its last edit, for the editor's diff view."""
+    return app.run_diff(params.run_id, params.path)
+
+
 async def _clear_diagnostics(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
     """Remove every aider-lsp diagnostic, whichever producer (a workflow run, …) published it."""
     count = ctx.clear_findings()
@@ -229,6 +241,7 @@ COMMANDS: list[CommandSpec] = [
     ),
     CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo an Aider run"),
     CommandSpec(CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs"),
+    CommandSpec(CommandId.HISTORY_DIFF, HistoryDiffParams, _history_diff, "Show an Aider run's diff"),
     CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),
     CommandSpec(
         CommandId.CLEAR_DIAGNOSTICS, NoParams, _clear_diagnostics, "Clear diagnostics", any_folder=True

@@ -42,7 +42,7 @@ from .context import (
 )
 from .edits import AiderEditOutcome, FixAndRetest
 from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
-from .history import RestoreReport, RunChanges, RunRecord, SkippedFile, SkipReason
+from .history import RestoreReport, RunChanges, RunDiff, RunFileDiff, RunRecord, SkippedFile, SkipReason
 from .runs import (
     CombinedAnalysisResult,
     DecidingRun,
@@ -89,6 +89,8 @@ __all__ = [
     "RequestContext",
     "RestoreReport",
     "RunChanges",
+    "RunDiff",
+    "RunFileDiff",
     "RunRecord",
     "Selection",
     "Severity",

@@ -69,9 +69,34 @@ class RunRecord(BaseModel):
     created: float
     kind: str  # "workflow" or "edit"
     label: str
+    goal: str | None = None  # a workflow run's whole goal (the label may be cut); None for edits
     status: str | None = None  # SUCCESS / FAILURE / COMPLETE / FAILED, as the run ended
     iterations: int | None = None
     files: tuple[str, ...] = ()
     spend: str | None = None  # what it spent, as the run's report says it
     duration_s: float | None = None
     undone: float | None = None
+
+
+class RunFileDiff(BaseModel):
+    """One file of a run as the diff editor shows it (`aider-lsp.history.diff`): its text before
+    the run's first edit of it and after the run's last. A side is None where the file did not
+    exist; `binary` files (not UTF-8 text) have no sides, only the name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    before: str | None = None
+    after: str | None = None
+    existed_before: bool
+    exists_after: bool
+    binary: bool = False
+
+
+class RunDiff(BaseModel):
+    """What a run of the history changed, file by file (`aider-lsp.history.diff`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunRecord
+    files: tuple[RunFileDiff, ...] = ()

@@ -69,23 +69,32 @@ class WorkflowRuns:
             except asyncio.CancelledError:
                 changes = orchestrator.changes()
                 self._remember(
-                    changes, "CANCELLED", len(orchestrator.iterations), orchestrator.usage(), started
+                    request, changes, "CANCELLED", len(orchestrator.iterations), orchestrator.usage(), started
                 )
                 ctx.answer_cancelled(workflow_cancelled_result(changes))
                 raise
         finally:
             self._running = False
         changes = orchestrator.changes()
-        self._remember(changes, outcome.status.value, len(outcome.iterations), outcome.usage, started)
+        status, iterations = outcome.status.value, len(outcome.iterations)
+        self._remember(request, changes, status, iterations, outcome.usage, started)
         return workflow_result(outcome, changes)
 
     def _remember(
-        self, changes: RunChanges, status: str, iterations: int, usage: WorkflowUsage, started: float
+        self,
+        request: WorkflowRequest,
+        changes: RunChanges,
+        status: str,
+        iterations: int,
+        usage: WorkflowUsage,
+        started: float,
     ) -> None:
-        """What the history shows of the run (`aider-lsp history`), on its checkpoint."""
+        """What the history shows of the run (`aider-lsp history`), on its checkpoint; the whole
+        goal too (the label keeps its start only), so the run can be run again."""
         self.host.checkpoints.annotate(
             changes.checkpoint_id,
             kind="workflow",
+            goal=request.goal,
             status=status,
             iterations=iterations,
             spend=usage.describe(),
