@@ -27,6 +27,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     ClientCapabilities,
+    EnvVariable,
     FileEditToolCallContent,
     McpServerStdio,
     ToolCallProgress,
@@ -47,12 +48,14 @@ from aider_lsp_testing.llm_server import (
     IS_PLAN,
     aider_whole,
     all_of,
+    has_tool_result,
     json_output,
     last_user_contains,
+    not_,
     slow,
+    tool_call,
 )
 from aider_mcp.snapshots import unified_diff
-from conftest import needs_aider
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
 PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
@@ -130,6 +133,7 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
     assert answer.protocol_version == 1 and answer.agent_info.name == "aider-lsp"
     assert answer.agent_capabilities.prompt_capabilities.embedded_context is True
     assert answer.agent_capabilities.load_session is False  # not built yet: not advertised
+    assert answer.agent_capabilities.mcp_capabilities.http and answer.agent_capabilities.mcp_capabilities.sse
     assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
     assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
     assert session.modes.current_mode_id == "edit"
@@ -137,7 +141,7 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
     assert option.root.id == "mode" if hasattr(option, "root") else option.id == "mode"
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -162,7 +166,7 @@ async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     assert "Fix subtract and multiply" in json.dumps(aider_request)
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_ask_turn_answers_and_edits_nothing(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -194,7 +198,7 @@ def script_two_iterations(llm_server: Any) -> None:
     )
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_workflow_turn_goes_from_red_to_green(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -221,7 +225,7 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert answer.usage is not None and answer.usage.total_tokens > 0
 
 
-@needs_aider
+@pytest.mark.aider
 async def test_cancel_during_a_slow_model_answer_is_answered_at_once(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
@@ -265,9 +269,6 @@ async def test_bad_input_gets_errors_or_a_clear_reply(
             await conn.new_session(cwd="project", mcp_servers=[])
         with pytest.raises(RequestError) as missing:
             await conn.new_session(cwd=str(tmp_path / "nowhere"), mcp_servers=[])
-        server = McpServerStdio(name="files", command="mcp-files", args=[], env=[])
-        with pytest.raises(RequestError) as with_mcp:
-            await conn.new_session(cwd=str(workspace), mcp_servers=[server])
         session_id = await new_session(conn, workspace)
         with pytest.raises(RequestError) as bad_mode:
             await conn.set_session_mode(session_id=session_id, mode_id="yolo")
@@ -279,7 +280,6 @@ async def test_bad_input_gets_errors_or_a_clear_reply(
     assert unknown.value.code == -32602 and "unknown session" in str(unknown.value)
     assert relative.value.code == -32602 and "absolute" in str(relative.value)
     assert missing.value.code == -32602 and "not an existing folder" in str(missing.value)
-    assert with_mcp.value.code == -32602 and "MCP servers" in str(with_mcp.value)
     assert bad_mode.value.code == -32602 and "unknown mode" in str(bad_mode.value)
     assert answer.stop_reason == "end_turn"
     reply = client.reply()
@@ -368,3 +368,65 @@ def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_p
     assert not parsed.all_refused
     whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))
     assert "From" not in parse_prompt([text_block("x"), whole_file], app.workspace, app.model_safe_files).text
+
+
+NOTES_SERVER = """
+import os, sys
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
+server = MCPServer("notes")
+
+@server.tool()
+def team_rule(topic: str) -> str:
+    \"\"\"The team's rule about a topic.\"\"\"
+    return f"rule about {topic}: keep the PINEAPPLE convention"
+
+server.run("stdio")
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.aider
+async def test_an_mcp_server_passed_in_is_a_tool_of_the_planner(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "notes_server.py"
+    script.write_text(NOTES_SERVER)
+    pid_file = tmp_path / "notes.pid"
+    notes = McpServerStdio(
+        name="notes",
+        command=sys.executable,
+        args=[str(script)],
+        env=[EnvVariable(name="PID_FILE", value=str(pid_file))],
+    )
+    broken = McpServerStdio(name="broken", command=str(tmp_path / "no-such-server"), args=[], env=[])
+    llm_server.add_rule(
+        all_of(IS_PLAN, not_(has_tool_result("notes_team_rule"))),
+        tool_call("notes_team_rule", {"topic": "naming"}),
+    )
+    script_two_iterations(llm_server)
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session = await conn.new_session(cwd=str(calc_project), mcp_servers=[notes, broken])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="workflow")
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("make the tests pass")])
+        pid = int(pid_file.read_text())
+        assert _alive(pid)  # open for the session
+    assert answer.stop_reason == "end_turn", client.reply()
+    plan_requests = [json.dumps(r) for r in llm_server.chat_requests() if IS_PLAN(r)]
+    assert any("notes_team_rule" in r and "keep the PINEAPPLE convention" in r for r in plan_requests)
+    assert "broken" in client.reply() and "did not start" in client.reply()
+    assert (calc_project / "calc.py").read_text() == FIXED
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not _alive(pid)  # its process ended with the session

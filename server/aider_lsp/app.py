@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore, run_record
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
+from .llm.interaction import extra_toolsets
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AiderAutomaticArgs,
@@ -450,6 +452,13 @@ class Application:
         self.handler.preload()
         if aider_configured:
             self.aider.preload()
+
+    def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
+        """The planning/analysis model's calls made inside this context (a run started in it)
+        are also given these pydantic-ai toolsets: the MCP servers an ACP client passed to its
+        session, beside the read-only tools. Scoped to the caller's context, so another front
+        end's runs never see them."""
+        return extra_toolsets(toolsets)
 
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
         """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time

@@ -2,7 +2,9 @@
 
 `initialize` answers at once (nothing heavy is imported for it). `session/new` opens the
 workspace at `cwd` (absolute and existing, else an invalid-params error): one Application per
-workspace, shared by its sessions, built then and warmed up in the background as `serve` does.
+workspace, shared by its sessions, built then and warmed up in the background as `serve` does;
+the MCP servers it passes open in the background for the planning/analysis model
+(mcp_servers.py) and close with the connection.
 A prompt runs in a task of its own so that `session/cancel` can stop it (the Application
 stops Aider and the test processes) and the prompt is answered `cancelled` within a second.
 """
@@ -24,6 +26,7 @@ from acp.schema import (
     CurrentModeUpdate,
     Implementation,
     InitializeResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -33,6 +36,7 @@ from acp.schema import (
 )
 
 from .. import __version__
+from .mcp_servers import McpServers
 from .modes import MODE_OPTION, Mode, config_options, mode_state, parse_mode
 from .session import AcpSession, Outbox
 
@@ -67,7 +71,10 @@ class AiderAgent:
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        capabilities = AgentCapabilities(prompt_capabilities=PromptCapabilities(embedded_context=True))
+        capabilities = AgentCapabilities(
+            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            mcp_capabilities=McpCapabilities(http=True, sse=True),
+        )
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=capabilities,
@@ -77,17 +84,12 @@ class AiderAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
-        if mcp_servers:
-            names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-            raise invalid_params(
-                f"aider-lsp does not use MCP servers passed in yet ({names}): start the session without"
-                " mcpServers (in Zed: no context servers for this agent)"
-            )
         workspace = _workspace(cwd)
         app = self._app_for(workspace)
         session_id = uuid.uuid4().hex
         outbox = Outbox(session_id, self._send_update)
-        self.sessions[session_id] = AcpSession(id=session_id, app=app, outbox=outbox)
+        mcp = McpServers.start(list(mcp_servers or []), workspace)
+        self.sessions[session_id] = AcpSession(id=session_id, app=app, outbox=outbox, mcp=mcp)
         return NewSessionResponse(
             session_id=session_id, modes=mode_state(Mode.EDIT), config_options=config_options(Mode.EDIT)
         )
@@ -186,6 +188,7 @@ class AiderAgent:
         for session in self.sessions.values():
             if session.running is not None:
                 session.running.cancel()
+        await asyncio.gather(*(session.mcp.aclose() for session in self.sessions.values()))
         for app in self.apps.values():
             try:
                 await asyncio.wait_for(app.aclose(), 10)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class AcpSession:
     running: asyncio.Task[Any] | None = None  # the prompt's work, cancelled by session/cancel
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
     tool_calls: int = 0
+    mcp: McpServers = field(default_factory=McpServers)  # the MCP servers the client passed
 
     def next_call_id(self, kind: str) -> str:
         self.tool_calls += 1

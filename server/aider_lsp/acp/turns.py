@@ -134,7 +134,17 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files)
     )
     run = WorkflowRequest(goal=request.text, file_context=_session_files(session, request) or None)
-    result = await session.app.run_workflow(run, ctx)
+    not_started = await session.mcp.ready()
+    if not_started:
+        session.outbox.post(
+            render.message(
+                "MCP servers that did not start (their tools are not offered): "
+                + "; ".join(not_started)
+                + "\n\n"
+            )
+        )
+    with session.app.model_toolsets(session.mcp.toolsets):
+        result = await session.app.run_workflow(run, ctx)
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
     _render_run(session, result)
