@@ -26,10 +26,12 @@ from acp import (
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    AllowedOutcome,
     ClientCapabilities,
     EnvVariable,
     FileEditToolCallContent,
     McpServerStdio,
+    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
 )
@@ -66,9 +68,19 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.updates: list[Any] = []
+        self.answers: list[str] = []  # the options chosen, in turn, for permission requests
+        self.asked: list[Any] = []  # the permission requests' tool calls
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
+
+    async def request_permission(
+        self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append(tool_call)
+        chosen = self.answers.pop(0)
+        assert chosen in [option.option_id for option in options]
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
 
     def on_connect(self, conn: Any) -> None:
         """Nothing to keep."""
@@ -430,3 +442,27 @@ async def test_an_mcp_server_passed_in_is_a_tool_of_the_planner(
     while _alive(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert not _alive(pid)  # its process ended with the session
+
+
+@pytest.mark.aider
+async def test_a_detected_test_command_runs_only_once_allowed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    script_two_iterations(llm_server)
+    remembered = calc_project / ".aider-lsp" / "test-command.json"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        client.answers = ["reject"]
+        rejected = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+        rejected_reply = client.reply()
+        assert llm_server.chat_requests() == [] and not remembered.exists()  # nothing ran
+        client.answers = ["allow-always"]
+        allowed = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+    assert rejected.stop_reason == "end_turn" and "Not allowed" in rejected_reply
+    assert "unittest" in client.asked[0].title and len(client.asked) == 2
+    assert allowed.stop_reason == "end_turn" and "The tests pass" in client.reply()
+    assert (calc_project / "calc.py").read_text() == FIXED
+    assert "unittest" in json.loads(remembered.read_text())["command"]  # asked once per workspace
+    executed = [u.title for u in client.of(ToolCallStart) if u.kind == "execute"]
+    assert any(title.startswith(sys.executable) for title in executed)

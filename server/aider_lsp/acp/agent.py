@@ -89,7 +89,9 @@ class AiderAgent:
         session_id = uuid.uuid4().hex
         outbox = Outbox(session_id, self._send_update)
         mcp = McpServers.start(list(mcp_servers or []), workspace)
-        self.sessions[session_id] = AcpSession(id=session_id, app=app, outbox=outbox, mcp=mcp)
+        self.sessions[session_id] = AcpSession(
+            id=session_id, app=app, outbox=outbox, mcp=mcp, client=self.client
+        )
         return NewSessionResponse(
             session_id=session_id, modes=mode_state(Mode.EDIT), config_options=config_options(Mode.EDIT)
         )

@@ -13,6 +13,8 @@ from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
 
 if TYPE_CHECKING:
+    from acp.interfaces import Client
+
     from ..app import Application
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class AcpSession:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
     tool_calls: int = 0
     mcp: McpServers = field(default_factory=McpServers)  # the MCP servers the client passed
+    client: Client | None = None  # the connection, to ask the user (session/request_permission)
 
     def next_call_id(self, kind: str) -> str:
         self.tool_calls += 1

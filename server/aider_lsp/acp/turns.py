@@ -16,6 +16,7 @@ from acp.schema import StopReason
 from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
 from . import render
 from .modes import Mode
+from .permission import Asked, permission_asker, rejection_note
 from .prompt import PromptInput
 from .session import AcpSession
 
@@ -130,8 +131,10 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     def on_cancelled(result: TaskResult) -> None:
         session.outbox.post(render.message(result.content))
 
+    asked = Asked()
+    ask = permission_asker(session.client, session, asked) if session.client is not None else None
     ctx = RequestContext(
-        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files)
+        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files), ask=ask
     )
     run = WorkflowRequest(goal=request.text, file_context=_session_files(session, request) or None)
     not_started = await session.mcp.ready()
@@ -145,6 +148,10 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         )
     with session.app.model_toolsets(session.mcp.toolsets):
         result = await session.app.run_workflow(run, ctx)
+    rejected = rejection_note(asked)
+    if rejected is not None:  # the run stopped before it began: nothing ran
+        session.outbox.post(render.message(rejected))
+        return "end_turn"
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
     _render_run(session, result)
