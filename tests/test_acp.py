@@ -144,7 +144,8 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
     assert answer.protocol_version == 1 and answer.agent_info.name == "aider-lsp"
     assert answer.agent_capabilities.prompt_capabilities.embedded_context is True
-    assert answer.agent_capabilities.load_session is False  # not built yet: not advertised
+    assert answer.agent_capabilities.load_session is True
+    assert answer.agent_capabilities.session_capabilities.list is not None
     assert answer.agent_capabilities.mcp_capabilities.http and answer.agent_capabilities.mcp_capabilities.sse
     assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
     assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
@@ -466,3 +467,33 @@ async def test_a_detected_test_command_runs_only_once_allowed(
     assert "unittest" in json.loads(remembered.read_text())["command"]  # asked once per workspace
     executed = [u.title for u in client.of(ToolCallStart) if u.kind == "execute"]
     assert any(title.startswith(sys.executable) for title in executed)
+
+
+@pytest.mark.aider
+async def test_a_session_is_listed_and_replayed_after_a_restart(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    env = scripted_env(llm_server.base_url)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, first, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("Fix subtract and multiply"), link(calc)])
+    async with acp_agent(env, tmp_path / "agent2.log") as (conn, replayed, _):
+        listed = await conn.list_sessions(cwd=str(calc_project))
+        loaded = await conn.load_session(cwd=str(calc_project), session_id=session_id, mcp_servers=[])
+        with pytest.raises(RequestError) as unknown:
+            await conn.load_session(cwd=str(calc_project), session_id="../../etc/passwd", mcp_servers=[])
+    (info,) = listed.sessions
+    assert info.session_id == session_id and info.title == "Fix subtract and multiply"
+    assert info.cwd == str(calc_project) and info.updated_at
+    assert loaded.modes.current_mode_id == "edit"
+    user = [u.content for u in replayed.updates if u.session_update == "user_message_chunk"]
+    assert user[0].text == "Fix subtract and multiply" and user[1].uri == calc.as_uri()
+    assert replayed.reply() == first.reply() and "Aider changed calc.py" in replayed.reply()
+    (diff,) = replayed.diffs()
+    assert diff.new_text == FIXED and diff.old_text == BUGGY  # the tool call as it was shown
+    assert [type(u) for u in replayed.updates if u.session_update != "user_message_chunk"] == [
+        type(u) for u in first.updates if u.session_update != "usage_update"
+    ]
+    assert unknown.value.code == -32602
