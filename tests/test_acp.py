@@ -497,3 +497,47 @@ async def test_a_session_is_listed_and_replayed_after_a_restart(
         type(u) for u in first.updates if u.session_update != "usage_update"
     ]
     assert unknown.value.code == -32602
+
+
+async def test_slash_commands_are_offered_and_run(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    env = scripted_env(
+        llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND, AIDER_LSP_BUDGET='{"maxTokens": 5000}'
+    )
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        tested = await conn.prompt(session_id=session_id, prompt=[text_block("/test")])
+        test_reply = client.reply()
+        client.updates.clear()
+        budget = await conn.prompt(session_id=session_id, prompt=[text_block("/budget")])
+        budget_reply = client.reply()
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/diff")])
+    assert tested.stop_reason == "end_turn" and budget.stop_reason == "end_turn"
+    assert "The tests fail" in test_reply
+    assert "5000 tokens" in budget_reply and "Spent" in budget_reply
+    assert "No edit or run" in client.reply()
+    assert llm_server.chat_requests() == []  # commands ask no model
+    assert (calc_project / "calc.py").read_text() == BUGGY
+
+
+async def test_test_command_shows_the_run_and_where_it_failed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("/test")])
+    names = {
+        command.name
+        for u in client.updates
+        if u.session_update == "available_commands_update"
+        for command in u.available_commands
+    }
+    assert {"undo", "diff", "test", "context", "budget"} <= names
+    (run,) = client.of(ToolCallStart)
+    assert run.kind == "execute" and run.title == TEST_COMMAND
+    (closed,) = [u for u in client.of(ToolCallProgress) if u.tool_call_id == run.tool_call_id]
+    assert closed.status == "failed" and "FAIL" in closed.content[0].content.text
+    assert any(location.path.endswith("test_calc.py") for location in closed.locations or [])

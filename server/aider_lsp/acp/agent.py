@@ -42,6 +42,7 @@ from acp.schema import (
 
 from .. import __version__
 from . import transcript
+from .commands import available_commands
 from .mcp_servers import McpServers
 from .modes import MODE_OPTION, Mode, config_options, mode_state, parse_mode
 from .session import AcpSession, Outbox
@@ -96,6 +97,7 @@ class AiderAgent:
         await asyncio.to_thread(transcript.prune, workspace, transcript.MAX_SESSIONS - 1)
         session = self._open(workspace, uuid.uuid4().hex, mcp_servers)
         session.keep_meta()
+        session.outbox.post(available_commands())  # sent after the answer: nothing awaited from here
         return NewSessionResponse(
             session_id=session.id, modes=mode_state(session.mode), config_options=config_options(session.mode)
         )
@@ -128,6 +130,7 @@ class AiderAgent:
         session.files, session.title = list(meta.files), meta.title
         for update in await asyncio.to_thread(transcript.replay, workspace, session_id):
             await self._send_update(session_id, update)
+        session.outbox.post(available_commands())
         return LoadSessionResponse(
             modes=mode_state(session.mode), config_options=config_options(session.mode)
         )

@@ -76,6 +76,7 @@ class AcpSession:
     client: Client | None = None  # the connection, to ask the user (session/request_permission)
     transcript: Transcript | None = None  # the kept conversation (session/load)
     title: str | None = None
+    last_diff: str = ""  # what the session's last edit or run changed (/diff)
 
     def keep_meta(self) -> None:
         """Save what session/list shows and session/load restores."""
