@@ -131,6 +131,11 @@ async def new_session(conn: Any, root: Path) -> str:
     return (await conn.new_session(cwd=str(root), mcp_servers=[])).session_id
 
 
+def _option(option: Any) -> Any:
+    """A config option as the client parsed it (the SDK may keep the union's root)."""
+    return getattr(option, "root", option)
+
+
 def link(path: Path) -> Any:
     return resource_link_block(path.name, path.as_uri())
 
@@ -150,8 +155,7 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
     assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
     assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
     assert session.modes.current_mode_id == "edit"
-    (option,) = session.config_options
-    assert option.root.id == "mode" if hasattr(option, "root") else option.id == "mode"
+    assert [_option(option).id for option in session.config_options] == ["mode", "aider_model", "max_retries"]
 
 
 @pytest.mark.aider
@@ -541,3 +545,44 @@ async def test_test_command_shows_the_run_and_where_it_failed(
     (closed,) = [u for u in client.of(ToolCallProgress) if u.tool_call_id == run.tool_call_id]
     assert closed.status == "failed" and "FAIL" in closed.content[0].content.text
     assert any(location.path.endswith("test_calc.py") for location in closed.locations or [])
+
+
+async def test_config_options_set_the_retries_and_refuse_unknown_values(
+    workspace: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        changed = await conn.set_config_option(
+            config_id="max_retries", session_id=session.session_id, value="1"
+        )
+        with pytest.raises(RequestError) as bad_retries:
+            await conn.set_config_option(config_id="max_retries", session_id=session.session_id, value="many")
+        with pytest.raises(RequestError) as bad_model:
+            await conn.set_config_option(
+                config_id="aider_model", session_id=session.session_id, value="gpt-9"
+            )
+        with pytest.raises(RequestError) as unknown:
+            await conn.set_config_option(config_id="colour", session_id=session.session_id, value="red")
+    options = {_option(option).id: _option(option) for option in session.config_options}
+    assert options["aider_model"].current_value == "openai/scripted-coder"
+    assert options["max_retries"].current_value == "3"  # the settings' default
+    after = {_option(option).id: _option(option) for option in changed.config_options}
+    assert after["max_retries"].current_value == "1"
+    assert bad_retries.value.code == bad_model.value.code == unknown.value.code == -32602
+    assert "AIDER_LSP_AIDER_MODEL" in str(bad_model.value) and "max_retries" in str(unknown.value)
+
+
+def test_doctor_says_what_an_acp_launch_uses(tmp_path: Path, llm_server: Any) -> None:
+    import subprocess
+
+    env = scripted_env(llm_server.base_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
+    assert "openai:scripted-planner" in line and "key from" in line
+    assert "Aider model openai/scripted-coder" in line

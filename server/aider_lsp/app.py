@@ -380,6 +380,15 @@ class Application:
     def clear_budget(self) -> None:
         self.handler.clear_budget()
 
+    def aider_model(self) -> str | None:
+        """Aider's model as the settings name it (`aiderModel`, else derived from `model`)."""
+        return aider_model_for(self.settings)
+
+    def set_aider_model(self, name: str) -> None:
+        """Use another model for Aider in this workspace from the next edit on (the Aider
+        server restarts with it; an edit under way finishes on the old one)."""
+        self.update_settings(self.settings.model_copy(update={"aider_model": name}))
+
     def provider_identifier(self) -> str:
         """The planning/analysis model as every call's result names it (`notes.model`):
         `provider:name`, `openai-compatible:name@url`, or `unconfigured`."""

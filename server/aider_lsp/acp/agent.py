@@ -44,7 +44,8 @@ from .. import __version__
 from . import transcript
 from .commands import available_commands
 from .mcp_servers import McpServers
-from .modes import MODE_OPTION, Mode, config_options, mode_state, parse_mode
+from .modes import MODE_OPTION, Mode, mode_state, parse_mode
+from .options import OptionError, session_options, set_option
 from .session import AcpSession, Outbox
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class AiderAgent:
         session.keep_meta()
         session.outbox.post(available_commands())  # sent after the answer: nothing awaited from here
         return NewSessionResponse(
-            session_id=session.id, modes=mode_state(session.mode), config_options=config_options(session.mode)
+            session_id=session.id, modes=mode_state(session.mode), config_options=session_options(session)
         )
 
     def _open(self, workspace: Path, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
@@ -111,6 +112,7 @@ class AiderAgent:
         session = AcpSession(
             id=session_id, app=app, outbox=outbox, mcp=mcp, client=self.client, transcript=kept
         )
+        session.max_retries = app.settings.max_retries
         self.sessions[session_id] = session
         return session
 
@@ -131,9 +133,7 @@ class AiderAgent:
         for update in await asyncio.to_thread(transcript.replay, workspace, session_id):
             await self._send_update(session_id, update)
         session.outbox.post(available_commands())
-        return LoadSessionResponse(
-            modes=mode_state(session.mode), config_options=config_options(session.mode)
-        )
+        return LoadSessionResponse(modes=mode_state(session.mode), config_options=session_options(session))
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -182,9 +182,7 @@ class AiderAgent:
         session.mode = _mode(mode_id)
         session.keep_meta()
         session.outbox.post(
-            ConfigOptionUpdate(
-                session_update="config_option_update", config_options=config_options(session.mode)
-            )
+            ConfigOptionUpdate(session_update="config_option_update", config_options=session_options(session))
         )
         return SetSessionModeResponse()
 
@@ -192,14 +190,16 @@ class AiderAgent:
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
         session = self._session(session_id)
-        if config_id != MODE_OPTION:
-            raise invalid_params(f"unknown config option {config_id!r}: this agent has {MODE_OPTION!r}")
-        session.mode = _mode(value)
+        try:
+            set_option(session, config_id, value)
+        except OptionError as exc:
+            raise invalid_params(str(exc)) from exc
         session.keep_meta()
-        session.outbox.post(
-            CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)
-        )
-        return SetSessionConfigOptionResponse(config_options=config_options(session.mode))
+        if config_id == MODE_OPTION:
+            session.outbox.post(
+                CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)
+            )
+        return SetSessionConfigOptionResponse(config_options=session_options(session))
 
     # -- prompts ------------------------------------------------------------------------------
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:

@@ -77,6 +77,7 @@ class AcpSession:
     transcript: Transcript | None = None  # the kept conversation (session/load)
     title: str | None = None
     last_diff: str = ""  # what the session's last edit or run changed (/diff)
+    max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
 
     def keep_meta(self) -> None:
         """Save what session/list shows and session/load restores."""

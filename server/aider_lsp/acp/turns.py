@@ -141,7 +141,8 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     ctx = RequestContext(
         report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files), ask=ask
     )
-    run = WorkflowRequest(goal=request.text, file_context=_session_files(session, request) or None)
+    files = _session_files(session, request) or None
+    run = WorkflowRequest(goal=request.text, file_context=files, max_retries=session.max_retries)
     not_started = await session.mcp.ready()
     if not_started:
         session.outbox.post(
