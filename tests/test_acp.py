@@ -26,9 +26,12 @@ from acp import (
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    AllowedOutcome,
     ClientCapabilities,
+    EnvVariable,
     FileEditToolCallContent,
     McpServerStdio,
+    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
 )
@@ -47,9 +50,12 @@ from aider_lsp_testing.llm_server import (
     IS_PLAN,
     aider_whole,
     all_of,
+    has_tool_result,
     json_output,
     last_user_contains,
+    not_,
     slow,
+    tool_call,
 )
 from aider_mcp.snapshots import unified_diff
 
@@ -62,9 +68,19 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.updates: list[Any] = []
+        self.answers: list[str] = []  # the options chosen, in turn, for permission requests
+        self.asked: list[Any] = []  # the permission requests' tool calls
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
+
+    async def request_permission(
+        self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append(tool_call)
+        chosen = self.answers.pop(0)
+        assert chosen in [option.option_id for option in options]
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
 
     def on_connect(self, conn: Any) -> None:
         """Nothing to keep."""
@@ -115,6 +131,11 @@ async def new_session(conn: Any, root: Path) -> str:
     return (await conn.new_session(cwd=str(root), mcp_servers=[])).session_id
 
 
+def _option(option: Any) -> Any:
+    """A config option as the client parsed it (the SDK may keep the union's root)."""
+    return getattr(option, "root", option)
+
+
 def link(path: Path) -> Any:
     return resource_link_block(path.name, path.as_uri())
 
@@ -128,12 +149,13 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
     assert answer.protocol_version == 1 and answer.agent_info.name == "aider-lsp"
     assert answer.agent_capabilities.prompt_capabilities.embedded_context is True
-    assert answer.agent_capabilities.load_session is False  # not built yet: not advertised
+    assert answer.agent_capabilities.load_session is True
+    assert answer.agent_capabilities.session_capabilities.list is not None
+    assert answer.agent_capabilities.mcp_capabilities.http and answer.agent_capabilities.mcp_capabilities.sse
     assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
     assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
     assert session.modes.current_mode_id == "edit"
-    (option,) = session.config_options
-    assert option.root.id == "mode" if hasattr(option, "root") else option.id == "mode"
+    assert [_option(option).id for option in session.config_options] == ["mode", "aider_model", "max_retries"]
 
 
 @pytest.mark.aider
@@ -264,9 +286,6 @@ async def test_bad_input_gets_errors_or_a_clear_reply(
             await conn.new_session(cwd="project", mcp_servers=[])
         with pytest.raises(RequestError) as missing:
             await conn.new_session(cwd=str(tmp_path / "nowhere"), mcp_servers=[])
-        server = McpServerStdio(name="files", command="mcp-files", args=[], env=[])
-        with pytest.raises(RequestError) as with_mcp:
-            await conn.new_session(cwd=str(workspace), mcp_servers=[server])
         session_id = await new_session(conn, workspace)
         with pytest.raises(RequestError) as bad_mode:
             await conn.set_session_mode(session_id=session_id, mode_id="yolo")
@@ -278,7 +297,6 @@ async def test_bad_input_gets_errors_or_a_clear_reply(
     assert unknown.value.code == -32602 and "unknown session" in str(unknown.value)
     assert relative.value.code == -32602 and "absolute" in str(relative.value)
     assert missing.value.code == -32602 and "not an existing folder" in str(missing.value)
-    assert with_mcp.value.code == -32602 and "MCP servers" in str(with_mcp.value)
     assert bad_mode.value.code == -32602 and "unknown mode" in str(bad_mode.value)
     assert answer.stop_reason == "end_turn"
     reply = client.reply()
@@ -367,3 +385,205 @@ def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_p
     assert not parsed.all_refused
     whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))
     assert "From" not in parse_prompt([text_block("x"), whole_file], app.workspace, app.model_safe_files).text
+
+
+NOTES_SERVER = """
+import os, sys
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
+server = MCPServer("notes")
+
+@server.tool()
+def team_rule(topic: str) -> str:
+    \"\"\"The team's rule about a topic.\"\"\"
+    return f"rule about {topic}: keep the PINEAPPLE convention"
+
+server.run("stdio")
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.aider
+async def test_an_mcp_server_passed_in_is_a_tool_of_the_planner(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "notes_server.py"
+    script.write_text(NOTES_SERVER)
+    pid_file = tmp_path / "notes.pid"
+    notes = McpServerStdio(
+        name="notes",
+        command=sys.executable,
+        args=[str(script)],
+        env=[EnvVariable(name="PID_FILE", value=str(pid_file))],
+    )
+    broken = McpServerStdio(name="broken", command=str(tmp_path / "no-such-server"), args=[], env=[])
+    llm_server.add_rule(
+        all_of(IS_PLAN, not_(has_tool_result("notes_team_rule"))),
+        tool_call("notes_team_rule", {"topic": "naming"}),
+    )
+    script_two_iterations(llm_server)
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session = await conn.new_session(cwd=str(calc_project), mcp_servers=[notes, broken])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="workflow")
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("make the tests pass")])
+        pid = int(pid_file.read_text())
+        assert _alive(pid)  # open for the session
+    assert answer.stop_reason == "end_turn", client.reply()
+    plan_requests = [json.dumps(r) for r in llm_server.chat_requests() if IS_PLAN(r)]
+    assert any("notes_team_rule" in r and "keep the PINEAPPLE convention" in r for r in plan_requests)
+    assert "broken" in client.reply() and "did not start" in client.reply()
+    assert (calc_project / "calc.py").read_text() == FIXED
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not _alive(pid)  # its process ended with the session
+
+
+@pytest.mark.aider
+async def test_a_detected_test_command_runs_only_once_allowed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    script_two_iterations(llm_server)
+    remembered = calc_project / ".aider-lsp" / "test-command.json"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        client.answers = ["reject"]
+        rejected = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+        rejected_reply = client.reply()
+        assert llm_server.chat_requests() == [] and not remembered.exists()  # nothing ran
+        client.answers = ["allow-always"]
+        allowed = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+    assert rejected.stop_reason == "end_turn" and "Not allowed" in rejected_reply
+    assert "unittest" in client.asked[0].title and len(client.asked) == 2
+    assert allowed.stop_reason == "end_turn" and "The tests pass" in client.reply()
+    assert (calc_project / "calc.py").read_text() == FIXED
+    assert "unittest" in json.loads(remembered.read_text())["command"]  # asked once per workspace
+    executed = [u.title for u in client.of(ToolCallStart) if u.kind == "execute"]
+    assert any(title.startswith(sys.executable) for title in executed)
+
+
+@pytest.mark.aider
+async def test_a_session_is_listed_and_replayed_after_a_restart(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    env = scripted_env(llm_server.base_url)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, first, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("Fix subtract and multiply"), link(calc)])
+    async with acp_agent(env, tmp_path / "agent2.log") as (conn, replayed, _):
+        listed = await conn.list_sessions(cwd=str(calc_project))
+        loaded = await conn.load_session(cwd=str(calc_project), session_id=session_id, mcp_servers=[])
+        with pytest.raises(RequestError) as unknown:
+            await conn.load_session(cwd=str(calc_project), session_id="../../etc/passwd", mcp_servers=[])
+    (info,) = listed.sessions
+    assert info.session_id == session_id and info.title == "Fix subtract and multiply"
+    assert info.cwd == str(calc_project) and info.updated_at
+    assert loaded.modes.current_mode_id == "edit"
+    user = [u.content for u in replayed.updates if u.session_update == "user_message_chunk"]
+    assert user[0].text == "Fix subtract and multiply" and user[1].uri == calc.as_uri()
+    assert replayed.reply() == first.reply() and "Aider changed calc.py" in replayed.reply()
+    (diff,) = replayed.diffs()
+    assert diff.new_text == FIXED and diff.old_text == BUGGY  # the tool call as it was shown
+    state = {"user_message_chunk", "usage_update", "available_commands_update"}  # not conversation
+    assert [type(u) for u in replayed.updates if u.session_update not in state] == [
+        type(u) for u in first.updates if u.session_update not in state
+    ]
+    assert unknown.value.code == -32602
+
+
+async def test_slash_commands_are_offered_and_run(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    env = scripted_env(
+        llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND, AIDER_LSP_BUDGET='{"maxTokens": 5000}'
+    )
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        tested = await conn.prompt(session_id=session_id, prompt=[text_block("/test")])
+        test_reply = client.reply()
+        client.updates.clear()
+        budget = await conn.prompt(session_id=session_id, prompt=[text_block("/budget")])
+        budget_reply = client.reply()
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/diff")])
+    assert tested.stop_reason == "end_turn" and budget.stop_reason == "end_turn"
+    assert "The tests fail" in test_reply
+    assert "5000 tokens" in budget_reply and "Spent" in budget_reply
+    assert "No edit or run" in client.reply()
+    assert llm_server.chat_requests() == []  # commands ask no model
+    assert (calc_project / "calc.py").read_text() == BUGGY
+
+
+async def test_test_command_shows_the_run_and_where_it_failed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("/test")])
+    names = {
+        command.name
+        for u in client.updates
+        if u.session_update == "available_commands_update"
+        for command in u.available_commands
+    }
+    assert {"undo", "diff", "test", "context", "budget"} <= names
+    (run,) = client.of(ToolCallStart)
+    assert run.kind == "execute" and run.title == TEST_COMMAND
+    (closed,) = [u for u in client.of(ToolCallProgress) if u.tool_call_id == run.tool_call_id]
+    assert closed.status == "failed" and "FAIL" in closed.content[0].content.text
+    assert any(location.path.endswith("test_calc.py") for location in closed.locations or [])
+
+
+async def test_config_options_set_the_retries_and_refuse_unknown_values(
+    workspace: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        changed = await conn.set_config_option(
+            config_id="max_retries", session_id=session.session_id, value="1"
+        )
+        with pytest.raises(RequestError) as bad_retries:
+            await conn.set_config_option(config_id="max_retries", session_id=session.session_id, value="many")
+        with pytest.raises(RequestError) as bad_model:
+            await conn.set_config_option(
+                config_id="aider_model", session_id=session.session_id, value="gpt-9"
+            )
+        with pytest.raises(RequestError) as unknown:
+            await conn.set_config_option(config_id="colour", session_id=session.session_id, value="red")
+    options = {_option(option).id: _option(option) for option in session.config_options}
+    assert options["aider_model"].current_value == "openai/scripted-coder"
+    assert options["max_retries"].current_value == "3"  # the settings' default
+    after = {_option(option).id: _option(option) for option in changed.config_options}
+    assert after["max_retries"].current_value == "1"
+    assert bad_retries.value.code == bad_model.value.code == unknown.value.code == -32602
+    assert "AIDER_LSP_AIDER_MODEL" in str(bad_model.value) and "max_retries" in str(unknown.value)
+
+
+def test_doctor_says_what_an_acp_launch_uses(tmp_path: Path, llm_server: Any) -> None:
+    import subprocess
+
+    env = scripted_env(llm_server.base_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
+    assert "openai:scripted-planner" in line and "key from" in line
+    assert "Aider model openai/scripted-coder" in line

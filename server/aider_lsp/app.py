@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from .aider.launch import aider_model_for
 from .checkpoints import CheckpointStore, file_diff, run_record
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
+from .llm.interaction import extra_toolsets
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     AiderAutomaticArgs,
@@ -396,6 +398,15 @@ class Application:
     def clear_budget(self) -> None:
         self.handler.clear_budget()
 
+    def aider_model(self) -> str | None:
+        """Aider's model as the settings name it (`aiderModel`, else derived from `model`)."""
+        return aider_model_for(self.settings)
+
+    def set_aider_model(self, name: str) -> None:
+        """Use another model for Aider in this workspace from the next edit on (the Aider
+        server restarts with it; an edit under way finishes on the old one)."""
+        self.update_settings(self.settings.model_copy(update={"aider_model": name}))
+
     def provider_identifier(self) -> str:
         """The planning/analysis model as every call's result names it (`notes.model`):
         `provider:name`, `openai-compatible:name@url`, or `unconfigured`."""
@@ -468,6 +479,13 @@ class Application:
         self.handler.preload()
         if aider_configured:
             self.aider.preload()
+
+    def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
+        """The planning/analysis model's calls made inside this context (a run started in it)
+        are also given these pydantic-ai toolsets: the MCP servers an ACP client passed to its
+        session, beside the read-only tools. Scoped to the caller's context, so another front
+        end's runs never see them."""
+        return extra_toolsets(toolsets)
 
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
         """Run the coding workflow (plan → edit → test → analyse) for a goal; one at a time

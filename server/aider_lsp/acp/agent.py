@@ -2,7 +2,9 @@
 
 `initialize` answers at once (nothing heavy is imported for it). `session/new` opens the
 workspace at `cwd` (absolute and existing, else an invalid-params error): one Application per
-workspace, shared by its sessions, built then and warmed up in the background as `serve` does.
+workspace, shared by its sessions, built then and warmed up in the background as `serve` does;
+the MCP servers it passes open in the background for the planning/analysis model
+(mcp_servers.py) and close with the connection.
 A prompt runs in a task of its own so that `session/cancel` can stop it (the Application
 stops Aider and the test processes) and the prompt is answered `cancelled` within a second.
 """
@@ -24,16 +26,26 @@ from acp.schema import (
     CurrentModeUpdate,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
 )
 
 from .. import __version__
-from .modes import MODE_OPTION, Mode, config_options, mode_state, parse_mode
+from . import transcript
+from .commands import available_commands
+from .mcp_servers import McpServers
+from .modes import MODE_OPTION, Mode, mode_state, parse_mode
+from .options import OptionError, session_options, set_option
 from .session import AcpSession, Outbox
 
 if TYPE_CHECKING:
@@ -67,7 +79,12 @@ class AiderAgent:
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        capabilities = AgentCapabilities(prompt_capabilities=PromptCapabilities(embedded_context=True))
+        capabilities = AgentCapabilities(
+            load_session=True,
+            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            mcp_capabilities=McpCapabilities(http=True, sse=True),
+        )
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=capabilities,
@@ -77,20 +94,64 @@ class AiderAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
-        if mcp_servers:
-            names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-            raise invalid_params(
-                f"aider-lsp does not use MCP servers passed in yet ({names}): start the session without"
-                " mcpServers (in Zed: no context servers for this agent)"
-            )
         workspace = _workspace(cwd)
-        app = self._app_for(workspace)
-        session_id = uuid.uuid4().hex
-        outbox = Outbox(session_id, self._send_update)
-        self.sessions[session_id] = AcpSession(id=session_id, app=app, outbox=outbox)
+        await asyncio.to_thread(transcript.prune, workspace, transcript.MAX_SESSIONS - 1)
+        session = self._open(workspace, uuid.uuid4().hex, mcp_servers)
+        session.keep_meta()
+        session.outbox.post(available_commands())  # sent after the answer: nothing awaited from here
         return NewSessionResponse(
-            session_id=session_id, modes=mode_state(Mode.EDIT), config_options=config_options(Mode.EDIT)
+            session_id=session.id, modes=mode_state(session.mode), config_options=session_options(session)
         )
+
+    def _open(self, workspace: Path, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
+        """A session on the workspace's Application, its conversation kept in `.aider-lsp/`."""
+        app = self._app_for(workspace)
+        kept = transcript.Transcript(workspace, session_id)
+        outbox = Outbox(session_id, self._send_update, record=kept.record)
+        mcp = McpServers.start(list(mcp_servers or []), workspace)
+        session = AcpSession(
+            id=session_id, app=app, outbox=outbox, mcp=mcp, client=self.client, transcript=kept
+        )
+        session.max_retries = app.settings.max_retries
+        self.sessions[session_id] = session
+        return session
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """A session kept in the workspace, its conversation replayed before the answer."""
+        workspace = _workspace(cwd)
+        meta = await asyncio.to_thread(transcript.read_meta, workspace, session_id)
+        if meta is None:
+            raise invalid_params(f"no session {session_id!r} is kept in {workspace}: session/list names them")
+        old = self.sessions.get(session_id)
+        if old is not None:  # loaded again: the new one replaces it
+            await old.mcp.aclose()
+        session = self._open(workspace, session_id, mcp_servers)
+        session.mode = parse_mode(meta.mode) or session.mode
+        session.files, session.title = list(meta.files), meta.title
+        for update in await asyncio.to_thread(transcript.replay, workspace, session_id):
+            await self._send_update(session_id, update)
+        session.outbox.post(available_commands())
+        return LoadSessionResponse(modes=mode_state(session.mode), config_options=session_options(session))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The sessions kept in `cwd` (else in every workspace open here), newest first; one
+        page (a workspace keeps at most MAX_SESSIONS)."""
+        workspaces = [_workspace(cwd)] if cwd is not None else list(self.apps)
+        found = [
+            meta for workspace in workspaces for meta in await asyncio.to_thread(transcript.listed, workspace)
+        ]
+        found.sort(key=lambda meta: meta.updated_at, reverse=True)
+        sessions = [
+            SessionInfo(
+                session_id=meta.session_id, cwd=meta.cwd, title=meta.title, updated_at=meta.updated_iso
+            )
+            for meta in found
+        ]
+        return ListSessionsResponse(sessions=sessions)
 
     def _app_for(self, workspace: Path) -> Application:
         """The workspace's Application, built and warmed up (Aider, the index) at its first session."""
@@ -119,10 +180,9 @@ class AiderAgent:
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
         session = self._session(session_id)
         session.mode = _mode(mode_id)
+        session.keep_meta()
         session.outbox.post(
-            ConfigOptionUpdate(
-                session_update="config_option_update", config_options=config_options(session.mode)
-            )
+            ConfigOptionUpdate(session_update="config_option_update", config_options=session_options(session))
         )
         return SetSessionModeResponse()
 
@@ -130,13 +190,16 @@ class AiderAgent:
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
         session = self._session(session_id)
-        if config_id != MODE_OPTION:
-            raise invalid_params(f"unknown config option {config_id!r}: this agent has {MODE_OPTION!r}")
-        session.mode = _mode(value)
-        session.outbox.post(
-            CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)
-        )
-        return SetSessionConfigOptionResponse(config_options=config_options(session.mode))
+        try:
+            set_option(session, config_id, value)
+        except OptionError as exc:
+            raise invalid_params(str(exc)) from exc
+        session.keep_meta()
+        if config_id == MODE_OPTION:
+            session.outbox.post(
+                CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)
+            )
+        return SetSessionConfigOptionResponse(config_options=session_options(session))
 
     # -- prompts ------------------------------------------------------------------------------
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
@@ -147,6 +210,7 @@ class AiderAgent:
         if session.running is not None and not session.running.done():
             raise invalid_params("a prompt is already running in this session: wait for it or cancel it")
         request = prompt_content.parse_prompt(prompt, session.app.workspace, session.app.model_safe_files)
+        _keep_prompt(session, prompt, request.text)
         spent_before = session.app.spent()
         work = asyncio.create_task(run_turn(session, request), name=f"acp-prompt-{session_id}")
         session.running, session.cancelled = work, asyncio.Event()
@@ -159,6 +223,7 @@ class AiderAgent:
             self._keep(work)  # the Application is still stopping Aider or the tests
         await self._report_usage(session)
         await session.outbox.flush()
+        session.keep_meta()
         from .render import turn_usage
 
         return PromptResponse(
@@ -186,6 +251,7 @@ class AiderAgent:
         for session in self.sessions.values():
             if session.running is not None:
                 session.running.cancel()
+        await asyncio.gather(*(session.mcp.aclose() for session in self.sessions.values()))
         for app in self.apps.values():
             try:
                 await asyncio.wait_for(app.aclose(), 10)
@@ -208,6 +274,18 @@ async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) ->
     if work.done() and not work.cancelled() and work.exception() is None:
         return work.result()  # it ended on its own (e.g. a run's own "cancelled")
     return "cancelled"
+
+
+def _keep_prompt(session: AcpSession, blocks: list[Any], text: str) -> None:
+    """The user's prompt joins the kept conversation (the client shows it already); the first
+    one titles the session."""
+    from acp import update_user_message
+
+    if session.transcript is not None:
+        for block in blocks:
+            session.transcript.record(update_user_message(block))
+    if session.title is None and text:
+        session.title = transcript.title_of(text)
 
 
 def _workspace(cwd: str) -> Path:

@@ -9,9 +9,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
+from .transcript import SessionMeta, Transcript
 
 if TYPE_CHECKING:
+    from acp.interfaces import Client
+
     from ..app import Application
 
 log = logging.getLogger(__name__)
@@ -23,13 +27,19 @@ class Outbox:
     """Updates sent in the order they were posted, from sync callbacks (a run's progress) and
     async code alike; `flush` waits until everything posted is sent."""
 
-    def __init__(self, session_id: str, send: SendUpdate) -> None:
+    def __init__(
+        self, session_id: str, send: SendUpdate, record: Callable[[Any], None] | None = None
+    ) -> None:
+        """`record` keeps each update as it is posted (the session's transcript)."""
         self.session_id = session_id
         self.send = send
+        self.record = record
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
 
     def post(self, update: Any) -> None:
+        if self.record is not None:
+            self.record(update)
         self._queue.put_nowait(update)
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._drain())
@@ -62,6 +72,24 @@ class AcpSession:
     running: asyncio.Task[Any] | None = None  # the prompt's work, cancelled by session/cancel
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
     tool_calls: int = 0
+    mcp: McpServers = field(default_factory=McpServers)  # the MCP servers the client passed
+    client: Client | None = None  # the connection, to ask the user (session/request_permission)
+    transcript: Transcript | None = None  # the kept conversation (session/load)
+    title: str | None = None
+    last_diff: str = ""  # what the session's last edit or run changed (/diff)
+    max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
+
+    def keep_meta(self) -> None:
+        """Save what session/list shows and session/load restores."""
+        if self.transcript is not None:
+            meta = SessionMeta(
+                self.id,
+                str(self.app.workspace),
+                title=self.title,
+                mode=self.mode.value,
+                files=list(self.files),
+            )
+            self.transcript.save_meta(meta)
 
     def next_call_id(self, kind: str) -> str:
         self.tool_calls += 1

@@ -15,7 +15,9 @@ from acp.schema import StopReason
 
 from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
 from . import render
+from .commands import parse_command, run_command
 from .modes import Mode
+from .permission import Asked, permission_asker, rejection_note
 from .prompt import PromptInput
 from .session import AcpSession
 
@@ -38,6 +40,9 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
     if not request.text:
         session.outbox.post(render.message("The prompt has no text: say what Aider should do."))
         return "end_turn"
+    command = parse_command(request.text)
+    if command is not None:
+        return await run_command(session, *command)
     if session.mode is Mode.ASK:
         return await ask_turn(session, request)
     if session.mode is Mode.WORKFLOW:
@@ -78,6 +83,7 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
             session.outbox.post(render.edit_done(call_id, None, rel, workspace, failed="cancelled"))
         raise
     session.edit_chat = outcome.session_id or session.edit_chat
+    session.last_diff = outcome.diff or session.last_diff
     for rel in [*outcome.changed_files, *outcome.created_files]:
         if rel not in session.files:
             session.files.append(rel)
@@ -130,14 +136,32 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     def on_cancelled(result: TaskResult) -> None:
         session.outbox.post(render.message(result.content))
 
+    asked = Asked()
+    ask = permission_asker(session.client, session, asked) if session.client is not None else None
     ctx = RequestContext(
-        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files)
+        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files), ask=ask
     )
-    run = WorkflowRequest(goal=request.text, file_context=_session_files(session, request) or None)
-    result = await session.app.run_workflow(run, ctx)
+    files = _session_files(session, request) or None
+    run = WorkflowRequest(goal=request.text, file_context=files, max_retries=session.max_retries)
+    not_started = await session.mcp.ready()
+    if not_started:
+        session.outbox.post(
+            render.message(
+                "MCP servers that did not start (their tools are not offered): "
+                + "; ".join(not_started)
+                + "\n\n"
+            )
+        )
+    with session.app.model_toolsets(session.mcp.toolsets):
+        result = await session.app.run_workflow(run, ctx)
+    rejected = rejection_note(asked)
+    if rejected is not None:  # the run stopped before it began: nothing ran
+        session.outbox.post(render.message(rejected))
+        return "end_turn"
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
     _render_run(session, result)
+    session.last_diff = str(result.notes.get("diff") or "") or session.last_diff
     reason = result.error.reason if result.error is not None else None
     return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"
 

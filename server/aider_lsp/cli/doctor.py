@@ -110,12 +110,32 @@ def check_provider(settings: Settings, workspace: Path) -> list[Check]:
     return [Check("provider", True, Application(workspace, settings).provider_identifier())]
 
 
+def check_acp_launch(settings: Settings) -> list[Check]:
+    """What `aider-lsp acp` started by an editor with this environment would use: it reads the
+    same AIDER_LSP_* variables as this command (never a workspace's files), so one line says it."""
+    from .. import aider_env
+    from ..aider.launch import aider_model_for
+    from ..llm.model_config import resolve_model_config
+
+    config = resolve_model_config(settings)
+    model = config.model_id or f"none (set {env_var_for('model')})"
+    key = f", key from {config.api_key_source}" if config.model_id and config.api_key_source else ""
+    aider_model = aider_model_for(settings) or f"none (set {env_var_for('aider_model')})"
+    server = (
+        f"custom {settings.aider_server.command}" if settings.aider_server.command else aider_env.describe()
+    )
+    detail = f"model {model}{key}; Aider model {aider_model}; Aider: {server}"
+    ready = config.model_id is not None and aider_model_for(settings) is not None
+    return [Check("acp launch", ready, detail, optional=True)]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
     lambda settings, workspace: check_model(settings),
     check_provider,
     lambda settings, workspace: check_workspace(workspace),
     lambda settings, workspace: check_aider_env(settings),
     check_test_command,
+    lambda settings, workspace: check_acp_launch(settings),
 ]
 
 

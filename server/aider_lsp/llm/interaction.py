@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,21 @@ MAX_TOOL_RESULT_CHARS = 100_000  # a tool answer larger than this is cut (head a
 ToolRunner = Callable[[str, dict[str, Any]], Awaitable[TaskResult]]
 # Checks a validated output beyond its schema; returns what is wrong (sent back to the model) or None.
 OutputCheck = Callable[[Any], str | None]
+# pydantic-ai toolsets the calls made in this context are also given (an ACP session's MCP
+# servers): a context variable, so a run started inside `extra_toolsets` carries them to every
+# call it makes, tasks it creates included, and another front end's calls never see them
+_EXTRA_TOOLSETS: ContextVar[tuple[Any, ...]] = ContextVar("aider_lsp_extra_toolsets", default=())
+
+
+@contextmanager
+def extra_toolsets(toolsets: Sequence[Any]) -> Iterator[None]:
+    """Give the calls made inside (a workflow run's plan and analysis) these toolsets too,
+    whenever a call offers tools at all (a call with none, or prompted output, gets none)."""
+    token = _EXTRA_TOOLSETS.set(tuple(toolsets))
+    try:
+        yield
+    finally:
+        _EXTRA_TOOLSETS.reset(token)
 
 
 def log_debug(enabled: bool, message: str, *args: Any) -> None:
@@ -266,9 +283,10 @@ class LLMInteractionManager:
         from pydantic_ai import FunctionToolset, Tool
         from pydantic_ai.usage import UsageLimits
 
-        toolsets = []
+        toolsets: list[Any] = []
         if tools:
             toolsets.append(FunctionToolset([self._make_tool(Tool, spec, run_tool) for spec in tools]))
+            toolsets.extend(_EXTRA_TOOLSETS.get())
         settings = self._settings()
         model_settings: dict[str, Any] = {
             "timeout": settings.timeouts.llm,
@@ -277,9 +295,10 @@ class LLMInteractionManager:
         history = self._history(history_config)
         log_debug(
             self.debug,
-            "LLM call model=%s tools=%s output=%s history=%d msgs",
+            "LLM call model=%s tools=%s extra toolsets=%d output=%s history=%d msgs",
             label,
             [t.provider_name for t in tools],
+            len(toolsets) - 1 if toolsets else 0,
             getattr(output_type, "__name__", "str"),
             len(history),
         )

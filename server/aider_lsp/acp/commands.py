@@ -1,0 +1,135 @@
+"""Slash commands, offered through `available_commands_update` and run when a prompt's text
+starts with one: `/undo`, `/diff`, `/test`, `/context QUERY`, `/budget`.
+
+Each is one Application call rendered like a turn's: `/test` as an `execute` tool call (a
+command found in the workspace asked for first, as in a Workflow turn), `/context` as resource
+links the client can open. A prompt starting with another `/word` is not a command here: it
+goes to the session's mode as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from acp import resource_link_block, update_agent_message
+from acp.helpers import update_available_commands
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    StopReason,
+    UnstructuredCommandInput,
+)
+
+from ..models import ContextGenerationInput, RequestContext, TaskResult
+from . import render
+from .permission import Asked, permission_asker, rejection_note
+from .session import AcpSession
+
+CONTEXT_FILES = 8  # /context shows this many files
+
+_DESCRIPTIONS = {
+    "undo": ("Take back the last Aider edit or run (other changes stay)", None),
+    "diff": ("Show what the last edit or run in this session changed", None),
+    "test": ("Run the tests", None),
+    "context": ("The workspace files most relevant to a query", "what to look for"),
+    "budget": ("What this session has spent, and the budget per run", None),
+}
+
+
+def available_commands() -> AvailableCommandsUpdate:
+    """The commands as the client lists them (after `/`)."""
+    commands = [
+        AvailableCommand(
+            name=name,
+            description=about,
+            input=None if hint is None else AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)),
+        )
+        for name, (about, hint) in _DESCRIPTIONS.items()
+    ]
+    return update_available_commands(commands)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """(name, argument) when the text starts with one of the commands, else None."""
+    if not text.startswith("/"):
+        return None
+    name, _, argument = text[1:].partition(" ")
+    name = name.strip()
+    return (name, argument.strip()) if name in _DESCRIPTIONS else None
+
+
+async def run_command(session: AcpSession, name: str, argument: str) -> StopReason:
+    """Run one command; its answer is posted to the session."""
+    await _RUNNERS[name](session, argument)
+    return "end_turn"
+
+
+async def _undo(session: AcpSession, argument: str) -> None:
+    result = session.app.undo()
+    session.outbox.post(render.message(result.content))
+
+
+async def _diff(session: AcpSession, argument: str) -> None:
+    if not session.last_diff.strip():
+        session.outbox.post(render.message("No edit or run in this session has changed a file yet."))
+        return
+    session.outbox.post(render.message(f"```diff\n{session.last_diff.rstrip()}\n```"))
+
+
+async def _test(session: AcpSession, argument: str) -> None:
+    asked = Asked()
+    ask = permission_asker(session.client, session, asked) if session.client is not None else None
+    choice = await session.app.pick_test_command(None, RequestContext(ask=ask))
+    note = rejection_note(asked)
+    if note is not None or isinstance(choice, TaskResult) or choice is None:
+        why = note or (choice.content if isinstance(choice, TaskResult) else "No test command.")
+        session.outbox.post(render.message(why))
+        return
+    call_id = session.next_call_id("test")
+    session.outbox.post(render.test_run_started(call_id, choice.command))
+    run = await session.app.run_tests(choice.command)
+    shown = run.model_dump(mode="json")
+    findings = [finding.model_dump(mode="json") for finding in run.findings]
+    session.outbox.post(render.test_run_done(call_id, shown, session.app.workspace, findings))
+    said = "The tests pass." if run.passed else f"The tests fail (exit code {run.exit_code})."
+    session.outbox.post(render.message(run.error.message if run.error is not None else said))
+
+
+async def _context(session: AcpSession, argument: str) -> None:
+    if not argument:
+        session.outbox.post(render.message("Say what to look for: /context QUERY"))
+        return
+    found = await session.app.find_context(
+        ContextGenerationInput(query=argument, max_results=CONTEXT_FILES, open_files=list(session.files))
+    )
+    if found.error:
+        session.outbox.post(render.message(f"The index could not answer: {found.error}"))
+        return
+    paths = [match.source_path for match in found.matches if match.source_path]
+    if not paths:
+        session.outbox.post(render.message(f"No file in the index matches {argument!r}."))
+        return
+    session.outbox.post(render.message(f"The files most relevant to {argument!r}:\n"))
+    for rel in dict.fromkeys(paths):
+        path = session.app.workspace / rel
+        session.outbox.post(update_agent_message(resource_link_block(rel, path.as_uri())))
+        session.outbox.post(render.message("\n"))
+
+
+async def _budget(session: AcpSession, argument: str) -> None:
+    budget = session.app.settings.budget
+    spent = session.app.spent().describe()
+    caps = [f"{budget.max_tokens} tokens" if budget.max_tokens is not None else None]
+    caps.append(f"${budget.max_cost:g}" if budget.max_cost is not None else None)
+    cap = " and ".join(c for c in caps if c) or "none (AIDER_LSP_BUDGET sets one)"
+    session.outbox.post(render.message(f"Spent in this agent so far: {spent}.\nBudget per run: {cap}."))
+
+
+_RUNNERS: dict[str, Callable[[AcpSession, str], Awaitable[None]]] = {
+    "undo": _undo,
+    "diff": _diff,
+    "test": _test,
+    "context": _context,
+    "budget": _budget,
+}

@@ -1,0 +1,89 @@
+"""A session's config options: the mode (modes.py), Aider's model and the Workflow's retries.
+
+Aider's model is the workspace's (the Application's settings: every session on the folder uses
+the one Aider server, which restarts with a new model); its choices are the one the agent's
+environment names and, when no OpenAI-compatible endpoint is set, Aider's own short names for
+the common models. The retries are the session's own (a Workflow turn's `max_retries`).
+"""
+
+from __future__ import annotations
+
+from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
+
+from .modes import MODE_OPTION, ConfigOptions, config_options, parse_mode
+from .session import AcpSession
+
+AIDER_MODEL_OPTION, RETRIES_OPTION = "aider_model", "max_retries"
+# Aider's aliases (aider/models.py MODEL_ALIASES): offered when no endpoint is configured
+AIDER_ALIASES = ("sonnet", "opus", "haiku", "gpt-4.1", "o3", "gemini", "deepseek")
+RETRY_CHOICES = (0, 1, 2, 3, 5, 10)
+
+
+class OptionError(ValueError):
+    """A config option or value this agent does not have (the message says which it has)."""
+
+
+def session_options(session: AcpSession) -> ConfigOptions:
+    """Every option with the session's current values."""
+    return [*config_options(session.mode), _aider_model(session), _retries(session)]
+
+
+def _aider_model(session: AcpSession) -> SessionConfigOptionSelect:
+    current = session.app.aider_model() or "(not set)"
+    return SessionConfigOptionSelect(
+        id=AIDER_MODEL_OPTION,
+        name="Aider model",
+        description="The model Aider edits with, for every session on this folder",
+        category="model",
+        type="select",
+        current_value=current,
+        options=[
+            SessionConfigSelectOption(value=name, name=name) for name in _model_choices(session, current)
+        ],
+    )
+
+
+def _model_choices(session: AcpSession, current: str) -> list[str]:
+    choices = [current, *(() if session.app.settings.base_url else AIDER_ALIASES)]
+    return list(dict.fromkeys(choices))
+
+
+def _retries(session: AcpSession) -> SessionConfigOptionSelect:
+    current = str(session.max_retries)
+    values = sorted({*RETRY_CHOICES, session.max_retries})
+    return SessionConfigOptionSelect(
+        id=RETRIES_OPTION,
+        name="Retries",
+        description="How many times a Workflow turn retries after the tests fail",
+        type="select",
+        current_value=current,
+        options=[SessionConfigSelectOption(value=str(n), name=str(n)) for n in values],
+    )
+
+
+def set_option(session: AcpSession, config_id: str, value: object) -> None:
+    """Apply one option; OptionError for an unknown option or value."""
+    if config_id == MODE_OPTION:
+        mode = parse_mode(value)
+        if mode is None:
+            raise OptionError(f"unknown mode {value!r}")
+        session.mode = mode
+    elif config_id == AIDER_MODEL_OPTION:
+        if not value or value not in _model_choices(session, session.app.aider_model() or ""):
+            raise OptionError(f"unknown Aider model {value!r}: set AIDER_LSP_AIDER_MODEL for another")
+        session.app.set_aider_model(str(value))
+    elif config_id == RETRIES_OPTION:
+        session.max_retries = _retry_count(value)
+    else:
+        known = ", ".join((MODE_OPTION, AIDER_MODEL_OPTION, RETRIES_OPTION))
+        raise OptionError(f"unknown config option {config_id!r}: this agent has {known}")
+
+
+def _retry_count(value: object) -> int:
+    try:
+        count = int(str(value))
+    except ValueError:
+        count = -1
+    if not 0 <= count <= 20:
+        raise OptionError(f"retries must be a number from 0 to 20, got {value!r}")
+    return count

@@ -1,0 +1,89 @@
+"""The Application's one question to the user, asked as ACP's `session/request_permission`:
+may a test command found in the workspace run (allow once / allow always / reject)?
+
+The Application asks through `RequestContext.ask(message, actions)`, whose first action accepts
+and remembers and whose last declines (for the test command: "Use it" / "Change…"); an
+unanswered question uses the command this once without remembering it. So "allow always" is
+the first action (remembered in `.aider-lsp/`, as the LSP's "confirmed once"), "reject" the
+last (nothing runs, the turn says why), and "allow once" no answer. A cancelled prompt rejects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acp import start_tool_call, text_block, tool_content, update_tool_call
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from .session import AcpSession
+
+log = logging.getLogger(__name__)
+
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow-once", "allow-always", "reject"
+OPTIONS = [
+    PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
+    PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow in this workspace", kind="allow_always"),
+    PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
+]
+
+
+@dataclass
+class Asked:
+    """What the user answered in this turn (the turn's reply says a rejection)."""
+
+    rejected: str | None = None  # the question that was rejected
+
+
+def permission_asker(
+    client: Client, session: AcpSession, asked: Asked
+) -> Callable[[str, Sequence[str]], Awaitable[str | None]]:
+    """A `RequestContext.ask` that asks the client's permission for a pending `execute` tool
+    call (announced first, closed with the answer)."""
+
+    async def ask(message: str, actions: Sequence[str]) -> str | None:
+        call_id = session.next_call_id("permission")
+        session.outbox.post(start_tool_call(call_id, message, kind="execute", status="pending"))
+        await session.outbox.flush()
+        chosen = await _choice(client, session.id, ToolCallUpdate(tool_call_id=call_id, title=message))
+        if chosen == REJECT:
+            note = [tool_content(text_block("Not allowed: nothing was run."))]
+            session.outbox.post(update_tool_call(call_id, status="failed", content=note))
+            return _declined(message, actions, asked)
+        session.outbox.post(update_tool_call(call_id, status="completed"))
+        return actions[0] if chosen == ALLOW_ALWAYS else None
+
+    return ask
+
+
+async def _choice(client: Client, session_id: str, tool_call: ToolCallUpdate) -> str:
+    """The option the user chose; REJECT when the prompt was cancelled or the client failed."""
+    try:
+        answer = await client.request_permission(session_id=session_id, tool_call=tool_call, options=OPTIONS)
+    except Exception as exc:  # the client cannot answer: the question is declined
+        log.info("session/request_permission failed: %s", exc)
+        return REJECT
+    outcome = answer.outcome
+    if isinstance(outcome, AllowedOutcome) and outcome.option_id in (ALLOW_ONCE, ALLOW_ALWAYS):
+        return outcome.option_id
+    return REJECT
+
+
+def _declined(message: str, actions: Sequence[str], asked: Asked) -> str | None:
+    asked.rejected = message
+    return actions[-1] if actions else None
+
+
+def rejection_note(asked: Asked) -> str | None:
+    """The reply's sentence for a rejected question, or None."""
+    if asked.rejected is None:
+        return None
+    return (
+        f"Not allowed: {asked.rejected} Nothing was run. To use another test command, set "
+        "AIDER_LSP_TEST_COMMAND in the agent's environment."
+    )
