@@ -43,6 +43,7 @@ from aider_lsp.acp.prompt import parse_prompt
 from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.settings import load_settings
+from aider_lsp.suite.choose import remembered_path
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -454,7 +455,7 @@ async def test_a_detected_test_command_runs_only_once_allowed(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
     script_two_iterations(llm_server)
-    remembered = calc_project / ".aider-lsp" / "test-command.json"
+    remembered = remembered_path(calc_project)  # the user's own state folder, never the workspace
     async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
         session_id = await new_session(conn, calc_project)
         await conn.set_session_mode(session_id=session_id, mode_id="workflow")
