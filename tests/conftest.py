@@ -20,7 +20,7 @@ from aider_lsp_testing.lsp_session import lsp_session
 from aider_lsp_testing.markers import skip_without_aider
 
 # fixture projects hold failing tests on purpose (their captured outputs are the fixtures)
-collect_ignore = ["fixtures"]
+collect_ignore = ["suite/fixtures"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -193,7 +193,7 @@ describe('the Aider extension in a real VS Code', () => {
     });
 
     step(7, 'undo over a change the user saved on the lines Aider changed: Enter keeps it, the question says what is kept and lost', 'undo-kept', async () => {
-        // undo is a revert: a change elsewhere in the file would simply stay (tests/test_undo_revert.py);
+        // undo is a revert: a change elsewhere in the file would simply stay (tests/safety/test_undo_revert.py);
         // one on the lines the quick fix changed overlaps it, and the user is asked
         const fixedLine = text.fixed.split('\n').indexOf('    return sum(values) / len(values) if values else 0') + 1;
         await wb.openFile('calculator.py');

@@ -6,7 +6,7 @@ command that runs its work in a task of its own (or awaits long calls) would not
 module adds a done-callback to that future, so the cancel reaches the command's task, and tells
 a cancelled request (already answered by pygls) from a task cancelled for another reason.
 
-tests/test_lsp_cancellation_shim.py fails when pygls renames or reshapes the table.
+tests/lsp/test_lsp_cancellation_shim.py fails when pygls renames or reshapes the table.
 """
 
 from __future__ import annotations

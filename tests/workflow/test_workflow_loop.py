@@ -17,6 +17,7 @@ import pytest
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
+from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
@@ -205,10 +206,10 @@ async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
 async def test_a_server_without_usage_or_chats_shows_aider_not_reported(
     calc_project: Path, tmp_path: Path
 ) -> None:
-    """The public aider-mcp-server's shape (tests/fake_aider_mcp.py): no `usage`, no chat tool.
+    """The public aider-mcp-server's shape (aider_lsp_testing/fake_aider_mcp.py): no `usage`, no chat tool.
     The run falls back to stateless edits, and its spend says "Aider: not reported". With the
     editor's file and a known test command, and green tests, no model is called at all."""
-    fake = str(Path(__file__).with_name("fake_aider_mcp.py"))
+    fake = FAKE_AIDER_MCP
     check = "import sys; sys.exit(0 if 'edited by fake' in open('calc.py').read() else 1)"
     options = {"aiderServer": {"command": sys.executable, "args": [fake, "ok"]}, "timeouts": {"aider": 30}}
     app = Application(calc_project, load_settings(options, environ={}))

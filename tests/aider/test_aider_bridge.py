@@ -17,9 +17,10 @@ from aider_lsp.files import FileAccessManager
 from aider_lsp.models import TaskStatus
 from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools.aider import AiderExecutors
+from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.waiting import eventually
 
-FAKE = str(Path(__file__).with_name("fake_aider_mcp.py"))
+FAKE = FAKE_AIDER_MCP
 
 
 def fake_settings(mode: str, tmp_path: Path, aider_timeout: float = 30.0) -> Settings:

@@ -10,11 +10,6 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-
-from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, TEST_COMMAND, TESTS
-from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
-from aider_lsp_testing.lsp_session import execute
-from aider_lsp_testing.waiting import eventually
 from test_lsp_code_actions import code_actions
 from test_lsp_workflow import (
     FAILURE,
@@ -24,6 +19,11 @@ from test_lsp_workflow import (
     record_publishes,
     wait_for_diagnostics,
 )
+
+from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, TEST_COMMAND, TESTS
+from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
 
 pytestmark = pytest.mark.aider
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from lsprotocol import types
 from pytest_lsp import client_capabilities
+from test_aider_lsp import options
 
 from aider_lsp_testing.llm_server import aider_whole, any_request
 from aider_lsp_testing.lsp_session import execute
-from test_aider_lsp import options
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

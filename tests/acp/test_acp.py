@@ -14,15 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import (
-    RequestError,
-    embedded_text_resource,
-    image_block,
-    resource_block,
-    resource_link_block,
-    spawn_agent_process,
-    text_block,
-)
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -38,6 +29,15 @@ from acp.schema import (
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp import (
+    RequestError,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    spawn_agent_process,
+    text_block,
+)
 from aider_lsp.acp.diffs import text_before
 from aider_lsp.acp.prompt import parse_prompt
 from aider_lsp.acp.render import file_parts

@@ -1,4 +1,4 @@
-"""The test-output parser on outputs captured from the real tools (tests/fixtures/test_output)."""
+"""The test-output parser on outputs captured from the real tools (tests/suite/fixtures/test_output)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from test_lsp_cancel import _slow_test_command as slow_test_command
+from test_lsp_code_actions import code_actions
 
 from aider_lsp.workflow.orchestrator import progress_phase
 from aider_lsp_testing.calc_project import (  # the calc project whose test fails, and its scripted LLM
@@ -35,8 +37,6 @@ from aider_lsp_testing.llm_server import (
 from aider_lsp_testing.lsp_session import execute
 from aider_lsp_testing.raw_lsp import alive
 from aider_lsp_testing.waiting import eventually
-from test_lsp_cancel import _slow_test_command as slow_test_command
-from test_lsp_code_actions import code_actions
 
 pytestmark = pytest.mark.aider
 
