@@ -539,7 +539,7 @@ describe('activate', () => {
         const count = fake.sent.length;
         const done = run(ClientCommand.runWorkflow);
         const request = await nextRequest(fake, count + 1);
-        const test = (exit: number, stdout: string) => ({ command: 'pytest -q', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '' });
+        const test = (exit: number, stdout: string, summary: string) => ({ command: 'pytest -q', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '', summary });
         request.answer({
             status: 'COMPLETE',
             content: 'area is right now',
@@ -547,8 +547,8 @@ describe('activate', () => {
                 workflow: {
                     status: 'SUCCESS',
                     iterations: [
-                        { iteration: 1, prompt: 'p', files: [], test: test(1, '1 failed in 0.1s\n') },
-                        { iteration: 2, prompt: 'p', files: [], test: test(0, '..\n========== 2 passed in 0.02s ==========\n') },
+                        { iteration: 1, prompt: 'p', files: [], test: test(1, '1 failed in 0.1s\n', '1 failed in 0.1s') },
+                        { iteration: 2, prompt: 'p', files: [], test: test(0, '..\n========== 2 passed in 0.02s ==========\n', '2 passed in 0.02s') },
                     ],
                 },
                 changed_files: ['shapes/area.py'],

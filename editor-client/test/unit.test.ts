@@ -10,7 +10,6 @@ import { ProgressRouter } from '../src/common/progress';
 import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
 import { ago, runDescription, runFileSides, runRecords, runState, runTooltip, shortLabel } from '../src/common/runs';
 import { parseServerLine } from '../src/common/serverLog';
-import { summaryLine } from '../src/common/workflowSummary';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
 import { asTaskResult, ClientCommand, contextMatches, type TaskResult } from '../src/protocol';
 
@@ -147,7 +146,7 @@ describe('workflow messages', () => {
     const failed = (reason: string, notes: Record<string, unknown> = {}) =>
         result('FAILED', '', { error: { type: 'TASK_FAILURE', reason, message: `it ended: ${reason}` }, ...notes });
     it('a run that ended without reaching the goal says after how many iterations and what the tests said', () => {
-        const history = { iterations: [{ iteration: 1, test: { command: 'pytest', exit_code: 1, stdout: 'FAILED t.py::x\n=== 1 failed in 0.1s ===\n', stderr: '' } }] };
+        const history = { iterations: [{ iteration: 1, test: { command: 'pytest', exit_code: 1, stdout: 'FAILED t.py::x\n=== 1 failed in 0.1s ===\n', stderr: '', summary: '1 failed in 0.1s' } }] };
         const message = workflowMessage('Workflow', failed('max_retries_reached', { workflow: history }));
         assert.equal(message.text, 'Workflow failed: it ended: max_retries_reached (after 1 iteration; the tests fail (pytest: 1 failed in 0.1s, exit 1)).');
         assert.equal(message.undoable, false);
@@ -158,9 +157,11 @@ describe('workflow messages', () => {
     it('a goal reached without a test run or changes says so', () => {
         assert.equal(workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: { iterations: [{}] } })).text, 'Workflow: goal reached in 1 iteration. No file changed.');
     });
-    it('reads a runner\'s summary line from stdout, else stderr (unittest)', () => {
-        assert.equal(summaryLine('', '....\n----------------------------------------------------------------------\nRan 4 tests in 0.001s\n\nOK\n'), 'OK');
-        assert.equal(summaryLine('', ''), undefined);
+    it('shows the runner\'s last word as the server read it, and none when it sent none', () => {
+        const run = (test: Record<string, unknown>) =>
+            workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: { iterations: [{ iteration: 1, test: { command: 'python -m unittest', exit_code: 0, ...test } }] } })).text;
+        assert.match(run({ stdout: '', stderr: 'Ran 4 tests\n\nOK\n', summary: 'OK' }), /the tests pass \(python -m unittest: OK\)/);
+        assert.match(run({ stdout: 'ignored by the client', stderr: '' }), /the tests pass \(python -m unittest\)/);
     });
 });
 

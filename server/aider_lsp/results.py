@@ -95,7 +95,12 @@ def fix_result(fix: FixAndRetest) -> TaskResult:
         if run.passed
         else f"Still failing (exit code {run.exit_code}): {summary_line(run.stdout, run.stderr)}"
     )
-    retest = {"command": run.command, "exit_code": run.exit_code, "duration_s": run.duration_s}
+    retest = {
+        "command": run.command,
+        "exit_code": run.exit_code,
+        "duration_s": run.duration_s,
+        "summary": summary_line(run.stdout, run.stderr),
+    }
     return result.model_copy(
         update={"content": f"{result.content}\n\n{said}", "notes": {**result.notes, "retest": retest}}
     )

@@ -72,6 +72,7 @@ async def test_the_iterations_keep_their_wire_keys(tmp_path: Path) -> None:
         "duration_s",
         "stdout",
         "stderr",
+        "summary",
     ]
     assert iterations[2]["test"]["scope"] == "whole" and iterations[2]["test"]["exit_code"] == 0
     assert iterations[0]["analysis"] == {

@@ -23,36 +23,18 @@ function isRecord(value: unknown): value is Record<string, unknown> {
     return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const MAX_LINE = 120;
-
-/**
- * The last line a runner printed, without decoration ("===== 3 passed in 0.02s ====="). A copy
- * of the server's `test_output.summary_line`: the server does not send that line in a run's
- * history yet (an iteration's `test` has stdout and stderr only), so the client still reads it
- * here; once the server sends it, this goes and the history's line is shown.
- */
-export function summaryLine(stdout: string, stderr: string): string | undefined {
-    for (const text of [stdout, stderr]) {
-        const lines = text.split('\n').map((line) => line.replace(/^[\s=\-_*]+|[\s=\-_*]+$/g, '')).filter(Boolean);
-        const last = lines.at(-1);
-        if (last !== undefined) {
-            return last.length > MAX_LINE ? `${last.slice(0, MAX_LINE)}…` : last;
-        }
-    }
-    return undefined;
-}
-
 function testOf(iteration: Record<string, unknown>): TestSummary | undefined {
     const test = iteration.test;
     if (!isRecord(test) || typeof test.command !== 'string') {
         return undefined;
     }
-    const text = (key: string): string => (typeof test[key] === 'string' ? test[key] : '');
+    // the runner's last word, as the server read it (suite/findings.py summary_line)
+    const line = typeof test.summary === 'string' && test.summary ? test.summary : undefined;
     return {
         command: test.command,
         exitCode: typeof test.exit_code === 'number' ? test.exit_code : undefined,
         timedOut: test.timed_out === true,
-        line: summaryLine(text('stdout'), text('stderr')),
+        line,
     };
 }
 

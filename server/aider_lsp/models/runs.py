@@ -111,6 +111,8 @@ class DecidingRun(BaseModel):
     duration_s: float = 0.0
     stdout: str = ""
     stderr: str = ""
+    # the runner's own last word ("3 passed in 0.02s", "OK"): what a client shows, computed once
+    summary: str = ""
 
 
 class WorkflowIteration(BaseModel):

@@ -60,6 +60,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
+from ..suite.findings import summary_line
 from ..suite.narrow import Narrowed, narrow
 from .host import WorkflowHost
 
@@ -653,6 +654,7 @@ def _deciding_run(run: CommandRun, suite: SuiteRun) -> DecidingRun:
         duration_s=run.duration_s,
         stdout=run.stdout,
         stderr=run.stderr,
+        summary=summary_line(run.stdout, run.stderr),
     )
 
 
