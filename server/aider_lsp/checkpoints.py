@@ -306,33 +306,16 @@ class CheckpointStore:
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
             return RestoreReport()
-        unsaved = self._relative_paths(skip)
-        restored: list[str] = []
-        deleted: list[str] = []
-        skipped: list[SkippedFile] = []
-        for rel, blob in sorted(checkpoint.files.items()):
-            if rel in unsaved:
-                skipped.append(SkippedFile(path=rel, reason=UNSAVED_REASON, kind=SkipReason.UNSAVED))
-                continue
-            try:
-                outcome = self._restore_file(checkpoint, rel, blob, force=force)
-            except (OSError, AccessDenied) as exc:
-                outcome = SkippedFile(path=rel, reason=str(exc), kind=SkipReason.UNWRITABLE)
-            if isinstance(outcome, SkippedFile):
-                skipped.append(outcome)
-            elif outcome is _Restored.WRITTEN:
-                restored.append(rel)
-            elif outcome is _Restored.DELETED:
-                deleted.append(rel)
-        if not skipped:
-            self.discard(checkpoint)
-        return RestoreReport(
-            checkpoint=checkpoint.id,
-            label=checkpoint.label,
-            restored=tuple(restored),
-            deleted=tuple(deleted),
-            skipped=tuple(skipped),
+        files = checkpoint.files
+        report = self._each_file(
+            checkpoint,
+            sorted(files),
+            skip,
+            lambda rel: self._restore_file(checkpoint, rel, files[rel], force=force),
         )
+        if not report.skipped:
+            self.discard(checkpoint)
+        return report
 
     def revert(
         self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = (), force: bool = False
@@ -348,33 +331,42 @@ class CheckpointStore:
             return RestoreReport()
         if not checkpoint.edits:
             return self.restore(checkpoint, skip=skip, force=force)
+        paths = [*checkpoint.edited, *(p for p in checkpoint.unsure if p not in checkpoint.edited)]
+        report = self._each_file(checkpoint, paths, skip, _Reverter(self, checkpoint, force).file)
+        if not report.skipped:
+            checkpoint.undone = time.time()
+            self._save(checkpoint)
+        return report
+
+    def _each_file(
+        self,
+        checkpoint: Checkpoint,
+        paths: list[str],
+        skip: Collection[str],
+        undo_file: Callable[[str], _Restored | SkippedFile],
+    ) -> RestoreReport:
+        """Undo each file (`undo_file`) but those open with unsaved changes (`skip`): what was
+        written, deleted and left alone, and why."""
         unsaved = self._relative_paths(skip)
-        reverter = _Reverter(self, checkpoint, force)
-        restored: list[str] = []
-        deleted: list[str] = []
+        done: dict[_Restored, list[str]] = {outcome: [] for outcome in _Restored}
         skipped: list[SkippedFile] = []
-        for rel in [*checkpoint.edited, *(p for p in checkpoint.unsure if p not in checkpoint.edited)]:
+        for rel in paths:
             if rel in unsaved:
                 skipped.append(SkippedFile(path=rel, reason=UNSAVED_REASON, kind=SkipReason.UNSAVED))
                 continue
             try:
-                outcome = reverter.file(rel)
+                outcome = undo_file(rel)
             except (OSError, AccessDenied) as exc:
                 outcome = SkippedFile(path=rel, reason=str(exc), kind=SkipReason.UNWRITABLE)
             if isinstance(outcome, SkippedFile):
                 skipped.append(outcome)
-            elif outcome is _Restored.WRITTEN:
-                restored.append(rel)
-            elif outcome is _Restored.DELETED:
-                deleted.append(rel)
-        if not skipped:
-            checkpoint.undone = time.time()
-            self._save(checkpoint)
+            else:
+                done[outcome].append(rel)
         return RestoreReport(
             checkpoint=checkpoint.id,
             label=checkpoint.label,
-            restored=tuple(restored),
-            deleted=tuple(deleted),
+            restored=tuple(done[_Restored.WRITTEN]),
+            deleted=tuple(done[_Restored.DELETED]),
             skipped=tuple(skipped),
         )
 
