@@ -108,6 +108,36 @@ async def test_analysis_receives_test_output_and_returns_retry(
     assert "iteration 1 of at most 3" in system_prompt(llm_server.requests[-1])
 
 
+async def test_analyze_aider_result_judges_an_edit_without_a_test_run(
+    workspace: Path, llm_server: ScriptedLLMServer
+) -> None:
+    # the seed orchestrator's third template: an edit judged from its diff alone (no test run),
+    # reachable by id like the others (handle_task_command, aider-lsp.* commands, a model's tool)
+    app = make_app(workspace, llm_server)
+    llm_server.add_rule(
+        system_prompt_contains("judge whether the Aider edit below achieves the goal"),
+        json_output({"verdict": "RETRY", "message": "only add changed", "next_prompt": "also change sub"}),
+    )
+    result = await app.handle_task_command(
+        "user:analyze-aider-result",
+        {
+            "original_goal": "support strings in add and sub",
+            "aider_instructions": "change add",
+            "aider_status": "COMPLETE",
+            "aider_diff": "--- a/pkg/calc.py\n+++ b/pkg/calc.py\n@@ -1 +1 @@\n-x\n+y\n",
+            "previous_files": ["pkg/calc.py"],
+        },
+    )
+    analysis = result.parsed_content
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert isinstance(analysis, CombinedAnalysisResult) and analysis.verdict is Verdict.RETRY
+    assert analysis.next_prompt == "also change sub"
+    user = last_user_message(llm_server.requests[-1])
+    assert "support strings in add and sub" in user and "+++ b/pkg/calc.py" in user and "pkg/calc.py" in user
+    missing = await app.handle_task_command("user:analyze-aider-result", {"original_goal": "g"})
+    assert missing.status is TaskStatus.FAILED and "aider_diff" in missing.content
+
+
 async def test_invalid_output_is_retried_then_output_format_failure(
     workspace: Path, llm_server: ScriptedLLMServer
 ) -> None:
