@@ -64,7 +64,8 @@ fi
 acpx_recipe=1
 acpx_stamp=$(cat "$here/tools/acpx/package.json" "$here/tools/acpx/package-lock.json" <(echo "$acpx_recipe") |
   sha256sum | cut -d' ' -f1)
-if [ "$(cat "$cache/.acpx-installed" 2>/dev/null || true)" != "$acpx_stamp" ]; then
+acpx_cli=$cache/acpx/node_modules/acpx/dist/cli.js
+if [ "$(cat "$cache/.acpx-installed" 2>/dev/null || true)" != "$acpx_stamp" ] || [ ! -f "$acpx_cli" ]; then
   echo "e2e setup: installing acpx into $cache/acpx" >&2
   # Built beside the current install and swapped in at the end, as above.
   work=$cache/acpx.partial
