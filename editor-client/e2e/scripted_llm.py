@@ -116,7 +116,9 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
     # is the goal itself (no plan), and a retry is a turn of the same Aider chat carrying the
     # failing output ("I ran this command: …", as Aider's --auto-test loop says it).
     retry = says("I ran this command")
-    server.add_rule(llm.all_of(coder, retry, mentions(GOAL_REVIEW)), llm.aider_whole({FILE: v["reviewed"]}))
+    # the review story's retry: its chat began with the goal (the editor's file chosen) or the plan's words
+    reviewing = llm.any_of(mentions(GOAL_REVIEW), mentions(MARK_REVIEWED))
+    server.add_rule(llm.all_of(coder, retry, reviewing), llm.aider_whole({FILE: v["reviewed"]}))
     server.add_rule(llm.all_of(coder, retry), held_fix)
     server.add_rule(llm.all_of(coder, says(GOAL_REVIEW)), llm.aider_whole({FILE: v["reviewed"]}))
     server.add_rule(llm.all_of(coder, says(GOAL_FIX)), llm.aider_whole({FILE: v["half_fixed"]}))
