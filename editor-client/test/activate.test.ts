@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ClientCommand, ServerCommand } from '../src/protocol';
 import { clients, type FakeLanguageClient, type SentRequest } from './mocks/languageclient';
-import { commands, recorded, Selection, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
+import { commands, recorded, Selection, TreeItemCollapsibleState, Uri, window, workspace, type FakeDocument } from './mocks/vscode';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the mocks are installed
 import extension = require('../src/extension');
 
@@ -706,6 +706,49 @@ describe('activate', () => {
             const files = (await provider().getChildren(first)).map((node) => provider().getTreeItem(node));
             assert.deepEqual(files.map((item) => [item.label, item.description]), [['calc.py', 'pkg'], ['test_calc.py', 'tests']]);
             assert.equal(state(), 'listed');
+        });
+
+        it('under a workflow run: its iterations (what the edit did, the test run, the analysis), then its files', async () => {
+            // the steps as the server records them for the two-iteration story (tests/workflow/test_workflow.py)
+            const steps = [
+                {
+                    iteration: 1,
+                    edit: { changed_files: ['pkg/calc.py'], created_files: [], error: null },
+                    test: { command: 'python -m unittest', scope: 'whole', exit_code: 1, timed_out: false, summary: 'FAILED (failures=1)', failed: 1, failing: ['test_calc.CalcTest.test_multiply'] },
+                    analysis: { verdict: 'RETRY', message: 'multiply still fails\nit adds instead', overruled: null },
+                },
+                {
+                    iteration: 2,
+                    edit: { changed_files: ['pkg/calc.py'], created_files: [], error: null },
+                    test: { command: 'python -m unittest', scope: 'whole', exit_code: 0, timed_out: false, summary: 'OK', failed: 0, failing: [] },
+                    analysis: null,
+                },
+            ];
+            const [first] = await listed([{ ...newer, steps }]);
+            const children = await provider().getChildren(first);
+            const items = children.map((node) => provider().getTreeItem(node));
+            assert.deepEqual(items.map((item) => [item.label, item.description]), [
+                ['Iteration 1', 'changed pkg/calc.py · tests fail (1 failed) · analysis: RETRY'],
+                ['Iteration 2', 'changed pkg/calc.py · tests pass'],
+                ['calc.py', 'pkg'],
+                ['test_calc.py', 'tests'],
+            ], 'the iterations come first, the run\'s files stay under it');
+            assert.deepEqual(items.slice(0, 2).map((item) => item.iconPath?.id), ['error', 'pass']);
+            assert.equal(items[0]?.collapsibleState, TreeItemCollapsibleState.Collapsed);
+            assert.equal(items[0]?.command, undefined, 'an iteration opens, it runs nothing');
+            assert.equal(items[2]?.command?.command, ClientCommand.openRunFile, 'a file still opens its diff');
+            const [red, green] = children;
+            const leaves = (await provider().getChildren(red)).map((node) => provider().getTreeItem(node));
+            assert.deepEqual(leaves.map((item) => [item.label, item.description]), [
+                ['Tests: 1 failed', 'FAILED (failures=1)'],
+                ['Analysis: RETRY', 'multiply still fails'],
+            ]);
+            assert.equal(leaves[0]?.tooltip, '$ python -m unittest\nThe whole suite\nExit code 1\nFAILED (failures=1)\n\nFailing:\n  test_calc.CalcTest.test_multiply');
+            assert.equal(leaves[1]?.tooltip, 'Analysis: RETRY\n\nmultiply still fails\nit adds instead');
+            assert.ok(leaves.every((item) => item.collapsibleState === TreeItemCollapsibleState.None && item.command === undefined), 'leaves');
+            const greenLeaves = (await provider().getChildren(green)).map((node) => provider().getTreeItem(node));
+            assert.deepEqual(greenLeaves.map((item) => [item.label, item.description]), [['Tests pass', 'OK']], 'green: no analysis ran');
+            assert.equal(new Set([...items, ...leaves, ...greenLeaves].map((item) => item.id)).size, 7, 'every item has its own id');
         });
 
         it('a click on a file opens the diff editor: before the run ↔ after it', async () => {

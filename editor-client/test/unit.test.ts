@@ -8,7 +8,7 @@ import { contentBefore, splitDiff } from '../src/common/diff';
 import { missingKey, modelChoices } from '../src/common/models';
 import { ProgressRouter } from '../src/common/progress';
 import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
-import { ago, runDescription, runFileSides, runRecords, runState, runTooltip, shortLabel } from '../src/common/runs';
+import { ago, analysisTooltip, runDescription, runFileSides, runRecords, runState, runTooltip, shortLabel, stepDescription, stepState, stepTooltip, testLabel, testTooltip } from '../src/common/runs';
 import { parseServerLine } from '../src/common/serverLog';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
 import { asTaskResult, ClientCommand, contextMatches, type TaskResult } from '../src/protocol';
@@ -339,7 +339,7 @@ describe('the run history → the Runs view', () => {
     it('reads the records field by field, leaving out what is not a run', () => {
         const runs = runRecords(answer);
         assert.deepEqual(runs.map((run) => run.id), ['r2', 'r1']);
-        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], undone: now / 1000 - 60 });
+        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60 });
         assert.deepEqual(runRecords({ status: 'COMPLETE', content: 'No runs yet.', notes: { runs: [] } }), []);
     });
 
@@ -355,6 +355,56 @@ describe('the run history → the Runs view', () => {
         const tooltip = runTooltip(failed);
         assert.match(tooltip, /^make the parser tests pass\n\nWorkflow run, \d{4}-\d\d-\d\d \d\d:\d\d: failed\n3 iterations\nChanged parser\.py\nSpent 9000 tokens/);
         assert.match(tooltip, /Took 95 s\nRun id r2$/);
+    });
+
+    // a workflow run's steps as the server writes them (workflow/steps.py): red, then a timeout, then an edit that changed nothing
+    const steps = [
+        {
+            iteration: 1,
+            edit: { changed_files: ['parser.py'], created_files: ['lexer.py'], error: null },
+            test: {
+                command: 'pytest -q', scope: 'whole', exit_code: 1, timed_out: false, summary: '8 failed, 2 passed in 0.31s', failed: 8,
+                failing: ['tests/test_parse.py::test_0', 'tests/test_parse.py::test_1', 'tests/test_parse.py::test_2', 'tests/test_parse.py::test_3', 'tests/test_parse.py::test_4'],
+            },
+            analysis: { verdict: 'RETRY', message: 'The lexer drops the last token.\nSee lexer.next.', overruled: null },
+        },
+        { iteration: 2, edit: { changed_files: ['lexer.py'], created_files: [] }, test: { command: 'pytest -q', scope: 'failing', exit_code: null, timed_out: true, summary: '', failed: null, failing: [] }, analysis: null },
+        { iteration: 3, edit: { changed_files: [], created_files: [], error: 'Aider changed no file' }, test: null, analysis: { verdict: 'FAILURE', message: 'no way forward', overruled: null } },
+        { iteration: 4, edit: null, test: null, analysis: null },
+        { iteration: 'five' },
+    ];
+
+    it('reads a workflow run\'s iterations field by field: the edit, the test run, the analysis', () => {
+        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', files: ['parser.py'], steps }] } });
+        assert.deepEqual(run?.steps.map((step) => step.iteration), [1, 2, 3, 4]);
+        const [red, timedOut, nothing, cancelled] = run?.steps ?? [];
+        assert.ok(red && timedOut && nothing && cancelled);
+        assert.deepEqual(red.edit, { changedFiles: ['parser.py'], createdFiles: ['lexer.py'] });
+        assert.deepEqual(red.analysis, { verdict: 'RETRY', message: 'The lexer drops the last token.\nSee lexer.next.' });
+        assert.equal(red.test?.failed, 8);
+        assert.deepEqual([timedOut.test?.exitCode, timedOut.test?.timedOut, timedOut.analysis], [undefined, true, undefined]);
+        assert.deepEqual(cancelled, { iteration: 4 });
+    });
+
+    it('says what each iteration did in a line, and its test run and analysis in full', () => {
+        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', files: [], steps }] } });
+        const [red, timedOut, nothing, cancelled] = run?.steps ?? [];
+        assert.ok(red?.test && red.analysis && timedOut?.test && nothing && cancelled);
+        assert.equal(stepDescription(red), 'changed parser.py, created lexer.py · tests fail (8 failed) · analysis: RETRY');
+        assert.equal(stepDescription(timedOut), 'changed lexer.py · tests timed out');
+        assert.equal(stepDescription(nothing), 'changed nothing · no test run · analysis: FAILURE');
+        assert.equal(stepDescription(cancelled), 'the edit did not finish · no test run');
+        assert.deepEqual([red, timedOut, nothing, cancelled].map(stepState), ['failed', 'failed', 'failed', 'unfinished']);
+        assert.equal(stepTooltip(nothing), 'Iteration 3\nEdit: changed nothing\nAider changed no file\nNo test run\nAnalysis: FAILURE');
+        assert.equal(testLabel(red.test), 'Tests: 8 failed');
+        assert.equal(testLabel(timedOut.test), 'Tests timed out');
+        assert.equal(testLabel({ ...red.test, exitCode: 0, failed: 0, failing: [] }), 'Tests pass');
+        assert.equal(testLabel({ ...red.test, failed: undefined, failing: [], exitCode: 2 }), 'Tests fail (exit code 2)');
+        const tooltip = testTooltip(red.test);
+        assert.match(tooltip, /^\$ pytest -q\nThe whole suite\nExit code 1\n8 failed, 2 passed in 0\.31s\n\nFailing:\n {2}tests\/test_parse\.py::test_0\n/);
+        assert.match(tooltip, /test_4\n {2}… and 3 more$/);
+        assert.match(testTooltip(timedOut.test), /^\$ pytest -q\nOnly the tests that failed before\nTimed out$/);
+        assert.equal(analysisTooltip(red.analysis), 'Analysis: RETRY\n\nThe lexer drops the last token.\nSee lexer.next.');
     });
 
     it('reads a run\'s files: text before and after, created, deleted, binary', () => {
@@ -414,7 +464,8 @@ describe('package.json', () => {
         const when = (command: string): string[] => (menus['view/item/context'] ?? []).filter((item) => item.command === command).map((item) => item.when ?? '');
         const matches = (clause: string, value: string): boolean => new RegExp(/=~ \/(.+)\/$/.exec(clause)?.[1] ?? '^$').test(value);
         for (const clause of when(ClientCommand.undoRun)) {
-            assert.deepEqual(['aiderRun.workflow', 'aiderRun.edit', 'aiderRun.edit.undone', 'aiderRunFile'].map((value) => matches(clause, value)), [true, true, false, false]);
+            const items = ['aiderRun.workflow', 'aiderRun.edit', 'aiderRun.edit.undone', 'aiderRunFile', 'aiderRunIteration', 'aiderRunTests', 'aiderRunAnalysis'];
+            assert.deepEqual(items.map((value) => matches(clause, value)), [true, true, false, false, false, false, false]);
         }
         for (const clause of when(ClientCommand.runAgain)) {
             assert.deepEqual(['aiderRun.workflow', 'aiderRun.workflow.undone', 'aiderRun.edit'].map((value) => matches(clause, value)), [true, true, false]);

@@ -28,8 +28,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from .files import AccessDenied, FileAccessManager
-from .models import RestoreReport, RunFileDiff, RunRecord, SkippedFile, SkipReason
+from .models import RestoreReport, RunFileDiff, RunRecord, RunStep, SkippedFile, SkipReason
 from .revert import Overlap, revert_change
 from .state import STATE_DIR, ensure_state_dir
 
@@ -558,7 +560,20 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
         spend=meta.get("spend"),
         duration_s=float(duration) if isinstance(duration, (int, float)) else None,
         undone=checkpoint.undone,
+        steps=_steps(meta.get("steps")),
     )
+
+
+_STEPS = TypeAdapter(tuple[RunStep, ...])
+
+
+def _steps(recorded: Any) -> tuple[RunStep, ...]:
+    """A run's steps as its meta keeps them; none for an edit, a run recorded before steps
+    were, or a manifest edited by hand (the rest of the record still shows)."""
+    try:
+        return _STEPS.validate_python(recorded or ())
+    except ValidationError:
+        return ()
 
 
 def file_diff(rel: str, before: bytes | None, after: bytes | None) -> RunFileDiff:

@@ -18,6 +18,7 @@ from .models import (
     RunChanges,
     RunDiff,
     RunRecord,
+    RunStep,
     SkippedFile,
     SkipReason,
     TaskError,
@@ -151,13 +152,13 @@ def already_undone_result(run_id: str, label: str, when: float) -> TaskResult:
 
 
 def history_result(runs: list[RunRecord]) -> TaskResult:
-    """`aider-lsp.history.list`: one line per run, newest first; `notes.runs` the records."""
+    """`aider-lsp.history.list`: one line per run, newest first, and under a workflow run one
+    per iteration; `notes.runs` the records (a run's `steps` its iterations)."""
     records = [run.model_dump(mode="json") for run in runs]
     if not runs:
         return complete_result("No runs yet.", notes={"runs": records}, parsed=records)
-    return complete_result(
-        "\n".join(history_line(run) for run in runs), notes={"runs": records}, parsed=records
-    )
+    lines = [line for run in runs for line in (history_line(run), *map(step_line, run.steps))]
+    return complete_result("\n".join(lines), notes={"runs": records}, parsed=records)
 
 
 def run_diff_result(diff: RunDiff) -> TaskResult:
@@ -185,6 +186,37 @@ def history_line(run: RunRecord) -> str:
     if run.duration_s is not None:
         parts.append(f"{run.duration_s:.0f} s")
     return "  ".join(parts)
+
+
+def step_line(step: RunStep) -> str:
+    """`    iteration 1: changed calc.py · tests fail (1 failed) · RETRY: multiply still fails`."""
+    parts = [_edit_words(step), _test_words(step)]
+    if step.analysis is not None:
+        message = step.analysis.message.splitlines()[0] if step.analysis.message else ""
+        parts.append(f"{step.analysis.verdict.value}: {message}" if message else step.analysis.verdict.value)
+    return f"    iteration {step.iteration}: " + " · ".join(parts)
+
+
+def _edit_words(step: RunStep) -> str:
+    edit = step.edit
+    if edit is None:
+        return "the edit did not finish"
+    words = [f"changed {', '.join(edit.changed_files)}"] if edit.changed_files else []
+    words += [f"created {', '.join(edit.created_files)}"] if edit.created_files else []
+    return ", ".join(words) or "changed nothing"
+
+
+def _test_words(step: RunStep) -> str:
+    test = step.test
+    if test is None:
+        return "no test run"
+    if test.timed_out:
+        return "tests timed out"
+    if test.exit_code == 0:
+        return f"tests pass ({test.summary})" if test.summary else "tests pass"
+    if test.failed:
+        return f"tests fail ({test.failed} failed)"
+    return f"tests fail (exit code {test.exit_code})"
 
 
 def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:

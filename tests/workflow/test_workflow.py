@@ -12,6 +12,7 @@ import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
+from aider_lsp.results import history_result
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow.orchestrator import progress_phase
 from aider_lsp_testing.apps import scripted_app
@@ -147,6 +148,34 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert "make the tests pass" in str(plan_request["messages"]) and "calc.py" in str(
         plan_request["messages"]
     )
+
+
+async def test_the_history_keeps_each_iterations_edit_tests_and_analysis(
+    app: Application, calc_project: Path, llm_server: Any
+) -> None:
+    """What the Runs view shows under the run, after a reload: the history.list answer."""
+    script_two_iterations(llm_server)
+    result = await app.run_workflow(
+        WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
+    )
+    assert result.status is TaskStatus.COMPLETE, result.content
+    listed = history_result(app.history()).to_wire()
+    (run,) = listed["notes"]["runs"]
+    assert run["iterations"] == 2 and run["files"] == ["calc.py"]  # the keys clients read stay
+    red, green = run["steps"]
+    assert red["iteration"] == 1 and red["edit"]["changed_files"] == ["calc.py"]
+    assert red["test"]["command"] == TEST_COMMAND and red["test"]["exit_code"] == 1
+    assert (red["test"]["failed"], red["test"]["failing"]) == (1, ["test_calc.CalcTest.test_multiply"])
+    assert red["test"]["summary"] == "FAILED (failures=1)"
+    assert red["analysis"] == {"verdict": "RETRY", "message": RETRY["message"], "overruled": None}
+    assert green["iteration"] == 2 and green["edit"]["changed_files"] == ["calc.py"]
+    assert (green["test"]["exit_code"], green["test"]["failed"], green["test"]["scope"]) == (0, 0, "whole")
+    assert green["test"]["summary"] == "OK" and green["analysis"] is None  # green: no analysis ran
+    # `aider-lsp history`: one line per iteration under the run
+    assert listed["content"].splitlines()[1:] == [
+        "    iteration 1: changed calc.py · tests fail (1 failed) · RETRY: multiply still fails",
+        "    iteration 2: changed calc.py · tests pass (OK)",
+    ]
 
 
 async def test_undo_after_success_restores_and_removes_created_files(

@@ -200,6 +200,12 @@ async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
         await asyncio.wait_for(running, 20)
     assert time.monotonic() - started < 20
     assert (calc_project / "calc.py").read_text() == HALF_FIXED  # the first edit, kept for undo
+    (record,) = app.history()  # the cancelled run's iterations as far as they got
+    assert record.status == "CANCELLED" and [step.iteration for step in record.steps] == [1, 2]
+    first, second = record.steps
+    assert first.edit is not None and first.edit.changed_files == ("calc.py",)
+    assert first.test is not None and (first.test.exit_code, first.test.failed) == (1, 1)
+    assert first.analysis is None and (second.edit, second.test) == (None, None)  # both cancelled
     assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY
 
 

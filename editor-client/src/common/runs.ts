@@ -6,6 +6,46 @@
  */
 import type { TaskResult } from '../protocol';
 
+/** An iteration's Aider edit (the server's StepEdit): both lists empty, it changed nothing. */
+export interface StepEdit {
+    changedFiles: string[];
+    createdFiles: string[];
+    /** Why it changed nothing, when Aider said (a few lines). */
+    error?: string;
+}
+
+/** The test run that decided an iteration (the server's StepTestRun). */
+export interface StepTestRun {
+    command: string;
+    /** "whole" (the whole suite) or "failing" (only the tests that failed before). */
+    scope: string;
+    exitCode?: number;
+    timedOut: boolean;
+    /** The runner's last line ("1 failed, 2 passed in 0.02s", "OK"); '' when it printed none. */
+    summary: string;
+    /** How many tests failed; undefined when the runner's output names none it could count. */
+    failed?: number;
+    /** The first failing test ids (at most a few: `failed` says how many). */
+    failing: string[];
+}
+
+/** An iteration's analysis (the server's StepAnalysis): its verdict and the start of its message. */
+export interface StepAnalysis {
+    /** SUCCESS / RETRY / FAILURE */
+    verdict: string;
+    message: string;
+    /** Why the run did not follow the verdict (a SUCCESS over a failing test). */
+    overruled?: string;
+}
+
+/** One iteration of a workflow run (the server's RunStep); a part is undefined where it did not get that far. */
+export interface RunStep {
+    iteration: number;
+    edit?: StepEdit;
+    test?: StepTestRun;
+    analysis?: StepAnalysis;
+}
+
 /** One run or edit of the history (the server's RunRecord). */
 export interface RunRecord {
     id: string;
@@ -25,6 +65,8 @@ export interface RunRecord {
     durationS?: number;
     /** When it was undone (seconds since the epoch). */
     undone?: number;
+    /** A workflow run's iterations, oldest first (an edit has none). */
+    steps: RunStep[];
 }
 
 /** One file of a run: its text before the run and after the run's last edit. */
@@ -52,22 +94,68 @@ function strings(value: unknown): string[] {
     return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
 }
 
+/** The present ones of `optional`, so an absent field stays absent (not `key: undefined`). */
+function present<T extends Record<string, unknown>>(optional: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+    return Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
+function stepEdit(fields: Fields): StepEdit {
+    return { changedFiles: strings(fields.changed_files), createdFiles: strings(fields.created_files), ...present({ error: text(fields, 'error') }) };
+}
+
+function stepTestRun(fields: Fields): StepTestRun {
+    const counted = present({ exitCode: number(fields, 'exit_code'), failed: number(fields, 'failed') });
+    return {
+        command: text(fields, 'command') ?? '',
+        scope: text(fields, 'scope') ?? 'whole',
+        timedOut: fields.timed_out === true,
+        summary: text(fields, 'summary') ?? '',
+        failing: strings(fields.failing),
+        ...counted,
+    };
+}
+
+function stepAnalysis(fields: Fields): StepAnalysis | undefined {
+    const verdict = text(fields, 'verdict');
+    return verdict === undefined ? undefined : { verdict, message: text(fields, 'message') ?? '', ...present({ overruled: text(fields, 'overruled') }) };
+}
+
+function runStep(fields: Fields): RunStep | undefined {
+    const iteration = number(fields, 'iteration');
+    if (iteration === undefined) {
+        return undefined;
+    }
+    const { edit, test, analysis } = fields;
+    return {
+        iteration,
+        ...present({
+            edit: isRecord(edit) ? stepEdit(edit) : undefined,
+            test: isRecord(test) ? stepTestRun(test) : undefined,
+            analysis: isRecord(analysis) ? stepAnalysis(analysis) : undefined,
+        }),
+    };
+}
+
+function runSteps(value: unknown): RunStep[] {
+    return Array.isArray(value) ? value.flatMap((item) => (isRecord(item) ? (runStep(item) ?? []) : [])) : [];
+}
+
 function runRecord(fields: Fields): RunRecord | undefined {
     const id = text(fields, 'id');
     const created = number(fields, 'created');
     if (id === undefined || created === undefined) {
         return undefined;
     }
-    const optional = {
+    const optional = present({
         goal: text(fields, 'goal'),
         status: text(fields, 'status'),
         iterations: number(fields, 'iterations'),
         spend: text(fields, 'spend'),
         durationS: number(fields, 'duration_s'),
         undone: number(fields, 'undone'),
-    };
-    const present = Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined));
-    return { id, created, kind: text(fields, 'kind') ?? 'edit', label: text(fields, 'label') ?? '', files: strings(fields.files), ...present };
+    });
+    const known = { id, created, kind: text(fields, 'kind') ?? 'edit', label: text(fields, 'label') ?? '', files: strings(fields.files) };
+    return { ...known, steps: runSteps(fields.steps), ...optional };
 }
 
 /** The runs of a history.list answer (`notes.runs`), newest first as the server sends them. */
@@ -212,5 +300,97 @@ export function runTooltip(run: RunRecord): string {
         lines.push(`Undone ${localTime(run.undone)}`);
     }
     lines.push(`Run id ${run.id}`);
+    return lines.join('\n');
+}
+
+/** What an iteration's edit did: "changed calc.py", "changed a.py, created b.py", "changed nothing". */
+export function editWords(step: RunStep): string {
+    const edit = step.edit;
+    if (edit === undefined) {
+        return 'the edit did not finish';
+    }
+    const words = [
+        ...(edit.changedFiles.length > 0 ? [`changed ${edit.changedFiles.join(', ')}`] : []),
+        ...(edit.createdFiles.length > 0 ? [`created ${edit.createdFiles.join(', ')}`] : []),
+    ];
+    return words.join(', ') || 'changed nothing';
+}
+
+/** How the deciding test run ended: "tests pass", "tests fail (1 failed)", "tests fail (exit code 2)", "tests timed out". */
+export function testWords(test: StepTestRun): string {
+    if (test.timedOut) {
+        return 'tests timed out';
+    }
+    if (test.exitCode === 0) {
+        return 'tests pass';
+    }
+    if (test.failed !== undefined && test.failed > 0) {
+        return `tests fail (${String(test.failed)} failed)`;
+    }
+    return test.exitCode === undefined ? 'tests fail' : `tests fail (exit code ${String(test.exitCode)})`;
+}
+
+/** The line beside "Iteration N": "changed calc.py · tests fail (1 failed) · analysis: RETRY". */
+export function stepDescription(step: RunStep): string {
+    const parts = [editWords(step), step.test === undefined ? 'no test run' : testWords(step.test)];
+    if (step.analysis !== undefined) {
+        parts.push(`analysis: ${step.analysis.verdict}`);
+    }
+    return parts.join(' · ');
+}
+
+/** An iteration's icon: passed (its tests passed), failed (they failed, or the edit changed nothing), unfinished (cancelled in its edit). */
+export function stepState(step: RunStep): RunState {
+    if (step.test !== undefined) {
+        return step.test.exitCode === 0 && !step.test.timedOut ? 'passed' : 'failed';
+    }
+    return step.edit === undefined ? 'unfinished' : 'failed';
+}
+
+/** The iteration's tooltip: what its edit did (or why it changed nothing), then its test run and analysis in a line each. */
+export function stepTooltip(step: RunStep): string {
+    const lines = [`Iteration ${String(step.iteration)}`, `Edit: ${editWords(step)}`];
+    if (step.edit?.error !== undefined) {
+        lines.push(step.edit.error);
+    }
+    lines.push(step.test === undefined ? 'No test run' : `Test run: ${testWords(step.test)}`);
+    if (step.analysis !== undefined) {
+        lines.push(`Analysis: ${step.analysis.verdict}`);
+    }
+    return lines.join('\n');
+}
+
+/** The test run's leaf: "Tests: 1 failed", "Tests pass", "Tests fail (exit code 2)". */
+export function testLabel(test: StepTestRun): string {
+    const words = testWords(test);
+    if (test.failed !== undefined && test.failed > 0 && !test.timedOut) {
+        return `Tests: ${String(test.failed)} failed`;
+    }
+    return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** Everything the history keeps of the test run: the command, which tests, how it ended, the failing tests. */
+export function testTooltip(test: StepTestRun): string {
+    const lines = [`$ ${test.command}`, test.scope === 'failing' ? 'Only the tests that failed before' : 'The whole suite'];
+    lines.push(test.timedOut ? 'Timed out' : test.exitCode === undefined ? 'No exit code' : `Exit code ${String(test.exitCode)}`);
+    if (test.summary) {
+        lines.push(test.summary);
+    }
+    if (test.failing.length > 0) {
+        lines.push('', 'Failing:', ...test.failing.map((id) => `  ${id}`));
+        const more = (test.failed ?? 0) - test.failing.length;
+        if (more > 0) {
+            lines.push(`  … and ${String(more)} more`);
+        }
+    }
+    return lines.join('\n');
+}
+
+/** The analysis's leaf: its first line beside the verdict; the tooltip has what the history kept of it. */
+export function analysisTooltip(analysis: StepAnalysis): string {
+    const lines = [`Analysis: ${analysis.verdict}`, '', analysis.message];
+    if (analysis.overruled !== undefined) {
+        lines.push('', `Not followed: ${analysis.overruled}`);
+    }
     return lines.join('\n');
 }

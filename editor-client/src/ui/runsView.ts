@@ -1,7 +1,8 @@
 /**
  * The Runs view (activity bar "Aider" → "Runs"): each run and edit of the server's history
  * (`aider-lsp.history.list`, so it survives a reload) with what was asked, how it ended, its
- * iterations and spend, and under it the files it changed; a click on a file opens its diff
+ * iterations and spend, and under it its iterations (each with what its edit did, its test
+ * run and its analysis as leaves) and the files it changed; a click on a file opens its diff
  * (flows/runs.ts). It reads the history again after every command that can change it, while a
  * run reports progress (its files appear as it edits them), after a server (re)start, and on
  * its refresh button. With no run the view's welcome text (package.json `viewsWelcome`) shows,
@@ -9,7 +10,24 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { runDescription, runRecords, runState, runTooltip, shortLabel, type RunRecord, type RunState } from '../common/runs';
+import {
+    analysisTooltip,
+    runDescription,
+    runRecords,
+    runState,
+    runTooltip,
+    shortLabel,
+    stepDescription,
+    stepState,
+    stepTooltip,
+    testLabel,
+    testTooltip,
+    type RunRecord,
+    type RunState,
+    type RunStep,
+    type StepAnalysis,
+    type StepTestRun,
+} from '../common/runs';
 import { ClientCommand, ServerCommand, type ServerCommandId } from '../protocol';
 import type { ServerCommands } from '../server/execute';
 
@@ -17,8 +35,15 @@ export const RUNS_VIEW = 'aider-lsp.runs';
 /** What the view's welcome says: `listed` (none), `empty` (No runs yet…), `unavailable` (no server). */
 const STATE_KEY = 'aiderLsp.runs';
 
-/** A run of the history, or one file it changed. */
-export type RunNode = { kind: 'run'; run: RunRecord; newest: boolean } | { kind: 'file'; run: RunRecord; path: string };
+/** A run of the history, one of its iterations (or that iteration's test run or analysis), or one file it changed. */
+export type RunNode =
+    | { kind: 'run'; run: RunRecord; newest: boolean }
+    | { kind: 'iteration'; run: RunRecord; step: RunStep }
+    | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
+    | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
+    | { kind: 'file'; run: RunRecord; path: string };
+
+const KINDS = new Set<unknown>(['run', 'iteration', 'test', 'analysis', 'file']);
 
 /** The commands after which the history may hold another run, or a run undone. */
 const CHANGES_HISTORY = new Set<ServerCommandId>([ServerCommand.automatic, ServerCommand.interactive, ServerCommand.workflowRun, ServerCommand.undo]);
@@ -39,8 +64,7 @@ export function asRunNode(value: unknown): RunNode | undefined {
     if (typeof value !== 'object' || value === null || !('kind' in value) || !('run' in value)) {
         return undefined;
     }
-    const kind = (value as { kind: unknown }).kind;
-    return kind === 'run' || kind === 'file' ? (value as RunNode) : undefined;
+    return KINDS.has((value as { kind: unknown }).kind) ? (value as RunNode) : undefined;
 }
 
 export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Disposable {
@@ -80,7 +104,21 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         if (node === undefined) {
             return this.runs();
         }
-        return node.kind === 'run' ? node.run.files.map((file) => ({ kind: 'file', run: node.run, path: file })) : [];
+        if (node.kind === 'run') {
+            const { run } = node;
+            return [
+                ...run.steps.map((step): RunNode => ({ kind: 'iteration', run, step })),
+                ...run.files.map((file): RunNode => ({ kind: 'file', run, path: file })),
+            ];
+        }
+        if (node.kind === 'iteration') {
+            const { run, step: { iteration, test, analysis } } = node;
+            return [
+                ...(test === undefined ? [] : [{ kind: 'test', run, iteration, test } as const]),
+                ...(analysis === undefined ? [] : [{ kind: 'analysis', run, iteration, analysis } as const]),
+            ];
+        }
+        return [];
     }
 
     private async runs(): Promise<RunNode[]> {
@@ -92,17 +130,28 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     }
 
     getTreeItem(node: RunNode): vscode.TreeItem {
-        return node.kind === 'run' ? this.runItem(node.run, node.newest) : this.fileItem(node.run, node.path);
+        switch (node.kind) {
+            case 'run':
+                return this.runItem(node.run, node.newest);
+            case 'file':
+                return this.fileItem(node.run, node.path);
+            case 'iteration':
+                return iterationItem(node.run, node.step);
+            case 'test':
+                return testItem(node.run, node.iteration, node.test);
+            case 'analysis':
+                return analysisItem(node.run, node.iteration, node.analysis);
+        }
     }
 
     private runItem(run: RunRecord, newest: boolean): vscode.TreeItem {
         const { None, Collapsed, Expanded } = vscode.TreeItemCollapsibleState;
-        const item = new vscode.TreeItem(shortLabel(run), run.files.length === 0 ? None : newest ? Expanded : Collapsed);
+        const empty = run.files.length === 0 && run.steps.length === 0;
+        const item = new vscode.TreeItem(shortLabel(run), empty ? None : newest ? Expanded : Collapsed);
         item.id = run.id;
         item.description = runDescription(run, this.now());
         item.tooltip = runTooltip(run);
-        const icon = ICONS[runState(run)];
-        item.iconPath = new vscode.ThemeIcon(icon.id, icon.color === undefined ? undefined : new vscode.ThemeColor(icon.color));
+        item.iconPath = stateIcon(runState(run));
         // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: not undone)
         item.contextValue = `aiderRun.${run.kind === 'workflow' ? 'workflow' : 'edit'}${run.undone === undefined ? '' : '.undone'}`;
         return item;
@@ -128,4 +177,46 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         this.subscription.dispose();
         this.changed.dispose();
     }
+}
+
+function stateIcon(state: RunState): vscode.ThemeIcon {
+    const icon = ICONS[state];
+    return new vscode.ThemeIcon(icon.id, icon.color === undefined ? undefined : new vscode.ThemeColor(icon.color));
+}
+
+/** "Iteration 1" with what happened in it beside ("changed calc.py · tests fail (1 failed) · analysis: RETRY"). */
+function iterationItem(run: RunRecord, step: RunStep): vscode.TreeItem {
+    const leaves = step.test !== undefined || step.analysis !== undefined;
+    const item = new vscode.TreeItem(`Iteration ${String(step.iteration)}`, leaves ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    item.id = `${run.id}:iteration:${String(step.iteration)}`;
+    item.description = stepDescription(step);
+    item.tooltip = stepTooltip(step);
+    item.iconPath = stateIcon(stepState(step));
+    item.contextValue = 'aiderRunIteration';
+    return item;
+}
+
+/** A leaf under an iteration: its label, the line beside it, the tooltip. */
+function leaf(id: string, label: string, description: string, tooltip: string, icon: string): vscode.TreeItem {
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+    item.id = id;
+    item.description = description;
+    item.tooltip = tooltip;
+    item.iconPath = new vscode.ThemeIcon(icon);
+    return item;
+}
+
+/** An iteration's test run: "Tests: 1 failed" with the runner's last line beside it. */
+function testItem(run: RunRecord, iteration: number, test: StepTestRun): vscode.TreeItem {
+    const item = leaf(`${run.id}:iteration:${String(iteration)}:test`, testLabel(test), test.summary, testTooltip(test), 'beaker');
+    item.contextValue = 'aiderRunTests';
+    return item;
+}
+
+/** An iteration's analysis: "Analysis: RETRY" with the first line of its message beside it. */
+function analysisItem(run: RunRecord, iteration: number, analysis: StepAnalysis): vscode.TreeItem {
+    const firstLine = analysis.message.split('\n')[0] ?? '';
+    const item = leaf(`${run.id}:iteration:${String(iteration)}:analysis`, `Analysis: ${analysis.verdict}`, firstLine, analysisTooltip(analysis), 'comment-discussion');
+    item.contextValue = 'aiderRunAnalysis';
+    return item;
 }

@@ -42,7 +42,19 @@ from .context import (
 )
 from .edits import AiderEditOutcome, FixAndRetest
 from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
-from .history import RestoreReport, RunChanges, RunDiff, RunFileDiff, RunRecord, SkippedFile, SkipReason
+from .history import (
+    RestoreReport,
+    RunChanges,
+    RunDiff,
+    RunFileDiff,
+    RunRecord,
+    RunStep,
+    SkippedFile,
+    SkipReason,
+    StepAnalysis,
+    StepEdit,
+    StepTestRun,
+)
 from .runs import (
     CombinedAnalysisResult,
     DecidingRun,
@@ -92,12 +104,16 @@ __all__ = [
     "RunDiff",
     "RunFileDiff",
     "RunRecord",
+    "RunStep",
     "Selection",
     "Severity",
     "ShellCommandArgs",
     "SkipReason",
     "SkippedFile",
     "Spend",
+    "StepAnalysis",
+    "StepEdit",
+    "StepTestRun",
     "SuiteRun",
     "SuiteScope",
     "TaskError",

@@ -8,6 +8,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from .runs import SuiteScope, Verdict
+
 
 class SkipReason(StrEnum):
     """Why an undo left a file alone."""
@@ -59,6 +61,57 @@ class RunChanges(BaseModel):
     checkpoint_id: str | None = None
 
 
+class StepEdit(BaseModel):
+    """An iteration's Aider edit as the history keeps it: the files it changed and created
+    (both empty: it changed nothing, and `error` says why when Aider said)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    changed_files: tuple[str, ...] = ()
+    created_files: tuple[str, ...] = ()
+    error: str | None = None
+
+
+class StepTestRun(BaseModel):
+    """The test run that decided an iteration, as the history keeps it: the runner's last line
+    rather than its output, how many tests failed and the first of them (the run's own record,
+    on the workflow's answer, has the rest)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: str
+    scope: SuiteScope = SuiteScope.WHOLE
+    exit_code: int | None = None
+    timed_out: bool = False
+    summary: str = ""  # "1 failed, 2 passed in 0.02s", "FAILED (failures=1)"
+    failed: int | None = None  # None: the runner's output names no test it can count
+    failing: tuple[str, ...] = ()  # the first failing test ids (at most a few)
+
+
+class StepAnalysis(BaseModel):
+    """An iteration's analysis: its verdict and the start of its message; `overruled` says
+    why the run did not follow it (a SUCCESS over a failing test)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    message: str = ""
+    overruled: str | None = None
+
+
+class RunStep(BaseModel):
+    """One iteration of a workflow run in the history (the Runs view's node under the run):
+    its edit, the test run that decided it, and the analysis. A step is None where the
+    iteration did not get that far (the edit changed nothing: no test; green: no analysis)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    iteration: int
+    edit: StepEdit | None = None
+    test: StepTestRun | None = None
+    analysis: StepAnalysis | None = None
+
+
 class RunRecord(BaseModel):
     """One run or edit of the history (`aider-lsp history`, `aider-lsp.history.list`): its id
     for undo, when, what was asked, how it ended, what it changed and spent."""
@@ -76,6 +129,7 @@ class RunRecord(BaseModel):
     spend: str | None = None  # what it spent, as the run's report says it
     duration_s: float | None = None
     undone: float | None = None
+    steps: tuple[RunStep, ...] = ()  # a workflow run's iterations, oldest first (edits: none)
 
 
 class RunFileDiff(BaseModel):

@@ -89,6 +89,18 @@ def narrow(command: str, output: str, *, shell: bool = False) -> Narrowed | None
     return None if new_argv is None else Narrowed(shlex.join(new_argv), ids)
 
 
+def failing_tests(command: str, output: str) -> tuple[str, ...] | None:
+    """The tests that failed in `output` (a run of `command`), as the runner names them, or
+    None: not a runner this module knows, so the failures cannot be counted (a shell command
+    is read as its own words: a count needs no narrowed command)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    runner = _runner(argv)
+    return None if runner is None else _RUNNERS[runner][0](output.splitlines())
+
+
 def _runner(argv: Sequence[str]) -> str | None:
     """Which runner a command is: by its program, or `python -m <module>`."""
     if not argv:

@@ -19,6 +19,7 @@ from ..models import (
     RequestContext,
     RunChanges,
     TaskResult,
+    WorkflowIteration,
     WorkflowRequest,
     WorkflowUsage,
     failed_result,
@@ -27,6 +28,7 @@ from ..results import workflow_cancelled_result, workflow_result
 from ..suite.choose import ChosenTestCommand
 from .host import WorkflowHost
 from .orchestrator import CodingWorkflowOrchestrator
+from .steps import run_steps
 
 PickTestCommand = Callable[[str | None, RequestContext], Awaitable[ChosenTestCommand | TaskResult | None]]
 
@@ -69,15 +71,14 @@ class WorkflowRuns:
             except asyncio.CancelledError:
                 changes = orchestrator.changes()
                 self._remember(
-                    request, changes, "CANCELLED", len(orchestrator.iterations), orchestrator.usage(), started
+                    request, changes, "CANCELLED", orchestrator.iterations, orchestrator.usage(), started
                 )
                 ctx.answer_cancelled(workflow_cancelled_result(changes))
                 raise
         finally:
             self._running = False
         changes = orchestrator.changes()
-        status, iterations = outcome.status.value, len(outcome.iterations)
-        self._remember(request, changes, status, iterations, outcome.usage, started)
+        self._remember(request, changes, outcome.status.value, outcome.iterations, outcome.usage, started)
         return workflow_result(outcome, changes)
 
     def _remember(
@@ -85,18 +86,20 @@ class WorkflowRuns:
         request: WorkflowRequest,
         changes: RunChanges,
         status: str,
-        iterations: int,
+        iterations: list[WorkflowIteration],
         usage: WorkflowUsage,
         started: float,
     ) -> None:
         """What the history shows of the run (`aider-lsp history`), on its checkpoint; the whole
-        goal too (the label keeps its start only), so the run can be run again."""
+        goal too (the label keeps its start only), so the run can be run again, and a short step
+        per iteration (steps.py: what it edited, how its tests ended, what the analysis said)."""
         self.host.checkpoints.annotate(
             changes.checkpoint_id,
             kind="workflow",
             goal=request.goal,
             status=status,
-            iterations=iterations,
+            iterations=len(iterations),
+            steps=[step.model_dump(mode="json") for step in run_steps(iterations)],
             spend=usage.describe(),
             duration_s=round(time.monotonic() - started, 1),
         )
