@@ -29,6 +29,7 @@ from aider_lsp.models import (
     ContextGenerationInput,
     DevelopmentPlan,
     ErrorReason,
+    MatchItem,
     TaskError,
     TaskResult,
     Verdict,
@@ -97,6 +98,20 @@ def plan(instructions: str, files: Sequence[str], test_command: str | None = "py
     return complete_result(parsed.model_dump_json(), parsed=parsed)
 
 
+def indexed(path: str, score: float, *, definition: float = 0.0, text: float = 1.0) -> MatchItem:
+    """One file as the index answers it: its score and the signals that found it (a
+    `definition` match makes the index confident, text alone does not)."""
+    signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False}
+    return MatchItem(
+        id=path,
+        content=path,
+        relevance_score=score,
+        content_type="file_summary",
+        source_path=path,
+        metadata={"signals": signals},
+    )
+
+
 def model_fails(message: str = "the model answered 500") -> TaskResult:
     return failed_result(ErrorReason.LLM_ERROR, message)
 
@@ -124,6 +139,8 @@ class FakeHost:
         self.hold: set[str] = set()
         self.entered: dict[str, asyncio.Event] = {}
         self.ended_chats: list[str] = []
+        self.matches: list[MatchItem] = []  # what the index answers (best first)
+        self.context_requests: list[ContextGenerationInput] = []
         self._sessions = 0
 
     # -- what the orchestrator reads ------------------------------------------------------------
@@ -198,7 +215,8 @@ class FakeHost:
         return self._apply(script, files, session_id)
 
     def _apply(self, script: ScriptedEdit, files: Sequence[str], session_id: str) -> AiderEditOutcome:
-        """Write the script's files as Aider would, inside the run's checkpoint."""
+        """Write the script's files as Aider would, inside the run's checkpoint; a file written
+        outside `files` is reported as the bundled server does (`files_outside_editable`)."""
         paths = list(dict.fromkeys([*files, *script.writes]))
         active = ACTIVE_CHECKPOINT.get()
         if active is not None:
@@ -207,8 +225,9 @@ class FakeHost:
         for path, text in script.writes.items():
             self._files.resolve(path).parent.mkdir(parents=True, exist_ok=True)
             self._files.resolve(path).write_text(text)
-        changed = [p for p, text in script.writes.items() if before.get(p) not in (None, text.encode())]
-        created = [p for p in script.writes if before.get(p) is None]
+        written = [p for p, text in script.writes.items() if before.get(p) != text.encode()]
+        changed = [p for p in written if p in files and before.get(p) is not None]
+        created = [p for p in written if before.get(p) is None]
         return AiderEditOutcome(
             tool="aider_chat",
             success=bool(changed or created),
@@ -219,7 +238,8 @@ class FakeHost:
             reply=script.reply,
             usage=script.usage,
             server_report={"session_id": session_id},
-            files=paths,
+            files=list(files),
+            files_outside_editable=[p for p in written if p not in files],
         )
 
     async def end_chat(self, session_id: str) -> None:
@@ -234,7 +254,8 @@ class FakeHost:
         return run.model_copy(update={"command": command or run.command})
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
-        return AssociativeMatchResult(context_summary="", matches=[])
+        self.context_requests.append(request)
+        return AssociativeMatchResult(context_summary="", matches=list(self.matches))
 
     async def start_aider(self) -> bool:
         return True
