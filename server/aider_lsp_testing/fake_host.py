@@ -78,6 +78,18 @@ def green_run(command: str = "pytest") -> CommandRun:
     return CommandRun(command=command, exit_code=0, stdout="1 passed")
 
 
+def rest_run(deselected: int, *, failing: str | None = None) -> CommandRun:
+    """A pytest run of the rest of the suite that left out `deselected` tests: green, or red
+    with `failing` (a node id) failed."""
+    if failing is not None:
+        return CommandRun(
+            command="pytest",
+            exit_code=1,
+            stdout=f"FAILED {failing} - boom\n1 failed, {deselected} deselected",
+        )
+    return CommandRun(command="pytest", exit_code=0, stdout=f"5 passed, {deselected} deselected")
+
+
 def red_run(*failing: str, command: str = "pytest") -> CommandRun:
     """A red run whose pytest summary names `failing` (node ids) as failed."""
     lines = [f"FAILED {node} - assert 2 == 4" for node in failing] or ["1 failed"]

@@ -62,7 +62,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
-from ..suite.narrow import Narrowed, narrow
+from ..suite.narrow import Narrowed, deselected_exactly, narrow, rest_of_suite
 from .host import WorkflowHost
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,7 @@ OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider
 # what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
 RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
 PROGRESS_SEPARATOR = " · spent "
+PYTEST_NO_TESTS = 5  # pytest's exit code when it ran no test (all were deselected)
 
 
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
@@ -470,8 +471,8 @@ class CodingWorkflowOrchestrator:
 
     async def _test(self, it: _Iteration) -> CommandRun | Ending:
         """The tests after an edit: only those that failed in the last run first (when the
-        runner can be narrowed: suite/narrow.py), then, once they pass, the whole suite, the
-        only run that can call the iteration green."""
+        runner can be narrowed: suite/narrow.py), then, once they pass, the rest of the suite
+        (pytest) or the whole suite: only a whole suite's worth of green calls it green."""
         if not self._command:  # the plan running beside names it
             plan = await self._await_plan(it)
             command = plan if isinstance(plan, Ending) else self._with_command(plan)
@@ -482,24 +483,56 @@ class CodingWorkflowOrchestrator:
         narrowed = self._narrowed()
         why = self._whole_suite_reason()
         if narrowed is not None:
-            self._progress(phase.format(narrowed.description), it.percentage)
-            run = await self._run_suite(narrowed.command, it.files)
-            if isinstance(run, Ending):
-                return run
-            why_narrowed = "they failed in the last run"
-            runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
-            if run.passed:
-                why = "the tests that failed pass now"
-            elif run.timed_out or narrow(self._command, _output(run)) is not None:
-                return self._tested(it, run, runs)
-            else:  # it failed without naming a failing test (renamed, gone): the suite decides
-                why = f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
+            first = await self._failing_first(it, narrowed, phase, runs)
+            if not isinstance(first, str):
+                return first
+            why = first
         self._progress(phase.format("the whole suite"), it.percentage)
         whole = await self._run_suite(self._command, it.files)
         if isinstance(whole, Ending):
             return whole
         runs.append(_suite_run(SuiteScope.WHOLE, self._command, why, whole))
         return self._tested(it, whole, runs)
+
+    async def _failing_first(
+        self, it: _Iteration, narrowed: Narrowed, phase: str, runs: list[SuiteRun]
+    ) -> CommandRun | Ending | str:
+        """The failing tests alone, then, once they pass, the rest of the suite. The run that
+        decided the iteration, or why the whole suite must still run."""
+        self._progress(phase.format(narrowed.description), it.percentage)
+        run = await self._run_suite(narrowed.command, it.files)
+        if isinstance(run, Ending):
+            return run
+        why_narrowed = "they failed in the last run"
+        runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
+        if run.passed:
+            rest = rest_of_suite(self._command, narrowed.tests, shell=self.app.settings.test_shell)
+            if rest is None:
+                return "the tests that failed pass now"
+            return await self._rest(it, run, rest, phase, runs)
+        if run.timed_out or narrow(self._command, _output(run)) is not None:
+            return self._tested(it, run, runs)
+        # it failed without naming a failing test (renamed, gone): the suite decides
+        return f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
+
+    async def _rest(
+        self, it: _Iteration, failing: CommandRun, rest: Narrowed, phase: str, runs: list[SuiteRun]
+    ) -> CommandRun | Ending | str:
+        """The suite without the tests that just passed: with them, a whole suite's worth. It
+        decides when it left out exactly those (pytest deselects by prefix); else the whole
+        suite runs."""
+        self._progress(phase.format("the rest of the suite"), it.percentage)
+        run = await self._run_suite(rest.command, it.files)
+        if isinstance(run, Ending):
+            return run
+        why = "the tests that failed pass now"
+        runs.append(_suite_run(SuiteScope.REST, rest.command, why, run, rest.tests))
+        exact = deselected_exactly(_output(run), len(rest.tests))
+        if exact and run.exit_code == PYTEST_NO_TESTS:  # nothing else in the suite
+            return self._tested(it, failing, runs)
+        if exact or not (run.passed or run.exit_code == PYTEST_NO_TESTS):
+            return self._tested(it, run, runs)  # green, or red: a test failed
+        return "the rest of the suite left out more tests than those that passed"
 
     def _narrowed(self) -> Narrowed | None:
         if self._failed_output is None or not self.app.settings.failing_tests_first:
