@@ -91,9 +91,18 @@ class Calls:
 
     def __init__(self) -> None:
         self.answered: list[tuple[str, float, float]] = []  # kind, answered at, latency
+        self.since = 0.0
 
     def clear(self) -> None:
+        """A new run: calls that started before it (a stopped analysis of the run before,
+        answered late) are not its own."""
         self.answered.clear()
+        self.since = time.perf_counter()
+
+    def _own(self) -> list[tuple[str, float, float]]:
+        return [
+            (kind, end, latency) for kind, end, latency in self.answered if end - latency >= self.since - 0.05
+        ]
 
     def timed(
         self, kind: str, server: ScriptedLLMServer, reply: ReplyLike
@@ -105,12 +114,12 @@ class Calls:
         return answer
 
     def by_kind(self) -> Counter[str]:
-        return Counter(kind for kind, _, _ in self.answered)
+        return Counter(kind for kind, _, _ in self._own())
 
     def critical_path(self) -> Counter[str]:
         """The calls a user waits for: calls overlapping in time count once, as the Aider call
         when one is among them (the plan or analysis beside it costs no wait)."""
-        spans = sorted((end - latency, end, kind) for kind, end, latency in self.answered)
+        spans = sorted((end - latency, end, kind) for kind, end, latency in self._own())
         path: Counter[str] = Counter()
         group: list[str] = []
         group_end = float("-inf")
