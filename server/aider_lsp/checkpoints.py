@@ -167,6 +167,18 @@ class CheckpointStore:
         files an edit created (undo deletes them)."""
         self._record(checkpoint, paths, absent=absent)
 
+    def add_known(self, checkpoint: Checkpoint, before: dict[str, bytes | None]) -> None:
+        """Add files not yet in the checkpoint with the content they held before (None: absent),
+        known from elsewhere: a file Aider edited outside its chat is written before this side
+        can read it, so its Aider server tells what it held."""
+        directory = self._dir(checkpoint.id)
+        for path, data in before.items():
+            rel = self.files.relative(path)
+            if rel in checkpoint.files or rel.startswith(STATE_DIR + "/"):
+                continue
+            checkpoint.files[rel] = None if data is None else _put_blob(directory, data)
+        self._save(checkpoint)
+
     def _record(self, checkpoint: Checkpoint, paths: Iterable[str], *, absent: bool = False) -> None:
         directory = self._dir(checkpoint.id)
         for path in paths:

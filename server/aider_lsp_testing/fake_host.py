@@ -29,6 +29,7 @@ from aider_lsp.models import (
     ContextGenerationInput,
     DevelopmentPlan,
     ErrorReason,
+    MatchItem,
     TaskError,
     TaskResult,
     Verdict,
@@ -77,6 +78,18 @@ def green_run(command: str = "pytest") -> CommandRun:
     return CommandRun(command=command, exit_code=0, stdout="1 passed")
 
 
+def rest_run(deselected: int, *, failing: str | None = None) -> CommandRun:
+    """A pytest run of the rest of the suite that left out `deselected` tests: green, or red
+    with `failing` (a node id) failed."""
+    if failing is not None:
+        return CommandRun(
+            command="pytest",
+            exit_code=1,
+            stdout=f"FAILED {failing} - boom\n1 failed, {deselected} deselected",
+        )
+    return CommandRun(command="pytest", exit_code=0, stdout=f"5 passed, {deselected} deselected")
+
+
 def red_run(*failing: str, command: str = "pytest") -> CommandRun:
     """A red run whose pytest summary names `failing` (node ids) as failed."""
     lines = [f"FAILED {node} - assert 2 == 4" for node in failing] or ["1 failed"]
@@ -95,6 +108,20 @@ def plan(instructions: str, files: Sequence[str], test_command: str | None = "py
     """The planning template's answer."""
     parsed = DevelopmentPlan(instructions=instructions, files=list(files), test_command=test_command)
     return complete_result(parsed.model_dump_json(), parsed=parsed)
+
+
+def indexed(path: str, score: float, *, definition: float = 0.0, text: float = 1.0) -> MatchItem:
+    """One file as the index answers it: its score and the signals that found it (a
+    `definition` match makes the index confident, text alone does not)."""
+    signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False}
+    return MatchItem(
+        id=path,
+        content=path,
+        relevance_score=score,
+        content_type="file_summary",
+        source_path=path,
+        metadata={"signals": signals},
+    )
 
 
 def model_fails(message: str = "the model answered 500") -> TaskResult:
@@ -124,6 +151,8 @@ class FakeHost:
         self.hold: set[str] = set()
         self.entered: dict[str, asyncio.Event] = {}
         self.ended_chats: list[str] = []
+        self.matches: list[MatchItem] = []  # what the index answers (best first)
+        self.context_requests: list[ContextGenerationInput] = []
         self._sessions = 0
 
     # -- what the orchestrator reads ------------------------------------------------------------
@@ -198,7 +227,8 @@ class FakeHost:
         return self._apply(script, files, session_id)
 
     def _apply(self, script: ScriptedEdit, files: Sequence[str], session_id: str) -> AiderEditOutcome:
-        """Write the script's files as Aider would, inside the run's checkpoint."""
+        """Write the script's files as Aider would, inside the run's checkpoint; a file written
+        outside `files` is reported as the bundled server does (`files_outside_editable`)."""
         paths = list(dict.fromkeys([*files, *script.writes]))
         active = ACTIVE_CHECKPOINT.get()
         if active is not None:
@@ -207,8 +237,9 @@ class FakeHost:
         for path, text in script.writes.items():
             self._files.resolve(path).parent.mkdir(parents=True, exist_ok=True)
             self._files.resolve(path).write_text(text)
-        changed = [p for p, text in script.writes.items() if before.get(p) not in (None, text.encode())]
-        created = [p for p in script.writes if before.get(p) is None]
+        written = [p for p, text in script.writes.items() if before.get(p) != text.encode()]
+        changed = [p for p in written if p in files and before.get(p) is not None]
+        created = [p for p in written if before.get(p) is None]
         return AiderEditOutcome(
             tool="aider_chat",
             success=bool(changed or created),
@@ -219,7 +250,8 @@ class FakeHost:
             reply=script.reply,
             usage=script.usage,
             server_report={"session_id": session_id},
-            files=paths,
+            files=list(files),
+            files_outside_editable=[p for p in written if p not in files],
         )
 
     async def end_chat(self, session_id: str) -> None:
@@ -234,7 +266,8 @@ class FakeHost:
         return run.model_copy(update={"command": command or run.command})
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
-        return AssociativeMatchResult(context_summary="", matches=[])
+        self.context_requests.append(request)
+        return AssociativeMatchResult(context_summary="", matches=list(self.matches))
 
     async def start_aider(self) -> bool:
         return True

@@ -8,6 +8,7 @@ model-info cache is filled from it, so no price list is ever downloaded.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import functools
 import json
@@ -15,6 +16,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,14 +129,19 @@ def _make_io_class() -> Any:
             self.conflicts: list[str] = []
             self.snapshot: Snapshot | None = None  # set for each run: guards writes
             self.allow_outside_edits = False
+            # set for a turn that may widen the chat (a workflow's): whether this file may join
+            self.may_join: Callable[[str], bool] | None = None
 
         def confirm_ask(
             self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any
         ) -> bool:
             """Yes to everything except widening the file set: mentioned files and URLs are not
             added to the chat (their content would reach the LLM: secrets, other projects), and
-            existing files outside the editable list are not edited unless allowed."""
+            existing files outside the editable list are not edited unless allowed: by the
+            server (`allow_outside_edits`) or, file by file, by the turn (`may_join`)."""
             if _widens_the_file_set(question, self.allow_outside_edits):
+                if _about_a_file(question) and subject and self.may_join and self.may_join(str(subject)):
+                    return super().confirm_ask(question, default, subject, *args, **kwargs)
                 if subject:
                     self.declined.append(str(subject))
                 return False
@@ -190,6 +197,12 @@ def _widens_the_file_set(question: str, allow_outside_edits: bool) -> bool:
     return lowered.startswith("allow edits to file that has not been added") and not allow_outside_edits
 
 
+def _about_a_file(question: str) -> bool:
+    """Aider asks to add a mentioned file or to edit one outside the chat (not a URL)."""
+    lowered = question.lower()
+    return lowered.startswith(("add file to the chat", "allow edits to file that has not been added"))
+
+
 def _uses_crlf(filename: Any) -> bool:
     """Whether the file on disk has Windows line endings (its first 64 KiB tell)."""
     try:
@@ -197,6 +210,10 @@ def _uses_crlf(filename: Any) -> bool:
             return b"\r\n" in handle.read(65536)
     except OSError:
         return False
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
 
 
 class AiderEngine:
@@ -223,8 +240,9 @@ class AiderEngine:
         with self._warm:
             if self._io_class is not None:
                 return
-            from aider import models
             from aider.llm import litellm
+
+            from aider import models
 
             litellm._load_litellm()
             manager = models.model_info_manager
@@ -431,6 +449,7 @@ class AiderEngine:
         """Run one message; the snapshot was taken before the Coder touched any file.
         `read_only` (an ask turn): every write is refused."""
         spent_before = self._spent(coder)
+        in_chat = set(coder.abs_fnames)
         reply, refused = self._run_confined(coder, prompt, snapshot, read_only)
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
@@ -446,6 +465,12 @@ class AiderEngine:
             "reply": reply[:MAX_REPLY_CHARS],
             "usage": usage,
         }
+        added = sorted(os.path.relpath(path, self.root) for path in set(coder.abs_fnames) - in_chat)
+        if added:
+            result["added_files"] = added  # joined the chat in this turn (a turn that may widen it)
+        if outcome.outside:
+            # what they held before this edit (None: absent), so the client's undo covers them
+            result["outside_before"] = {rel: _b64(snapshot.contents.get(rel)) for rel in outcome.outside}
         if coder.io.errors:
             result["errors"] = coder.io.errors[-10:]
         if coder.io.declined:
@@ -497,10 +522,15 @@ class AiderEngine:
         readonly: list[str] | None = None,
         model: str | None = None,
         ask: bool = False,
+        allow_outside_files: bool = False,
+        unsaved_files: list[str] | None = None,
     ) -> dict[str, Any]:
         """One turn of a multi-turn session; a missing session_id starts a new session.
         `ask`: Aider answers about the files (its "ask" format) and writes nothing; the files
-        are shown read-only, and a new session is an ask session."""
+        are shown read-only, and a new session is an ask session. `allow_outside_files`: files
+        Aider asks to add, or edits outside the chat, join it when `may_join` says so (inside
+        the working directory, not secret, not in `unsaved_files`: the client's editor holds
+        unsaved changes to those); never on an ask turn."""
         if not message or not message.strip():
             raise EngineError("message must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
@@ -533,10 +563,29 @@ class AiderEngine:
             session.turns += 1
             for path in session.coder.abs_fnames:  # files Aider added in earlier turns
                 snapshot.add_editable(os.path.relpath(path, self.root))
-            result = self._run(session.coder, message, snapshot, read_only=ask)
+            io = session.coder.io
+            io.may_join = self._joiner(unsaved_files or []) if allow_outside_files and not ask else None
+            try:
+                result = self._run(session.coder, message, snapshot, read_only=ask)
+            finally:
+                io.may_join = None
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result
+
+    def _joiner(self, unsaved: list[str]) -> Callable[[str], bool]:
+        """Whether a file Aider names may join a chat: inside the working directory and not
+        protected (`refusal`), not secret, and not unsaved in the client's editor."""
+        held = {os.path.normpath(rel) for rel in unsaved}
+
+        def may_join(path: str) -> bool:
+            full = Path(path) if os.path.isabs(path) else self.root / path
+            if self.refusal(full) is not None:
+                return False
+            rel = os.path.relpath(os.path.realpath(full), self.root)
+            return not self._is_secret(rel) and rel not in held
+
+        return may_join
 
     def end(self, session_id: str) -> dict[str, Any]:
         """Forget a session and its chat."""

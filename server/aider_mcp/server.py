@@ -6,6 +6,7 @@ Aider runs in a worker thread, one edit at a time (the engine's lock).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import traceback
@@ -68,18 +69,28 @@ def build_server(engine: AiderEngine) -> FastMCP:
         relative_readonly_files: list[str] | None = None,
         model: str | None = None,
         ask: bool = False,
+        allow_outside_files: bool = False,
+        unsaved_files: list[str] | None = None,
     ) -> str:
         """One turn of a multi-turn Aider session that keeps its chat. Without session_id a new
         session starts; the answer carries its session_id plus {"success", "diff", "reply"}.
-        ask: Aider answers about the files (its "ask" format) and edits nothing."""
+        ask: Aider answers about the files (its "ask" format) and edits nothing.
+        `allow_outside_files`: files Aider asks to add or edits outside the chat join it
+        (inside the working directory, not secret, not one of `unsaved_files`); the answer
+        names them (`added_files`) and gives what files written outside the editable list
+        held before (`outside_before`: base64, null when absent) so undo can restore them."""
         return await _guarded(
-            engine.chat,
-            message,
-            session_id,
-            relative_editable_files or [],
-            relative_readonly_files or [],
-            model,
-            ask,
+            functools.partial(
+                engine.chat,
+                message,
+                session_id,
+                relative_editable_files or [],
+                relative_readonly_files or [],
+                model,
+                ask=ask,
+                allow_outside_files=allow_outside_files,
+                unsaved_files=unsaved_files or [],
+            )
         )
 
     @mcp.tool(structured_output=False)

@@ -229,7 +229,8 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert answer.stop_reason == "end_turn", client.reply()
     assert (calc_project / "calc.py").read_text() == FIXED
     plans = client.of(AgentPlanUpdate)
-    assert plans[0].entries[0].content == "Planning"
+    # the first edit starts at once (a plan, where one helps, runs beside it)
+    assert plans[0].entries[0].content.startswith(("Planning", "Iteration 1"))
     assert len(plans[-1].entries) >= len(plans[-2].entries)  # the full list every time
     assert all(entry.status == "completed" for entry in plans[-1].entries)
     runs = [u for u in client.of(ToolCallStart) if u.kind == "execute"]

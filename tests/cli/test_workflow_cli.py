@@ -89,9 +89,10 @@ def test_usage_and_configuration_errors_exit_2(project: Path) -> None:
 def run_with_the_planner_down(
     project: Path, llm_server: Any, *flags: str
 ) -> subprocess.CompletedProcess[str]:
-    """`aider-lsp run` whose planning call fails (500 "planner down") before Aider runs."""
+    """`aider-lsp run` whose planning call fails (500 "planner down") before Aider runs: a
+    goal whose words the index finds in no file, so the plan must come first (nothing to edit)."""
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "planner down"}}))
-    goal = ("--goal", "make double double", "--test", f"{sys.executable} -m unittest")
+    goal = ("--goal", "get it right", "--test", f"{sys.executable} -m unittest")
     return run_cli("run", "--workspace", str(project), *goal, *flags, env=model_env(llm_server))
 
 
@@ -200,7 +201,9 @@ def test_demo_runs_the_whole_loop_offline_and_leaves_the_example_buggy() -> None
     run = result["parsedContent"]
     assert run["status"] == "SUCCESS"
     first, second = run["iterations"]
-    assert first["test"]["exit_code"] != 0 and first["analysis"]["verdict"] == "RETRY"
+    assert first["test"]["exit_code"] != 0
+    # the analysis beside edit 2 is stopped unrecorded when edit 2's tests pass first
+    assert first["analysis"] is None or first["analysis"]["verdict"] == "RETRY"
     assert [(f["path"], f["line"]) for f in first["findings"]] == [("calculator.py", 14)]
     assert second["test"]["exit_code"] == 0
     assert {p.name: p.read_text() for p in EXAMPLE.iterdir() if p.is_file()} == before
@@ -244,7 +247,7 @@ def test_run_without_a_test_command_prints_the_detected_one(project: Path, llm_s
         "--workspace",
         str(project),
         "--goal",
-        "make double double",
+        "get it right",
         "--json",
         env=model_env(llm_server),
     )

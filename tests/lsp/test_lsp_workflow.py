@@ -127,7 +127,7 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
         slow(1.0, aider_whole({"calc.py": FIXED})),  # after the analysis beside it
     )
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
+        all_of(IS_AIDER, last_user_contains("make the tests pass")), aider_whole({"calc.py": HALF_FIXED})
     )
     test_uri = (calc_project / "test_calc.py").as_uri()
     async with lsp(calc_project, init_options=options(llm_server)) as client:

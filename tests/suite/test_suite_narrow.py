@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.suite.narrow import go_ids, narrow, node_ids
+from aider_lsp.suite.narrow import deselected_exactly, go_ids, narrow, node_ids, rest_of_suite
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n"
 PYTEST_TESTS = (
@@ -66,6 +66,42 @@ def test_pytest_reruns_only_the_failing_node_ids_with_the_users_options(tmp_path
     (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
     code, output = run(narrowed.command, root)
     assert code == 0 and "3 passed" in output
+
+
+def test_the_rest_of_a_pytest_suite_leaves_out_the_tests_that_passed(tmp_path: Path) -> None:
+    tests = (
+        "from calc import add, neg\n\n\n"
+        "def test_neg():\n    assert neg(1) == -1\n\n\n"
+        "def test_add():\n    assert add(2, 2) == 4\n"
+    )
+    root = project(tmp_path, {"tests/test_calc.py": tests})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    rest = rest_of_suite(command, ["tests/test_calc.py::test_add"])
+    assert rest is not None and rest.command.endswith("--deselect tests/test_calc.py::test_add")
+    code, output = run(rest.command, root)
+    assert code == 0 and "1 passed" in output  # test_neg alone: test_add (failing) was left out
+    assert deselected_exactly(output, 1)
+
+
+def test_a_rest_run_that_left_out_more_than_the_passed_tests_is_told(tmp_path: Path) -> None:
+    """pytest deselects by prefix: `::test_add` also leaves out `::test_add_param[1-0]`."""
+    root = project(tmp_path, {"tests/test_calc.py": PYTEST_TESTS})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    passed = ["tests/test_calc.py::test_add", "tests/test_calc.py::TestMore::test_add_zero"]
+    rest = rest_of_suite(command, passed)
+    assert rest is not None
+    _, output = run(rest.command, root)
+    assert not deselected_exactly(output, len(passed))  # 3 left out, not 2: the whole suite decides
+
+
+def test_what_has_no_rest_of_the_suite() -> None:
+    ids = ["t.py::test_a"]
+    assert rest_of_suite("python -m unittest", ids) is None  # unittest cannot leave tests out
+    assert rest_of_suite("pytest -k add", ids) is None  # the user's own selection
+    assert rest_of_suite("pytest -m=slow", ids) is None
+    assert rest_of_suite("pytest", ids, shell=True) is None
+    assert rest_of_suite("pytest", []) is None
+    assert not deselected_exactly("3 passed in 0.1s", 1)
 
 
 def test_unittest_reruns_only_the_failing_dotted_ids(tmp_path: Path) -> None:

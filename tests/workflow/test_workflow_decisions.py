@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.models import ErrorReason, Finding, RequestContext, SuiteScope, Verdict, WorkflowStatus
+from aider_lsp.models import (
+    CommandRun,
+    ErrorReason,
+    Finding,
+    RequestContext,
+    SuiteScope,
+    Verdict,
+    WorkflowStatus,
+)
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.fake_host import (
@@ -20,12 +28,16 @@ from aider_lsp_testing.fake_host import (
     PLAN,
     TEST,
     FakeHost,
+    ScriptedEdit,
     analysis,
     edit_fails,
     green_run,
+    indexed,
+    model_fails,
     no_change,
     plan,
     red_run,
+    rest_run,
     writes,
 )
 
@@ -112,7 +124,7 @@ async def test_an_edit_that_failed_ends_the_run_with_its_reason(host: FakeHost) 
 async def test_the_next_edit_does_not_wait_for_the_analysis(host: FakeHost) -> None:
     host.hold = {ANALYSIS}  # the analysis never answers
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
-    host.test_runs.extend([red_run(FAILING), green_run(), green_run()])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
     result = await asyncio.wait_for(loop(host).run(RequestContext()), 2)
     assert result.status is WorkflowStatus.SUCCESS
     assert host.calls.count(ANALYSIS) == 1 and host.calls.count(EDIT) == 2
@@ -162,15 +174,54 @@ async def test_the_budget_spent_by_aider_stops_the_run_before_the_analysis(host:
 
 
 # -- failing tests first, then the whole suite ---------------------------------------------------
-async def test_failing_tests_run_first_then_the_whole_suite_decides(host: FakeHost) -> None:
+async def test_failing_tests_run_first_then_the_rest_of_the_suite_decides(host: FakeHost) -> None:
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
-    host.test_runs.extend([red_run(FAILING), green_run(), green_run()])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
     host.analyses.append(analysis(Verdict.RETRY))
     result = await loop(host).run(RequestContext())
     assert result.status is WorkflowStatus.SUCCESS
-    assert suite_commands(host) == ["pytest", f"pytest {FAILING}", "pytest"]
+    # the tests that just passed are left out: with them, a whole suite's worth of green
+    assert suite_commands(host) == ["pytest", f"pytest {FAILING}", f"pytest --deselect {FAILING}"]
     scopes = [run.scope for run in result.iterations[1].test_runs]
-    assert scopes == [SuiteScope.FAILING, SuiteScope.WHOLE]
+    assert scopes == [SuiteScope.FAILING, SuiteScope.REST]
+
+
+async def test_a_rest_run_that_left_out_more_tests_lets_the_whole_suite_decide(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    # pytest deselects by prefix: test_multiply also left out test_multiply_more
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=2), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert suite_commands(host)[-1] == "pytest"
+    scopes = [run.scope for run in result.iterations[1].test_runs]
+    assert scopes == [SuiteScope.FAILING, SuiteScope.REST, SuiteScope.WHOLE]
+
+
+async def test_a_red_rest_run_decides_the_iteration(host: FakeHost) -> None:
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n")])
+    host.test_runs.extend(
+        [red_run(FAILING), green_run(), rest_run(deselected=1, failing="tests/t.py::test_other")]
+    )
+    host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
+    result = await loop(host, max_retries=2).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert len(suite_commands(host)) == 3  # no whole suite after a red rest
+    assert result.iterations[1].test is not None and result.iterations[1].test.exit_code == 1
+
+
+async def test_a_runner_that_cannot_leave_tests_out_runs_the_whole_suite_after(host: FakeHost) -> None:
+    unittest = "python -m unittest"
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    failed = CommandRun(
+        command=unittest, exit_code=1, stderr="FAIL: test_multiply (test_calc.CalcTest.test_multiply)"
+    )
+    host.test_runs.extend([failed, green_run(unittest), green_run(unittest)])
+    host.analyses.append(analysis(Verdict.RETRY))
+    run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", unittest, 3, ["calc.py"])
+    result = await run.run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert suite_commands(host) == [unittest, f"{unittest} test_calc.CalcTest.test_multiply", unittest]
 
 
 async def test_failing_tests_that_still_fail_decide_without_the_whole_suite(host: FakeHost) -> None:
@@ -181,19 +232,119 @@ async def test_failing_tests_that_still_fail_decide_without_the_whole_suite(host
     assert suite_commands(host) == ["pytest", f"pytest {FAILING}"]
 
 
-# -- the plan only when needed ---------------------------------------------------------------------
-@pytest.mark.parametrize(("files", "command"), [([], "pytest"), (["calc.py"], None)])
-async def test_a_plan_is_made_unless_files_and_the_test_command_are_known(
-    host: FakeHost, files: list[str], command: str | None
-) -> None:
-    host.plans.append(plan("fix multiply", ["calc.py"], test_command="pytest"))
+# -- the first edit at once, on the index's files; the plan beside it where it helps -----------
+def goal_alone(host: FakeHost, *, plan_asked: bool = False) -> CodingWorkflowOrchestrator:
+    """A run of the goal alone (no file chosen), the test command known."""
+    return CodingWorkflowOrchestrator(host, "multiply multiplies", "", "pytest", 3, None, plan=plan_asked)
+
+
+async def test_a_goal_alone_starts_on_the_indexs_confident_files_without_a_plan(host: FakeHost) -> None:
+    host.matches = [
+        indexed("calc.py", 0.9, definition=1.0),
+        indexed("test_calc.py", 0.6),
+        indexed("x.py", 0.3),
+    ]
     host.edits.append(writes("calc.py", FIXED))
     host.test_runs.append(green_run())
-    run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", command, 3, files)
+    result = await goal_alone(host).run(RequestContext(open_files=["notes.py"]))
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls == [EDIT, f"{TEST}:pytest"]  # no planning call at all
+    assert result.iterations[0].files == ["calc.py", "test_calc.py"]  # x.py: under half the best
+    assert result.iterations[0].prompt == "multiply multiplies"
+    # the open file is a candidate for the index, not the answer
+    (asked,) = host.context_requests
+    assert asked.open_files == ["notes.py"] and asked.target_files == []
+    # the plan recorded is the one the index and Aider's reply imply
+    assert result.plan is not None and result.plan.files == ["calc.py", "test_calc.py"]
+    assert result.plan.instructions == "multiply multiplies" and result.plan.test_command == "pytest"
+
+
+async def test_an_index_without_a_confident_answer_plans_beside_the_first_edit(host: FakeHost) -> None:
+    host.matches = [indexed("test_calc.py", 0.7), indexed("calc.py", 0.5)]  # words alone, no definition
+    host.plans.append(plan("use * in multiply", ["calc.py", "helpers.py"]))
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await goal_alone(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls[:2] == [EDIT, PLAN]  # the edit did not wait for the plan
+    assert host.prompts[0] == "multiply multiplies"
+    # the plan shapes the second iteration: its instructions join the message, its files the chat
+    assert "I ran this command" in host.prompts[1] and host.prompts[1].endswith("use * in multiply")
+    assert result.iterations[1].files == ["test_calc.py", "calc.py", "helpers.py"]
+    assert result.plan is not None and result.plan.instructions == "use * in multiply"
+
+
+async def test_the_first_edit_does_not_wait_for_a_plan_that_never_answers(host: FakeHost) -> None:
+    host.hold = {PLAN}
+    host.matches = [indexed("calc.py", 0.4)]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await asyncio.wait_for(goal_alone(host).run(RequestContext()), 2)
+    assert result.status is WorkflowStatus.SUCCESS  # green: the plan is moot, stopped
+    assert host.calls == [EDIT, PLAN, f"{TEST}:pytest"]
+    assert result.plan is not None and result.plan.files == ["calc.py"]  # the implied one
+    assert _no_other_task()
+
+
+async def test_a_plan_the_user_asked_for_runs_beside_even_when_the_index_is_confident(host: FakeHost) -> None:
+    host.matches = [indexed("calc.py", 0.9, definition=1.0)]
+    host.plans.append(plan("use * in multiply", ["calc.py"]))
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await goal_alone(host, plan_asked=True).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls[:2] == [EDIT, PLAN] and host.prompts[1].endswith("use * in multiply")
+
+
+async def test_a_failing_planner_beside_ends_a_red_run_with_its_reason(host: FakeHost) -> None:
+    host.matches = [indexed("calc.py", 0.4)]
+    host.plans.append(model_fails())
+    host.edits.append(writes("calc.py", WRONG))
+    host.test_runs.append(red_run(FAILING))
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await goal_alone(host).run(RequestContext())
+    assert result.reason is ErrorReason.LLM_ERROR and "planning failed" in result.content
+    assert host.calls.count(EDIT) == 1
+
+
+async def test_an_index_with_no_file_makes_the_plan_first(host: FakeHost) -> None:
+    host.plans.append(plan("fix multiply", ["calc.py"]))
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls[0] == PLAN and host.prompts[0] == "fix multiply"  # nothing to edit before it
+
+
+async def test_the_users_files_and_a_known_command_need_no_plan(host: FakeHost) -> None:
+    host.matches = [indexed("test_calc.py", 0.7)]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await loop(host).run(RequestContext(open_files=["test_calc.py"]))
+    assert host.calls == [EDIT, f"{TEST}:pytest"] and result.iterations[0].files == ["calc.py"]
+
+
+async def test_an_unknown_test_command_comes_from_the_plan_beside_the_first_edit(host: FakeHost) -> None:
+    host.plans.append(plan("fix multiply", ["calc.py"], test_command="python -m pytest"))
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", None, 3, ["calc.py"])
     result = await run.run(RequestContext())
     assert result.status is WorkflowStatus.SUCCESS
-    assert host.calls[0] == PLAN
-    assert result.plan is not None and result.plan.instructions == "fix multiply"
+    assert host.calls == [EDIT, PLAN, f"{TEST}:python -m pytest"]
+
+
+async def test_a_file_aider_edited_outside_its_chat_joins_the_next_iteration(host: FakeHost) -> None:
+    host.matches = [indexed("calc.py", 0.9, definition=1.0)]
+    outside = ScriptedEdit(writes={"calc.py": WRONG, "area.py": "PI = 3\n"})  # area.py: not in the chat
+    host.edits.extend([outside, writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["calc.py", "area.py"]
+    assert result.iterations[1].files == ["calc.py", "area.py"]
 
 
 # -- cancel in each phase ------------------------------------------------------------------------
@@ -222,7 +373,7 @@ async def test_findings_are_reported_and_success_clears_them(host: FakeHost) -> 
     failing = red_run(FAILING).model_copy(
         update={"findings": (Finding(path="calc.py", line=2, message="x"),)}
     )
-    host.test_runs.extend([failing, green_run(), green_run()])
+    host.test_runs.extend([failing, green_run(), rest_run(deselected=1)])
     host.analyses.append(analysis(Verdict.RETRY))
     await loop(host).run(RequestContext(report_findings=reports.append))
     assert reports[0][0].path == "calc.py"

@@ -79,14 +79,17 @@ async def test_the_failing_tests_run_first_and_only_the_whole_suite_ends_the_run
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (project / "calc.py").read_text() == FIXED
     subtract, multiply = "test_calc.py::test_subtract", "test_calc.py::test_multiply"
+    more = "test_calc.py::test_more_multiply"
     assert suite_runs(result) == [
         [("whole", [], 1)],  # the first run: nothing failed before
-        # the failing test passes now, but the whole suite finds what the edit broke: red
-        [("failing", [subtract], 0), ("whole", [], 1)],
-        [("failing", [multiply, "test_calc.py::test_more_multiply"], 0), ("whole", [], 0)],
+        # the failing test passes now, but the rest of the suite finds what the edit broke: red
+        [("failing", [subtract], 0), ("rest", [subtract], 1)],
+        # those two pass, then the rest of the suite (without them): a whole suite's worth of green
+        [("failing", [multiply, more], 0), ("rest", [multiply, more], 0)],
     ]
     second = result.notes["workflow"]["iterations"][1]
-    assert second["test"]["scope"] == "whole" and second["test"]["exit_code"] == 1
+    assert second["test"]["scope"] == "rest" and second["test"]["exit_code"] == 1
+    assert f"--deselect {subtract}" in second["test"]["command"]
     assert [run["why"] for run in second["test_runs"]] == [
         "they failed in the last run",
         "the tests that failed pass now",

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     ConfigOptionUpdate,
@@ -39,6 +38,8 @@ from acp.schema import (
     SetSessionModeResponse,
     StopReason,
 )
+
+from acp import PROTOCOL_VERSION, RequestError
 
 from .. import __version__
 from . import transcript

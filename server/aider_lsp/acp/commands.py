@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from acp import resource_link_block, update_agent_message
 from acp.helpers import update_available_commands
 from acp.schema import (
     AvailableCommand,
@@ -20,6 +19,8 @@ from acp.schema import (
     StopReason,
     UnstructuredCommandInput,
 )
+
+from acp import resource_link_block, update_agent_message
 
 from ..models import ContextGenerationInput, RequestContext, TaskResult
 from . import render

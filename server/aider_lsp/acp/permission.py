@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acp import start_tool_call, text_block, tool_content, update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from acp import start_tool_call, text_block, tool_content, update_tool_call
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

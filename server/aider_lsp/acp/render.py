@@ -12,16 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acp import (
-    plan_entry,
-    start_tool_call,
-    text_block,
-    tool_content,
-    tool_diff_content,
-    update_agent_message_text,
-    update_plan,
-    update_tool_call,
-)
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -31,6 +21,17 @@ from acp.schema import (
     ToolCallStart,
     Usage,
     UsageUpdate,
+)
+
+from acp import (
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_plan,
+    update_tool_call,
 )
 
 from ..models import WorkflowUsage

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from acp import run_agent
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+
+from acp import run_agent
 
 from .agent import AiderAgent, invalid_params
 from .screen import screened

@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acp import update_agent_message_text
 from acp.schema import SessionNotification
+
+from acp import update_agent_message_text
 
 from ..state import STATE_DIR, ensure_state_dir
 

@@ -29,7 +29,15 @@ from ..models import (
 
 EDIT_TOOLS = frozenset({"aider_ai_code", "aider_chat"})
 # keys of the bundled server's edit answer passed on to the client as they are
-PASSED_ON = ("session_id", "turn", "errors", "declined_files", "refused_files", "reverted_files")
+PASSED_ON = (
+    "session_id",
+    "turn",
+    "errors",
+    "declined_files",
+    "refused_files",
+    "reverted_files",
+    "added_files",
+)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`aider-lsp demo`: the whole loop on the example calculator, offline, with a scripted model.
 
-Why: a new user without a key should see what the project does: a plan, a first Aider edit
-that leaves a test failing, the failing output sent back to Aider (the analysis judging it
+Why: a new user without a key should see what the project does: a first Aider edit at once
+on the files the index finds for the goal (it names the test file: no plan is needed), which
+leaves a test failing, the failing output sent back to Aider (the analysis judging it
 beside), the second edit, the green test.
 The model is a minimal OpenAI-compatible server (offline_llm.py) on 127.0.0.1 answering from
 `scripted_answers`; the planner, the analyst and Aider (the REAL bundled Aider, `openai/<name>`
@@ -54,7 +55,7 @@ def scripted_answers(source: str) -> Callable[[dict[str, Any]], Reply | None]:
             return _analysis(asked)
         if "make average return 0" in asked or "ZeroDivisionError" in asked:  # the retry: the failing output
             return aider_whole({"calculator.py": both_fixed})
-        if "fix subtract" in asked:
+        if GOAL in asked or "fix subtract" in asked:  # the goal itself, or a plan's instructions
             return aider_whole({"calculator.py": subtract_fixed})
         return None
 

@@ -81,6 +81,11 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
     run_parser.add_argument(
         "--files", nargs="+", metavar="FILE", help="files to work on (workspace-relative)"
     )
+    run_parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="ask the planner too (beside the first edit; it shapes the second)",
+    )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run_parser.add_argument(
         "--debug",
@@ -181,6 +186,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             "test_command": args.test,
             "max_retries": args.max_retries,
             "file_context": args.files,
+            "plan": args.plan,
         }
         return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
     if args.command == "demo":

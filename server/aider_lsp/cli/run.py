@@ -229,7 +229,10 @@ def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:
         changed = edit.changed_files if edit else []
         print(f"  Aider changed: {', '.join(changed) or 'nothing'}", file=out)
     for suite in item.test_runs:
-        what = f"{len(suite.tests)} failing" if suite.scope is SuiteScope.FAILING else "whole suite"
+        what = {
+            SuiteScope.FAILING: f"{len(suite.tests)} failing",
+            SuiteScope.REST: f"rest of the suite (without {len(suite.tests)})",
+        }.get(suite.scope, "whole suite")
         why = f"; {suite.why}" if suite.why else ""
         print(f"  tests ({what}{why}): exit code {suite.exit_code} ({suite.command})", file=out)
     for finding in item.findings[:10]:

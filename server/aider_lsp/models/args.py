@@ -171,6 +171,9 @@ class WorkflowRequest(BaseModel):
     test_command: str | None = None
     max_retries: int | None = Field(default=None, ge=0, le=20)  # None: settings.maxRetries
     file_context: OptionalPathList = None  # a list or a JSON-array string
+    # a plan the user asked for: it runs beside the first edit and shapes the second (without
+    # it, a plan runs only where the index has no confident answer or no test command is known)
+    plan: bool = False
 
     @field_validator("goal")
     @classmethod

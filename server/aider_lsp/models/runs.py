@@ -61,6 +61,7 @@ class SuiteScope(StrEnum):
     """Which tests a run of the test command ran."""
 
     FAILING = "failing"  # only those that failed in the run before (failing tests first)
+    REST = "rest"  # the suite without those, once they pass: with them, a whole suite's worth
     WHOLE = "whole"  # the whole suite: the run that decides
 
 

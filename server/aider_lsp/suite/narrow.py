@@ -13,6 +13,12 @@ The ids come from the output each runner prints by default:
 
 A runner not in this list (npm/yarn/pnpm scripts, make, gradle, …) or a command run through a
 shell is never narrowed: it runs whole, as before. Nothing here runs a command.
+
+Once the failing tests pass, the rest of the suite (`rest_of_suite`) is all that is left to
+run: where the runner can leave tests out by id (pytest `--deselect`), the tests that just
+passed are left out. pytest deselects by prefix (`::test_a` also leaves out `::test_ab`), so
+a rest run counts: green only when it deselected exactly those (`deselected_exactly`), else
+the whole suite decides.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ _NOT_A_TEST = re.compile(r"(\.[cm]?[jt]sx?|:)$")  # a test file, or the spec rep
 _CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
 _GO_FAILED = re.compile(r"^\s*--- FAIL: (\S+)")
 _GO_PACKAGE = re.compile(r"^FAIL\t(\S+)")
+_PYTEST_DESELECTED = re.compile(r"\b(\d+) deselected\b")
+# pytest options that choose tests themselves: a rest run's deselected count would mix theirs in
+_PYTEST_SELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--ff", "--sw", "--stepwise")
 
 # pytest options that take a value in the next argument (so that value is not a path)
 _PYTEST_VALUED = frozenset(
@@ -99,6 +108,31 @@ def failing_tests(command: str, output: str) -> tuple[str, ...] | None:
         return None
     runner = _runner(argv)
     return None if runner is None else _RUNNERS[runner][0](output.splitlines())
+
+
+def rest_of_suite(command: str, passed: Sequence[str], *, shell: bool = False) -> Narrowed | None:
+    """`command` without the tests that just `passed` (pytest node ids), or None: another
+    runner, a shell, no ids, or options that select tests themselves (`-k`, `-m`, …)."""
+    if shell or not passed or len(passed) > MAX_IDS:
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if _runner(argv) != "pytest":
+        return None
+    options = argv[3:] if PurePath(argv[0]).name.startswith("python") else argv[1:]  # not python's -m
+    if any(arg.split("=", 1)[0] in _PYTEST_SELECTING for arg in options):
+        return None
+    deselect = [part for test_id in passed for part in ("--deselect", test_id)]
+    return Narrowed(shlex.join([*argv, *deselect]), tuple(passed))
+
+
+def deselected_exactly(output: str, count: int) -> bool:
+    """A rest run left out exactly `count` tests (pytest's "N deselected"): no other test was
+    left out with them by a shared prefix."""
+    found = _PYTEST_DESELECTED.findall(output)
+    return bool(found) and int(found[-1]) == count
 
 
 def _runner(argv: Sequence[str]) -> str | None:

@@ -10,6 +10,8 @@ at each edit, so that a long run sees a buffer the user modified after it starte
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,11 +178,16 @@ class AiderExecutors:
                 )
         return None
 
-    def _unsaved_conflicts(self, tool: str, paths: list[str]) -> AiderEditOutcome | None:
+    def _dirty(self) -> set[str]:
+        """The workspace files the editor holds with unsaved changes, asked now."""
         dirty: set[str] = set()
         for path in self.unsaved_files():
             with contextlib.suppress(AccessDenied):
                 dirty.add(self.files.relative(path))
+        return dirty
+
+    def _unsaved_conflicts(self, tool: str, paths: list[str]) -> AiderEditOutcome | None:
+        dirty = self._dirty()
         blocked = [path for path in paths if path in dirty]
         if not blocked:
             return None
@@ -202,18 +209,22 @@ class AiderExecutors:
         return self.checkpoints.create(paths, label=label), True
 
     def _settle_checkpoint(
-        self, checkpoint: Checkpoint, outcome: AiderEditOutcome, owned: bool = True
+        self,
+        checkpoint: Checkpoint,
+        outcome: AiderEditOutcome,
+        owned: bool = True,
+        known: dict[str, bytes | None] | None = None,
     ) -> UndoCover:
-        """Keep the checkpoint only when files changed; include files Aider created outside
-        the editable list (one by one: a path outside the workspace must not drop the others)."""
+        """Keep the checkpoint only when files changed; include the files Aider wrote outside
+        the editable list: those it created (undo deletes them) and those whose content before
+        the server reported (`known`; one by one: a path outside the workspace must not drop
+        the others)."""
         conflicts = outcome.conflicts  # saved by the user during the edit: their change, not Aider's
         outside = outcome.files_outside_editable
-        created: list[str] = []
-        for path in outside:
-            if path in outcome.created_files and self._cover_created(checkpoint, path):
-                created.append(path)
-        not_covered = [p for p in outside if p not in created]
-        if not (outcome.changed_files or created or not owned):
+        known = known or {}
+        covered = [path for path in outside if self._cover_outside(checkpoint, path, outcome, known)]
+        not_covered = [p for p in outside if p not in covered]
+        if not (outcome.changed_files or covered or not owned):
             self.checkpoints.discard(checkpoint)
             return UndoCover(not_covered=not_covered)
         with contextlib.suppress(OSError, AccessDenied):
@@ -221,6 +232,19 @@ class AiderExecutors:
                 self.checkpoints.forget(checkpoint, conflicts)
             self.checkpoints.record_after(checkpoint, user_changed=conflicts)
         return UndoCover(checkpoint.id, not_covered)
+
+    def _cover_outside(
+        self, checkpoint: Checkpoint, path: str, outcome: AiderEditOutcome, known: dict[str, bytes | None]
+    ) -> bool:
+        """Record a file Aider wrote outside its chat for undo: with the content it held before
+        when the server told it, else as absent when Aider created it; False when it cannot be."""
+        if path not in known:
+            return path in outcome.created_files and self._cover_created(checkpoint, path)
+        try:
+            self.checkpoints.add_known(checkpoint, {path: known[path]})
+            return True
+        except (OSError, AccessDenied):
+            return False
 
     def _cover_created(self, checkpoint: Checkpoint, path: str) -> bool:
         """Record a file the edit created as "did not exist" (undo deletes it); False when it cannot be."""
@@ -281,6 +305,11 @@ class AiderExecutors:
             call["relative_readonly_files"] = readonly
         if session_id:
             call["session_id"] = session_id
+        if chat:
+            # a workflow's turn: files Aider asks to add or edits outside the chat may join it
+            # (the bundled server judges workspace and secrets; the editor's unsaved files, here)
+            call["allow_outside_files"] = True
+            call["unsaved_files"] = sorted(self._dirty())
         outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call)
         return finished_edit(outcome, paths, cover, fallback=fallback)
 
@@ -305,10 +334,26 @@ class AiderExecutors:
                     "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
                 )
                 fallback = "aider_ai_code: this Aider server keeps no chat sessions"
-            cover = self._settle_checkpoint(checkpoint, outcome, owned)
+            outside = self._outside_before(outcome)
+            cover = self._settle_checkpoint(checkpoint, outcome, owned, outside)
             if cover.checkpoint_id is not None:
-                self._record_change(checkpoint, before, outcome)
-            return outcome, cover, fallback
+                self._record_change(checkpoint, {**outside, **before}, outcome)
+            return _without_before(outcome), cover, fallback
+
+    def _outside_before(self, outcome: AiderEditOutcome) -> dict[str, bytes | None]:
+        """What the files Aider wrote outside the editable list held before (the bundled
+        server's `outside_before`), for those inside the workspace; none from other servers."""
+        reported = (outcome.payload or {}).get("outside_before")
+        known: dict[str, bytes | None] = {}
+        if not isinstance(reported, dict):
+            return known
+        for path, data in reported.items():
+            try:
+                rel = self.files.relative(str(path))
+                known[rel] = None if data is None else base64.b64decode(str(data), validate=True)
+            except (AccessDenied, binascii.Error, ValueError):
+                continue
+        return known
 
     def _record_change(
         self, checkpoint: Checkpoint, before: dict[str, bytes | None], outcome: AiderEditOutcome
@@ -375,6 +420,15 @@ class AiderExecutors:
     def editing(self) -> bool:
         """An edit is running (undo waits for it: it would restore files Aider is writing)."""
         return self._edit_lock.locked()
+
+
+def _without_before(outcome: AiderEditOutcome) -> AiderEditOutcome:
+    """The outcome without the files' earlier content (undo has it now): it is not the
+    answer's to carry to the editor."""
+    payload = outcome.payload
+    if not payload or "outside_before" not in payload:
+        return outcome
+    return outcome.model_copy(update={"payload": {k: v for k, v in payload.items() if k != "outside_before"}})
 
 
 def _unknown_tool(message: str, tool: str) -> bool:

@@ -1,4 +1,4 @@
-"""The coding workflow: (plan →) Aider edit → test command → (analysis) until the tests pass,
+"""The coding workflow: Aider edit (a plan beside) → test command → (analysis) until the tests pass,
 the analysis gives up, the last iteration or the budget.
 
 Why here and like this: the loop knows no protocol. It calls the Application the way any
@@ -14,7 +14,8 @@ The whole run is one checkpoint: one undo restores what it changed and deletes w
 How it decides (docs/workflow.md): the tests are the judge. Green tests end the run with
 SUCCESS (no analysis call, unless `analyseGreenTests`); an analysis never makes a run SUCCESS
 over red tests. Model calls on the critical path are the loop's cost at real latency, so:
-no plan when the editor named the files and the test command is known; one Aider chat per
+the first edit starts at once on the user's files or the index's best (a plan, where it still
+helps, runs beside it and shapes the second); one Aider chat per
 run, a retry sending the failing output into it as Aider's own `--auto-test` loop does; and
 the analysis of a red iteration runs beside the next edit (its FAILURE still stops the run,
 its instructions reach the edit after).
@@ -45,6 +46,7 @@ from ..models import (
     EditSummary,
     ErrorReason,
     Finding,
+    MatchItem,
     OptionalPathList,
     RequestContext,
     RunChanges,
@@ -61,7 +63,7 @@ from ..models import (
     WorkflowUsage,
 )
 from ..suite.findings import summary_line
-from ..suite.narrow import Narrowed, narrow
+from ..suite.narrow import Narrowed, deselected_exactly, narrow, rest_of_suite
 from .host import WorkflowHost
 
 log = logging.getLogger(__name__)
@@ -69,11 +71,15 @@ log = logging.getLogger(__name__)
 PLAN_TEMPLATE = "user:generate-plan-from-goal"
 ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
 MEMORY_FILES = 5
+INDEX_FILES = 3  # at most this many of the index's files start the first edit
+PICK_SHARE = 0.5  # ... those scoring at least this share of the best
+CONFIDENT_SCORE = 0.5  # the best must score this much (and match specifically) to skip the plan
 OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
 OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
 # what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
 RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
 PROGRESS_SEPARATOR = " · spent "
+PYTEST_NO_TESTS = 5  # pytest's exit code when it ran no test (all were deselected)
 
 
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
@@ -161,6 +167,8 @@ class CodingWorkflowOrchestrator:
         test_command: str | None = None,
         max_retries: int = 3,
         file_context: Sequence[str] | str | None = None,
+        *,
+        plan: bool = False,
     ) -> None:
         self.app = app
         self.goal = initial_goal
@@ -168,6 +176,7 @@ class CodingWorkflowOrchestrator:
         self.test_command = test_command
         self.max_iterations = max(1, max_retries)
         self.file_context = file_context
+        self.plan_requested = plan
         self.plan: DevelopmentPlan | None = None
         self.iterations: list[WorkflowIteration] = []
         self.final_aider: AiderEditOutcome | None = None
@@ -180,6 +189,8 @@ class CodingWorkflowOrchestrator:
         self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
         # the analysis of the iteration before, running beside this one's edit
         self._beside: asyncio.Task[CombinedAnalysisResult | Ending] | None = None
+        # the plan, running beside the first edit when it still helps (it shapes the second)
+        self._planning: asyncio.Task[DevelopmentPlan | Ending] | None = None
         self._failed_output: str | None = None  # the last test run's output, when it failed
         self._tested_once = False
         self._ctx = RequestContext()
@@ -213,9 +224,10 @@ class CodingWorkflowOrchestrator:
                 current = await self._iterate(current)
             return current
         finally:
-            if self._beside is not None:
-                await _stop(self._beside)
-                self._beside = None
+            for task in (self._beside, self._planning):
+                if task is not None:
+                    await _stop(task)
+            self._beside = self._planning = None
 
     async def _iterate(self, it: _Iteration) -> _Iteration | Ending:
         """One iteration: the edit, the tests when it changed a file, then green or red."""
@@ -239,6 +251,9 @@ class CodingWorkflowOrchestrator:
         """The tests pass: SUCCESS (the analysis beside is moot), unless `analyseGreenTests`
         asks the analysis, which may still say RETRY (the goal needs more) or FAILURE."""
         await self._drop_beside()
+        if self._planning is not None:  # the tests pass: the plan is moot (stopped, unrecorded)
+            await _stop(self._planning)
+            self._planning = None
         if not self.app.settings.analyse_green_tests:
             return self._success(f"the tests pass (`{self._command}` exited 0 in iteration {it.number})")
         over = self._over_budget()
@@ -271,7 +286,7 @@ class CodingWorkflowOrchestrator:
             last = await self._analyse(it)
             return last if isinstance(last, Ending) else self._not_reached(last, it)
         self._beside = asyncio.create_task(self._analyse(it))
-        return it.next(self._retry_prompt(it, advice), _with_files(it.files, advice))
+        return await self._shape(it, it.next(self._retry_prompt(it, advice), _with_files(it.files, advice)))
 
     def _success(self, message: str) -> Ending:
         self._ctx.report_findings([])
@@ -290,10 +305,13 @@ class CodingWorkflowOrchestrator:
 
     # -- the analysis beside -----------------------------------------------------------------
     def _beside_note(self, it: _Iteration) -> str:
-        """The progress line's mention of the analysis running beside, while it runs."""
-        if self._beside is None or self._beside.done():
-            return ""
-        return f"; analysing iteration {it.number - 1} beside it"
+        """The progress line's mention of the plan or the analysis running beside, while it runs."""
+        note = ""
+        if self._planning is not None and not self._planning.done():
+            note += "; planning beside it"
+        if self._beside is not None and not self._beside.done():
+            note += f"; analysing iteration {it.number - 1} beside it"
+        return note
 
     async def _await_beside(self, it: _Iteration) -> CombinedAnalysisResult | Ending | None:
         """The analysis of the iteration before (None: none ran beside)."""
@@ -315,31 +333,53 @@ class CodingWorkflowOrchestrator:
 
     # -- the steps ---------------------------------------------------------------------------
     async def _start(self) -> _Iteration | Ending:
-        """The first iteration's instructions and files, and the test command: the plan's, or,
-        when the editor named the files and the test command is known, the goal itself (no
-        planning call)."""
-        editor_files = self._editor_files()
-        if isinstance(editor_files, Ending):
-            return editor_files
-        # Aider's start-up (seconds) overlaps the planning call instead of delaying the first edit
+        """The first iteration, at once: the goal on the files the user chose, else on the
+        files the index ranks best for it (Aider's repo map shows it the rest). A plan runs
+        beside that edit when it still helps (`_needs_plan`); only when the index offers no
+        file at all does the plan come first (there would be nothing to edit)."""
+        chosen = self._editor_files()
+        if isinstance(chosen, Ending):
+            return chosen
+        # Aider's start-up (seconds) overlaps the index and the plan instead of delaying the edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
-        known = self.test_command or self.app.settings.test_command
-        if editor_files and known:
-            context = self.context.strip()
-            self._command = known
-            return self._first((f"{self.goal}\n\n{context}" if context else self.goal), editor_files)
+        self._command = self.test_command or self.app.settings.test_command or ""
+        matches = [] if chosen and not self._needs_plan(chosen, True) else await self._index(chosen)
+        files, confident = (chosen, True) if chosen else _pick(matches)
+        relevant = [m.source_path for m in matches if m.source_path]
+        if not files:
+            return await self._plan_first(chosen, relevant)
+        if self._needs_plan(chosen, confident):
+            self._planning = asyncio.create_task(self._make_plan(chosen, relevant))
+        context = self.context.strip()
+        return self._first((f"{self.goal}\n\n{context}" if context else self.goal), files)
+
+    def _needs_plan(self, chosen: list[str], confident: bool) -> bool:
+        """A plan helps when the user asked for one, when the test command is still unknown
+        (the plan may name it), or when no file was chosen and the index is not confident."""
+        return self.plan_requested or not self._command or (not chosen and not confident)
+
+    async def _plan_first(self, chosen: list[str], relevant: list[str]) -> _Iteration | Ending:
+        """No file to start on (none chosen, none found): the plan names them, then the edit."""
         self._progress("Planning", 0)
-        plan = await self._make_plan(editor_files)
+        plan = await self._make_plan(chosen, relevant)
         if isinstance(plan, Ending):
             return plan
-        command = self.test_command or plan.test_command or self.app.settings.test_command
+        command = self._with_command(plan)
+        if isinstance(command, Ending):
+            return command
+        return self._first(plan.instructions, list(plan.files))
+
+    def _with_command(self, plan: DevelopmentPlan | None) -> str | Ending:
+        """The test command once the plan is known: the request's or the setting's, else the
+        plan's, else the end of the run naming the setting."""
+        command = self._command or (plan.test_command if plan else None) or ""
         if not command:
             return _failure(
                 ErrorReason.CONFIGURATION_ERROR,
                 "no test command: pass one, or set aiderLsp.testCommand / AIDER_LSP_TEST_COMMAND",
             )
         self._command = command
-        return self._first(plan.instructions, list(plan.files or editor_files))
+        return command
 
     def _first(self, prompt: str, files: list[str]) -> _Iteration:
         self._instructions = prompt
@@ -354,18 +394,22 @@ class CodingWorkflowOrchestrator:
             message = exc.errors()[0]["msg"]
             return _failure(ErrorReason.INPUT_VALIDATION_FAILURE, f"file_context: {message}")
 
-    async def _make_plan(self, editor_files: list[str]) -> DevelopmentPlan | Ending:
-        """The planner gets the goal, the user's context, the open files and the index's best."""
-        open_files = list(self._ctx.open_files)
+    async def _index(self, chosen: list[str]) -> list[MatchItem]:
+        """The index's best files for the goal; the files open in the editor are candidates
+        (a small boost), never the answer: the file that merely happens to be open is a hint."""
         found = await self.app.find_context(
             ContextGenerationInput(
                 query=self.goal,
-                open_files=open_files,
-                target_files=editor_files,
+                open_files=list(self._ctx.open_files),
+                target_files=chosen,
                 max_results=MEMORY_FILES,
             )
         )
-        relevant = [m.source_path for m in found.matches if m.source_path]
+        return list(found.matches)
+
+    async def _make_plan(self, chosen: list[str], relevant: list[str]) -> DevelopmentPlan | Ending:
+        """The planner gets the goal, the user's context, the open files and the index's best."""
+        open_files = list(self._ctx.open_files)
         parts = [self.context.strip() or "(none)"]
         if open_files:
             parts.append("Files open in the editor: " + ", ".join(open_files))
@@ -373,7 +417,7 @@ class CodingWorkflowOrchestrator:
             parts.append("Workspace files most relevant to the goal: " + ", ".join(relevant))
         result = await self.app.handle_task_command(
             PLAN_TEMPLATE,
-            {"goal": self.goal, "context_string": "\n".join(parts), "file_context": editor_files or None},
+            {"goal": self.goal, "context_string": "\n".join(parts), "file_context": chosen or None},
         )
         if not result.ok:
             return _step_failed(result, "planning failed")
@@ -382,6 +426,25 @@ class CodingWorkflowOrchestrator:
             plan = DevelopmentPlan.model_validate_json(result.content)
         self.plan = plan
         return plan
+
+    async def _await_plan(self, it: _Iteration) -> DevelopmentPlan | Ending | None:
+        """The plan running beside the first edit (None: none runs, or it was used already)."""
+        if self._planning is None:
+            return None
+        if not self._planning.done():
+            self._progress(f"{it.label}: waiting for the plan", it.percentage)
+        return await self._planning
+
+    async def _shape(self, it: _Iteration, following: _Iteration) -> _Iteration | Ending:
+        """The plan that ran beside the first edit shapes the iteration after it: its
+        instructions join the message, its files the chat."""
+        plan = await self._await_plan(it)
+        self._planning = None
+        if plan is None or isinstance(plan, Ending):
+            return following if plan is None else plan
+        following.prompt = f"{following.prompt}\n\n{plan.instructions}"
+        following.files = [*following.files, *(p for p in plan.files if p not in following.files)]
+        return following
 
     async def _edit(self, it: _Iteration) -> AiderEditOutcome | Ending:
         """One Aider edit, a turn of the run's chat, through the host (the executor's checks and
@@ -397,7 +460,10 @@ class CodingWorkflowOrchestrator:
         if self._chat is None:
             self._chat = outcome.session_id
         it.outcome = outcome
-        it.files = list(outcome.files or it.files)
+        it.files = _edited_files(list(outcome.files or it.files), outcome)
+        if self.plan is None and it.number == 1:  # the plan the index and Aider's reply imply
+            command = self._command or None
+            self.plan = DevelopmentPlan(instructions=it.prompt, files=it.files, test_command=command)
         self._record(it)
         error = outcome.error
         if error is not None and not _no_change(outcome):
@@ -406,31 +472,68 @@ class CodingWorkflowOrchestrator:
 
     async def _test(self, it: _Iteration) -> CommandRun | Ending:
         """The tests after an edit: only those that failed in the last run first (when the
-        runner can be narrowed: suite/narrow.py), then, once they pass, the whole suite, the
-        only run that can call the iteration green."""
+        runner can be narrowed: suite/narrow.py), then, once they pass, the rest of the suite
+        (pytest) or the whole suite: only a whole suite's worth of green calls it green."""
+        if not self._command:  # the plan running beside names it
+            plan = await self._await_plan(it)
+            command = plan if isinstance(plan, Ending) else self._with_command(plan)
+            if isinstance(command, Ending):
+                return command
         phase = f"{it.label}: running {{}}{self._beside_note(it)}"
         runs: list[SuiteRun] = []
         narrowed = self._narrowed()
         why = self._whole_suite_reason()
         if narrowed is not None:
-            self._progress(phase.format(narrowed.description), it.percentage)
-            run = await self._run_suite(narrowed.command, it.files)
-            if isinstance(run, Ending):
-                return run
-            why_narrowed = "they failed in the last run"
-            runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
-            if run.passed:
-                why = "the tests that failed pass now"
-            elif run.timed_out or narrow(self._command, _output(run)) is not None:
-                return self._tested(it, run, runs)
-            else:  # it failed without naming a failing test (renamed, gone): the suite decides
-                why = f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
+            first = await self._failing_first(it, narrowed, phase, runs)
+            if not isinstance(first, str):
+                return first
+            why = first
         self._progress(phase.format("the whole suite"), it.percentage)
         whole = await self._run_suite(self._command, it.files)
         if isinstance(whole, Ending):
             return whole
         runs.append(_suite_run(SuiteScope.WHOLE, self._command, why, whole))
         return self._tested(it, whole, runs)
+
+    async def _failing_first(
+        self, it: _Iteration, narrowed: Narrowed, phase: str, runs: list[SuiteRun]
+    ) -> CommandRun | Ending | str:
+        """The failing tests alone, then, once they pass, the rest of the suite. The run that
+        decided the iteration, or why the whole suite must still run."""
+        self._progress(phase.format(narrowed.description), it.percentage)
+        run = await self._run_suite(narrowed.command, it.files)
+        if isinstance(run, Ending):
+            return run
+        why_narrowed = "they failed in the last run"
+        runs.append(_suite_run(SuiteScope.FAILING, narrowed.command, why_narrowed, run, narrowed.tests))
+        if run.passed:
+            rest = rest_of_suite(self._command, narrowed.tests, shell=self.app.settings.test_shell)
+            if rest is None:
+                return "the tests that failed pass now"
+            return await self._rest(it, run, rest, phase, runs)
+        if run.timed_out or narrow(self._command, _output(run)) is not None:
+            return self._tested(it, run, runs)
+        # it failed without naming a failing test (renamed, gone): the suite decides
+        return f"the {narrowed.description} did not run as named (exit code {run.exit_code})"
+
+    async def _rest(
+        self, it: _Iteration, failing: CommandRun, rest: Narrowed, phase: str, runs: list[SuiteRun]
+    ) -> CommandRun | Ending | str:
+        """The suite without the tests that just passed: with them, a whole suite's worth. It
+        decides when it left out exactly those (pytest deselects by prefix); else the whole
+        suite runs."""
+        self._progress(phase.format("the rest of the suite"), it.percentage)
+        run = await self._run_suite(rest.command, it.files)
+        if isinstance(run, Ending):
+            return run
+        why = "the tests that failed pass now"
+        runs.append(_suite_run(SuiteScope.REST, rest.command, why, run, rest.tests))
+        exact = deselected_exactly(_output(run), len(rest.tests))
+        if exact and run.exit_code == PYTEST_NO_TESTS:  # nothing else in the suite
+            return self._tested(it, failing, runs)
+        if exact or not (run.passed or run.exit_code == PYTEST_NO_TESTS):
+            return self._tested(it, run, runs)  # green, or red: a test failed
+        return "the rest of the suite left out more tests than those that passed"
 
     def _narrowed(self) -> Narrowed | None:
         if self._failed_output is None or not self.app.settings.failing_tests_first:
@@ -677,8 +780,9 @@ def _aider_summary(outcome: AiderEditOutcome) -> EditSummary:
 
 
 def _changed(outcome: AiderEditOutcome) -> bool:
-    """The edit changed or created a file (else it is a failed attempt)."""
-    return bool(outcome.changed_files or outcome.created_files)
+    """The edit changed or created a file, in its chat or outside it (else it is a failed
+    attempt)."""
+    return bool(outcome.changed_files or outcome.created_files or outcome.files_outside_editable)
 
 
 def _no_change(outcome: AiderEditOutcome) -> bool:
@@ -705,6 +809,36 @@ def _state(test: CommandRun | None) -> str:
     if test.timed_out or test.exit_code is None:
         return "a test run killed at its timeout"
     return f"failing tests (exit code {test.exit_code})"
+
+
+def _edited_files(files: list[str], outcome: AiderEditOutcome) -> list[str]:
+    """The iteration's files and those Aider edited or created outside them (its chat holds
+    them now: the next turn's checks and undo must cover them too)."""
+    extra = [*outcome.changed_files, *outcome.files_outside_editable, *outcome.created_files]
+    return [*files, *dict.fromkeys(path for path in extra if path not in files)]
+
+
+def _pick(matches: Sequence[MatchItem]) -> tuple[list[str], bool]:
+    """The index's files for the first edit and whether it is confident about them.
+
+    The files: those scoring at least PICK_SHARE of the best, at most INDEX_FILES. Confident:
+    the best scores at least CONFIDENT_SCORE and one of the files matched the goal by a
+    definition (the goal names a function or class the file defines) or by its name (the goal
+    mentions the file). Words of the text or the path alone are not enough: "make the tests
+    pass" finds every test file by "tests", which says nothing about what to change."""
+    ranked = [m for m in matches if m.source_path]
+    if not ranked:
+        return [], False
+    floor = ranked[0].relevance_score * PICK_SHARE
+    picked = [m for m in ranked[:INDEX_FILES] if m.relevance_score >= floor]
+    confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(_specific(m) for m in picked)
+    return [m.source_path for m in picked if m.source_path], confident
+
+
+def _specific(match: MatchItem) -> bool:
+    """The index found the file by a definition or by its name, not by common words alone."""
+    signals = (match.metadata or {}).get("signals", {})
+    return bool(signals.get("definition") or signals.get("mentioned") or signals.get("target"))
 
 
 def _with_files(files: list[str], advice: CombinedAnalysisResult | None) -> list[str]:

@@ -64,6 +64,7 @@ class WorkflowRuns:
                 None if choice is None else choice.command,
                 self.host.settings.max_retries if retries is None else retries,
                 request.file_context,
+                plan=request.plan,
             )
             started = time.monotonic()
             try:

@@ -1,0 +1,98 @@
+"""A workflow's Aider turns may edit files outside its chat (issue 31), with REAL Aider edits
+through the bundled server, the scripted model and a real unittest run: the file the fix
+needs joins the chat and the run reaches green; undo takes it back; a file the editor holds
+unsaved, or a secret, is still refused. One-shot `aider:automatic` keeps refusing
+(tests/test_aider_real.py `test_aider_stays_within_the_given_files`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aider_lsp.app import Application, RequestContext
+from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.settings import load_settings
+from aider_lsp_testing.apps import scripted_options
+from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
+
+pytestmark = pytest.mark.aider
+
+UNITS = "CM_PER_INCH = 2.54\n"
+AREA = "def circle_area(r):\n    return 3.14159 * r\n"
+AREA_FIXED = "def circle_area(r):\n    return 3.14159 * r * r\n"
+TESTS = (
+    "import unittest\n\nfrom area import circle_area\n\n\n"
+    "class AreaTest(unittest.TestCase):\n"
+    "    def test_circle_area(self):\n"
+    "        self.assertAlmostEqual(circle_area(2), 12.56636)\n"
+)
+COMMAND = f"{sys.executable} -m unittest"
+RETRY = {"verdict": "RETRY", "message": "still red", "next_prompt": "Fix circle_area"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "shapes"
+    root.mkdir()
+    (root / "units.py").write_text(UNITS)
+    (root / "area.py").write_text(AREA)
+    (root / "test_area.py").write_text(TESTS)
+    (root / ".env").write_text("API_KEY=sk-secret-do-not-leak\n")
+    return root
+
+
+def app_on(project: Path, llm_server: Any, unsaved: tuple[str, ...] = ()) -> Application:
+    settings = load_settings(scripted_options(llm_server.base_url), environ={})
+    return Application(project, settings, unsaved_files=lambda: unsaved)
+
+
+async def run_on_units(app: Application, max_retries: int = 3) -> Any:
+    """The user chose units.py; the fix is in area.py, which Aider's reply edits."""
+    request = WorkflowRequest(
+        goal="Make the circle area test pass",
+        test_command=COMMAND,
+        file_context=["units.py"],
+        max_retries=max_retries,
+    )
+    return await app.run_workflow(request, RequestContext())
+
+
+async def test_an_edit_outside_the_chat_reaches_green_and_undo_takes_it_back(
+    project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_PLAN, json_output({"instructions": "x", "files": ["units.py"]}))
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(IS_AIDER, aider_whole({"area.py": AREA_FIXED}))
+    app = app_on(project, llm_server)
+    try:
+        result = await run_on_units(app)
+        assert result.status is TaskStatus.COMPLETE, result.content
+        assert (project / "area.py").read_text() == AREA_FIXED
+        (only,) = result.notes["workflow"]["iterations"]
+        assert only["files"] == ["units.py", "area.py"]  # it joined the run's files
+        assert result.notes["changed_files"] == ["area.py"]
+        undo = app.undo()
+        assert undo.status is TaskStatus.COMPLETE, undo.content
+        assert (project / "area.py").read_text() == AREA
+    finally:
+        await app.aclose()
+
+
+async def test_a_file_unsaved_in_the_editor_or_a_secret_is_still_refused(
+    project: Path, llm_server: Any
+) -> None:
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(IS_AIDER, aider_whole({"area.py": AREA_FIXED, ".env": "API_KEY=leaked\n"}))
+    app = app_on(project, llm_server, unsaved=(str(project / "area.py"),))
+    try:
+        result = await run_on_units(app, max_retries=1)
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.FAILED
+    assert (project / "area.py").read_text() == AREA  # the user's unsaved buffer is not overwritten
+    assert (project / ".env").read_text() == "API_KEY=sk-secret-do-not-leak\n"
+    (only,) = result.notes["workflow"]["iterations"]
+    assert only["aider"]["changed_files"] == [] and only["test"] is None  # a failed attempt
