@@ -27,6 +27,9 @@ from aider_lsp_testing.llm_server import (
 )
 from aider_lsp_testing.raw_lsp import RawLspClient
 
+# a goal whose words the index finds in no file: the plan comes first (nothing to edit before it)
+VAGUE_GOAL = "write some documentation"
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -256,7 +259,7 @@ def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, pr
         )
         client = start(tmp_path, project, llm_options(llm, budget={"maxTokens": 700}))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)[
                 "result"
             ]
             assert result["status"] == "FAILED", result
@@ -286,7 +289,7 @@ def test_a_plan_naming_a_file_it_cannot_edit_says_which_and_why(
         llm.add_rule(IS_PLAN, json_output({"instructions": "edit it", "files": ["calc.py", planned]}))
         client = start(tmp_path, project, llm_options(llm))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)[
                 "result"
             ]
             assert result["status"] == "FAILED", result

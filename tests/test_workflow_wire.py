@@ -15,7 +15,7 @@ from aider_lsp.cli.run import print_report, workflow_of
 from aider_lsp.models import RequestContext, Verdict, WorkflowResult
 from aider_lsp.results import workflow_result
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
-from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, no_change, red_run, writes
+from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, no_change, red_run, rest_run, writes
 
 FIXED = "def multiply(a, b):\n    return a * b\n"
 FAILING = "tests/test_calc.py::test_multiply"
@@ -23,13 +23,13 @@ pytestmark = pytest.mark.timeout(10)
 
 
 async def _three_iterations(tmp_path: Path) -> tuple[CodingWorkflowOrchestrator, WorkflowResult]:
-    """A no-change edit, a wrong edit (red), the fix (failing test, then the suite: green)."""
+    """A no-change edit, a wrong edit (red), the fix (failing test, then the rest of the suite: green)."""
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
     host = FakeHost(tmp_path)
     host.edits.extend(
         [no_change(), writes("calc.py", "def multiply(a, b):\n    return 0\n"), writes("calc.py", FIXED)]
     )
-    host.test_runs.extend([red_run(FAILING), green_run(), green_run()])
+    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
     host.analyses.extend([analysis(Verdict.RETRY, "no edit"), analysis(Verdict.RETRY, "wrong")])
     run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", "pytest", 3, ["calc.py"])
     return run, await run.run(RequestContext())
@@ -73,7 +73,7 @@ async def test_the_iterations_keep_their_wire_keys(tmp_path: Path) -> None:
         "stdout",
         "stderr",
     ]
-    assert iterations[2]["test"]["scope"] == "whole" and iterations[2]["test"]["exit_code"] == 0
+    assert iterations[2]["test"]["scope"] == "rest" and iterations[2]["test"]["exit_code"] == 0
     assert iterations[0]["analysis"] == {
         "verdict": "RETRY",
         "message": "no edit",
