@@ -259,9 +259,7 @@ def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, pr
         )
         client = start(tmp_path, project, llm_options(llm, budget={"maxTokens": 700}))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)[
-                "result"
-            ]
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)["result"]
             assert result["status"] == "FAILED", result
             error = result["notes"]["error"]
             assert error["reason"] == "budget_exceeded", error
@@ -289,9 +287,7 @@ def test_a_plan_naming_a_file_it_cannot_edit_says_which_and_why(
         llm.add_rule(IS_PLAN, json_output({"instructions": "edit it", "files": ["calc.py", planned]}))
         client = start(tmp_path, project, llm_options(llm))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)[
-                "result"
-            ]
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)["result"]
             assert result["status"] == "FAILED", result
             message = result["notes"]["error"]["message"]
             assert planned in message and why in message, message
