@@ -135,7 +135,7 @@ def test_timeouts_llm_is_a_deadline_for_the_whole_call(tmp_path: Path, project: 
             asked.start()
             msg_id = client.send_request(
                 "workspace/executeCommand",
-                {"command": "aider-lsp.workflow.run", "arguments": [{"goal": "add a docstring"}]},
+                {"command": "aider-lsp.workflow.run", "arguments": [{"goal": VAGUE_GOAL}]},
             )
             asked.join()  # the call starts once the model libraries are imported (cold start)
             started = time.monotonic()
