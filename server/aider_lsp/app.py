@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -206,6 +206,10 @@ class Application:
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """The workspace files most relevant to a query (the index)."""
         return await self.memory.get_relevant_context_for(request)
+
+    def unsaved(self) -> Collection[str]:
+        """The files the editor holds with unsaved changes, now (an edit refuses them)."""
+        return self.unsaved_files()
 
     def tool_specs(self) -> list[ToolSpec]:
         """Every registered tool (`aider-lsp.tools.list`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,6 +152,7 @@ class FakeHost:
         self.entered: dict[str, asyncio.Event] = {}
         self.ended_chats: list[str] = []
         self.matches: list[MatchItem] = []  # what the index answers (best first)
+        self.unsaved_paths: list[str] = []  # open in the editor with unsaved changes
         self.context_requests: list[ContextGenerationInput] = []
         self._sessions = 0
 
@@ -268,6 +269,9 @@ class FakeHost:
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         self.context_requests.append(request)
         return AssociativeMatchResult(context_summary="", matches=list(self.matches))
+
+    def unsaved(self) -> Collection[str]:
+        return list(self.unsaved_paths)
 
     async def start_aider(self) -> bool:
         return True

@@ -135,15 +135,8 @@ def _make_io_class() -> Any:
         def confirm_ask(
             self, question: str, default: str = "y", subject: Any = None, *args: Any, **kwargs: Any
         ) -> bool:
-            """Yes to everything except widening the file set: mentioned files and URLs are not
-            added to the chat (their content would reach the LLM: secrets, other projects), and
-            existing files outside the editable list are not edited unless allowed: by the
-            server (`allow_outside_edits`) or, file by file, by the turn (`may_join`)."""
-            if _widens_the_file_set(question, self.allow_outside_edits):
-                if _about_a_file(question) and subject and self.may_join and self.may_join(str(subject)):
-                    return super().confirm_ask(question, default, subject, *args, **kwargs)
-                if subject:
-                    self.declined.append(str(subject))
+            """Yes to everything except widening the file set (`_refuses`)."""
+            if _refuses(self, question, subject):
                 return False
             return super().confirm_ask(question, default, subject, *args, **kwargs)
 
@@ -195,6 +188,21 @@ def _widens_the_file_set(question: str, allow_outside_edits: bool) -> bool:
     if lowered.startswith(("add file to the chat", "add url to the chat")):
         return True
     return lowered.startswith("allow edits to file that has not been added") and not allow_outside_edits
+
+
+def _refuses(io: Any, question: str, subject: Any) -> bool:
+    """Whether Aider's IO answers no: mentioned files and URLs are not added to the chat (their
+    content would reach the LLM: secrets, other projects), and existing files outside the
+    editable list are not edited, unless allowed by the server (`allow_outside_edits`) or,
+    file by file, by the turn (`io.may_join`, a workflow's chat turn). A refused file is
+    remembered in `io.declined`."""
+    if not _widens_the_file_set(question, io.allow_outside_edits):
+        return False
+    if _about_a_file(question) and subject and io.may_join is not None and io.may_join(str(subject)):
+        return False
+    if subject:
+        io.declined.append(str(subject))
+    return True
 
 
 def _about_a_file(question: str) -> bool:

@@ -27,6 +27,9 @@ from aider_lsp_testing.llm_server import (
 )
 from aider_lsp_testing.raw_lsp import RawLspClient
 
+# a goal whose words the index finds in no file: the plan comes first (nothing to edit before it)
+VAGUE_GOAL = "write some documentation"
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -132,7 +135,7 @@ def test_timeouts_llm_is_a_deadline_for_the_whole_call(tmp_path: Path, project: 
             asked.start()
             msg_id = client.send_request(
                 "workspace/executeCommand",
-                {"command": "aider-lsp.workflow.run", "arguments": [{"goal": "add a docstring"}]},
+                {"command": "aider-lsp.workflow.run", "arguments": [{"goal": VAGUE_GOAL}]},
             )
             asked.join()  # the call starts once the model libraries are imported (cold start)
             started = time.monotonic()
@@ -256,9 +259,7 @@ def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, pr
         )
         client = start(tmp_path, project, llm_options(llm, budget={"maxTokens": 700}))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
-                "result"
-            ]
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)["result"]
             assert result["status"] == "FAILED", result
             error = result["notes"]["error"]
             assert error["reason"] == "budget_exceeded", error
@@ -286,9 +287,7 @@ def test_a_plan_naming_a_file_it_cannot_edit_says_which_and_why(
         llm.add_rule(IS_PLAN, json_output({"instructions": "edit it", "files": ["calc.py", planned]}))
         client = start(tmp_path, project, llm_options(llm))
         try:
-            result = client.execute("aider-lsp.workflow.run", {"goal": "add a docstring"}, timeout=90)[
-                "result"
-            ]
+            result = client.execute("aider-lsp.workflow.run", {"goal": VAGUE_GOAL}, timeout=90)["result"]
             assert result["status"] == "FAILED", result
             message = result["notes"]["error"]["message"]
             assert planned in message and why in message, message

@@ -259,6 +259,16 @@ async def test_a_goal_alone_starts_on_the_indexs_confident_files_without_a_plan(
     assert result.plan.instructions == "multiply multiplies" and result.plan.test_command == "pytest"
 
 
+async def test_an_index_file_unsaved_in_the_editor_is_left_out_of_the_first_edit(host: FakeHost) -> None:
+    host.matches = [indexed("test_calc.py", 0.9, definition=1.0), indexed("calc.py", 0.8, definition=1.0)]
+    host.unsaved_paths = [str(host.workspace / "test_calc.py")]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert result.iterations[0].files == ["calc.py"]  # the user's buffer is not Aider's to edit
+
+
 async def test_an_index_without_a_confident_answer_plans_beside_the_first_edit(host: FakeHost) -> None:
     host.matches = [indexed("test_calc.py", 0.7), indexed("calc.py", 0.5)]  # words alone, no definition
     host.plans.append(plan("use * in multiply", ["calc.py", "helpers.py"]))

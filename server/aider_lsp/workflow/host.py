@@ -9,7 +9,7 @@ satisfies this protocol; mypy checks it where app.py builds the orchestrator).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -63,6 +63,10 @@ class WorkflowHost(Protocol):
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """The workspace files most relevant to a query (the index)."""
+        ...
+
+    def unsaved(self) -> Collection[str]:
+        """The files the editor holds with unsaved changes, now (an edit refuses them)."""
         ...
 
     def spent(self) -> WorkflowUsage:

@@ -24,6 +24,7 @@ its instructions reach the edit after).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -344,6 +345,7 @@ class CodingWorkflowOrchestrator:
         self._warm_up = asyncio.create_task(self.app.start_aider())
         self._command = self.test_command or self.app.settings.test_command or ""
         matches = [] if chosen and not self._needs_plan(chosen, True) else await self._index(chosen)
+        matches = self._editable(matches)
         files, confident = (chosen, True) if chosen else _pick(matches)
         relevant = [m.source_path for m in matches if m.source_path]
         if not files:
@@ -406,6 +408,15 @@ class CodingWorkflowOrchestrator:
             )
         )
         return list(found.matches)
+
+    def _editable(self, matches: list[MatchItem]) -> list[MatchItem]:
+        """The index's files an edit may take: not those the editor holds with unsaved changes
+        (the edit would refuse the whole set; the user's buffer is theirs)."""
+        held: set[str] = set()
+        for path in self.app.unsaved():
+            with contextlib.suppress(AccessDenied):
+                held.add(self.app.relative_path(path))
+        return [m for m in matches if m.source_path not in held]
 
     async def _make_plan(self, chosen: list[str], relevant: list[str]) -> DevelopmentPlan | Ending:
         """The planner gets the goal, the user's context, the open files and the index's best."""
