@@ -96,6 +96,8 @@ interface WorkflowRunArgs {
     test_command?: string;
     max_retries?: number;
     file_context?: string[];
+    /** Ask for a plan (it runs beside the first edit and shapes the second). */
+    plan?: boolean;
 }
 
 interface RunTestsArgs {

@@ -78,7 +78,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional' },
     'aider-lsp.history.list': {},
     'aider-lsp.history.diff': { run_id: 'required', path: 'optional' },
-    'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional' },
+    'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional', plan: 'optional' },
     'aider-lsp.diagnostics.clear': {},
 };
 
