@@ -139,7 +139,8 @@ describe('the Aider extension in a real VS Code', () => {
         await run.waitFor({ timeout: 30_000 });
         assert.match(await run.innerText(), /goal reached · 2 iterations/);
         assert.match(await wb.runsRow(EDIT_INSTRUCTION).innerText(), /done/); // the edit of step 1, older, below
-        await wb.runsRow('calculator.py').click(); // the newest run is open: its file under it
+        // the newest run is open: its iterations, then its file (the row that is the file's name alone)
+        await wb.runsRow(/^\s*calculator\.py\s*$/).click();
         await wb.page.locator('.tab.active', { hasText: `calculator.py (before ↔ after “${GOAL_FIX}”)` }).waitFor({ timeout: 30_000 });
         const diff = wb.page.locator('.monaco-diff-editor').first();
         await diff.locator('.editor.original .view-lines', { hasText: 'return b - a' }).waitFor(); // before the run
