@@ -396,3 +396,25 @@ async def test_undo_after_a_conflicting_edit_keeps_the_users_save(
     undo = app.undo()
     assert undo.ok and undo.notes["restored"] == ["pkg/b.py"], undo.content
     assert b.read_text() == B0 and a.read_text() == saved
+
+
+async def test_undo_keeps_a_change_another_program_made_to_a_file_aider_did_not_write(
+    app: Application, tree: Path, llm_server: ScriptedLLMServer
+) -> None:
+    # b.py is in the edit's files, but only another program writes it while Aider works on a.py:
+    # that change is not the edit's, and undoing the edit must not take it back
+    a, b = tree / "pkg" / "a.py", tree / "pkg" / "b.py"
+    theirs = "B = 1  # written by another program during the edit\n"
+    llm_server.add_rule(any_request, slow(1.5, aider_whole({"pkg/a.py": A1})))
+    running = asyncio.ensure_future(
+        app.handle_task_command(
+            "aider:automatic", {"prompt": "bump", "file_context": ["pkg/a.py", "pkg/b.py"]}
+        )
+    )
+    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
+    b.write_text(theirs)
+    result = await running
+    assert result.ok and result.notes["changed_files"] == ["pkg/a.py"], result.notes
+    undo = app.undo()
+    assert undo.ok, undo.content
+    assert a.read_text() == A0 and b.read_text() == theirs

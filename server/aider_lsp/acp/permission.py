@@ -4,7 +4,7 @@ may a test command found in the workspace run (allow once / allow always / rejec
 The Application asks through `RequestContext.ask(message, actions)`, whose first action accepts
 and remembers and whose last declines (for the test command: "Use it" / "Change…"); an
 unanswered question uses the command this once without remembering it. So "allow always" is
-the first action (remembered in `.aider-lsp/`, as the LSP's "confirmed once"), "reject" the
+the first action (remembered in the user's own state folder, as the LSP's "confirmed once"), "reject" the
 last (nothing runs, the turn says why), and "allow once" no answer. A cancelled prompt rejects.
 """
 

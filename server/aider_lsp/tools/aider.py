@@ -321,7 +321,9 @@ class AiderExecutors:
         what undo covers, and the fallback taken (a chat turn on a server without chats)."""
         async with self._edit_lock:
             checkpoint, owned = self._checkpoint(paths, label)
-            before = snapshot_files(self.files.resolve, paths)
+            # a chat holds the run's earlier files too: Aider may write any of them this turn
+            held = [*paths, *(rel for rel in checkpoint.files if rel not in paths)]
+            before = snapshot_files(self.files.resolve, held)
             outcome = await self._call(checkpoint, owned, tool_name, call)
             fallback = None
             if (
@@ -358,12 +360,12 @@ class AiderExecutors:
     def _record_change(
         self, checkpoint: Checkpoint, before: dict[str, bytes | None], outcome: AiderEditOutcome
     ) -> None:
-        """What this edit itself changed, for undo as a revert. A file another program wrote
-        during the edit but Aider did not is not the edit's change; one both wrote is unsure."""
+        """What this edit itself changed, for undo as a revert: only the files Aider wrote. A
+        file another program changed during the edit but Aider did not write is not the edit's
+        change (undoing it would take theirs back); one both wrote is unsure (named, kept)."""
         written = set(outcome.changed_files) | set(outcome.files_outside_editable)
         unsure = [path for path in outcome.conflicts if path in written]
-        foreign = [path for path in outcome.conflicts if path not in written]
-        kept = {rel: data for rel, data in before.items() if rel not in foreign}
+        kept = {rel: data for rel, data in before.items() if rel in written}
         with contextlib.suppress(OSError, AccessDenied):
             self.checkpoints.record_edit(checkpoint, kept, created=outcome.created_files, unsure=unsure)
 
