@@ -37,6 +37,7 @@ from .models import (
     ErrorReason,
     FixAndRetest,
     ProgressCallback,
+    ReplyCallback,
     RequestContext,
     RunDiff,
     RunRecord,
@@ -232,14 +233,16 @@ class Application:
         selection: Selection | None = None,
         chat: bool = False,
         session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """One Aider edit, the one door for every caller (the editor's command, a workflow
         run): the checks, redaction, edit lock and checkpoint of `aider:automatic`; no files →
         the index picks them for the prompt. An editor `selection` is folded into the prompt
         and its file leads the files. `chat`: a turn of a kept Aider chat (`session_id` to
         continue one; the outcome names it), so a retry sees its earlier attempts as in Aider's
-        own loop; `readonly` files are shown to Aider, not edited. A problem is a FAILED
-        outcome (its `error` says why)."""
+        own loop; `readonly` files are shown to Aider, not edited. `on_reply` reads Aider's
+        reply as it is written (the outcome's reply holds it all the same). A problem is a
+        FAILED outcome (its `error` says why)."""
         try:
             if selection is not None:
                 prompt, paths = apply_selection(self.files, prompt, list(files) or None, selection)
@@ -250,7 +253,7 @@ class Application:
         except ValueError as exc:  # a selection outside the workspace, a bad path
             error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=str(exc))
             return AiderEditOutcome(tool="aider_ai_code", error=error)
-        outcome = await self.aider_tools.edit(args, chat=chat, session_id=session_id)
+        outcome = await self.aider_tools.edit(args, chat=chat, session_id=session_id, on_reply=on_reply)
         if not chat:  # a workflow's turns are its run's; the run says what the history shows
             usage = outcome.usage
             spend = None if usage is None else f"{usage.total_tokens} tokens"
@@ -266,7 +269,10 @@ class Application:
         findings replace the shown ones (none: cleared), so a fixed failure's diagnostic goes
         and one still failing moves to where it fails now."""
         outcome = await self.edit(
-            prompt, await self._with_code_under_test(prompt, files), selection=selection
+            prompt,
+            await self._with_code_under_test(prompt, files),
+            selection=selection,
+            on_reply=ctx.report_reply,
         )
         if outcome.error is not None:
             return FixAndRetest(edit=outcome)
@@ -301,12 +307,18 @@ class Application:
         return await self.aider_tools.turn(args)
 
     async def ask(
-        self, question: str, files: Sequence[str] = (), *, session_id: str | None = None
+        self,
+        question: str,
+        files: Sequence[str] = (),
+        *,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """Aider answers about the code and edits nothing (its "ask" format, on the bundled
         server's `aider_chat`): the files are shown read-only under the rule for what a model
         sees, the question redacted like any prompt. `session_id` continues an ask chat (the
-        outcome names it); a problem is an outcome with `error`."""
+        outcome names it); `on_reply` reads the answer as it is written; a problem is an
+        outcome with `error`."""
         tool = "aider_chat"
         if not question.strip():
             error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message="missing question")
@@ -322,7 +334,7 @@ class Application:
         call["ask"] = True
         if session_id:
             call["session_id"] = session_id
-        return await self.aider.edit(tool, call)
+        return await self.aider.edit(tool, call, on_reply=on_reply)
 
     def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
         """The one rule for files a model sees (confined, not secret, not a folder): the kept

@@ -2,9 +2,11 @@
 
 Why: every LLM call in the test-suite goes over real HTTP, so the request that a model would
 really receive (system prompt, tools, output schema, model name) can be asserted, and faults
-(429, 500, slow, malformed, truncated stream) can be injected. The HTTP and SSE core is the
-product's `aider_lsp.offline_llm` (the offline demo's server); this module adds the rule table,
-the request log, the fault replies and the request matchers. Standard library only.
+(429, 500, slow, malformed, truncated stream) can be injected, and an answer can be streamed
+slowly (`dribbled`: pieces with a delay between them, each first piece's time recorded). The
+HTTP and SSE core is the product's `aider_lsp.offline_llm` (the offline demo's server); this
+module adds the rule table, the request log, the fault replies and the request matchers.
+Standard library only.
 
 Usage::
 
@@ -46,6 +48,7 @@ __all__ = [
     "IS_AIDER",
     "IS_ANALYSIS",
     "IS_PLAN",
+    "Dribbled",
     "Fault",
     "Malformed",
     "Reply",
@@ -59,6 +62,7 @@ __all__ = [
     "any_message_contains",
     "any_of",
     "any_request",
+    "dribbled",
     "fault",
     "has_tool_result",
     "is_aider_diff_format",
@@ -114,7 +118,17 @@ class Truncated:
     content: str
 
 
-ReplyLike = Reply | Fault | Slow | Malformed | Truncated | Callable[[dict[str, Any]], "ReplyLike"]
+@dataclass(frozen=True)
+class Dribbled:
+    """A text reply streamed in `pieces` parts, `every` seconds apart (as a model writes);
+    a request that does not stream gets it whole."""
+
+    reply: Reply
+    pieces: int
+    every: float
+
+
+ReplyLike = Reply | Fault | Slow | Malformed | Truncated | Dribbled | Callable[[dict[str, Any]], "ReplyLike"]
 
 
 def tool_call(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Reply:
@@ -159,6 +173,11 @@ def malformed() -> Malformed:
 def truncated_stream(content: str = "partial answer") -> Truncated:
     """The connection drops in the middle of the answer (streamed or not)."""
     return Truncated(content=content)
+
+
+def dribbled(reply: Reply, *, pieces: int = 6, every: float = 0.2) -> Dribbled:
+    """`reply`'s text streamed slowly: `pieces` parts, `every` seconds apart."""
+    return Dribbled(reply, max(1, pieces), every)
 
 
 def aider_diff(edits: list[Any], *, preface: str = "Here are the changes.") -> Reply:
@@ -300,6 +319,8 @@ class ScriptedHandler(ChatHandler):
             self.send_bytes(200, b'{"id": "chatcmpl-broken", "choices": [ {"message": ')
         elif isinstance(reply, Truncated):
             self._truncated(request, reply.content)
+        elif isinstance(reply, Dribbled):
+            self._dribble(request, reply)
         else:
             super().respond(request, reply)
 
@@ -312,6 +333,26 @@ class ScriptedHandler(ChatHandler):
         kind = "rate_limit_error" if reply.status == 429 else "server_error"
         error = {"message": f"scripted fault {reply.status}", "type": kind, "code": str(reply.status)}
         self.send_json(reply.status, {"error": error} if reply.body is None else reply.body, headers)
+
+    def _dribble(self, request: dict[str, Any], reply: Dribbled) -> None:
+        """The text in pieces with a pause between them; the first piece's time is recorded
+        (`ScriptedLLMServer.first_pieces`, time.monotonic)."""
+        content = reply.reply.content or ""
+        if not request.get("stream"):
+            super().respond(request, reply.reply)
+            return
+        head = self.head(request)
+        size = max(1, -(-len(content) // reply.pieces))
+        self.sse_start()
+        self.sse(self.chunk(head, {"role": "assistant", "content": ""}))
+        for index in range(0, len(content), size):
+            if index:
+                time.sleep(reply.every)
+            else:
+                self.llm.first_pieces.append(time.monotonic())
+            self.sse(self.chunk(head, {"content": content[index : index + size]}))
+        self.sse(self.chunk(head, {}, "stop"))
+        self.sse("[DONE]")
 
     def _truncated(self, request: dict[str, Any], content: str) -> None:
         """More bytes announced than sent: the client sees an incomplete body."""
@@ -335,7 +376,9 @@ class ScriptedHandler(ChatHandler):
         self.close_connection = True
 
 
-def _resolve(request: dict[str, Any], reply: ReplyLike) -> Reply | Fault | Slow | Malformed | Truncated:
+def _resolve(
+    request: dict[str, Any], reply: ReplyLike
+) -> Reply | Fault | Slow | Malformed | Truncated | Dribbled:
     """A callable reply called (again, while it returns callables) with the request."""
     for _ in range(20):
         if not callable(reply):
@@ -357,6 +400,7 @@ class ScriptedLLMServer(OfflineLLMServer):
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.unmatched: list[dict[str, Any]] = []
+        self.first_pieces: list[float] = []  # when each dribbled answer's first piece was sent
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
 

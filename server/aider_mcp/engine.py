@@ -23,6 +23,7 @@ from typing import Any
 
 from .rehearsal import rehearse_provider_call
 from .snapshots import Snapshot
+from .streaming import ReplySink, ask_for_stream_usage, streamed_reply
 
 log = logging.getLogger("aider_mcp")
 
@@ -290,7 +291,8 @@ class AiderEngine:
         model.extra_params = {**(model.extra_params or {}), "mock_response": "Nothing to change."}
         coder = self._new_coder(self.config.model, [], [], main_model=model)
         try:
-            coder.run(with_message="Reply: nothing to change.")
+            with streamed_reply(coder, lambda text: None):  # edits stream when a client reads them
+                coder.run(with_message="Reply: nothing to change.")
         except Exception as exc:  # a rehearsal only: the real edit will say what is wrong
             log.warning("warm-up rehearsal failed: %s", exc)
 
@@ -298,7 +300,9 @@ class AiderEngine:
         from aider.models import Model
 
         if name not in self._models:
-            self._models[name] = Model(name)
+            model = Model(name)
+            ask_for_stream_usage(model)
+            self._models[name] = model
         return self._models[name]
 
     def refusal(self, path: str | os.PathLike[str]) -> str | None:
@@ -366,7 +370,7 @@ class AiderEngine:
             use_git=self.config.map_tokens > 0,
             auto_lint=False,
             auto_test=False,
-            stream=False,
+            stream=False,  # per message: streamed_reply
             show_diffs=False,
         )
         if coder.repo is None:
@@ -423,11 +427,12 @@ class AiderEngine:
         }
 
     def _run_confined(
-        self, coder: Any, prompt: str, snapshot: Snapshot, read_only: bool
+        self, coder: Any, prompt: str, snapshot: Snapshot, read_only: bool, on_text: ReplySink | None
     ) -> tuple[str, dict[str, str]]:
         """Aider's reply to one message, every write checked: returns the reply and the paths
         refused with why (outside the working directory, .git, .aider-lsp; every path on an
-        ask turn, `read_only`, whatever the Coder's format)."""
+        ask turn, `read_only`, whatever the Coder's format). `on_text` reads the reply as it
+        is written."""
         original = coder.allowed_to_edit
         refused: dict[str, str] = {}
 
@@ -448,17 +453,26 @@ class AiderEngine:
         coder.io.conflicts = []
         coder.io.snapshot = snapshot
         try:
-            return coder.run(with_message=prompt) or "", refused
+            with streamed_reply(coder, on_text):
+                return coder.run(with_message=prompt) or "", refused
         finally:
             coder.allowed_to_edit = original
             coder.io.snapshot = None
 
-    def _run(self, coder: Any, prompt: str, snapshot: Snapshot, *, read_only: bool = False) -> dict[str, Any]:
+    def _run(
+        self,
+        coder: Any,
+        prompt: str,
+        snapshot: Snapshot,
+        *,
+        read_only: bool = False,
+        on_text: ReplySink | None = None,
+    ) -> dict[str, Any]:
         """Run one message; the snapshot was taken before the Coder touched any file.
-        `read_only` (an ask turn): every write is refused."""
+        `read_only` (an ask turn): every write is refused. `on_text`: see `_run_confined`."""
         spent_before = self._spent(coder)
         in_chat = set(coder.abs_fnames)
-        reply, refused = self._run_confined(coder, prompt, snapshot, read_only)
+        reply, refused = self._run_confined(coder, prompt, snapshot, read_only, on_text)
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()
         reverted = snapshot.revert_elisions()
@@ -506,8 +520,10 @@ class AiderEngine:
         editable: list[str],
         readonly: list[str] | None = None,
         model: str | None = None,
+        on_text: ReplySink | None = None,
     ) -> dict[str, Any]:
-        """One stateless edit (the public `aider_ai_code` contract)."""
+        """One stateless edit (the public `aider_ai_code` contract); `on_text` reads Aider's
+        reply as it is written."""
         if not prompt or not prompt.strip():
             raise EngineError("ai_coding_prompt must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
@@ -520,7 +536,7 @@ class AiderEngine:
             chosen = model or self.config.model
             coder = self._new_coder(chosen, editable, readonly)
             self._share_repo_map(coder, chosen)
-            return self._run(coder, prompt, snapshot)
+            return self._run(coder, prompt, snapshot, on_text=on_text)
 
     def chat(
         self,
@@ -532,13 +548,15 @@ class AiderEngine:
         ask: bool = False,
         allow_outside_files: bool = False,
         unsaved_files: list[str] | None = None,
+        on_text: ReplySink | None = None,
     ) -> dict[str, Any]:
         """One turn of a multi-turn session; a missing session_id starts a new session.
         `ask`: Aider answers about the files (its "ask" format) and writes nothing; the files
         are shown read-only, and a new session is an ask session. `allow_outside_files`: files
         Aider asks to add, or edits outside the chat, join it when `may_join` says so (inside
         the working directory, not secret, not in `unsaved_files`: the client's editor holds
-        unsaved changes to those); never on an ask turn."""
+        unsaved changes to those); never on an ask turn. `on_text` reads Aider's reply as it is
+        written."""
         if not message or not message.strip():
             raise EngineError("message must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
@@ -574,7 +592,7 @@ class AiderEngine:
             io = session.coder.io
             io.may_join = self._joiner(unsaved_files or []) if allow_outside_files and not ask else None
             try:
-                result = self._run(session.coder, message, snapshot, read_only=ask)
+                result = self._run(session.coder, message, snapshot, read_only=ask, on_text=on_text)
             finally:
                 io.may_join = None
             result["session_id"] = session_id

@@ -51,6 +51,7 @@ from aider_lsp_testing.llm_server import (
     IS_PLAN,
     aider_whole,
     all_of,
+    dribbled,
     has_tool_result,
     json_output,
     last_user_contains,
@@ -202,6 +203,32 @@ async def test_ask_turn_answers_and_edits_nothing(
     aider_request = json.dumps(next(r for r in llm_server.chat_requests() if IS_AIDER(r)))
     assert "Act as an expert code analyst" in aider_request  # Aider's ask format
     assert "return a + b" in aider_request  # the file was shown to Aider
+
+
+@pytest.mark.aider
+async def test_aiders_reply_arrives_in_pieces_while_it_is_written(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    # the model writes its answer in six pieces, 0.3 s apart: the editor shows them as they come
+    preface = "multiply adds its arguments: it should multiply them. " * 3
+    answer = aider_whole({"calc.py": FIXED}, preface=preface.strip())
+    llm_server.add_rule(IS_AIDER, dribbled(answer, pieces=6, every=0.3))
+    calc = calc_project / "calc.py"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        prompt = asyncio.create_task(
+            conn.prompt(session_id=session_id, prompt=[text_block("Fix multiply"), link(calc)])
+        )
+        while len(client.of(AgentMessageChunk)) < 2 and not prompt.done():
+            await asyncio.sleep(0.02)
+        pieces_before_the_answer = len(client.of(AgentMessageChunk))
+        assert (await prompt).stop_reason == "end_turn"
+    assert pieces_before_the_answer >= 2, client.reply()
+    assert calc.read_text() == FIXED
+    chunks = [chunk.content.text for chunk in client.of(AgentMessageChunk)]
+    *streamed, closing = chunks
+    assert closing.strip() == "Aider changed calc.py."  # the reply is not repeated at the end
+    assert "".join(streamed).strip() == answer.content.strip()  # Aider's reply, whole and in order
 
 
 def script_two_iterations(llm_server: Any) -> None:

@@ -2,6 +2,7 @@
 
 Ask → `Application.ask` (the session's ask chat); Edit → `Application.edit(chat=True)` (the
 session's kept Aider chat, the mentioned files announced as pending edit tool calls first);
+in both, Aider's reply reaches the client as message chunks while Aider writes it;
 Workflow → `Application.run_workflow` (progress as a plan, then the edits and test runs).
 Each returns the stop reason; a cancel arrives as CancelledError and is the caller's.
 """
@@ -50,6 +51,19 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
     return await edit_turn(session, request)
 
 
+class ReplyChunks:
+    """Aider's reply posted as message chunks as it is written (the Application's
+    `on_reply`); `any` tells whether a piece came, so the reply is not posted twice."""
+
+    def __init__(self, session: AcpSession) -> None:
+        self.session = session
+        self.any = False
+
+    def __call__(self, text: str) -> None:
+        self.any = True
+        self.session.outbox.post(render.message(text))
+
+
 def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
     """The files of this turn: those earlier turns named, then the new ones."""
     for rel in request.files:
@@ -60,13 +74,16 @@ def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
 
 async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
     files = _session_files(session, request)
-    outcome = await session.app.ask(request.text, files, session_id=session.ask_chat)
+    reply = ReplyChunks(session)
+    outcome = await session.app.ask(request.text, files, session_id=session.ask_chat, on_reply=reply)
     if outcome.error is not None and session.ask_chat and UNKNOWN_CHAT in outcome.error.message:
         session.ask_chat = None
-        outcome = await session.app.ask(request.text, files)
+        outcome = await session.app.ask(request.text, files, on_reply=reply)
     session.ask_chat = outcome.session_id or session.ask_chat
-    text = outcome.error.message if outcome.error is not None else outcome.reply or "(Aider gave no answer)"
-    session.outbox.post(render.message(text))
+    if outcome.error is not None:
+        session.outbox.post(render.message(("\n\n" if reply.any else "") + outcome.error.message))
+    elif not reply.any:
+        session.outbox.post(render.message(outcome.reply or "(Aider gave no answer)"))
     return "end_turn"
 
 
@@ -76,8 +93,9 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
     calls = {rel: session.next_call_id("edit") for rel in files}
     for rel, call_id in calls.items():
         session.outbox.post(render.edit_pending(call_id, rel, workspace))
+    reply = ReplyChunks(session)
     try:
-        outcome = await _edit(session, request.text, files)
+        outcome = await _edit(session, request.text, files, reply)
     except asyncio.CancelledError:
         for rel, call_id in calls.items():
             session.outbox.post(render.edit_done(call_id, None, rel, workspace, failed="cancelled"))
@@ -87,21 +105,24 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
     for rel in [*outcome.changed_files, *outcome.created_files]:
         if rel not in session.files:
             session.files.append(rel)
-    _render_edit(session, outcome, calls)
+    _render_edit(session, outcome, calls, streamed=reply.any)
     return "end_turn"
 
 
-async def _edit(session: AcpSession, text: str, files: list[str]) -> AiderEditOutcome:
+async def _edit(session: AcpSession, text: str, files: list[str], reply: ReplyChunks) -> AiderEditOutcome:
     """One turn of the session's chat; a chat the Aider server forgot starts again."""
-    outcome = await session.app.edit(text, files, chat=True, session_id=session.edit_chat)
+    outcome = await session.app.edit(text, files, chat=True, session_id=session.edit_chat, on_reply=reply)
     if outcome.error is not None and session.edit_chat and UNKNOWN_CHAT in outcome.error.message:
         session.edit_chat = None
-        outcome = await session.app.edit(text, files, chat=True)
+        outcome = await session.app.edit(text, files, chat=True, on_reply=reply)
     return outcome
 
 
-def _render_edit(session: AcpSession, outcome: AiderEditOutcome, calls: dict[str, str]) -> None:
-    """Each file's tool call closed (with its diff), then Aider's reply and what changed."""
+def _render_edit(
+    session: AcpSession, outcome: AiderEditOutcome, calls: dict[str, str], *, streamed: bool
+) -> None:
+    """Each file's tool call closed (with its diff), then Aider's reply (unless it was
+    `streamed` already) and what changed."""
     workspace = session.app.workspace
     parts = render.file_parts(outcome.diff)
     failed = outcome.error.message if outcome.error is not None else None
@@ -112,7 +133,10 @@ def _render_edit(session: AcpSession, outcome: AiderEditOutcome, calls: dict[str
             call_id = session.next_call_id("edit")
             session.outbox.post(render.edit_pending(call_id, rel, workspace))
             session.outbox.post(render.edit_done(call_id, part, rel, workspace))
-    lines = [outcome.reply.strip()] if outcome.reply.strip() else []
+    if streamed:  # the reply is shown already: a blank line after it, then what changed
+        lines = [""]
+    else:
+        lines = [outcome.reply.strip()] if outcome.reply.strip() else []
     if failed is not None:
         lines.append(f"The edit failed: {failed}")
     elif parts:

@@ -29,6 +29,7 @@ from ..models import (
     AssociativeMatchResult,
     ContextGenerationInput,
     ErrorReason,
+    ReplyCallback,
     Spend,
     TaskResult,
 )
@@ -159,11 +160,18 @@ class AiderBridge:
         return reply.to_task_result() if isinstance(reply, CallFailure) else tool_result(tool_name, reply[0])
 
     async def edit(
-        self, tool_name: str, params: dict[str, Any], *, timeout: float | None = None
+        self,
+        tool_name: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
-        """One edit (`aider_ai_code` or `aider_chat`), judged by the editable files themselves."""
+        """One edit (`aider_ai_code` or `aider_chat`), judged by the editable files themselves.
+        `on_reply` reads Aider's reply as it is written (a server that does not stream it
+        sends nothing there: the outcome's reply holds it all the same)."""
         editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
-        reply = await self._exchange(tool_name, params, timeout, editable)
+        reply = await self._exchange(tool_name, params, timeout, editable, on_reply)
         if isinstance(reply, CallFailure):
             return reply.as_edit(tool_name)
         answer, files, spec = reply
@@ -173,7 +181,12 @@ class AiderBridge:
         return outcome
 
     async def _exchange(
-        self, tool_name: str, params: dict[str, Any], timeout: float | None, editable: list[str]
+        self,
+        tool_name: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        editable: list[str],
+        on_reply: ReplyCallback | None = None,
     ) -> tuple[ToolReply, EditedFiles, LaunchSpec] | CallFailure:
         """Launch spec, then the call under the lock with the editable files read around it."""
         settings = self._get_settings()
@@ -184,7 +197,7 @@ class AiderBridge:
         deadline = timeout if timeout is not None else settings.timeouts.aider
         async with self._lock:
             before = snapshot_files(self.files.resolve, editable)
-            reply = await (await self._server()).call(spec, tool_name, params, deadline)
+            reply = await (await self._server()).call(spec, tool_name, params, deadline, on_reply)
             if isinstance(reply, CallFailure):
                 return reply
             after = snapshot_files(self.files.resolve, editable)

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -116,16 +117,24 @@ class ServerSession:
 
     # -- calls -----------------------------------------------------------------------------
     async def call(
-        self, spec: LaunchSpec, tool_name: str, params: dict[str, Any], deadline: float
+        self,
+        spec: LaunchSpec,
+        tool_name: str,
+        params: dict[str, Any],
+        deadline: float,
+        on_text: Callable[[str], None] | None = None,
     ) -> ToolReply | CallFailure:
         """Call one tool within `deadline` seconds (server start included); a failure is
-        classified, never raised, except cancellation, which stops the server first."""
+        classified, never raised, except cancellation, which stops the server first.
+        `on_text` takes the messages of the call's progress notifications (the bundled
+        server's pieces of Aider's reply); without it the server is asked for none."""
         state = _CallState()
+        progress = _progress_messages(on_text) if on_text is not None else None
         try:
             async with asyncio.timeout(deadline):
                 state.conn = await self._ensure(spec)
                 state.stage = "call"
-                result = await state.conn.session.call_tool(tool_name, params)
+                result = await state.conn.session.call_tool(tool_name, params, progress_callback=progress)
         except asyncio.CancelledError:
             # a cancelled edit must not land later: stop the server with it
             await asyncio.shield(self.stop())
@@ -223,6 +232,17 @@ class ServerSession:
             await asyncio.wait_for(asyncio.shield(conn.owner), STOP_WAIT_SECONDS)
         with contextlib.suppress(OSError):
             conn.stderr_path.unlink()
+
+
+def _progress_messages(on_text: Callable[[str], None]) -> Any:
+    """A progress callback handing each notification's message on (its numbers say nothing
+    here). It runs before the call's answer is read: the pieces arrive in order, then the end."""
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            on_text(message)
+
+    return progress
 
 
 async def _spawn(spec: LaunchSpec) -> tuple[Any, Path]:

@@ -31,7 +31,14 @@ from .args import (
     provider_safe_name,
     validation_message,
 )
-from .caller import AskCallback, FindingsCallback, ProgressCallback, RequestContext, UnsavedFiles
+from .caller import (
+    AskCallback,
+    FindingsCallback,
+    ProgressCallback,
+    ReplyCallback,
+    RequestContext,
+    UnsavedFiles,
+)
 from .commands import CommandRun, Finding, Severity
 from .context import (
     AssociativeMatchResult,
@@ -98,6 +105,7 @@ __all__ = [
     "ProgressCallback",
     "Range",
     "ReadFilesArgs",
+    "ReplyCallback",
     "RequestContext",
     "RestoreReport",
     "RunChanges",

@@ -12,6 +12,9 @@ from .envelope import TaskResult
 
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
+# Aider's reply as it is written: each call hands on the next piece of text (in order; joined,
+# the pieces are the reply). Called on the event loop; it must not block.
+ReplyCallback = Callable[[str], None]
 # The editor's files with unsaved changes (workspace-relative), asked for at each edit.
 UnsavedFiles = Callable[[], Collection[str]]
 
@@ -51,7 +54,8 @@ class RequestContext:
     window/showMessageRequest). Unsaved buffers are not here: the Application asks its
     `unsaved_files` provider at each edit.
     `answer_cancelled` takes what a command did before it was cancelled (a run's changed files,
-    for the user to undo): the answer the caller sends when it still answers a cancelled request."""
+    for the user to undo): the answer the caller sends when it still answers a cancelled request.
+    `report_reply` shows Aider's reply as it is written (None: this caller shows it at the end)."""
 
     report_progress: ProgressCallback = _no_progress
     report_findings: FindingsCallback = _no_findings
@@ -59,3 +63,4 @@ class RequestContext:
     open_files: list[str] = field(default_factory=list)
     answer_cancelled: Callable[[TaskResult], None] = _no_cancelled_answer
     ask: AskCallback | None = None
+    report_reply: ReplyCallback | None = None

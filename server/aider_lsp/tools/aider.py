@@ -24,6 +24,7 @@ from ..models import (
     AiderEditOutcome,
     AiderInteractiveArgs,
     ErrorReason,
+    ReplyCallback,
     Selection,
     TaskError,
     TaskResult,
@@ -255,12 +256,17 @@ class AiderExecutors:
             return False
 
     async def _call(
-        self, checkpoint: Checkpoint, owned: bool, tool: str, call: dict[str, Any]
+        self,
+        checkpoint: Checkpoint,
+        owned: bool,
+        tool: str,
+        call: dict[str, Any],
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """The bridge call; when cancelled (the bridge stops the server), a checkpoint of files
         that did not change is dropped so the next undo reaches the previous edit."""
         try:
-            return await self.bridge.edit(tool, call)
+            return await self.bridge.edit(tool, call, on_reply=on_reply)
         except asyncio.CancelledError:
             if owned:
                 with contextlib.suppress(OSError, AccessDenied):
@@ -277,11 +283,17 @@ class AiderExecutors:
         return (await self.edit(args)).to_task_result()
 
     async def edit(
-        self, args: AiderAutomaticArgs, *, chat: bool = False, session_id: str | None = None
+        self,
+        args: AiderAutomaticArgs,
+        *,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
         Aider ran is a FAILED outcome too (its `error` says why). `chat`: the edit is a turn
-        of a kept Aider chat (`session_id` continues one), as a workflow run's retries are."""
+        of a kept Aider chat (`session_id` continues one), as a workflow run's retries are.
+        `on_reply` reads Aider's reply as it is written."""
         tool = "aider_chat" if chat else "aider_ai_code"
         if not args.prompt.strip():
             return _stopped(
@@ -310,11 +322,16 @@ class AiderExecutors:
             # (the bundled server judges workspace and secrets; the editor's unsaved files, here)
             call["allow_outside_files"] = True
             call["unsaved_files"] = sorted(self._dirty())
-        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call)
+        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call, on_reply)
         return finished_edit(outcome, paths, cover, fallback=fallback)
 
     async def _checkpointed_edit(
-        self, paths: list[str], label: str, tool_name: str, call: dict[str, Any]
+        self,
+        paths: list[str],
+        label: str,
+        tool_name: str,
+        call: dict[str, Any],
+        on_reply: ReplyCallback | None = None,
     ) -> tuple[AiderEditOutcome, UndoCover, str | None]:
         """Checkpoint, edit and settle as one, under the edit lock: concurrent edits would
         snapshot the same 'before' and undo would skip the first edit. Returns the outcome,
@@ -324,7 +341,7 @@ class AiderExecutors:
             # a chat holds the run's earlier files too: Aider may write any of them this turn
             held = [*paths, *(rel for rel in checkpoint.files if rel not in paths)]
             before = snapshot_files(self.files.resolve, held)
-            outcome = await self._call(checkpoint, owned, tool_name, call)
+            outcome = await self._call(checkpoint, owned, tool_name, call, on_reply)
             fallback = None
             if (
                 tool_name == "aider_chat"
@@ -333,7 +350,9 @@ class AiderExecutors:
             ):
                 # a server without sessions (e.g. the public aider-mcp-server): one stateless edit
                 outcome = await self.bridge.edit(
-                    "aider_ai_code", {"ai_coding_prompt": call["message"], "relative_editable_files": paths}
+                    "aider_ai_code",
+                    {"ai_coding_prompt": call["message"], "relative_editable_files": paths},
+                    on_reply=on_reply,
                 )
                 fallback = "aider_ai_code: this Aider server keeps no chat sessions"
             outside = self._outside_before(outcome)
