@@ -313,6 +313,22 @@ async def test_the_edit_reports_aiders_own_usage(app: Application, workspace: Pa
     assert again.notes["usage"] == {"prompt_tokens": 1000, "completion_tokens": 7, "cost": None}
 
 
+async def test_a_streamed_edit_hands_on_the_reply_in_order_and_keeps_the_usage(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    """With a reader for the reply the edit streams: the pieces joined are the reply, and the
+    usage is still the model's own (the stream's last chunk), not Aider's estimate."""
+    reply = aider_whole({"pkg/calc.py": EDITED}, preface="Marking add as edited. " * 8)
+    llm_server.add_rule(any_request, replace(reply, usage={"prompt_tokens": 1234, "completion_tokens": 56}))
+    pieces: list[str] = []
+    outcome = await app.edit("mark add as edited", ["pkg/calc.py"], on_reply=pieces.append)
+    assert outcome.error is None and (workspace / "pkg" / "calc.py").read_text() == EDITED
+    assert llm_server.chat_requests()[-1].get("stream") is True
+    assert len(pieces) >= 1 and "".join(pieces).strip() == outcome.reply.strip()
+    assert outcome.usage is not None
+    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (1234, 56)
+
+
 async def test_the_bundled_server_names_a_file_aider_cannot_read_as_utf8(
     app: Application, workspace: Path, llm_server: Any
 ) -> None:
