@@ -349,7 +349,7 @@ class ScriptedHandler(ChatHandler):
             if index:
                 time.sleep(reply.every)
             else:
-                self.llm.first_pieces.append(time.monotonic())
+                getattr(self.llm, "first_pieces", []).append(time.monotonic())
             self.sse(self.chunk(head, {"content": content[index : index + size]}))
         self.sse(self.chunk(head, {}, "stop"))
         self.sse("[DONE]")

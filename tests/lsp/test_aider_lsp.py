@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 
-from aider_lsp_testing.llm_server import aider_whole, any_request
-from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.llm_server import aider_whole, any_request, dribbled
+from aider_lsp_testing.lsp_session import execute, start_command
 
 pytestmark = pytest.mark.aider
 
@@ -77,3 +78,32 @@ async def test_edit_selection_refuse_unsaved_and_undo_over_lsp(
 
         models = await execute(client, "aider-lsp.aider.listModels", {"substring": "gpt-4.1-mini"})
         assert "openai/gpt-4.1-mini" in models["parsedContent"]
+
+
+def _reported(client: Any) -> list[str]:
+    return [
+        report.message
+        for reports in client.progress_reports.values()
+        for report in reports
+        if report.kind == "report" and report.message
+    ]
+
+
+async def test_the_edit_progress_shows_aiders_reply_as_it_is_written(
+    lsp: Any, workspace: Path, llm_server: Any
+) -> None:
+    # the model writes slowly: VS Code's notification shows the reply's latest line meanwhile
+    preface = "First I read add.\nThen I add the type hints to its arguments."
+    answer = aider_whole({"pkg/calc.py": EDITED}, preface=preface)
+    llm_server.add_rule(any_request, dribbled(answer, pieces=6, every=0.3))
+    async with lsp(workspace, init_options=options(llm_server)) as client:
+        argument = {"prompt": "add type hints", "file_context": ["pkg/calc.py"]}
+        _, pending = start_command(client, "aider-lsp.aider.automatic", argument)
+        lines = [line.strip() for line in answer.content.splitlines() if line.strip()]
+        while not pending.done() and not any(message in lines for message in _reported(client)):
+            await asyncio.sleep(0.02)
+        seen_before_the_answer = [message for message in _reported(client) if message in lines]
+        result = await pending
+    assert result["status"] == "COMPLETE", result["content"]
+    assert seen_before_the_answer, _reported(client)
+    assert (workspace / "pkg" / "calc.py").read_text() == EDITED

@@ -133,10 +133,9 @@ def _render_edit(
             call_id = session.next_call_id("edit")
             session.outbox.post(render.edit_pending(call_id, rel, workspace))
             session.outbox.post(render.edit_done(call_id, part, rel, workspace))
-    if streamed:  # the reply is shown already: a blank line after it, then what changed
-        lines = [""]
-    else:
-        lines = [outcome.reply.strip()] if outcome.reply.strip() else []
+    # a streamed reply is shown already: a blank line after it, then what changed
+    reply = "" if streamed else outcome.reply.strip()
+    lines = [reply] if reply or streamed else []
     if failed is not None:
         lines.append(f"The edit failed: {failed}")
     elif parts:

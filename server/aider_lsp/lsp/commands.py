@@ -161,7 +161,9 @@ async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: 
     if params.rerun_failing_tests:
         return fix_result(await app.fix_and_retest(params.prompt, files, params.selection, ctx))
     readonly = params.readonly_files or []
-    outcome = await app.edit(params.prompt, files, readonly=readonly, selection=params.selection)
+    outcome = await app.edit(
+        params.prompt, files, readonly=readonly, selection=params.selection, on_reply=ctx.report_reply
+    )
     return outcome.to_task_result()
 
 

@@ -84,6 +84,7 @@ class AiderLanguageServer(LanguageServer):
         """What a request needs to know of the editor: open documents, where progress goes,
         and (`answer_cancelled`) where a cancelled command's own answer goes."""
         from ..models import RequestContext  # a request comes after initialized: already loaded
+        from .progress import LatestLine
 
         root: Path = app.workspace
         context = RequestContext(open_files=self.documents.open_files(root))
@@ -94,6 +95,7 @@ class AiderLanguageServer(LanguageServer):
         context.clear_findings = self.diagnostic_store.clear
         if report is not None:
             context.report_progress = report
+            context.report_reply = LatestLine(report)  # Aider's reply as it is written
         if get_capability(self.client_capabilities, "window.show_message") is not None:
             context.ask = self.ask
         return context

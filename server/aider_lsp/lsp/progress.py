@@ -5,6 +5,8 @@ pygls's `get_capability`), reports messages into it, and always ends it, however
 A token the client passed with its request (`workDoneToken`) is used as it is; otherwise a fresh
 uuid token is created with `window/workDoneProgress/create`. A cancellable progress cancels the
 job's task when the user presses cancel (`window/workDoneProgress/cancel`).
+`LatestLine` shows Aider's reply, as it is written, as the progress message: its latest line,
+which is what VS Code's progress notification has room for.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 
+if TYPE_CHECKING:
+    from ..models import ProgressCallback
+
 log = logging.getLogger(__name__)
+
+LINE_CHARS = 200  # a progress message is one short line
+KEPT_CHARS = 4000  # of the reply so far: enough to hold its latest line
 
 
 class WorkDone:
@@ -47,6 +56,25 @@ class WorkDone:
             message=message, percentage=percentage, cancellable=self.cancellable or None
         )
         self.server.work_done_progress.report(self.token, value)
+
+
+class LatestLine:
+    """Aider's reply as it is written (the Application's `on_reply`), reported as its latest
+    line (the one being written, growing) whenever it changes; blank lines and code fences
+    say nothing and are skipped."""
+
+    def __init__(self, report: ProgressCallback) -> None:
+        self.report = report
+        self._text = ""
+        self._shown = ""
+
+    def __call__(self, text: str) -> None:
+        self._text = (self._text + text)[-KEPT_CHARS:]
+        lines = [line.strip() for line in self._text.splitlines() if line.strip().strip("`~")]
+        latest = lines[-1][:LINE_CHARS] if lines else ""
+        if latest and latest != self._shown:
+            self._shown = latest
+            self.report(latest, None)
 
 
 def client_shows_progress(server: LanguageServer) -> bool:
