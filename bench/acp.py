@@ -6,7 +6,10 @@ answering Aider (whole format). After one warm-up edit on each:
   (a) the time from sending `session/prompt` (an Edit turn naming the file) to the first
       `session/update` the client receives; goal <= 50 ms;
   (b) the same one-line edit as an ACP Edit turn and as `aider-lsp.aider.automatic` over LSP,
-      interleaved: medians and the ratio ACP / LSP; goal <= 1.1;
+      interleaved: medians and the ratio ACP / LSP; goal <= 1.1. An Edit turn is a turn of the
+      session's kept Aider chat, whose history grows each turn: the same chat turn over LSP
+      (`aider-lsp.aider.interactive`, a kept chat too) is printed beside it, and its ratio is
+      the front end's own cost;
   (c) the model streams its answer in pieces (--pieces, --every seconds apart): the delay from
       the model sending its first piece to the client receiving the first agent_message_chunk;
       goal <= 0.3 s. Beside it, the baseline of the same run: when the whole reply came (the
@@ -112,14 +115,21 @@ async def acp_edit(conn: Any, client: Client, session_id: str, root: Path) -> tu
     return updates[0][0] - sent, chunks[0] - sent, done - sent
 
 
-def lsp_edit(client: RawLspClient, root: Path) -> float:
+def lsp_edit(client: RawLspClient, root: Path, chat: dict[str, str] | None = None) -> float:
+    """`aider.automatic`, or with `chat` a turn of the kept chat `aider.interactive` (its
+    session id kept in `chat`)."""
+    argument: dict[str, Any] = {"prompt": next_prompt(root), "file_context": ["calc.py"]}
+    command = "aider-lsp.aider.automatic" if chat is None else "aider-lsp.aider.interactive"
+    if chat:
+        argument["session_id"] = chat["id"]
     started = time.perf_counter()
-    answer = client.execute(
-        "aider-lsp.aider.automatic", {"prompt": next_prompt(root), "file_context": ["calc.py"]}, timeout=120
-    )
+    answer = client.execute(command, argument, timeout=120)
     elapsed = time.perf_counter() - started
-    if answer.get("result", {}).get("status") != "COMPLETE":
+    result = answer.get("result") or {}
+    if result.get("status") != "COMPLETE":
         raise SystemExit(f"LSP edit failed: {answer}")
+    if chat is not None:
+        chat["id"] = result["notes"]["session_id"]
     return elapsed
 
 
@@ -137,7 +147,9 @@ async def bench(args: argparse.Namespace, server: ScriptedLLMServer, state: Path
     from acp import spawn_agent_process
 
     acp_root, lsp_root = workspace(), workspace()
-    figures: dict[str, Any] = {"first_update": [], "acp": [], "lsp": [], "first_chunk": [], "whole": []}
+    names = ("first_update", "acp", "lsp", "lsp_chat", "first_chunk", "whole")
+    figures: dict[str, Any] = {name: [] for name in names}
+    chat: dict[str, str] = {}
     lsp = start_lsp(lsp_root, server.base_url, state)
     client = Client()
     command = [sys.executable, "-m", "aider_lsp", "acp"]
@@ -153,11 +165,13 @@ async def bench(args: argparse.Namespace, server: ScriptedLLMServer, state: Path
             script(server)
             await acp_edit(conn, client, session_id, acp_root)  # warm-up: starts Aider
             await asyncio.to_thread(lsp_edit, lsp, lsp_root)
+            await asyncio.to_thread(lsp_edit, lsp, lsp_root, chat)
             for _ in range(args.runs):
                 first, _, whole = await acp_edit(conn, client, session_id, acp_root)
                 figures["first_update"].append(first)
                 figures["acp"].append(whole)
                 figures["lsp"].append(await asyncio.to_thread(lsp_edit, lsp, lsp_root))
+                figures["lsp_chat"].append(await asyncio.to_thread(lsp_edit, lsp, lsp_root, chat))
             script(server, pieces=args.pieces, every=args.every)
             for _ in range(args.streams):
                 before = len(server.first_pieces)
@@ -193,6 +207,9 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> None:
         f"      the same edit over LSP (aider.automatic): {med['lsp'] * 1000:7.1f} ms median (n={args.runs})"
     )
     print(f"      ACP / LSP = {ratio:.2f}  (goal <= 1.1): {'OK' if ratio <= 1.1 else 'MISSED'}")
+    chat_ratio = med["acp"] / med["lsp_chat"]
+    print(f"      the same chat turn over LSP (interactive) : {med['lsp_chat'] * 1000:7.1f} ms median")
+    print(f"      ACP / LSP chat = {chat_ratio:.2f}  (the front end's own cost)")
     delay = med["first_chunk"]
     print(
         f"  (c) model streams {args.pieces} pieces {args.every:g} s apart; from its first piece to the"

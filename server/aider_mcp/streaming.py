@@ -121,7 +121,7 @@ class ReplyForwarder:
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._wake = asyncio.Event()
-        self._closed = False
+        self._closed = asyncio.Event()
 
     def write(self, text: str) -> None:
         """From the worker thread: queue a piece; the first of a batch wakes the sender."""
@@ -139,12 +139,14 @@ class ReplyForwarder:
             await self._wake.wait()
             self._wake.clear()
             await self._flush()
-            if self._closed:
+            if self._closed.is_set():
                 return
-            await asyncio.sleep(self._interval)
+            # the pause between batches; the end of the edit cuts it short (its answer waits)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), self._interval)
 
     def close(self) -> None:
-        self._closed = True
+        self._closed.set()
         self._wake.set()
 
     async def _flush(self) -> None:
