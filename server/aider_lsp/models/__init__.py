@@ -6,6 +6,7 @@
 - commands: one run of a shell command (CommandRun) and the problems it found (Finding)
 - usage: what one model call spent and what a run spent (apart and together), the budget
 - edits: what one Aider edit did (AiderEditOutcome), fix-and-retest
+- events: a workflow run's steps as they happen (PlanMade, EditStarted, …, the callback's type)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
 - context: workspace context for a model call (MatchItem, DataContext, …)
@@ -42,6 +43,16 @@ from .context import (
 )
 from .edits import AiderEditOutcome, FixAndRetest
 from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
+from .events import (
+    AnalysisMade,
+    EditFinished,
+    EditStarted,
+    EventCallback,
+    PlanMade,
+    TestRunFinished,
+    TestRunStarted,
+    WorkflowEvent,
+)
 from .history import (
     RestoreReport,
     RunChanges,
@@ -74,6 +85,7 @@ __all__ = [
     "AiderCallUsage",
     "AiderEditOutcome",
     "AiderInteractiveArgs",
+    "AnalysisMade",
     "AskCallback",
     "AssociativeMatchResult",
     "Budget",
@@ -84,8 +96,11 @@ __all__ = [
     "DataContext",
     "DecidingRun",
     "DevelopmentPlan",
+    "EditFinished",
+    "EditStarted",
     "EditSummary",
     "ErrorReason",
+    "EventCallback",
     "Finding",
     "FindingsCallback",
     "FixAndRetest",
@@ -94,6 +109,7 @@ __all__ = [
     "MatchItem",
     "OptionalPathList",
     "PathList",
+    "PlanMade",
     "Position",
     "ProgressCallback",
     "Range",
@@ -119,10 +135,13 @@ __all__ = [
     "TaskError",
     "TaskResult",
     "TaskStatus",
+    "TestRunFinished",
+    "TestRunStarted",
     "ToolArgs",
     "ToolSpec",
     "UnsavedFiles",
     "Verdict",
+    "WorkflowEvent",
     "WorkflowIteration",
     "WorkflowRequest",
     "WorkflowResult",
