@@ -17,6 +17,7 @@ import pytest
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    AgentThoughtChunk,
     AllowedOutcome,
     ClientCapabilities,
     EnvVariable,
@@ -233,14 +234,32 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert plans[0].entries[0].content.startswith(("Planning", "Iteration 1"))
     assert len(plans[-1].entries) >= len(plans[-2].entries)  # the full list every time
     assert all(entry.status == "completed" for entry in plans[-1].entries)
-    runs = [u for u in client.of(ToolCallStart) if u.kind == "execute"]
-    assert runs and all(TEST_COMMAND in run.title for run in runs)
+    # shown as they happened, one step after the other: each call closed before the next opens
+    started = client.of(ToolCallStart)
     closed = {u.tool_call_id: u for u in client.of(ToolCallProgress)}
-    assert closed[runs[0].tool_call_id].status == "failed"  # red first
-    assert closed[runs[-1].tool_call_id].status == "completed"  # then green
-    (diff,) = client.diffs()
-    assert diff.new_text == FIXED and diff.old_text == BUGGY
+    opened_at = [client.updates.index(u) for u in started]
+    closed_at = [client.updates.index(closed[u.tool_call_id]) for u in started]
+    assert all(closed_at[i] < opened_at[i + 1] for i in range(len(started) - 1)), started
+    edits = [u for u in started if u.kind == "edit"]
+    runs = [u for u in started if u.kind == "execute"]
+    assert started[-1].kind == "execute" and closed[runs[-1].tool_call_id].status == "completed"  # green
+    red = closed[runs[0].tool_call_id]
+    assert red.status == "failed" and runs[0].title.startswith(TEST_COMMAND)  # red first
+    assert any(location.path.endswith("test_calc.py") for location in red.locations)
+    assert "FAIL" in red.content[0].content.text
+    changed = [u for u in edits if closed[u.tool_call_id].status == "completed"]
+    assert len(changed) == 2 and all(u.title.startswith("Iteration") for u in edits)
+    first, second = client.diffs()  # each edit's own diff: together they rebuild the file
+    assert (first.old_text, first.new_text, second.old_text, second.new_text) == (
+        BUGGY,
+        HALF_FIXED,
+        HALF_FIXED,
+        FIXED,
+    )
+    thoughts = "".join(u.content.text for u in client.of(AgentThoughtChunk))
+    assert "Analysis of iteration 1: RETRY" in thoughts
     assert "The tests pass" in client.reply()
+    assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0
 
 
