@@ -597,14 +597,27 @@ async def test_config_options_set_the_retries_and_refuse_unknown_values(
 def test_doctor_says_what_an_acp_launch_uses(tmp_path: Path, llm_server: Any) -> None:
     import subprocess
 
+    def acp_line(env: dict[str, str]) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
+        return line
+
     env = scripted_env(llm_server.base_url)
-    done = subprocess.run(
-        [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
-    assert "openai:scripted-planner" in line and "key from" in line
-    assert "Aider model openai/scripted-coder" in line
+    line = acp_line(env)
+    assert "openai:scripted-planner, key from AIDER_LSP_API_KEY" in line  # the variable, not a setting
+    assert "Aider model openai/scripted-coder, key from AIDER_LSP_API_KEY (as OPENAI_API_KEY)" in line
+    del env["AIDER_LSP_API_KEY"]
+    env.pop("OPENAI_API_KEY", None)
+    env.update(AIDER_LSP_MODEL="anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY="sk-ant-test")
+    env.pop("AIDER_LSP_BASE_URL")
+    env.pop("AIDER_LSP_AIDER_MODEL")
+    line = acp_line(env)
+    assert "anthropic:claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
+    assert "Aider model anthropic/claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
+    assert "sk-ant-test" not in line
