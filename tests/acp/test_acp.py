@@ -22,7 +22,9 @@ from acp.schema import (
     ClientCapabilities,
     EnvVariable,
     FileEditToolCallContent,
+    FileSystemCapabilities,
     McpServerStdio,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -72,6 +74,8 @@ class RecordingClient:
         self.updates: list[Any] = []
         self.answers: list[str] = []  # the options chosen, in turn, for permission requests
         self.asked: list[Any] = []  # the permission requests' tool calls
+        self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
+        self.read: list[str] = []  # the paths the agent read through fs/read_text_file
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -83,6 +87,10 @@ class RecordingClient:
         chosen = self.answers.pop(0)
         assert chosen in [option.option_id for option in options]
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+    async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> ReadTextFileResponse:
+        self.read.append(path)
+        return ReadTextFileResponse(content=self.buffers.get(path) or Path(path).read_text())
 
     def on_connect(self, conn: Any) -> None:
         """Nothing to keep."""
@@ -118,14 +126,18 @@ def scripted_env(base_url: str, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def acp_agent(env: dict[str, str], log: Path) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
+async def acp_agent(
+    env: dict[str, str], log: Path, capabilities: ClientCapabilities | None = None
+) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
     """`aider-lsp acp` started and initialized: (the client connection, what it received, the process)."""
     client = RecordingClient()
     with log.open("wb") as stderr:
         async with spawn_agent_process(
             client, *AGENT, env=env, transport_kwargs={"stderr": stderr.fileno()}
         ) as (conn, process):
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            await conn.initialize(
+                protocol_version=1, client_capabilities=capabilities or ClientCapabilities()
+            )
             yield conn, client, process
 
 
@@ -181,8 +193,34 @@ async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     closing = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
     assert closing[-1].status == "completed"
     assert "Aider changed calc.py" in client.reply()
+    assert client.read == [] and client.asked == []  # fs/* not advertised: never called
     aider_request = next(r for r in llm_server.chat_requests() if IS_AIDER(r))
     assert "Fix subtract and multiply" in json.dumps(aider_request)
+
+
+@pytest.mark.aider
+async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    reads = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True))
+    env = scripted_env(llm_server.base_url)
+    async with acp_agent(env, tmp_path / "agent.log", reads) as (conn, client, _):
+        client.buffers[str(calc)] = BUGGY + "# the user's unsaved line\n"
+        session_id = await new_session(conn, calc_project)
+        client.answers = ["reject"]
+        rejected = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+        rejected_reply = client.reply()
+        assert calc.read_text() == BUGGY and llm_server.chat_requests() == []  # Aider never ran
+        client.answers = ["allow-once"]
+        allowed = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+    assert rejected.stop_reason == allowed.stop_reason == "end_turn"
+    assert "Not edited" in rejected_reply and "calc.py" in rejected_reply
+    assert len(client.asked) == 2 and "calc.py" in client.asked[0].title
+    assert [location.path for location in client.asked[0].locations] == [str(calc)]
+    assert client.read == [str(calc), str(calc)]
+    assert calc.read_text() == FIXED and "Aider changed calc.py" in client.reply()
 
 
 @pytest.mark.aider

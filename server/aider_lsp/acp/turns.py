@@ -16,6 +16,7 @@ from acp.schema import StopReason
 
 from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
 from . import render
+from .buffers import rejected_buffers
 from .commands import parse_command, run_command
 from .live import LiveRun
 from .modes import Mode
@@ -47,6 +48,29 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
         return await run_command(session, *command)
     if session.mode is Mode.ASK:
         return await ask_turn(session, request)
+    try:
+        return await _editing_turn(session, request)
+    finally:
+        session.skipped.clear()
+        session.held.release(session.id)
+
+
+async def _editing_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    """An Edit or Workflow turn, once the user has said which changed buffers Aider may edit."""
+    named = [*session.files, *(rel for rel in request.files if rel not in session.files)]
+    skipped = await rejected_buffers(session, named)
+    if skipped:
+        session.skipped.update(skipped)
+        session.held.hold(session.id, [str(session.app.workspace / rel) for rel in skipped])
+        session.outbox.post(
+            render.message(
+                "Not edited (its editor buffer differs from the file on disk, and editing it was "
+                "not allowed): " + ", ".join(skipped) + "\n\n"
+            )
+        )
+        if request.files and all(rel in skipped for rel in request.files):
+            session.outbox.post(render.message("Nothing was run: every file the prompt names was kept."))
+            return "end_turn"
     if session.mode is Mode.WORKFLOW:
         return await workflow_turn(session, request)
     return await edit_turn(session, request)
@@ -57,7 +81,7 @@ def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
     for rel in request.files:
         if rel not in session.files:
             session.files.append(rel)
-    return list(session.files)
+    return [rel for rel in session.files if rel not in session.skipped]
 
 
 async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
