@@ -47,6 +47,7 @@ from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.settings import load_settings
 from aider_lsp.suite.choose import remembered_path
+from aider_lsp_testing.apps import scripted_options
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -61,6 +62,7 @@ from aider_lsp_testing.llm_server import (
     slow,
     tool_call,
 )
+from aider_lsp_testing.lsp_session import execute
 from aider_mcp.snapshots import unified_diff
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
@@ -659,3 +661,39 @@ def test_doctor_says_what_an_acp_launch_uses(tmp_path: Path, llm_server: Any) ->
     assert "anthropic:claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
     assert "Aider model anthropic/claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
     assert "sk-ant-test" not in line
+
+
+@pytest.mark.aider
+async def test_the_lsp_and_acp_fronts_share_one_workspace(
+    calc_project: Path, llm_server: Any, lsp: Any, tmp_path: Path
+) -> None:
+    """VS Code (LSP) and an ACP editor on one folder at once: both index it and find files in
+    it, and each one's undo takes back the other's edit."""
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    log = tmp_path / "agent.log"
+    options = scripted_options(llm_server.base_url)
+    fix = {"prompt": "Fix it", "file_context": ["calc.py"]}
+    async with (
+        lsp(calc_project, init_options=options) as editor,
+        acp_agent(scripted_env(llm_server.base_url), log) as (conn, client, _),
+    ):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("/context multiply")])
+        links = [u.content.uri for u in client.of(AgentMessageChunk) if hasattr(u.content, "uri")]
+        found = await execute(editor, "aider-lsp.system.getContext", {"query": "multiply"})
+        edited = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+        assert edited.stop_reason == "end_turn" and calc.read_text() == FIXED
+        undone_by_lsp = await execute(editor, "aider-lsp.workflow.undo", {})
+        assert calc.read_text() == BUGGY, undone_by_lsp  # the LSP's undo took back ACP's edit
+        again = await execute(editor, "aider-lsp.aider.automatic", fix)
+        assert again["status"] == "COMPLETE" and calc.read_text() == FIXED, again
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/undo")])
+        undo_reply = client.reply()
+    assert calc.as_uri() in links  # ACP's index answers
+    assert found["status"] == "COMPLETE" and "calc.py" in found["content"]  # and the LSP's
+    assert calc.read_text() == BUGGY, undo_reply  # ACP's /undo took back the LSP's edit
+    assert "calc.py" in undo_reply
+    problems = [line for line in log.read_text().splitlines() if "locked" in line or "Traceback" in line]
+    assert problems == []
