@@ -17,11 +17,14 @@ import pytest
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    AgentThoughtChunk,
     AllowedOutcome,
     ClientCapabilities,
     EnvVariable,
     FileEditToolCallContent,
+    FileSystemCapabilities,
     McpServerStdio,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -44,6 +47,7 @@ from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.settings import load_settings
 from aider_lsp.suite.choose import remembered_path
+from aider_lsp_testing.apps import scripted_options
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -59,6 +63,7 @@ from aider_lsp_testing.llm_server import (
     slow,
     tool_call,
 )
+from aider_lsp_testing.lsp_session import execute
 from aider_mcp.snapshots import unified_diff
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
@@ -72,6 +77,8 @@ class RecordingClient:
         self.updates: list[Any] = []
         self.answers: list[str] = []  # the options chosen, in turn, for permission requests
         self.asked: list[Any] = []  # the permission requests' tool calls
+        self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
+        self.read: list[str] = []  # the paths the agent read through fs/read_text_file
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -83,6 +90,10 @@ class RecordingClient:
         chosen = self.answers.pop(0)
         assert chosen in [option.option_id for option in options]
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+    async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> ReadTextFileResponse:
+        self.read.append(path)
+        return ReadTextFileResponse(content=self.buffers.get(path) or Path(path).read_text())
 
     def on_connect(self, conn: Any) -> None:
         """Nothing to keep."""
@@ -118,14 +129,18 @@ def scripted_env(base_url: str, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def acp_agent(env: dict[str, str], log: Path) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
+async def acp_agent(
+    env: dict[str, str], log: Path, capabilities: ClientCapabilities | None = None
+) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
     """`aider-lsp acp` started and initialized: (the client connection, what it received, the process)."""
     client = RecordingClient()
     with log.open("wb") as stderr:
         async with spawn_agent_process(
             client, *AGENT, env=env, transport_kwargs={"stderr": stderr.fileno()}
         ) as (conn, process):
-            await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            await conn.initialize(
+                protocol_version=1, client_capabilities=capabilities or ClientCapabilities()
+            )
             yield conn, client, process
 
 
@@ -181,8 +196,34 @@ async def test_edit_turn_changes_the_mentioned_file_and_shows_its_diff(
     closing = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
     assert closing[-1].status == "completed"
     assert "Aider changed calc.py" in client.reply()
+    assert client.read == [] and client.asked == []  # fs/* not advertised: never called
     aider_request = next(r for r in llm_server.chat_requests() if IS_AIDER(r))
     assert "Fix subtract and multiply" in json.dumps(aider_request)
+
+
+@pytest.mark.aider
+async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    reads = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True))
+    env = scripted_env(llm_server.base_url)
+    async with acp_agent(env, tmp_path / "agent.log", reads) as (conn, client, _):
+        client.buffers[str(calc)] = BUGGY + "# the user's unsaved line\n"
+        session_id = await new_session(conn, calc_project)
+        client.answers = ["reject"]
+        rejected = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+        rejected_reply = client.reply()
+        assert calc.read_text() == BUGGY and llm_server.chat_requests() == []  # Aider never ran
+        client.answers = ["allow-once"]
+        allowed = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+    assert rejected.stop_reason == allowed.stop_reason == "end_turn"
+    assert "Not edited" in rejected_reply and "calc.py" in rejected_reply
+    assert len(client.asked) == 2 and "calc.py" in client.asked[0].title
+    assert [location.path for location in client.asked[0].locations] == [str(calc)]
+    assert client.read == [str(calc), str(calc)]
+    assert calc.read_text() == FIXED and "Aider changed calc.py" in client.reply()
 
 
 @pytest.mark.aider
@@ -260,14 +301,32 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert plans[0].entries[0].content.startswith(("Planning", "Iteration 1"))
     assert len(plans[-1].entries) >= len(plans[-2].entries)  # the full list every time
     assert all(entry.status == "completed" for entry in plans[-1].entries)
-    runs = [u for u in client.of(ToolCallStart) if u.kind == "execute"]
-    assert runs and all(TEST_COMMAND in run.title for run in runs)
+    # shown as they happened, one step after the other: each call closed before the next opens
+    started = client.of(ToolCallStart)
     closed = {u.tool_call_id: u for u in client.of(ToolCallProgress)}
-    assert closed[runs[0].tool_call_id].status == "failed"  # red first
-    assert closed[runs[-1].tool_call_id].status == "completed"  # then green
-    (diff,) = client.diffs()
-    assert diff.new_text == FIXED and diff.old_text == BUGGY
+    opened_at = [client.updates.index(u) for u in started]
+    closed_at = [client.updates.index(closed[u.tool_call_id]) for u in started]
+    assert all(closed_at[i] < opened_at[i + 1] for i in range(len(started) - 1)), started
+    edits = [u for u in started if u.kind == "edit"]
+    runs = [u for u in started if u.kind == "execute"]
+    assert started[-1].kind == "execute" and closed[runs[-1].tool_call_id].status == "completed"  # green
+    red = closed[runs[0].tool_call_id]
+    assert red.status == "failed" and runs[0].title.startswith(TEST_COMMAND)  # red first
+    assert any(location.path.endswith("test_calc.py") for location in red.locations)
+    assert "FAIL" in red.content[0].content.text
+    changed = [u for u in edits if closed[u.tool_call_id].status == "completed"]
+    assert len(changed) == 2 and all(u.title.startswith("Iteration") for u in edits)
+    first, second = client.diffs()  # each edit's own diff: together they rebuild the file
+    assert (first.old_text, first.new_text, second.old_text, second.new_text) == (
+        BUGGY,
+        HALF_FIXED,
+        HALF_FIXED,
+        FIXED,
+    )
+    thoughts = "".join(u.content.text for u in client.of(AgentThoughtChunk))
+    assert "Analysis of iteration 1: RETRY" in thoughts
     assert "The tests pass" in client.reply()
+    assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0
 
 
@@ -605,14 +664,63 @@ async def test_config_options_set_the_retries_and_refuse_unknown_values(
 def test_doctor_says_what_an_acp_launch_uses(tmp_path: Path, llm_server: Any) -> None:
     import subprocess
 
+    def acp_line(env: dict[str, str]) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
+        return line
+
     env = scripted_env(llm_server.base_url)
-    done = subprocess.run(
-        [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    (line,) = [line for line in done.stdout.splitlines() if "acp launch" in line]
-    assert "openai:scripted-planner" in line and "key from" in line
-    assert "Aider model openai/scripted-coder" in line
+    line = acp_line(env)
+    assert "openai:scripted-planner, key from AIDER_LSP_API_KEY" in line  # the variable, not a setting
+    assert "Aider model openai/scripted-coder, key from AIDER_LSP_API_KEY (as OPENAI_API_KEY)" in line
+    del env["AIDER_LSP_API_KEY"]
+    env.pop("OPENAI_API_KEY", None)
+    env.update(AIDER_LSP_MODEL="anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY="sk-ant-test")
+    env.pop("AIDER_LSP_BASE_URL")
+    env.pop("AIDER_LSP_AIDER_MODEL")
+    line = acp_line(env)
+    assert "anthropic:claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
+    assert "Aider model anthropic/claude-sonnet-4-5, key from ANTHROPIC_API_KEY" in line
+    assert "sk-ant-test" not in line
+
+
+@pytest.mark.aider
+async def test_the_lsp_and_acp_fronts_share_one_workspace(
+    calc_project: Path, llm_server: Any, lsp: Any, tmp_path: Path
+) -> None:
+    """VS Code (LSP) and an ACP editor on one folder at once: both index it and find files in
+    it, and each one's undo takes back the other's edit."""
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
+    calc = calc_project / "calc.py"
+    log = tmp_path / "agent.log"
+    options = scripted_options(llm_server.base_url)
+    fix = {"prompt": "Fix it", "file_context": ["calc.py"]}
+    async with (
+        lsp(calc_project, init_options=options) as editor,
+        acp_agent(scripted_env(llm_server.base_url), log) as (conn, client, _),
+    ):
+        session_id = await new_session(conn, calc_project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("/context multiply")])
+        links = [u.content.uri for u in client.of(AgentMessageChunk) if hasattr(u.content, "uri")]
+        found = await execute(editor, "aider-lsp.system.getContext", {"query": "multiply"})
+        edited = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
+        assert edited.stop_reason == "end_turn" and calc.read_text() == FIXED
+        undone_by_lsp = await execute(editor, "aider-lsp.workflow.undo", {})
+        assert calc.read_text() == BUGGY, undone_by_lsp  # the LSP's undo took back ACP's edit
+        again = await execute(editor, "aider-lsp.aider.automatic", fix)
+        assert again["status"] == "COMPLETE" and calc.read_text() == FIXED, again
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/undo")])
+        undo_reply = client.reply()
+    assert calc.as_uri() in links  # ACP's index answers
+    assert found["status"] == "COMPLETE" and "calc.py" in found["content"]  # and the LSP's
+    assert calc.read_text() == BUGGY, undo_reply  # ACP's /undo took back the LSP's edit
+    assert "calc.py" in undo_reply
+    problems = [line for line in log.read_text().splitlines() if "locked" in line or "Traceback" in line]
+    assert problems == []

@@ -12,12 +12,19 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.models import (
+    AnalysisMade,
     CommandRun,
+    EditFinished,
+    EditStarted,
     ErrorReason,
     Finding,
+    PlanMade,
     RequestContext,
     SuiteScope,
+    TestRunFinished,
+    TestRunStarted,
     Verdict,
+    WorkflowEvent,
     WorkflowStatus,
 )
 from aider_lsp.settings import load_settings
@@ -230,6 +237,61 @@ async def test_failing_tests_that_still_fail_decide_without_the_whole_suite(host
     host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
     await loop(host, max_retries=2).run(RequestContext())
     assert suite_commands(host) == ["pytest", f"pytest {FAILING}"]
+
+
+# -- the run's steps as they happen ----------------------------------------------------------
+def _step(event: WorkflowEvent) -> str:
+    """An event as a line: its kind, iteration and what a reader checks."""
+    if isinstance(event, EditStarted):
+        return f"edit {event.iteration} {event.files}"
+    if isinstance(event, EditFinished):
+        return f"edited {event.iteration} {event.changed_files}"
+    if isinstance(event, TestRunStarted):
+        return f"test {event.iteration} {event.scope.value}: {event.command}"
+    if isinstance(event, TestRunFinished):
+        return f"tested {event.iteration} {event.scope.value}: exit {event.exit_code}"
+    if isinstance(event, AnalysisMade):
+        return f"analysis {event.iteration} {event.analysis.verdict.value}"
+    return f"plan {event.plan.files}"
+
+
+async def test_each_step_is_reported_as_it_happens_in_order(host: FakeHost) -> None:
+    events: list[WorkflowEvent] = []
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n")])
+    host.test_runs.extend([red_run(FAILING), red_run(FAILING)])
+    host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
+    await loop(host, max_retries=2).run(RequestContext(report_event=events.append))
+    steps = [_step(event) for event in events]
+    analyses = [step for step in steps if step.startswith("analysis")]
+    assert [step for step in steps if not step.startswith("analysis")] == [
+        "edit 1 ['calc.py']",
+        "edited 1 ['calc.py']",
+        "test 1 whole: pytest",
+        "tested 1 whole: exit 1",
+        "edit 2 ['calc.py']",
+        "edited 2 ['calc.py']",
+        f"test 2 failing: pytest {FAILING}",
+        "tested 2 failing: exit 1",
+    ]
+    assert analyses == ["analysis 1 RETRY", "analysis 2 RETRY"]
+    assert steps.index("analysis 1 RETRY") > steps.index("tested 1 whole: exit 1")  # beside edit 2
+    assert steps[-1] == "analysis 2 RETRY"  # the last iteration waits for its own
+    first_edit = next(event for event in events if isinstance(event, EditFinished))
+    assert first_edit.error is None and not first_edit.no_change
+    failed = next(event for event in events if isinstance(event, TestRunFinished))
+    assert FAILING in failed.stdout and not failed.passed
+
+
+async def test_a_plan_made_beside_the_first_edit_is_reported(host: FakeHost) -> None:
+    events: list[WorkflowEvent] = []
+    host.edits.append(writes("calc.py", FIXED))
+    host.plans.append(plan("Fix multiply", ["calc.py"]))
+    host.test_runs.append(green_run())
+    run = CodingWorkflowOrchestrator(host, "multiply multiplies", "", None, 3, ["calc.py"])
+    result = await run.run(RequestContext(report_event=events.append))
+    assert result.status is WorkflowStatus.SUCCESS
+    made = [event for event in events if isinstance(event, PlanMade)]
+    assert [event.plan.instructions for event in made] == ["Fix multiply"]
 
 
 # -- the first edit at once, on the index's files; the plan beside it where it helps -----------

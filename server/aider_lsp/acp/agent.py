@@ -43,6 +43,7 @@ from acp import PROTOCOL_VERSION, RequestError
 
 from .. import __version__
 from . import transcript
+from .buffers import HeldFiles
 from .commands import available_commands
 from .mcp_servers import McpServers
 from .modes import MODE_OPTION, Mode, mode_state, parse_mode
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ..app import Application
+    from ..models import UnsavedFiles
 
 log = logging.getLogger(__name__)
 
@@ -68,18 +70,26 @@ def invalid_params(message: str) -> RequestError:
 class AiderAgent:
     """The sessions of one client connection and the Applications they run on."""
 
-    def __init__(self, make_app: Callable[[Path], Application]) -> None:
+    def __init__(self, make_app: Callable[[Path, UnsavedFiles], Application]) -> None:
+        """`make_app(workspace, unsaved_files)`: the files a turn keeps from Aider are its
+        Application's unsaved files (buffers.py)."""
         self.make_app = make_app
         self.client: Client | None = None
+        self.reads_buffers = False  # the client offers fs/read_text_file
         self.sessions: dict[str, AcpSession] = {}
         self.apps: dict[Path, Application] = {}
+        self.held: dict[Path, HeldFiles] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
+        files = getattr(client_capabilities, "fs", None)
+        self.reads_buffers = bool(getattr(files, "read_text_file", False))
         capabilities = AgentCapabilities(
             load_session=True,
             session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
@@ -113,6 +123,7 @@ class AiderAgent:
         session = AcpSession(
             id=session_id, app=app, outbox=outbox, mcp=mcp, client=self.client, transcript=kept
         )
+        session.reads_buffers, session.held = self.reads_buffers, self.held[workspace]
         session.max_retries = app.settings.max_retries
         self.sessions[session_id] = session
         return session
@@ -158,7 +169,8 @@ class AiderAgent:
         """The workspace's Application, built and warmed up (Aider, the index) at its first session."""
         app = self.apps.get(workspace)
         if app is None:
-            app = self.apps[workspace] = self.make_app(workspace)
+            held = self.held[workspace] = HeldFiles()
+            app = self.apps[workspace] = self.make_app(workspace, held)
             self._keep(asyncio.create_task(app.warm_up(), name="aider-warm-up"))
             self._keep(asyncio.create_task(_index(app), name="workspace-index"))
         return app

@@ -1,5 +1,6 @@
-"""The Application's one question to the user, asked as ACP's `session/request_permission`:
-may a test command found in the workspace run (allow once / allow always / reject)?
+"""The questions asked as ACP's `session/request_permission`: may a test command found in
+the workspace run (allow once / allow always / reject)? May Aider edit a file whose editor
+buffer differs from the file on disk (allow once / reject; buffers.py)?
 
 The Application asks through `RequestContext.ask(message, actions)`, whose first action accepts
 and remembers and whose last declines (for the test command: "Use it" / "Change…"); an
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallLocation, ToolCallUpdate
 
 from acp import start_tool_call, text_block, tool_content, update_tool_call
 
@@ -32,6 +33,9 @@ OPTIONS = [
     PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow in this workspace", kind="allow_always"),
     PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
 ]
+
+
+EDIT_OPTIONS = [OPTIONS[0], OPTIONS[2]]  # a buffer differs now: nothing to remember
 
 
 @dataclass
@@ -62,15 +66,34 @@ def permission_asker(
     return ask
 
 
-async def _choice(client: Client, session_id: str, tool_call: ToolCallUpdate) -> str:
+async def may_edit(client: Client, session: AcpSession, rel: str, path: str) -> bool:
+    """Ask whether Aider may edit `rel`, whose editor buffer differs from the file on disk
+    (Aider edits the disk: the editor's unsaved text would be overwritten or left behind).
+    A pending `edit` tool call on the file, closed with the answer."""
+    message = f"Edit {rel}? Its editor buffer differs from the file on disk: Aider edits the file on disk."
+    call_id = session.next_call_id("permission")
+    location = [ToolCallLocation(path=path)]
+    session.outbox.post(start_tool_call(call_id, message, kind="edit", status="pending", locations=location))
+    await session.outbox.flush()
+    update = ToolCallUpdate(tool_call_id=call_id, title=message, kind="edit", locations=location)
+    allowed = await _choice(client, session.id, update, EDIT_OPTIONS) == ALLOW_ONCE
+    note = [tool_content(text_block("Allowed once." if allowed else f"Not allowed: {rel} is not edited."))]
+    session.outbox.post(update_tool_call(call_id, status="completed" if allowed else "failed", content=note))
+    return allowed
+
+
+async def _choice(
+    client: Client, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption] = OPTIONS
+) -> str:
     """The option the user chose; REJECT when the prompt was cancelled or the client failed."""
     try:
-        answer = await client.request_permission(session_id=session_id, tool_call=tool_call, options=OPTIONS)
+        answer = await client.request_permission(session_id=session_id, tool_call=tool_call, options=options)
     except Exception as exc:  # the client cannot answer: the question is declined
         log.info("session/request_permission failed: %s", exc)
         return REJECT
     outcome = answer.outcome
-    if isinstance(outcome, AllowedOutcome) and outcome.option_id in (ALLOW_ONCE, ALLOW_ALWAYS):
+    chosen = {option.option_id for option in options} - {REJECT}
+    if isinstance(outcome, AllowedOutcome) and outcome.option_id in chosen:
         return outcome.option_id
     return REJECT
 

@@ -15,7 +15,10 @@ from typing import Any
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
     Cost,
+    FileEditToolCallContent,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
@@ -30,19 +33,27 @@ from acp import (
     tool_content,
     tool_diff_content,
     update_agent_message_text,
+    update_agent_thought_text,
     update_plan,
     update_tool_call,
 )
 
-from ..models import WorkflowUsage
+from ..models import Finding, TestRunFinished, WorkflowUsage
 from .diffs import FileDiff, split_diff, text_before
 
 OUTPUT_LINES = 40  # a test run's output keeps its first and last lines
-Update = AgentMessageChunk | AgentPlanUpdate | ToolCallStart | ToolCallProgress | UsageUpdate
+Update = (
+    AgentMessageChunk | AgentThoughtChunk | AgentPlanUpdate | ToolCallStart | ToolCallProgress | UsageUpdate
+)
 
 
 def message(text: str) -> AgentMessageChunk:
     return update_agent_message_text(text)
+
+
+def thought(text: str) -> AgentThoughtChunk:
+    """The agent's reasoning (a run's plan, its analysis): shown apart from the reply."""
+    return update_agent_thought_text(text)
 
 
 def edit_pending(call_id: str, rel: str, workspace: Path) -> ToolCallStart:
@@ -51,6 +62,37 @@ def edit_pending(call_id: str, rel: str, workspace: Path) -> ToolCallStart:
     return start_tool_call(
         call_id, f"Edit {rel}", kind="edit", status="pending", locations=[ToolCallLocation(path=path)]
     )
+
+
+def run_edit_started(call_id: str, iteration: int, files: Sequence[str], workspace: Path) -> ToolCallStart:
+    """A workflow's Aider edit opens, pending, on the files it was given (one call an edit)."""
+    title = f"Iteration {iteration}: Aider edits {', '.join(files) or 'the files it picks'}"
+    locations = [ToolCallLocation(path=str(workspace / rel)) for rel in files]
+    return start_tool_call(call_id, title, kind="edit", status="pending", locations=locations or None)
+
+
+def run_edit_finished(
+    call_id: str, iteration: int, parts: dict[str, FileDiff], workspace: Path, *, failed: str | None = None
+) -> ToolCallProgress:
+    """The edit closed: completed with one `{path, oldText, newText}` a changed file and the
+    changed places as locations, or failed with why."""
+    if failed is not None:
+        content = [tool_content(text_block(failed))]
+        return update_tool_call(
+            call_id, title=f"Iteration {iteration}: no edit", status="failed", content=content
+        )
+    changes = [_change(part, rel, workspace) for rel, part in parts.items()]
+    locations = [
+        ToolCallLocation(path=str(workspace / rel), line=_first_changed_line(part))
+        for rel, part in parts.items()
+    ]
+    title = f"Iteration {iteration}: Aider changed {', '.join(parts)}"
+    return update_tool_call(call_id, title=title, status="completed", content=changes, locations=locations)
+
+
+def update_failed(call_id: str, why: str) -> ToolCallProgress:
+    """A tool call closed as failed, saying why (a cancelled run)."""
+    return update_tool_call(call_id, status="failed", content=[tool_content(text_block(why))])
 
 
 def edit_done(
@@ -65,13 +107,20 @@ def edit_done(
         return update_tool_call(call_id, status="failed", content=content, locations=location)
     if part is None:
         return update_tool_call(call_id, title=f"{rel}: unchanged", status="completed", locations=location)
+    return update_tool_call(
+        call_id, status="completed", content=[_change(part, rel, workspace)], locations=location
+    )
+
+
+def _change(part: FileDiff, rel: str, workspace: Path) -> FileEditToolCallContent | ContentToolCallContent:
+    """A changed file's `{path, oldText, newText}` (the text before rebuilt from the file now
+    and its part of the diff), or why it cannot be shown."""
+    path = workspace / rel
     try:
         now = path.read_text(encoding="utf-8") if not part.deleted else ""
     except (OSError, UnicodeDecodeError) as exc:
-        content = [tool_content(text_block(f"{rel} changed but cannot be read now: {exc}"))]
-        return update_tool_call(call_id, status="completed", content=content, locations=location)
-    diff = tool_diff_content(str(path), now, text_before(part, now))
-    return update_tool_call(call_id, status="completed", content=[diff], locations=location)
+        return tool_content(text_block(f"{rel} changed but cannot be read now: {exc}"))
+    return tool_diff_content(str(path), now, text_before(part, now))
 
 
 def _first_changed_line(part: FileDiff | None) -> int | None:
@@ -87,9 +136,15 @@ def file_parts(diff: str) -> dict[str, FileDiff]:
 
 
 def test_run_started(call_id: str, command: str, why: str = "") -> ToolCallStart:
-    title = command if not why else f"{command} ({why})"
+    """A test run starts: the command is the title; `why` (which run of the loop) its content."""
+    content = [tool_content(text_block(why))] if why else None
     return start_tool_call(
-        call_id, title, kind="execute", status="in_progress", raw_input={"command": command}
+        call_id,
+        command,
+        kind="execute",
+        status="in_progress",
+        content=content,
+        raw_input={"command": command},
     )
 
 
@@ -114,6 +169,34 @@ def test_run_done(
         locations=locations or None,
         raw_output={"exit_code": exit_code},
     )
+
+
+def test_run_closed(call_id: str, run: TestRunFinished, workspace: Path, why: str = "") -> ToolCallProgress:
+    """A workflow's test run closed as it ended: passed, failed with its exit code, killed at
+    the timeout or not run; the output's head and tail; its failures located at file:line."""
+    output = "\n".join(part for part in (run.stdout, run.stderr) if part.strip())
+    if run.error is not None:
+        said = f"could not run: {run.error}"
+    elif run.timed_out:
+        said = "killed at the timeout"
+    else:
+        said = "passed" if run.exit_code == 0 else f"failed (exit code {run.exit_code})"
+    said = f"{why}: {said}" if why else said
+    text = f"{said}\n```\n{_head_and_tail(output)}\n```" if output.strip() else said
+    locations = [_finding_location(finding, workspace) for finding in run.findings if finding.path]
+    return update_tool_call(
+        call_id,
+        status="completed" if run.passed else "failed",
+        content=[tool_content(text_block(text))],
+        locations=locations or None,
+        raw_output={"exit_code": run.exit_code},
+    )
+
+
+def _finding_location(finding: Finding, workspace: Path) -> ToolCallLocation:
+    """A failure's place (ACP lines are 0-based; line 0 means the whole file)."""
+    line = finding.line - 1 if finding.line > 0 else None
+    return ToolCallLocation(path=str(workspace / finding.path), line=line)
 
 
 def _head_and_tail(output: str) -> str:

@@ -29,12 +29,14 @@ if TYPE_CHECKING:
     from acp.interfaces import Agent
 
     from ..app import Application
+    from ..models import UnsavedFiles
 
 log = logging.getLogger(__name__)
 
 
-def build_app(workspace: Path) -> Application:
-    """The workspace's Application on the environment's settings (a bad one: invalid params)."""
+def build_app(workspace: Path, unsaved_files: UnsavedFiles) -> Application:
+    """The workspace's Application on the environment's settings (a bad one: invalid params);
+    `unsaved_files`: those the running turns keep from Aider."""
     from ..app import Application
     from ..settings import SettingsError, load_settings
 
@@ -42,7 +44,7 @@ def build_app(workspace: Path) -> Application:
         settings = load_settings()
     except SettingsError as exc:
         raise invalid_params(f"aider-lsp's settings are invalid: {exc}") from exc
-    return Application(workspace, settings)
+    return Application(workspace, settings, unsaved_files)
 
 
 def serve_stdio() -> int:

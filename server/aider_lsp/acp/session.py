@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .buffers import HeldFiles
 from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
 from .transcript import SessionMeta, Transcript
@@ -78,6 +79,9 @@ class AcpSession:
     title: str | None = None
     last_diff: str = ""  # what the session's last edit or run changed (/diff)
     max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
+    reads_buffers: bool = False  # the client offers fs/read_text_file (its editor buffers)
+    held: HeldFiles = field(default_factory=HeldFiles)  # the workspace's files kept from Aider
+    skipped: set[str] = field(default_factory=set)  # this turn's files the user kept from Aider
 
     def keep_meta(self) -> None:
         """Save what session/list shows and session/load restores."""

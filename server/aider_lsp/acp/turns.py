@@ -3,7 +3,8 @@
 Ask → `Application.ask` (the session's ask chat); Edit → `Application.edit(chat=True)` (the
 session's kept Aider chat, the mentioned files announced as pending edit tool calls first);
 in both, Aider's reply reaches the client as message chunks while Aider writes it;
-Workflow → `Application.run_workflow` (progress as a plan, then the edits and test runs).
+Workflow → `Application.run_workflow` (progress as a plan; its edits, test runs and analyses
+shown as they happen, live.py).
 Each returns the stop reason; a cancel arrives as CancelledError and is the caller's.
 """
 
@@ -16,7 +17,9 @@ from acp.schema import StopReason
 
 from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
 from . import render
+from .buffers import rejected_buffers
 from .commands import parse_command, run_command
+from .live import LiveRun
 from .modes import Mode
 from .permission import Asked, permission_asker, rejection_note
 from .prompt import PromptInput
@@ -46,6 +49,29 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
         return await run_command(session, *command)
     if session.mode is Mode.ASK:
         return await ask_turn(session, request)
+    try:
+        return await _editing_turn(session, request)
+    finally:
+        session.skipped.clear()
+        session.held.release(session.id)
+
+
+async def _editing_turn(session: AcpSession, request: PromptInput) -> StopReason:
+    """An Edit or Workflow turn, once the user has said which changed buffers Aider may edit."""
+    named = [*session.files, *(rel for rel in request.files if rel not in session.files)]
+    skipped = await rejected_buffers(session, named)
+    if skipped:
+        session.skipped.update(skipped)
+        session.held.hold(session.id, [str(session.app.workspace / rel) for rel in skipped])
+        session.outbox.post(
+            render.message(
+                "Not edited (its editor buffer differs from the file on disk, and editing it was "
+                "not allowed): " + ", ".join(skipped) + "\n\n"
+            )
+        )
+        if request.files and all(rel in skipped for rel in request.files):
+            session.outbox.post(render.message("Nothing was run: every file the prompt names was kept."))
+            return "end_turn"
     if session.mode is Mode.WORKFLOW:
         return await workflow_turn(session, request)
     return await edit_turn(session, request)
@@ -69,7 +95,7 @@ def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
     for rel in request.files:
         if rel not in session.files:
             session.files.append(rel)
-    return list(session.files)
+    return [rel for rel in session.files if rel not in session.skipped]
 
 
 async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
@@ -161,8 +187,13 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
 
     asked = Asked()
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
+    live = LiveRun(session)
     ctx = RequestContext(
-        report_progress=on_progress, answer_cancelled=on_cancelled, open_files=list(request.files), ask=ask
+        report_progress=on_progress,
+        answer_cancelled=on_cancelled,
+        open_files=list(request.files),
+        ask=ask,
+        report_event=live.show,
     )
     files = _session_files(session, request) or None
     run = WorkflowRequest(goal=request.text, file_context=files, max_retries=session.max_retries)
@@ -175,47 +206,33 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
                 + "\n\n"
             )
         )
-    with session.app.model_toolsets(session.mcp.toolsets):
-        result = await session.app.run_workflow(run, ctx)
+    try:
+        with session.app.model_toolsets(session.mcp.toolsets):
+            result = await session.app.run_workflow(run, ctx)
+    except asyncio.CancelledError:
+        live.close_open("cancelled")
+        raise
     rejected = rejection_note(asked)
     if rejected is not None:  # the run stopped before it began: nothing ran
         session.outbox.post(render.message(rejected))
         return "end_turn"
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
-    _render_run(session, result)
+    live.close_open(result.content)  # a run that ended mid-step (it says why)
+    session.outbox.post(render.message(f"{result.content}\n\n{_tests_said(result)}"))
     session.last_diff = str(result.notes.get("diff") or "") or session.last_diff
     reason = result.error.reason if result.error is not None else None
     return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"
 
 
-def _render_run(session: AcpSession, result: TaskResult) -> None:
-    """The run's test runs and edits as tool calls, then its message and whether the tests pass."""
-    workspace = session.app.workspace
+def _tests_said(result: TaskResult) -> str:
+    """Whether the tests pass, by the run that decided the last tested iteration (the edits
+    and test runs were shown as they happened: the reply repeats none of them)."""
     history: dict[str, Any] = result.notes.get("workflow") or {}
-    last_test: dict[str, Any] | None = None
-    for iteration in history.get("iterations") or []:
-        test = iteration.get("test")
-        runs = iteration.get("test_runs") or ([test] if test else [])
-        for index, run in enumerate(runs):
-            decides = index == len(runs) - 1 and test is not None
-            shown = test if decides else run
-            call_id = session.next_call_id("test")
-            why = f"iteration {iteration.get('iteration')}: {run.get('scope', 'tests')}"
-            session.outbox.post(render.test_run_started(call_id, str(run.get("command") or ""), why))
-            findings = (iteration.get("findings") or []) if decides else []
-            session.outbox.post(render.test_run_done(call_id, shown or {}, workspace, findings))
-        last_test = test or last_test
-    for rel, part in render.file_parts(str(result.notes.get("diff") or "")).items():
-        call_id = session.next_call_id("edit")
-        session.outbox.post(render.edit_pending(call_id, rel, workspace))
-        session.outbox.post(render.edit_done(call_id, part, rel, workspace))
-    session.outbox.post(render.message(f"{result.content}\n\n{_tests_said(last_test)}"))
-
-
-def _tests_said(test: dict[str, Any] | None) -> str:
-    if test is None:
+    tested = [it["test"] for it in history.get("iterations") or [] if it.get("test")]
+    if not tested:
         return "No test ran."
+    test = tested[-1]
     if test.get("exit_code") == 0:
         return f"The tests pass (`{test.get('command')}`)."
     return f"The tests still fail (`{test.get('command')}`, exit code {test.get('exit_code')})."

@@ -3,6 +3,7 @@ the Aider environment, the test command), one line each."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,21 +113,53 @@ def check_provider(settings: Settings, workspace: Path) -> list[Check]:
 
 def check_acp_launch(settings: Settings) -> list[Check]:
     """What `aider-lsp acp` started by an editor with this environment would use: it reads the
-    same AIDER_LSP_* variables as this command (never a workspace's files), so one line says it."""
+    same AIDER_LSP_* variables as this command (never a workspace's files, never an editor's
+    settings), so one line says it, each key named by the variable it comes from."""
     from .. import aider_env
     from ..aider.launch import aider_model_for
     from ..llm.model_config import resolve_model_config
 
     config = resolve_model_config(settings)
     model = config.model_id or f"none (set {env_var_for('model')})"
-    key = f", key from {config.api_key_source}" if config.model_id and config.api_key_source else ""
-    aider_model = aider_model_for(settings) or f"none (set {env_var_for('aider_model')})"
+    key = f", key {_launch_key(config.api_key_source)}" if config.model_id and config.api_key_source else ""
+    aider_model = aider_model_for(settings)
+    unset = f"none (set {env_var_for('aider_model')})"
+    aider = f"{aider_model}, key {_aider_key(settings, aider_model)}" if aider_model else unset
     server = (
         f"custom {settings.aider_server.command}" if settings.aider_server.command else aider_env.describe()
     )
-    detail = f"model {model}{key}; Aider model {aider_model}; Aider: {server}"
-    ready = config.model_id is not None and aider_model_for(settings) is not None
+    detail = f"model {model}{key}; Aider model {aider}; Aider: {server}"
+    ready = config.model_id is not None and aider_model is not None
     return [Check("acp launch", ready, detail, optional=True)]
+
+
+def _launch_key(source: str) -> str:
+    """Where the planning model's key comes from in an ACP launch: only the environment (the
+    settings' apiKey is AIDER_LSP_API_KEY there)."""
+    if source == "aiderLsp.apiKey":
+        return f"from {env_var_for('api_key')}"
+    if source.startswith("placeholder"):
+        return "not needed (a local server)"
+    if source == "provider default":
+        return "as the provider's own client finds it"
+    return f"from {source}"
+
+
+def _aider_key(settings: Settings, aider_model: str) -> str:
+    """Where Aider's key comes from: AIDER_LSP_API_KEY (given to Aider as its provider's
+    variable), else the provider's own variable, else none needed for a local server."""
+    from ..providers import PROVIDER_KEY_VARS
+
+    provider = aider_model.split("/", 1)[0] if "/" in aider_model else "openai"
+    if settings.api_key:
+        return f"from {env_var_for('api_key')} (as {provider.upper()}_API_KEY)"
+    key_vars = PROVIDER_KEY_VARS.get(provider, ())
+    found = next((var for var in key_vars if os.environ.get(var)), None)
+    if found is not None:
+        return f"from {found}"
+    if settings.base_url and provider == "openai":
+        return "not needed (a local server)"
+    return f"missing (set {key_vars[0]})" if key_vars else "as Aider's own provider finds it"
 
 
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [

@@ -6,6 +6,7 @@
 - commands: one run of a shell command (CommandRun) and the problems it found (Finding)
 - usage: what one model call spent and what a run spent (apart and together), the budget
 - edits: what one Aider edit did (AiderEditOutcome), fix-and-retest
+- events: a workflow run's steps as they happen (PlanMade, EditStarted, …, the callback's type)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
 - context: workspace context for a model call (MatchItem, DataContext, …)
@@ -49,6 +50,16 @@ from .context import (
 )
 from .edits import AiderEditOutcome, FixAndRetest
 from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
+from .events import (
+    AnalysisMade,
+    EditFinished,
+    EditStarted,
+    EventCallback,
+    PlanMade,
+    TestRunFinished,
+    TestRunStarted,
+    WorkflowEvent,
+)
 from .history import (
     RestoreReport,
     RunChanges,
@@ -81,6 +92,7 @@ __all__ = [
     "AiderCallUsage",
     "AiderEditOutcome",
     "AiderInteractiveArgs",
+    "AnalysisMade",
     "AskCallback",
     "AssociativeMatchResult",
     "Budget",
@@ -91,8 +103,11 @@ __all__ = [
     "DataContext",
     "DecidingRun",
     "DevelopmentPlan",
+    "EditFinished",
+    "EditStarted",
     "EditSummary",
     "ErrorReason",
+    "EventCallback",
     "Finding",
     "FindingsCallback",
     "FixAndRetest",
@@ -101,6 +116,7 @@ __all__ = [
     "MatchItem",
     "OptionalPathList",
     "PathList",
+    "PlanMade",
     "Position",
     "ProgressCallback",
     "Range",
@@ -127,10 +143,13 @@ __all__ = [
     "TaskError",
     "TaskResult",
     "TaskStatus",
+    "TestRunFinished",
+    "TestRunStarted",
     "ToolArgs",
     "ToolSpec",
     "UnsavedFiles",
     "Verdict",
+    "WorkflowEvent",
     "WorkflowIteration",
     "WorkflowRequest",
     "WorkflowResult",

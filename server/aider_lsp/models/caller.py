@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .commands import Finding
 from .envelope import TaskResult
+from .events import EventCallback, WorkflowEvent
 
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
@@ -40,6 +41,10 @@ def _nothing_to_clear() -> int:
     return 0
 
 
+def _no_events(event: WorkflowEvent) -> None:
+    """Default event sink: nobody shows a run's steps one by one."""
+
+
 def _no_cancelled_answer(result: TaskResult) -> None:
     """Default: a cancelled request is answered by its caller's generic "cancelled"."""
 
@@ -53,6 +58,7 @@ class RequestContext:
     question (None: this caller cannot ask, e.g. the CLI or a client without
     window/showMessageRequest). Unsaved buffers are not here: the Application asks its
     `unsaved_files` provider at each edit.
+    `report_event` receives a workflow run's steps as they happen (models/events.py).
     `answer_cancelled` takes what a command did before it was cancelled (a run's changed files,
     for the user to undo): the answer the caller sends when it still answers a cancelled request.
     `report_reply` shows Aider's reply as it is written (None: this caller shows it at the end)."""
@@ -64,3 +70,4 @@ class RequestContext:
     answer_cancelled: Callable[[TaskResult], None] = _no_cancelled_answer
     ask: AskCallback | None = None
     report_reply: ReplyCallback | None = None
+    report_event: EventCallback = _no_events

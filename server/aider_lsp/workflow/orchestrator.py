@@ -38,17 +38,21 @@ from ..checkpoints import Checkpoint, run_checkpoint
 from ..files import AccessDenied
 from ..models import (
     AiderEditOutcome,
+    AnalysisMade,
     Budget,
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
     DecidingRun,
     DevelopmentPlan,
+    EditFinished,
+    EditStarted,
     EditSummary,
     ErrorReason,
     Finding,
     MatchItem,
     OptionalPathList,
+    PlanMade,
     RequestContext,
     RunChanges,
     Severity,
@@ -57,7 +61,10 @@ from ..models import (
     TaskError,
     TaskResult,
     TaskStatus,
+    TestRunFinished,
+    TestRunStarted,
     Verdict,
+    WorkflowEvent,
     WorkflowIteration,
     WorkflowResult,
     WorkflowStatus,
@@ -436,6 +443,7 @@ class CodingWorkflowOrchestrator:
         if not isinstance(plan, DevelopmentPlan):
             plan = DevelopmentPlan.model_validate_json(result.content)
         self.plan = plan
+        self._event(PlanMade(plan=plan))
         return plan
 
     async def _await_plan(self, it: _Iteration) -> DevelopmentPlan | Ending | None:
@@ -462,12 +470,14 @@ class CodingWorkflowOrchestrator:
         checkpoint apply); the files it edited are the iteration's from now on. An edit that
         changed nothing is a failed attempt (retried); any other failure ends the run."""
         self._progress(f"{it.label}: Aider is editing{self._beside_note(it)}", it.percentage)
+        self._event(EditStarted(iteration=it.number, files=list(it.files)))
         outcome = await self.app.edit(it.prompt, it.files, chat=True, session_id=self._chat)
         if self._chat and outcome.error and "unknown session_id" in outcome.error.message:
             # Aider's server restarted (it died) and forgot the chat: a new one, told again
             self._chat = None
             outcome = await self.app.edit(f"{self._instructions}\n\n{it.prompt}", it.files, chat=True)
         self.final_aider = outcome
+        self._event(_edit_finished(it, outcome))
         if self._chat is None:
             self._chat = outcome.session_id
         it.outcome = outcome
@@ -500,7 +510,7 @@ class CodingWorkflowOrchestrator:
                 return first
             why = first
         self._progress(phase.format("the whole suite"), it.percentage)
-        whole = await self._run_suite(self._command, it.files)
+        whole = await self._run_suite(it, SuiteScope.WHOLE, self._command)
         if isinstance(whole, Ending):
             return whole
         runs.append(_suite_run(SuiteScope.WHOLE, self._command, why, whole))
@@ -512,7 +522,7 @@ class CodingWorkflowOrchestrator:
         """The failing tests alone, then, once they pass, the rest of the suite. The run that
         decided the iteration, or why the whole suite must still run."""
         self._progress(phase.format(narrowed.description), it.percentage)
-        run = await self._run_suite(narrowed.command, it.files)
+        run = await self._run_suite(it, SuiteScope.FAILING, narrowed.command)
         if isinstance(run, Ending):
             return run
         why_narrowed = "they failed in the last run"
@@ -534,7 +544,7 @@ class CodingWorkflowOrchestrator:
         decides when it left out exactly those (pytest deselects by prefix); else the whole
         suite runs."""
         self._progress(phase.format("the rest of the suite"), it.percentage)
-        run = await self._run_suite(rest.command, it.files)
+        run = await self._run_suite(it, SuiteScope.REST, rest.command)
         if isinstance(run, Ending):
             return run
         why = "the tests that failed pass now"
@@ -559,8 +569,10 @@ class CodingWorkflowOrchestrator:
             return "aiderLsp.failingTestsFirst is off"
         return "the runner cannot be narrowed, or its output named no failing test"
 
-    async def _run_suite(self, command: str, files: list[str]) -> CommandRun | Ending:
-        run = await self.app.run_tests(command, fallback_files=files)
+    async def _run_suite(self, it: _Iteration, scope: SuiteScope, command: str) -> CommandRun | Ending:
+        self._event(TestRunStarted(iteration=it.number, command=command, scope=scope))
+        run = await self.app.run_tests(command, fallback_files=it.files)
+        self._event(_test_finished(it, scope, command, run))
         if not run.ran and run.error is not None:  # the command could not run at all
             message = run.error.message
             return _failure(run.error.reason, f"the test command could not run: {message}", message)
@@ -590,6 +602,7 @@ class CodingWorkflowOrchestrator:
         it.analysis = analysis
         self._record(it)
         self.analysis = analysis
+        self._event(AnalysisMade(iteration=it.number, analysis=analysis, overruled=it.overruled))
         latest = self.iterations[-1]
         current = latest.iteration == it.number or latest.test is None  # no later test run shown
         if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
@@ -648,6 +661,9 @@ class CodingWorkflowOrchestrator:
     # -- helpers -----------------------------------------------------------------------------
     def _progress(self, phase: str, percentage: int) -> None:
         self._ctx.report_progress(progress_message(phase, self._usage()), percentage)
+
+    def _event(self, event: WorkflowEvent) -> None:
+        self._ctx.report_event(event)
 
     def _record(self, it: _Iteration) -> None:
         """The iteration's entry in the history, as its steps have filled it in so far (a new
@@ -769,6 +785,36 @@ def _deciding_run(run: CommandRun, suite: SuiteRun) -> DecidingRun:
         stdout=run.stdout,
         stderr=run.stderr,
         summary=summary_line(run.stdout, run.stderr),
+    )
+
+
+def _edit_finished(it: _Iteration, outcome: AiderEditOutcome) -> EditFinished:
+    """The event of an edit's answer (before its files join the iteration's)."""
+    error = outcome.error.message if outcome.error is not None else None
+    return EditFinished(
+        iteration=it.number,
+        files=list(it.files),
+        diff=outcome.diff,
+        changed_files=[*outcome.changed_files, *outcome.files_outside_editable],
+        created_files=list(outcome.created_files),
+        reply=outcome.reply,
+        error=error,
+        no_change=not _changed(outcome),
+    )
+
+
+def _test_finished(it: _Iteration, scope: SuiteScope, command: str, run: CommandRun) -> TestRunFinished:
+    error = run.error.message if run.error is not None and not run.timed_out else None
+    return TestRunFinished(
+        iteration=it.number,
+        command=command,
+        scope=scope,
+        exit_code=run.exit_code,
+        timed_out=run.timed_out,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        error=error,
+        findings=list(run.findings),
     )
 
 
