@@ -30,6 +30,7 @@ from aider_lsp.models import (
     DevelopmentPlan,
     ErrorReason,
     MatchItem,
+    ReplyCallback,
     TaskError,
     TaskResult,
     Verdict,
@@ -211,7 +212,13 @@ class FakeHost:
         return queue.popleft()
 
     async def edit(
-        self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         self.calls.append(EDIT)
         self.prompts.append(prompt)

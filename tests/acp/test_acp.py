@@ -282,6 +282,10 @@ def script_two_iterations(llm_server: Any) -> None:
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
     )
+    # the first edit starts on the goal alone (the plan runs beside it)
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("make the tests pass")), aider_whole({"calc.py": HALF_FIXED})
+    )
 
 
 @pytest.mark.aider
@@ -325,6 +329,10 @@ async def test_workflow_turn_goes_from_red_to_green(
     )
     thoughts = "".join(u.content.text for u in client.of(AgentThoughtChunk))
     assert "Analysis of iteration 1: RETRY" in thoughts
+    # Aider's reply of each edit was shown while it was written, between its call's start and end
+    for edit in changed:
+        during = client.updates[client.updates.index(edit) : client.updates.index(closed[edit.tool_call_id])]
+        assert "calc.py" in "".join(u.content.text for u in during if isinstance(u, AgentMessageChunk))
     assert "The tests pass" in client.reply()
     assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0

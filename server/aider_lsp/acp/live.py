@@ -1,7 +1,8 @@
 """A Workflow turn's steps shown as they happen: each Aider edit as an `edit` tool call
 (pending on its files → completed with a diff a changed file, or failed), each test run as
 an `execute` tool call (in progress → completed/failed with its output and the failures'
-locations), the plan and each analysis as the agent's thoughts.
+locations), the plan and each analysis as the agent's thoughts, Aider's reply of each edit as
+message chunks while it is written.
 
 Why a module of its own: the workflow reports typed events (models/events.py) from inside the
 run; this turns each into its session/updates at once and remembers which tool calls are still
@@ -39,6 +40,8 @@ class LiveRun:
     session: AcpSession
     edit: str | None = None  # the open edit's call
     test: str | None = None  # the open test run's call
+    wrote: bool = False  # some of Aider's reply was shown
+    new_reply: bool = False  # an edit started since: its reply begins a new paragraph
 
     def show(self, event: WorkflowEvent) -> None:
         """The event's updates, posted now (called by the run, in order)."""
@@ -56,6 +59,14 @@ class LiveRun:
         elif isinstance(event, PlanMade):
             self._post(render.thought(_plan_text(event)))
 
+    def reply(self, text: str) -> None:
+        """Aider's reply of the running edit, as it is written (a message chunk)."""
+        if self.new_reply and self.wrote:
+            text = "\n\n" + text.lstrip("\n")
+        self.new_reply = False
+        self.wrote = True
+        self._post(render.message(text))
+
     def close_open(self, why: str) -> None:
         """Close every call still open as failed (the run was cancelled)."""
         if self.edit is not None:
@@ -67,6 +78,7 @@ class LiveRun:
 
     def _edit_started(self, event: EditStarted) -> None:
         self.edit = self.session.next_call_id("edit")
+        self.new_reply = True
         self._post(
             render.run_edit_started(self.edit, event.iteration, event.files, self.session.app.workspace)
         )

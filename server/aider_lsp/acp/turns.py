@@ -194,6 +194,7 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         open_files=list(request.files),
         ask=ask,
         report_event=live.show,
+        report_reply=live.reply,
     )
     files = _session_files(session, request) or None
     run = WorkflowRequest(goal=request.text, file_context=files, max_retries=session.max_retries)
@@ -219,7 +220,8 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
     live.close_open(result.content)  # a run that ended mid-step (it says why)
-    session.outbox.post(render.message(f"{result.content}\n\n{_tests_said(result)}"))
+    before = "\n\n" if live.wrote else ""
+    session.outbox.post(render.message(f"{before}{result.content}\n\n{_tests_said(result)}"))
     session.last_diff = str(result.notes.get("diff") or "") or session.last_diff
     reason = result.error.reason if result.error is not None else None
     return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"

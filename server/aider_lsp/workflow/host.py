@@ -19,6 +19,7 @@ from ..models import (
     AssociativeMatchResult,
     CommandRun,
     ContextGenerationInput,
+    ReplyCallback,
     TaskResult,
     WorkflowUsage,
 )
@@ -46,11 +47,18 @@ class WorkflowHost(Protocol):
         ...
 
     async def edit(
-        self, prompt: str, files: Sequence[str] = (), *, chat: bool = False, session_id: str | None = None
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """One Aider edit as `aider:automatic` makes it (checks, edit lock, checkpoint), typed:
         what changed, what undo covers, Aider's usage, or the `error` that stopped it. `chat`:
-        a turn of a kept Aider chat (`session_id` continues one; the outcome names it)."""
+        a turn of a kept Aider chat (`session_id` continues one; the outcome names it);
+        `on_reply` reads Aider's reply as it is written."""
         ...
 
     async def end_chat(self, session_id: str) -> None:
