@@ -164,14 +164,17 @@ describe('aider-lsp acp driven by acpx', () => {
         assert.match(text(last.content), /Ran 4 tests[\s\S]*^OK$/m);
     });
 
-    it('the edit is an edit tool call with a diff from the original calculator.py to the file now', () => {
+    it('each edit is an edit tool call; their diffs go from the original calculator.py to the file now', () => {
         const edits = toolCalls(acpx.messages).filter((c) => c.kind === 'edit');
         assert.ok(edits.length >= 1, 'no edit tool call');
-        const diffs = edits.flatMap((c) => (c.content || []).filter((part) => part.type === 'diff'));
-        const diff = diffs.find((d) => d.path === file);
-        assert.ok(diff, `no diff of ${file}: ${JSON.stringify(edits, null, 1)}`);
-        assert.equal(diff.oldText, versions.original);
-        assert.equal(diff.newText, fs.readFileSync(file, 'utf8'));
+        const diffs = edits
+            .flatMap((c) => (c.content || []).filter((part) => part.type === 'diff'))
+            .filter((d) => d.path === file);
+        assert.ok(diffs.length >= 1, `no diff of ${file}: ${JSON.stringify(edits, null, 1)}`);
+        // shown as each edit landed: one after the other, they rebuild the file
+        assert.equal(diffs[0].oldText, versions.original);
+        diffs.slice(1).forEach((d, i) => assert.equal(d.oldText, diffs[i].newText));
+        assert.equal(diffs.at(-1).newText, fs.readFileSync(file, 'utf8'));
         assert.ok(edits.every((c) => c.status === 'completed'), JSON.stringify(edits, null, 1));
     });
 
