@@ -58,6 +58,7 @@ class Checkpoint:
     unsure: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)  # what the history shows (kind, status, …)
     undone: float | None = None  # when it was undone (it stays in the history)
+    owner: int | None = None  # the process that made it (another front may share the folder)
 
     @property
     def paths(self) -> list[str]:
@@ -99,6 +100,7 @@ class CheckpointStore:
             "unsure": checkpoint.unsure,
             "meta": checkpoint.meta,
             "undone": checkpoint.undone,
+            "owner": checkpoint.owner,
         }
         path = self._dir(checkpoint.id) / "manifest.json"
         tmp = path.with_suffix(".tmp")
@@ -119,6 +121,7 @@ class CheckpointStore:
                 list(data.get("unsure") or []),
                 dict(data.get("meta") or {}),
                 None if undone is None else float(undone),
+                _pid(data.get("owner")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -157,6 +160,7 @@ class CheckpointStore:
         """Snapshot the files now (before an edit); missing files are recorded as absent."""
         self._ensure_root()
         checkpoint = Checkpoint(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", label[:200], time.time())
+        checkpoint.owner = os.getpid()
         self._dir(checkpoint.id).mkdir(parents=True)
         self._record(checkpoint, paths)
         self._prune()
@@ -297,9 +301,13 @@ class CheckpointStore:
     # -- undo --------------------------------------------------------------------------------
     def drop_interrupted(self) -> None:
         """Drop the newest checkpoints of edits interrupted before they settled (server or editor
-        killed): their files never changed, so undoing them would do nothing."""
+        killed): their files never changed, so undoing them would do nothing. One that another
+        live process is still filling (VS Code and an ACP editor on one folder) is its edit in
+        progress, not an interrupted one: it stays."""
         latest = self.latest()
         while latest is not None and latest.files and not latest.after:
+            if _alive_elsewhere(latest.owner):
+                return
             try:
                 if not self.unchanged(latest):
                     return
@@ -611,3 +619,20 @@ def _text(data: bytes | None) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _pid(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _alive_elsewhere(pid: int | None) -> bool:
+    """Whether `pid` is another process that is still running (a checkpoint's maker)."""
+    if pid is None or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but is not ours to signal
+        return True
+    return True

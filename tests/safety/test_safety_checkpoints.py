@@ -75,3 +75,49 @@ def test_the_undo_advice_is_what_lets_the_undo_through(tmp_path: Path) -> None:
     assert "undo again" not in kept.content.split("Kept a.py")[1], kept.content
     assert undo_result(store.restore(force=True)).status is TaskStatus.COMPLETE
     assert a.read_text() == "A = 0\n"
+
+
+def test_undo_leaves_an_edit_another_front_is_still_making(tmp_path: Path) -> None:
+    """VS Code and an ACP editor on one folder: while one process's edit has made its
+    checkpoint and not yet written, an undo in the other neither drops that checkpoint nor
+    takes it for an interrupted one; once that process is gone, it is."""
+    import os
+    import subprocess
+    import sys
+
+    from aider_lsp.app import Application
+    from aider_lsp.settings import Settings
+
+    a = tmp_path / "a.py"
+    a.write_text("A = 1\n")
+    app = Application(tmp_path, Settings())
+    done = app.checkpoints.create(["a.py"], label="first edit")
+    a.write_text("A = 2\n")
+    app.checkpoints.record_after(done)
+    other_front = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from aider_lsp.checkpoints import CheckpointStore\n"
+            "from aider_lsp.files import FileAccessManager\n"
+            "CheckpointStore(FileAccessManager(sys.argv[1])).create(['a.py'], label='edit under way')\n"
+            "print('made', flush=True)\n"
+            "time.sleep(60)\n",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert other_front.stdout is not None and other_front.stdout.readline().strip() == "made"
+        app.checkpoints.drop_interrupted()
+        latest = app.checkpoints.latest()
+        assert latest is not None and latest.label == "edit under way"  # still there, its own
+    finally:
+        other_front.kill()
+        other_front.wait()
+    undo = app.undo()  # its maker is gone: an interrupted edit, skipped; the first edit is undone
+    assert undo.ok and undo.notes["label"] == "first edit", undo.content
+    assert a.read_text() == "A = 1\n"
