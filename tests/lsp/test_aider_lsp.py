@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from aider_lsp_testing.llm_server import aider_whole, any_request
+from aider_lsp_testing.llm_server import aider_whole, any_request, model_is
 from aider_lsp_testing.lsp_session import execute
 
 pytestmark = pytest.mark.aider
@@ -77,3 +77,31 @@ async def test_edit_selection_refuse_unsaved_and_undo_over_lsp(
 
         models = await execute(client, "aider-lsp.aider.listModels", {"substring": "gpt-4.1-mini"})
         assert "openai/gpt-4.1-mini" in models["parsedContent"]
+
+
+async def test_the_next_edit_uses_the_model_the_user_just_picked(
+    lsp: Any, workspace: Path, llm_server: Any
+) -> None:
+    """Select Model… writes `aiderModel`; the editor says so (didChangeConfiguration, then the
+    pull): the very next edit goes to that model, without a restart."""
+    calc = workspace / "pkg" / "calc.py"
+    llm_server.add_rule(model_is("picked-coder"), aider_whole({"pkg/calc.py": ORIGINAL}))
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    async with lsp(workspace, init_options=options(llm_server), configuration=options(llm_server)) as client:
+        first = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "hints", "file_context": [str(calc)]}
+        )
+        assert first["status"] == "COMPLETE", first["content"]
+        assert llm_server.chat_requests()[-1]["model"] == "scripted-coder"
+
+        picked = {**options(llm_server), "aiderModel": "openai/picked-coder"}
+        client.set_configuration(picked, section="aiderLsp")
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": picked})
+        )
+        second = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "undo hints", "file_context": [str(calc)]}
+        )
+        assert second["status"] == "COMPLETE", second["content"]
+        assert llm_server.chat_requests()[-1]["model"] == "picked-coder"
+        assert calc.read_text() == ORIGINAL
