@@ -65,6 +65,11 @@ async function openIn(wb, folder, name, expected) {
     await wb.waitForEditorText(expected, 10_000);
 }
 
+/** Waits for the Aider status bar item to read `Aider: <text>`. */
+async function statusSays(wb, text) {
+    await wb.page.locator('.statusbar-item', { hasText: `Aider: ${text}` }).first().waitFor({ timeout: 10_000 });
+}
+
 describe('a multi-root window: every folder served by the one server', () => {
     const run = runFolder();
     const app = path.join(run, 'app');
@@ -129,6 +134,7 @@ describe('a multi-root window: every folder served by the one server', () => {
         await wb.answerInput(EDIT_INSTRUCTION);
         assert.match(await wb.waitForToast(RESULT, 180_000), /Aider: Edit with Aider: changed calculator\.py/);
         await wb.waitForEditorText(text.documented);
+        await statusSays(wb, 'lib · openai/scripted-coder'); // the status item follows the active editor's folder
         assert.equal(fs.readFileSync(path.join(lib, 'calculator.py'), 'utf8'), text.documented);
         assert.equal(fs.readFileSync(path.join(app, 'calculator.py'), 'utf8'), appText);
     });
@@ -168,6 +174,7 @@ describe('a multi-root window: every folder served by the one server', () => {
         writeWorkspace(workspaceFile, [app, tools], llm.baseUrl);
         await wb.page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'tools' }).first().waitFor({ timeout: 30_000 });
         await wb.openFile('release_notes.py');
+        await statusSays(wb, 'tools · openai/scripted-coder');
         await wb.runCommand('Aider: Find Relevant Files');
         await wb.answerInput('changelog of a release');
         const match = wb.quickInput().locator('.monaco-list-row', { hasText: 'release_notes.py' }).first();
