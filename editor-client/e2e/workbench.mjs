@@ -166,7 +166,7 @@ export class CodeServer {
         }
     }
 
-    /** Starts code-server on `folder`; resolves with the workbench URL once it listens. */
+    /** Starts code-server on `folder` (or a `.code-workspace` file); resolves with the workbench URL once it listens. */
     async start(folder) {
         const log = fs.openSync(this.logFile, 'a');
         this.proc = spawn(node24(), [
@@ -181,7 +181,8 @@ export class CodeServer {
             const text = fs.readFileSync(this.logFile, 'utf8');
             const found = /HTTP server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
             if (found) {
-                this.url = `${found[1]}/?folder=${encodeURIComponent(folder)}`;
+                const kind = folder.endsWith('.code-workspace') ? 'workspace' : 'folder';
+                this.url = `${found[1]}/?${kind}=${encodeURIComponent(folder)}`;
             } else if (this.proc.exitCode !== null || Date.now() - started > 120_000) {
                 throw new Error(`code-server did not start (exit ${this.proc.exitCode}):\n${text.slice(-3000)}`);
             } else {

@@ -15,7 +15,7 @@ import { BEFORE_SCHEME, BeforeContentProvider } from './ui/diffView';
 import { workspaceRoot } from './ui/files';
 import { LastChange } from './ui/lastChange';
 import { RUNS_VIEW, RunsTree } from './ui/runsView';
-import { StatusItem } from './ui/status';
+import { activeFolderStatus, StatusItem } from './ui/status';
 
 let lifecycle: ServerLifecycle | undefined;
 
@@ -57,15 +57,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         ensureServer: () => server.ensureServer(),
     };
     context.subscriptions.push(...registerCommands(host));
-    const showModel = (): void => { status.setModel(vscode.workspace.getConfiguration(SECTION).get<string>('aiderModel') ?? undefined); };
-    showModel();
+    // the status item follows the active editor's folder (its models, its test command)
+    const showFolder = (): void => { status.setFolder(activeFolderStatus()); };
+    showFolder();
     context.subscriptions.push(
+        vscode.window.onDidChangeActiveTextEditor((editor) => {
+            if (editor) {
+                showFolder();
+            }
+        }),
+        vscode.workspace.onDidChangeWorkspaceFolders(showFolder),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (event.affectsConfiguration(`${SECTION}.server`)) {
                 void restartServer();
             }
-            if (event.affectsConfiguration(`${SECTION}.aiderModel`)) {
-                showModel();
+            if (event.affectsConfiguration(SECTION)) {
+                showFolder();
             }
         }),
     );

@@ -368,6 +368,25 @@ describe('activate', () => {
         }
     });
 
+    it('Select Model… sets the planning model (aiderLsp.model, pydantic-ai\'s spelling) from the same list, at the scope picked', async () => {
+        const fake = client();
+        const count = fake.sent.length;
+        recorded.picks.push(1, 1, 1); // the second model, "Planning and analysis", workspace settings
+        const done = run(ClientCommand.selectModel);
+        const request = await nextRequest(fake, count + 1);
+        request.answer({ status: 'COMPLETE', content: '', notes: {}, parsedContent: ['anthropic/claude-sonnet-4-5', 'openai/gpt-4.1'] });
+        await done;
+        try {
+            const roles = recorded.quickPicks[1] as { label: string }[];
+            assert.deepEqual(roles.map((role) => role.label), ['Aider\'s edits', 'Planning and analysis', 'Both']);
+            assert.equal(recorded.configuration['aiderLsp.model'], 'openai:gpt-4.1');
+            assert.equal(recorded.configuration['aiderLsp.aiderModel'], undefined, 'Aider\'s model left as it was');
+            assert.equal(recorded.configurationTargets.at(-1), 2, 'workspace settings');
+        } finally {
+            delete recorded.configuration['aiderLsp.model'];
+        }
+    });
+
     it('in Restricted Mode, editing and running commands say why not and offer to manage trust; reading ones still work', async () => {
         workspace.isTrusted = false;
         try {
@@ -402,6 +421,21 @@ describe('activate', () => {
         });
         after(() => {
             workspace.workspaceFolders = single;
+        });
+
+        it('the status item follows the active editor\'s folder: its name, its model, its test command', () => {
+            workspace.folderConfiguration.set(Uri.file(lib).path, { 'aiderLsp.aiderModel': 'openai/lib-coder', 'aiderLsp.testCommand': 'make test' });
+            try {
+                window.activeTextEditor = { document: document('lib/core.py', 'X = 1\n'), selection: new Selection(0, 0, 0, 0) };
+                window.activeEditorListeners.forEach((listener) => { listener(window.activeTextEditor); });
+                assert.match(recorded.statusTexts.at(-1) ?? '', /Aider: lib · openai\/lib-coder$/);
+                window.activeTextEditor = { document: document('main.py', 'Y = 1\n'), selection: new Selection(0, 0, 0, 0) };
+                window.activeEditorListeners.forEach((listener) => { listener(window.activeTextEditor); });
+                assert.doesNotMatch(recorded.statusTexts.at(-1) ?? '', /lib/);
+            } finally {
+                workspace.folderConfiguration.clear();
+                window.activeTextEditor = undefined;
+            }
         });
 
         it('Edit with Aider runs in the folder of the active file, its paths relative to that folder', async () => {

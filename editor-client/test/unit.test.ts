@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileContext, selectionArgument } from '../src/common/arguments';
 import { contentBefore, splitDiff } from '../src/common/diff';
-import { missingKey, modelChoices } from '../src/common/models';
+import { missingKey, modelChoices, planningModelOf } from '../src/common/models';
+import { statusSummary } from '../src/common/statusSummary';
 import { ProgressRouter } from '../src/common/progress';
 import { requestErrorMessage, resultMessage, workflowMessage } from '../src/common/results';
 import { ago, analysisTooltip, runDescription, runFileSides, runRecords, runState, runTooltip, shortLabel, stepDescription, stepState, stepTooltip, testLabel, testTooltip } from '../src/common/runs';
@@ -494,5 +495,38 @@ describe('Aider models for the picker', () => {
         assert.equal(missingKey('gemini', { GOOGLE_API_KEY: 'k' }, false), undefined);
         assert.equal(missingKey('anthropic', {}, true), undefined);
         assert.equal(missingKey('ollama', {}, false), undefined);
+    });
+});
+
+describe('a model of Aider\'s list as the planning model', () => {
+    it('is spelled provider:name, with pydantic-ai\'s provider names; no prefix is OpenAI', () => {
+        assert.equal(planningModelOf('anthropic/claude-sonnet-4-5'), 'anthropic:claude-sonnet-4-5');
+        assert.equal(planningModelOf('gpt-4.1'), 'openai:gpt-4.1');
+        assert.equal(planningModelOf('gemini/gemini-2.5-pro'), 'google-gla:gemini-2.5-pro');
+        assert.equal(planningModelOf('ollama_chat/qwen2.5-coder'), 'ollama:qwen2.5-coder');
+        assert.equal(planningModelOf('openrouter/meta-llama/llama-3-70b'), 'openrouter:meta-llama/llama-3-70b');
+    });
+    it('is none for a provider the planner does not speak to', () => {
+        assert.equal(planningModelOf('bedrock/anthropic.claude-v2'), undefined);
+    });
+});
+
+describe('the status item\'s summary of a folder', () => {
+    it('shows the folder (several open) and Aider\'s model; the tooltip both models and the test command', () => {
+        const summary = statusSummary({ folder: 'lib', aiderModel: 'openai/gpt-4.1', model: 'anthropic:claude-sonnet-4-5', testCommand: 'pytest -q' });
+        assert.equal(summary.label, 'lib · openai/gpt-4.1');
+        assert.deepEqual(summary.lines, [
+            'Folder: lib',
+            'Aider model: openai/gpt-4.1 (Aider: Select Model… to change)',
+            'Planning model: anthropic:claude-sonnet-4-5',
+            'Test command: pytest -q',
+        ]);
+    });
+    it('without aiderModel, says Aider\'s comes from the planning model; nothing set, nothing beside the state', () => {
+        const derived = statusSummary({ model: 'openai:gpt-4.1', testCommand: '' });
+        assert.equal(derived.label, 'openai:gpt-4.1');
+        assert.ok(derived.lines.includes('Aider model: from openai:gpt-4.1 (Aider: Select Model… to change)'));
+        assert.ok(derived.lines.includes('Test command: the one aider-lsp detects'));
+        assert.equal(statusSummary({}).label, undefined);
     });
 });

@@ -134,6 +134,13 @@ class Settings(_Camel):
     )
     secret_patterns: list[str] = Field(default_factory=list)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    max_open_folders: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="How many workspace folders of a multi-root window keep their Aider server and "
+        "index alive at once (the least recently used closes first); read when the server starts.",
+    )
     history: HistorySettings = Field(default_factory=HistorySettings)
     max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
     output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from aider_lsp_testing.llm_server import aider_whole, any_request, dribbled
+from aider_lsp_testing.llm_server import aider_whole, any_request, dribbled, model_is
 from aider_lsp_testing.lsp_session import execute, start_command
 
 pytestmark = pytest.mark.aider
@@ -107,3 +107,31 @@ async def test_the_edit_progress_shows_aiders_reply_as_it_is_written(
     assert result["status"] == "COMPLETE", result["content"]
     assert seen_before_the_answer, _reported(client)
     assert (workspace / "pkg" / "calc.py").read_text() == EDITED
+
+
+async def test_the_next_edit_uses_the_model_the_user_just_picked(
+    lsp: Any, workspace: Path, llm_server: Any
+) -> None:
+    """Select Model… writes `aiderModel`; the editor says so (didChangeConfiguration, then the
+    pull): the very next edit goes to that model, without a restart."""
+    calc = workspace / "pkg" / "calc.py"
+    llm_server.add_rule(model_is("picked-coder"), aider_whole({"pkg/calc.py": ORIGINAL}))
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    async with lsp(workspace, init_options=options(llm_server), configuration=options(llm_server)) as client:
+        first = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "hints", "file_context": [str(calc)]}
+        )
+        assert first["status"] == "COMPLETE", first["content"]
+        assert llm_server.chat_requests()[-1]["model"] == "scripted-coder"
+
+        picked = {**options(llm_server), "aiderModel": "openai/picked-coder"}
+        client.set_configuration(picked, section="aiderLsp")
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"aiderLsp": picked})
+        )
+        second = await execute(
+            client, "aider-lsp.aider.automatic", {"prompt": "undo hints", "file_context": [str(calc)]}
+        )
+        assert second["status"] == "COMPLETE", second["content"]
+        assert llm_server.chat_requests()[-1]["model"] == "picked-coder"
+        assert calc.read_text() == ORIGINAL

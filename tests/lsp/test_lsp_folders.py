@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 
+from aider_lsp_testing import fake_aider_mcp
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request
 from aider_lsp_testing.lsp_session import execute
 from aider_lsp_testing.waiting import eventually
@@ -156,3 +158,48 @@ async def test_a_real_aider_edit_in_the_second_folder_and_its_server_closed_with
 
         change_folders(client, removed=[lib])
         assert await eventually(lambda: not aider_servers_for(lib), timeout=15), "its Aider server lives on"
+
+
+def fake_aider(mode: str) -> dict[str, Any]:
+    """`aiderServer` for the stdlib fake Aider MCP server, the folder on its command line."""
+    return {"command": sys.executable, "args": [fake_aider_mcp.__file__, mode, "${workspace}"]}
+
+
+async def test_beyond_max_open_folders_the_least_recently_used_idle_folder_is_closed(
+    lsp: Any, tmp_path: Path
+) -> None:
+    a, b, c = (tmp_path / name for name in ("a", "b", "c"))
+    for root in (a, b, c):
+        root.mkdir()
+        (root / "main.py").write_text(f"{root.name.upper()} = 1\n")
+    options = {"maxOpenFolders": 2, "aiderServer": fake_aider("ok")}
+    async with lsp(a, init_options=options, more_folders=[b, c]) as client:
+        assert await eventually(lambda: aider_servers_for(a), timeout=30), (
+            "the first folder's Aider never started"
+        )
+        # tests that take a while keep the second folder busy
+        slow_tests = f"{sys.executable} -c 'import time; time.sleep(15)'"
+        busy = asyncio.create_task(
+            execute(client, "aider-lsp.system.runTests", {"command": slow_tests, "folder": b.as_uri()})
+        )
+        assert await eventually(lambda: aider_servers_for(b), timeout=30), (
+            "the busy folder's Aider never started"
+        )
+
+        # a third folder used: the least recently used one (a) closes, its Aider server with it
+        assert "C = 1" in (await read(client, "main.py", folder=c))["content"]
+        assert await eventually(lambda: not aider_servers_for(a), timeout=15), "a's Aider server lives on"
+        assert await eventually(lambda: aider_servers_for(c), timeout=30)
+
+        # a used again works (an edit through its new Aider server); the least recently used is
+        # now b, but b is busy: c closes instead
+        edit = await execute(
+            client,
+            "aider-lsp.aider.automatic",
+            {"prompt": "x", "file_context": ["main.py"], "folder": a.as_uri()},
+        )
+        assert edit["status"] == "COMPLETE", edit
+        assert (a / "main.py").read_text() == "A = 1\n# edited by fake\n"
+        assert await eventually(lambda: not aider_servers_for(c), timeout=15), "c's Aider server lives on"
+        assert not busy.done() and aider_servers_for(b), "the busy folder was closed"
+        assert (await busy)["status"] == "COMPLETE"

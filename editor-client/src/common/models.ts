@@ -47,3 +47,29 @@ export function missingKey(provider: string, env: Readonly<Record<string, string
     }
     return variables[0];
 }
+
+/** Aider's (litellm's) provider prefixes that pydantic-ai spells otherwise (server: aider/launch.py maps them back). */
+const PLANNING_PROVIDERS: Record<string, string> = {
+    openai: 'openai',
+    anthropic: 'anthropic',
+    gemini: 'google-gla',
+    vertex_ai: 'google-vertex',
+    groq: 'groq',
+    mistral: 'mistral',
+    deepseek: 'deepseek',
+    openrouter: 'openrouter',
+    cohere: 'cohere',
+    ollama: 'ollama',
+    ollama_chat: 'ollama',
+};
+
+/**
+ * The planning model id (`aiderLsp.model`, pydantic-ai's `provider:name`) of a model of Aider's
+ * list, or undefined when its provider is not one the planner speaks to.
+ */
+export function planningModelOf(aiderName: string): string | undefined {
+    const slash = aiderName.indexOf('/');
+    const provider = PLANNING_PROVIDERS[providerOf(aiderName)];
+    const name = slash > 0 ? aiderName.slice(slash + 1) : aiderName;
+    return provider === undefined || name === '' ? undefined : `${provider}:${name}`;
+}

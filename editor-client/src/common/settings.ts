@@ -32,6 +32,7 @@ export const SERVER_SETTING_KEYS = [
     'secretPatterns',
     'history',
     'budget',
+    'maxOpenFolders',
 ] as const;
 type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 

@@ -1,10 +1,11 @@
 /**
  * "Select Model…": Aider's model list in a quick pick (filtered as you type, the provider beside
- * each name), then where to keep the choice (user or workspace settings) as `aiderLsp.aiderModel`.
+ * each name), then what the model is for (Aider's edits `aiderLsp.aiderModel`, the planning and
+ * analysis `aiderLsp.model`, or both), then where to keep the choice (user or workspace settings).
  * A model whose provider key is not set offers "Set API Key" at once: the next edit would fail.
  */
 import * as vscode from 'vscode';
-import { missingKey, modelChoices, providerOf } from '../common/models';
+import { missingKey, modelChoices, planningModelOf, providerOf } from '../common/models';
 import { resultMessage } from '../common/results';
 import { API_KEY_SECRET, SECTION } from '../common/settings';
 import { ServerCommand } from '../protocol';
@@ -17,6 +18,26 @@ const SCOPES = [
     { label: 'User settings', description: 'every workspace', target: vscode.ConfigurationTarget.Global },
     { label: 'Workspace settings', description: 'this workspace only', target: vscode.ConfigurationTarget.Workspace },
 ];
+
+/** A use of the picked model: the settings it goes to, with their values. */
+interface Role extends vscode.QuickPickItem {
+    values: Partial<Record<'aiderModel' | 'model', string>>;
+}
+
+/** What the picked model can be used for; the planning roles only when the planner speaks to its provider. */
+function roles(picked: string, config: vscode.WorkspaceConfiguration): Role[] {
+    const inUse = (key: string): string => `in use: ${config.get<string | null>(key) || 'none'}`;
+    const aider: Role = { label: 'Aider\'s edits', description: 'aiderLsp.aiderModel', detail: inUse('aiderModel'), values: { aiderModel: picked } };
+    const planning = planningModelOf(picked);
+    if (planning === undefined) {
+        return [aider];
+    }
+    return [
+        aider,
+        { label: 'Planning and analysis', description: `aiderLsp.model = ${planning}`, detail: inUse('model'), values: { model: planning } },
+        { label: 'Both', description: 'aiderLsp.aiderModel and aiderLsp.model', values: { aiderModel: picked, model: planning } },
+    ];
+}
 
 export async function selectModel(ctx: FlowContext): Promise<void> {
     const result = await ctx.server.run('Listing Aider models', ServerCommand.listModels, {});
@@ -38,18 +59,26 @@ export async function selectModel(ctx: FlowContext): Promise<void> {
     if (!picked) {
         return;
     }
-    const scope = await vscode.window.showQuickPick(SCOPES, { title: `Use ${picked.label} in…` });
-    if (!scope) {
+    const role = await vscode.window.showQuickPick(roles(picked.label, config), { title: `Use ${picked.label} for…` });
+    const scope = role && (await vscode.window.showQuickPick(SCOPES, { title: `Use ${picked.label} in…` }));
+    if (!role || !scope) {
         return;
     }
-    await config.update('aiderModel', picked.label, scope.target);
+    for (const [key, value] of Object.entries(role.values)) {
+        await config.update(key, value, scope.target);
+    }
+    await offerKey(ctx, picked.label, `${Object.values(role.values).join(' and ')} (${scope.label.toLowerCase()})`);
+}
+
+/** Says what is now in use, or that the model's provider key is missing (offering to set it). */
+async function offerKey(ctx: FlowContext, model: string, what: string): Promise<void> {
     const stored = (await ctx.secrets.get(API_KEY_SECRET)) !== undefined;
-    const missing = missingKey(providerOf(picked.label), process.env, stored);
+    const missing = missingKey(providerOf(model), process.env, stored);
     if (missing === undefined) {
-        void vscode.window.showInformationMessage(`Aider: ${picked.label} is the model (${scope.label.toLowerCase()}).`);
+        void vscode.window.showInformationMessage(`Aider: now using ${what}.`);
         return;
     }
-    const choice = await vscode.window.showWarningMessage(`Aider: ${picked.label} needs ${missing}, which is not set: edits would fail.`, SET_KEY);
+    const choice = await vscode.window.showWarningMessage(`Aider: ${model} needs ${missing}, which is not set: calls to it would fail.`, SET_KEY);
     if (choice === SET_KEY) {
         await setApiKey(ctx);
     }

@@ -12,7 +12,7 @@ export async function runTests(ctx: FlowContext): Promise<void> {
         return;
     }
     let result = await ctx.server.run('Running the tests', ServerCommand.runTests, {}, place.folder);
-    const changed = await changedTestCommand(result);
+    const changed = await changedTestCommand(result, place.folder);
     if (changed) {
         result = await ctx.server.run('Running the tests', ServerCommand.runTests, { command: changed }, place.folder);
     }

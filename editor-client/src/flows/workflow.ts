@@ -59,7 +59,7 @@ export async function runAgain(ctx: FlowContext, goal: string): Promise<void> {
 /** The run itself: the test command changed if the user asks to, then the result told. */
 async function runGoal(ctx: FlowContext, arg: CommandArgs['aider-lsp.workflow.run'], place: Place): Promise<void> {
     let result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, arg, place.folder);
-    const changed = await changedTestCommand(result);
+    const changed = await changedTestCommand(result, place.folder);
     if (changed) {
         result = await ctx.server.run('Aider workflow', ServerCommand.workflowRun, { ...arg, test_command: changed }, place.folder);
     }

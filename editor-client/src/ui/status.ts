@@ -4,6 +4,8 @@
  * something failed: a server not set up yet is no error.
  */
 import * as vscode from 'vscode';
+import { SECTION } from '../common/settings';
+import { statusSummary, type FolderStatus } from '../common/statusSummary';
 import { ClientCommand } from '../protocol';
 
 type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
@@ -22,7 +24,7 @@ export class StatusItem implements vscode.Disposable {
     private state: ServerState = 'stopped';
     private phase: string | undefined;
     private detail: string | undefined;
-    private model: string | undefined;
+    private folder: FolderStatus = {};
 
     constructor() {
         this.item = vscode.window.createStatusBarItem('aider-lsp.status', vscode.StatusBarAlignment.Left, 0);
@@ -44,9 +46,9 @@ export class StatusItem implements vscode.Disposable {
         this.render();
     }
 
-    /** The Aider model in use (`aiderLsp.aiderModel`), shown beside the state; undefined: none set. */
-    setModel(model: string | undefined): void {
-        this.model = model;
+    /** The settings of the active editor's folder: its model shown beside the state, the rest in the tooltip. */
+    setFolder(folder: FolderStatus): void {
+        this.folder = folder;
         this.render();
     }
 
@@ -58,9 +60,9 @@ export class StatusItem implements vscode.Disposable {
             this.item.text = `${icon} Aider: ${this.phase.length > 50 ? `${this.phase.slice(0, 50)}…` : this.phase}`;
             this.item.tooltip = `Aider: ${this.phase}`;
         } else {
-            this.item.text = this.model ? `${label.icon} Aider: ${this.model}` : `${label.icon} Aider`;
-            const lines = [label.tooltip, ...(this.model ? [`Model: ${this.model} (Aider: Select Model… to change)`] : []), ...(this.detail ? [this.detail] : [])];
-            this.item.tooltip = lines.join('\n');
+            const summary = statusSummary(this.folder);
+            this.item.text = summary.label ? `${label.icon} Aider: ${summary.label}` : `${label.icon} Aider`;
+            this.item.tooltip = [label.tooltip, ...summary.lines, ...(this.detail ? [this.detail] : [])].join('\n');
         }
         this.item.backgroundColor = this.state === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     }
@@ -68,4 +70,22 @@ export class StatusItem implements vscode.Disposable {
     dispose(): void {
         this.item.dispose();
     }
+}
+
+/**
+ * The settings of the active editor's folder (no editor: the window's first folder), read with
+ * that folder's scope: in a multi-root window each folder may have its own test command.
+ */
+export function activeFolderStatus(): FolderStatus {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const folder = (active ? vscode.workspace.getWorkspaceFolder(active) : undefined) ?? folders[0];
+    const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+    const read = (key: string): string | undefined => config.get<string | null>(key) ?? undefined;
+    return {
+        folder: folders.length > 1 ? folder?.name : undefined,
+        aiderModel: read('aiderModel'),
+        model: read('model'),
+        testCommand: read('testCommand'),
+    };
 }

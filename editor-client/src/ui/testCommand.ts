@@ -1,14 +1,15 @@
 /**
  * "Change…" on the server's "aider-lsp will run the tests with `…`" question: the server answers
  * FAILED with `notes.detected_test_command`; this offers an input pre-filled with it and keeps the
- * answer as the workspace's `aiderLsp.testCommand`, for the caller to run again with it.
+ * answer as the workspace's `aiderLsp.testCommand` (in a multi-root window, `folder`'s own), for
+ * the caller to run again with it.
  */
 import * as vscode from 'vscode';
 import { SECTION } from '../common/settings';
 import { stringNote, type TaskResult } from '../protocol';
 
 /** The command the user typed instead of the detected one (saved for the workspace), or undefined. */
-export async function changedTestCommand(result: TaskResult | undefined): Promise<string | undefined> {
+export async function changedTestCommand(result: TaskResult | undefined, folder?: vscode.Uri): Promise<string | undefined> {
     const detected = result?.status === 'FAILED' ? stringNote(result, 'detected_test_command') : undefined;
     if (!detected) {
         return undefined;
@@ -23,6 +24,7 @@ export async function changedTestCommand(result: TaskResult | undefined): Promis
     if (!command) {
         return undefined;
     }
-    await vscode.workspace.getConfiguration(SECTION).update('testCommand', command, vscode.ConfigurationTarget.Workspace);
+    const target = folder ? vscode.ConfigurationTarget.WorkspaceFolder : vscode.ConfigurationTarget.Workspace;
+    await vscode.workspace.getConfiguration(SECTION, folder).update('testCommand', command, target);
     return command;
 }

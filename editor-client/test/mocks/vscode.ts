@@ -147,8 +147,9 @@ export const recorded = {
     /** The names of the folders picked, one per "which folder?" question (undefined: dismissed). */
     folderPicks: [] as (string | undefined)[],
     folderPickAsked: 0,
-    /** The items of each quick pick shown (the mock picks the first). */
+    /** The items of each quick pick shown (the mock picks the first, or the next index of `picks`). */
     quickPicks: [] as unknown[][],
+    picks: [] as number[],
     outputChannels: [] as string[],
     reset(): void {
         this.shown.length = 0;
@@ -159,6 +160,7 @@ export const recorded = {
         this.folderPicks.length = 0;
         this.folderPickAsked = 0;
         this.quickPicks.length = 0;
+        this.picks.length = 0;
     },
 };
 
@@ -197,6 +199,12 @@ function logChannel(): Record<string, unknown> {
 
 export const window = {
     activeTextEditor: undefined as undefined | { document: FakeDocument; selection: Selection },
+    /** The listeners of onDidChangeActiveTextEditor (a test switching editors calls them). */
+    activeEditorListeners: [] as ((editor: unknown) => void)[],
+    onDidChangeActiveTextEditor: (listener: (editor: unknown) => void): { dispose(): void } => {
+        window.activeEditorListeners.push(listener);
+        return { dispose: () => window.activeEditorListeners.splice(window.activeEditorListeners.indexOf(listener), 1) };
+    },
     createOutputChannel: (name: string): Record<string, unknown> => {
         recorded.outputChannels.push(name);
         return logChannel();
@@ -227,7 +235,7 @@ export const window = {
     showInputBox: (): Promise<string | undefined> => Promise.resolve(recorded.inputs.shift()),
     showQuickPick: <T>(items: T[]): Promise<T | undefined> => {
         recorded.quickPicks.push(items);
-        return Promise.resolve(items[0]);
+        return Promise.resolve(items[recorded.picks.shift() ?? 0]);
     },
     showTextDocument: (): Promise<undefined> => Promise.resolve(undefined),
     showWorkspaceFolderPick: (): Promise<{ uri: Uri; name: string } | undefined> => {
@@ -251,12 +259,17 @@ export const workspace = {
     workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
     textDocuments: [] as FakeDocument[],
     /** The innermost folder holding `uri`, as VS Code answers for nested folders. */
-    getWorkspaceFolder: (uri: Uri): { uri: Uri } | undefined =>
+    getWorkspaceFolder: (uri: Uri): { uri: Uri; name: string } | undefined =>
         workspace.workspaceFolders
             .filter((folder) => uri.path === folder.uri.path || uri.path.startsWith(`${folder.uri.path}/`))
             .sort((a, b) => b.uri.path.length - a.uri.path.length)[0],
-    getConfiguration: (section: string) => ({
-        get: (key: string): unknown => recorded.configuration[`${section}.${key}`],
+    /** A folder's own values (its .vscode/settings.json): folder path → `section.key` → value. */
+    folderConfiguration: new Map<string, Record<string, unknown>>(),
+    getConfiguration: (section: string, scope?: Uri) => ({
+        get: (key: string): unknown => {
+            const own = scope ? workspace.folderConfiguration.get(scope.path)?.[`${section}.${key}`] : undefined;
+            return own ?? recorded.configuration[`${section}.${key}`];
+        },
         update: (key: string, value: unknown, target?: ConfigurationTarget): Promise<void> => {
             recorded.configuration[`${section}.${key}`] = value;
             recorded.configurationTargets.push(target);
@@ -264,6 +277,7 @@ export const workspace = {
         },
     }),
     onDidChangeConfiguration: (): { dispose(): void } => ({ dispose: () => undefined }),
+    onDidChangeWorkspaceFolders: (): { dispose(): void } => ({ dispose: () => undefined }),
     registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }): { dispose(): void } => {
         recorded.contentProviders.set(scheme, provider);
         return { dispose: () => recorded.contentProviders.delete(scheme) };

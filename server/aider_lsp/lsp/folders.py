@@ -3,9 +3,10 @@
 One server serves every folder of a multi-root window (a `.code-workspace`: a monorepo's
 packages, a library beside its app). Each folder gets its own Application (its own Aider server,
 index, checkpoints, test command), made when the folder is first used, not at launch: ten
-folders must not start ten Aider servers. At most `MAX_OPEN_FOLDERS` stay alive; opening one
-more closes the least recently used (its Aider server and index stop; it opens again on its next
-use). A folder that a command is running in is never the one closed.
+folders must not start ten Aider servers. At most `limit` stay alive (the `maxOpenFolders`
+setting, read at `initialized`); opening one more closes the least recently used (its Aider
+server and index stop; it opens again on its next use). A folder that a command is running in
+is never the one closed.
 
 A path belongs to the innermost open folder that holds it (a folder inside another is its own).
 Pure bookkeeping: building an Application and closing one are the caller's (lsp/workspace.py).
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..app import Application
 
-MAX_OPEN_FOLDERS = 4  # Applications alive at once (each may hold an Aider server and an index)
+MAX_OPEN_FOLDERS = 4  # Applications alive at once by default (as Settings.max_open_folders)
 
 
 def real(path: str | os.PathLike[str]) -> Path:

@@ -114,6 +114,8 @@ def register(server: AiderLanguageServer) -> None:
         from . import runtime  # noqa: F401  the command machinery, now rather than at the first command
 
         configuration.apply_settings(ls, ls.init_options)
+        assert ls.settings is not None  # applied just above
+        ls.folders.limit = ls.settings.max_open_folders  # read once: a later change needs a restart
         workspace.open_first_folder(ls)
         ls.keep_task(asyncio.create_task(start_session(ls), name="aider-lsp-start"))
 
