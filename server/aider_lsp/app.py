@@ -302,9 +302,10 @@ class Application:
         if not result.ok:
             log.debug("ending the Aider chat %s: %s", session_id, result.content)
 
-    async def chat(self, args: AiderInteractiveArgs) -> TaskResult:
-        """One turn of a kept Aider chat (`aider:interactive`), or its end."""
-        return await self.aider_tools.turn(args)
+    async def chat(self, args: AiderInteractiveArgs, on_reply: ReplyCallback | None = None) -> TaskResult:
+        """One turn of a kept Aider chat (`aider:interactive`), or its end; `on_reply` reads
+        Aider's reply as it is written."""
+        return await self.aider_tools.turn(args, on_reply)
 
     async def ask(
         self,

@@ -89,16 +89,18 @@ def _reported(client: Any) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("command", ["aider-lsp.aider.automatic", "aider-lsp.aider.interactive"])
 async def test_the_edit_progress_shows_aiders_reply_as_it_is_written(
-    lsp: Any, workspace: Path, llm_server: Any
+    lsp: Any, workspace: Path, llm_server: Any, command: str
 ) -> None:
-    # the model writes slowly: VS Code's notification shows the reply's latest line meanwhile
+    # the model writes slowly: VS Code's notification shows the reply's latest line meanwhile,
+    # for an edit and for a turn of a kept chat alike
     preface = "First I read add.\nThen I add the type hints to its arguments."
     answer = aider_whole({"pkg/calc.py": EDITED}, preface=preface)
     llm_server.add_rule(any_request, dribbled(answer, pieces=6, every=0.3))
     async with lsp(workspace, init_options=options(llm_server)) as client:
         argument = {"prompt": "add type hints", "file_context": ["pkg/calc.py"]}
-        _, pending = start_command(client, "aider-lsp.aider.automatic", argument)
+        _, pending = start_command(client, command, argument)
         lines = [line.strip() for line in answer.content.splitlines() if line.strip()]
         while not pending.done() and not any(message in lines for message in _reported(client)):
             await asyncio.sleep(0.02)

@@ -170,7 +170,8 @@ async def _aider_automatic(app: Application, params: AiderAutomaticParams, ctx: 
 async def _aider_interactive(
     app: Application, params: AiderInteractiveParams, ctx: RequestContext
 ) -> TaskResult:
-    return await app.chat(params)
+    """A turn of a kept chat: its progress shows Aider's reply as it is written, as an edit's does."""
+    return await app.chat(params, on_reply=ctx.report_reply)
 
 
 async def _aider_list_models(app: Application, params: ListModelsParams, ctx: RequestContext) -> TaskResult:

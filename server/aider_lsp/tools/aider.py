@@ -396,8 +396,9 @@ class AiderExecutors:
             return args
         return await self.turn(args)
 
-    async def turn(self, args: AiderInteractiveArgs) -> TaskResult:
-        """`aider:interactive` typed: one turn of a kept chat, or its end (`end_session`)."""
+    async def turn(self, args: AiderInteractiveArgs, on_reply: ReplyCallback | None = None) -> TaskResult:
+        """`aider:interactive` typed: one turn of a kept chat, or its end (`end_session`).
+        `on_reply` reads Aider's reply as it is written."""
         session_id = args.session_id
         if args.end_session:
             if not session_id:
@@ -421,7 +422,7 @@ class AiderExecutors:
         call: dict[str, Any] = {"message": self._for_model(message), "relative_editable_files": paths}
         if session_id:
             call["session_id"] = session_id
-        outcome, cover, fallback = await self._checkpointed_edit(paths, message, "aider_chat", call)
+        outcome, cover, fallback = await self._checkpointed_edit(paths, message, "aider_chat", call, on_reply)
         if fallback is None and outcome.session_id:
             self._remember_session_files(outcome.session_id, [*paths, *outcome.created_files])
         return finished_edit(outcome, paths, cover, fallback=fallback).to_task_result()
