@@ -9,6 +9,7 @@ model-info cache is filled from it, so no price list is ever downloaded.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fnmatch
 import functools
 import json
@@ -16,7 +17,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,9 @@ class AiderEngine:
         self._one_shot_maps: dict[str, Any] = {}  # model name -> the RepoMap one-shot edits share
         self._io_class: Any = None
         self._warm = threading.Lock()
+        # edits waiting for the engine or running: the background warm-up yields to them
+        self._edits = 0
+        self._edits_changed = threading.Condition()
         # Aider asks for the repository's file list several times per message; matching every
         # path against every pattern each time cost about half a second a call on a 200-file
         # repository: each path is judged once (the patterns are fixed for the process)
@@ -244,7 +248,8 @@ class AiderEngine:
 
     # -- setup -----------------------------------------------------------------------------
     def warm_up(self) -> None:
-        """Import Aider and litellm and build the default model (idempotent)."""
+        """Import Aider and litellm and build the default model (idempotent): what every edit
+        needs first, and waits for."""
         with self._warm:
             if self._io_class is not None:
                 return
@@ -277,8 +282,65 @@ class AiderEngine:
             import httpcore  # noqa: F401
             import openai.resources  # noqa: F401
 
-            self._rehearse()
-            rehearse_provider_call(litellm, self.config.model)
+    def warm_up_in_background(self) -> None:
+        """The server's start: `warm_up`, then what only makes the first edits faster (the
+        rehearsals, Aider's tags cache). An edit that arrives meanwhile goes first: the
+        rehearsals are skipped when one waits (a cold client's first edit pays about 0.15 s
+        more, rather than waiting half a second for them), the tags cache pauses for it."""
+        self.warm_up()
+        self._unless_editing(self._rehearse_all)
+        if self.config.map_tokens > 0:
+            self._build_tags_cache()
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[None]:
+        """Hold the engine for one edit; the background warm-up yields meanwhile."""
+        with self._edits_changed:
+            self._edits += 1
+        try:
+            with self.lock:
+                yield
+        finally:
+            with self._edits_changed:
+                self._edits -= 1
+                self._edits_changed.notify_all()
+
+    def _unless_editing(self, step: Callable[[], None]) -> bool:
+        """Run `step` holding the engine, unless an edit waits or runs (then it is skipped)."""
+        with self._edits_changed:
+            if self._edits or not self.lock.acquire(blocking=False):
+                return False
+        try:
+            step()
+        finally:
+            self.lock.release()
+        return True
+
+    def _wait_until_no_edit(self) -> None:
+        with self._edits_changed:
+            self._edits_changed.wait_for(lambda: self._edits == 0)
+
+    def _rehearse_all(self) -> None:
+        from aider.llm import litellm
+
+        self._rehearse()
+        rehearse_provider_call(litellm, self.config.model)
+
+    def _build_tags_cache(self) -> None:
+        """Parse every file of the repo map into Aider's own tags cache (in `.aider-lsp/`),
+        which the map otherwise fills on the first edit: seconds to minutes on a large
+        repository, all on that edit. File by file, pausing while an edit waits or runs (that
+        edit parses what its map needs itself, as it would have anyway; files parsed here
+        are read from the cache by every later map). Writes nothing but the cache."""
+        try:
+            coder = self._new_coder(self.config.model, [], [])
+            repo_map = coder.repo_map
+            files = coder.get_all_relative_files() if repo_map is not None else []
+            for rel in files:
+                self._wait_until_no_edit()
+                repo_map.get_tags(str(self.root / rel), rel)
+        except Exception as exc:  # a help only: the first edit's map parses what it needs
+            log.warning("building Aider's tags cache failed: %s", exc)
 
     def _rehearse(self) -> None:
         """One chat round answered by litellm's `mock_response` (no network, no cost), so the
@@ -289,6 +351,7 @@ class AiderEngine:
         model = Model(self.config.model)
         model.extra_params = {**(model.extra_params or {}), "mock_response": "Nothing to change."}
         coder = self._new_coder(self.config.model, [], [], main_model=model)
+        coder.repo_map = None  # no map: it would parse every file here (`_build_tags_cache`)
         try:
             coder.run(with_message="Reply: nothing to change.")
         except Exception as exc:  # a rehearsal only: the real edit will say what is wrong
@@ -514,7 +577,7 @@ class AiderEngine:
         readonly = self._rel_paths(readonly, "relative_readonly_files")
         if not editable:
             raise EngineError("relative_editable_files must name at least one file")
-        with self.lock:
+        with self._editing():
             self.warm_up()
             snapshot = Snapshot(self.root, editable, readonly)
             chosen = model or self.config.model
@@ -545,7 +608,7 @@ class AiderEngine:
         readonly = self._rel_paths(readonly, "relative_readonly_files")
         if ask:  # shown, never edited
             readonly, editable = [*readonly, *(p for p in editable if p not in readonly)], []
-        with self.lock:
+        with self._editing():
             self.warm_up()
             session = self._sessions.get(session_id) if session_id else None
             known = set(session.editable) if session else set()
