@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ os.environ.setdefault("AIDER_CHECK_UPDATE", "false")
 os.environ.setdefault("AIDER_ANALYTICS", "false")
 
 MAX_REPLY_CHARS = 20_000
+REHEARSAL_GRACE = 0.5  # seconds after the warm-up in which a first edit makes the rehearsals moot
 MAX_SESSIONS = 16
 # Never written by an edit, whatever the LLM names: version-control internals (hooks run code)
 # and aider-lsp's own state (checkpoints, index).
@@ -239,6 +241,7 @@ class AiderEngine:
         self._warm = threading.Lock()
         # edits waiting for the engine or running: the background warm-up yields to them
         self._edits = 0
+        self._edits_seen = 0
         self._edits_changed = threading.Condition()
         # Aider asks for the repository's file list several times per message; matching every
         # path against every pattern each time cost about half a second a call on a 200-file
@@ -284,11 +287,14 @@ class AiderEngine:
 
     def warm_up_in_background(self) -> None:
         """The server's start: `warm_up`, then what only makes the first edits faster (the
-        rehearsals, Aider's tags cache). An edit that arrives meanwhile goes first: the
-        rehearsals are skipped when one waits (a cold client's first edit pays about 0.15 s
-        more, rather than waiting half a second for them), the tags cache pauses for it."""
+        rehearsals, Aider's tags cache). Edits go first: the rehearsals are skipped once an
+        edit came, or comes within REHEARSAL_GRACE (a client that sends its first edit as soon
+        as the server is up, `aider-lsp run`, would otherwise wait half a second for a
+        rehearsal saving it 0.15 s); the tags cache pauses while an edit waits or runs."""
         self.warm_up()
-        self._unless_editing(self._rehearse_all)
+        time.sleep(REHEARSAL_GRACE)
+        if not self._edits_seen:
+            self._unless_editing(self._rehearse_all)
         if self.config.map_tokens > 0:
             self._build_tags_cache()
 
@@ -297,6 +303,7 @@ class AiderEngine:
         """Hold the engine for one edit; the background warm-up yields meanwhile."""
         with self._edits_changed:
             self._edits += 1
+            self._edits_seen += 1
         try:
             with self.lock:
                 yield

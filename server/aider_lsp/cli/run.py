@@ -35,6 +35,7 @@ from ..workflow.orchestrator import progress_phase
 
 if TYPE_CHECKING:
     from ..aider.spawn import Spawned
+    from ..app import Application
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -153,7 +154,7 @@ async def _run(
     from ..models import RequestContext
 
     app = Application(workspace, settings, index_in_child=False)
-    starting = asyncio.create_task(app.start_aider(early))
+    starting = asyncio.create_task(_start_aider_then_preload(app, early))
     if debug:
         app.set_debug_mode(True)
     start = app.spent()
@@ -188,6 +189,14 @@ async def _run(
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
+
+
+async def _start_aider_then_preload(app: Application, early: Spawned | None) -> None:
+    """Aider's server first (the first edit waits for it), then the planning/analysis model's
+    libraries (seconds of import, in a worker thread): they load during the first edit's model
+    call instead of competing with Aider's start, and the analysis finds them loaded."""
+    await app.start_aider(early)
+    await asyncio.to_thread(app.handler.preload)
 
 
 async def _spawn_aider(settings: Settings, workspace: Path) -> Spawned | None:
