@@ -407,19 +407,21 @@ def main() -> int:
         print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
         return 1
     base = Path(tempfile.mkdtemp(prefix="aider-bench-loop-"))
+    sides = ("aider", "ours", "cold")
+    for side in sides:
+        (base / side).mkdir()
     try:
         home = aider_home(base)
         if args.real_repo is None:
             calls = Calls()
             server = scripted_server(calls)
-            projects = {side: write_calc_project(base / side) for side in ("aider", "ours", "cold")}
+            projects = {side: write_calc_project(base / side) for side in sides}
             rows, loads = bench_story(args, CALC, projects, server, calls, home)
             report(rows, args.repeat, loads, "Two-iteration fix")
         else:
             story = real_story(args.real_repo)
             calls = Calls(marker=REAL_SEEDED)
             server = real_server(calls, story)
-            sides = ("aider", "ours", "cold")
             projects = {side: real_project(args.real_repo, base / side, story) for side in sides}
             rows, loads = bench_story(args, story, projects, server, calls, home)
             report(rows, args.repeat, loads, f"A seeded bug in {args.real_repo.name} ({REAL_DESCRIPTION})")
