@@ -424,7 +424,7 @@ def main() -> int:
             server = real_server(calls, story)
             projects = {side: real_project(args.real_repo, base / side, story) for side in sides}
             rows, loads = bench_story(args, story, projects, server, calls, home)
-            report(rows, args.repeat, loads, f"A seeded bug in {args.real_repo.name} ({REAL_DESCRIPTION})")
+            report(rows, args.repeat, loads, f"A seeded bug in python-humanize ({REAL_DESCRIPTION})")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
