@@ -67,6 +67,7 @@ from aider_lsp_testing.calc_project import (
 )
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
+    IS_AIDER_SUMMARY,
     IS_ANALYSIS,
     IS_PLAN,
     Matcher,
@@ -247,6 +248,9 @@ def real_server(calls: Calls, story: Story) -> ScriptedLLMServer:
 
     rule(IS_PLAN, "plan", json_output(plan))
     rule(IS_ANALYSIS, "analysis", real_analysis)
+    # Aider summarizes a long chat (a whole file is one) in the background: answered, or it
+    # retries for a minute
+    rule(IS_AIDER_SUMMARY, "summary", text("The user asked to fix naturalsize; it was fixed."))
     holds_the_file = all_of(IS_AIDER, any_message_contains(REAL_SEEDED))
     rule(holds_the_file, "aider", aider_whole({REAL_TARGET: story.fixed}))
     rule(IS_AIDER, "aider", text(ASK_FOR_FILE))
@@ -367,7 +371,7 @@ def median_run(runs: list[Run]) -> Run:
 
 
 def describe(calls: Counter[str]) -> str:
-    order = ("plan", "aider", "analysis")
+    order = ("plan", "aider", "analysis", "summary")
     return ", ".join(f"{calls[kind]} {kind}" for kind in order if calls[kind]) + f" = {sum(calls.values())}"
 
 
