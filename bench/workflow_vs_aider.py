@@ -15,6 +15,14 @@ Aider's CLI gets a HOME with its price cache filled (from litellm's bundled map,
 does), so it does not try to download it. Both of ours get the goal alone (no file named);
 `--with-file` adds the warm run with the editor's file (`file_context`).
 
+`--real-repo DIR` (a git clone of python-humanize/humanize) runs a goal-only story on a real
+repository instead: naturalsize's decimal and binary bases swapped in src/humanize/filesize.py,
+the goal names the function but no file, the test command runs three of its test files
+(about a second). Aider runs as in a git repository (git and its repo map on, no commits) with
+no file named; ours as above. The scripted model fixes the file once the chat holds it and
+otherwise asks for it (Aider then adds it and asks again: one more call); printed with each
+run: whether the first Aider call already held the file to change.
+
 The scripted model answers every call after `--latency` seconds; an Aider request whose last
 message carries a failing test's output ("I ran this command:") gets the right fix, any other
 the wrong one; the analyst reads the real exit code. Printed per latency: wall time, model
@@ -26,6 +34,7 @@ times (`--repeat`), the medians are printed, and the load average with them.
 Needs the Aider environment (`aider-lsp setup-aider`).
 
     .venv/bin/python bench/workflow_vs_aider.py [--latency 0 1 3 10] [--slow] [--repeat 1]
+        [--real-repo DIR]
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ from aider_lsp_testing.calc_project import (
 )
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
+    IS_AIDER_SUMMARY,
     IS_ANALYSIS,
     IS_PLAN,
     Matcher,
@@ -65,8 +75,11 @@ from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     aider_whole,
     all_of,
+    any_message_contains,
     json_output,
     last_user_contains,
+    last_user_message,
+    text,
 )
 from aider_lsp_testing.raw_lsp import RawLspClient
 
@@ -83,21 +96,48 @@ class Run:
     seconds: float
     calls: Counter[str]
     critical: Counter[str] = field(default_factory=Counter)
+    held: bool | None = None  # whether the first Aider call already held the file to change
+
+
+@dataclass(frozen=True)
+class Story:
+    """A seeded bug, the goal alone, the test command both loops run."""
+
+    goal: str
+    test_command: str
+    target: str  # the file the fix changes
+    buggy: str
+    fixed: str
+    aider_files: tuple[str, ...] = ()  # named on Aider's command line
+    aider_flags: tuple[str, ...] = ()
+
+    def reset(self, project: Path) -> None:
+        (project / self.target).write_text(self.buggy)
+
+    def check_fixed(self, project: Path, who: str) -> None:
+        if (project / self.target).read_text() != self.fixed:
+            raise SystemExit(f"{who}: {self.target} was not fixed")
+
+
+CALC = Story(GOAL, TEST_COMMAND, "calc.py", BUGGY, FIXED, aider_files=("calc.py", "test_calc.py"))
 
 
 class Calls:
     """When each model call was answered, by kind (the scripted server answers after its
     latency: a call ran from `answered - latency` to `answered`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: str | None = None) -> None:
         self.answered: list[tuple[str, float, float]] = []  # kind, answered at, latency
         self.since = 0.0
+        self.marker = marker  # a line only the file to change holds (not the repo map)
+        self.held: bool | None = None  # whether the run's first Aider call held it
 
     def clear(self) -> None:
         """A new run: calls that started before it (a stopped analysis of the run before,
         answered late) are not its own."""
         self.answered.clear()
         self.since = time.perf_counter()
+        self.held = None
 
     def _own(self) -> list[tuple[str, float, float]]:
         return [
@@ -108,6 +148,8 @@ class Calls:
         self, kind: str, server: ScriptedLLMServer, reply: ReplyLike
     ) -> Callable[[dict[str, Any]], ReplyLike]:
         def answer(request: dict[str, Any]) -> ReplyLike:
+            if kind == "aider" and self.held is None and self.marker is not None:
+                self.held = self.marker in json.dumps(request.get("messages", []))
             self.answered.append((kind, time.perf_counter(), server.latency))
             return reply(request) if callable(reply) else reply
 
@@ -148,36 +190,99 @@ def scripted_server(calls: Calls) -> ScriptedLLMServer:
 
 
 def measured(calls: Calls, seconds: float) -> Run:
-    return Run(seconds, calls.by_kind(), calls.critical_path())
+    return Run(seconds, calls.by_kind(), calls.critical_path(), calls.held)
 
 
-def reset(project: Path) -> None:
-    (project / "calc.py").write_text(BUGGY)
+# -- a goal-only story on a real repository --------------------------------------------------
+REAL_TARGET = "src/humanize/filesize.py"
+REAL_RIGHT = "base = 1024 if (gnu or binary) else 1000"
+REAL_SEEDED = "base = 1000 if (gnu or binary) else 1024"  # decimal and binary bases swapped
+REAL_DESCRIPTION = f"{REAL_TARGET}: naturalsize's decimal and binary bases swapped"
+REAL_GOAL = (
+    "naturalsize gives wrong sizes: naturalsize(3000000) should be '3.0 MB' and "
+    "naturalsize(3000, True) '2.9 KiB'. Make the failing tests pass."
+)
+REAL_TESTS = (
+    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:asyncio --color=no -o pythonpath=src "
+    "tests/test_filesize.py tests/test_number.py tests/test_lists.py"
+)
+# what a model answers when the file to change is not in the chat (Aider then offers to add it)
+ASK_FOR_FILE = f"To fix this I need to edit {REAL_TARGET}. Please add it to the chat."
+# Aider as a user runs it in a git repository: git and its repo map on (the quiet flags turn
+# both off), no commits, .gitignore left alone
+AIDER_IN_A_REPO = ("--git", "--no-gitignore", "--no-dirty-commits", "--map-tokens", "1024")
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
 
 
-def check_fixed(project: Path, who: str) -> None:
-    if (project / "calc.py").read_text() != FIXED:
-        raise SystemExit(f"{who}: calc.py was not fixed")
+def real_story(source: Path) -> Story:
+    """The seeded bug in `source` (a clone of python-humanize/humanize)."""
+    fixed = subprocess.run(
+        ["git", "-C", str(source), "show", f"HEAD:{REAL_TARGET}"], capture_output=True, text=True, check=True
+    ).stdout
+    if REAL_RIGHT not in fixed:
+        raise SystemExit(f"{source}: {REAL_TARGET} has no line {REAL_RIGHT!r} to seed the bug in")
+    buggy = fixed.replace(REAL_RIGHT, REAL_SEEDED)
+    return Story(REAL_GOAL, REAL_TESTS, REAL_TARGET, buggy, fixed, aider_flags=AIDER_IN_A_REPO)
+
+
+def real_project(source: Path, where: Path, story: Story) -> Path:
+    """A clone with the bug committed: the project as its user has it (the version file that
+    the package build writes is committed too, so the tests import it)."""
+    root = where / source.name
+    subprocess.run(["git", "clone", "--quiet", str(source), str(root)], check=True)
+    (root / "src" / "humanize" / "_version.py").write_text('__version__ = "0.0.0+bench"\n')
+    story.reset(root)
+    subprocess.run([*GIT, "add", "-f", "src/humanize/_version.py", REAL_TARGET], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "--quiet", "-m", "bench: the seeded bug"], cwd=root, check=True)
+    return root
+
+
+def real_server(calls: Calls, story: Story) -> ScriptedLLMServer:
+    """The model of the real story: Aider's reply fixes the file once the chat holds it, and
+    asks for it otherwise; the plan names it; the analyst reads the exit code."""
+    server = ScriptedLLMServer(models=["scripted-planner", MODEL]).start()
+    plan = {"instructions": "Fix naturalsize's bases", "files": [REAL_TARGET], "test_command": None}
+
+    def rule(matcher: Matcher, kind: str, reply: ReplyLike) -> None:
+        server.add_rule(matcher, calls.timed(kind, server, reply))
+
+    rule(IS_PLAN, "plan", json_output(plan))
+    rule(IS_ANALYSIS, "analysis", real_analysis)
+    # Aider summarizes a long chat (a whole file is one) in the background: answered, or it
+    # retries for a minute
+    rule(IS_AIDER_SUMMARY, "summary", text("The user asked to fix naturalsize; it was fixed."))
+    holds_the_file = all_of(IS_AIDER, any_message_contains(REAL_SEEDED))
+    rule(holds_the_file, "aider", aider_whole({REAL_TARGET: story.fixed}))
+    rule(IS_AIDER, "aider", text(ASK_FOR_FILE))
+    return server
+
+
+def real_analysis(request: dict[str, Any]) -> ReplyLike:
+    if "Exit code: 0" in last_user_message(request):
+        return json_output({"verdict": "SUCCESS", "message": "the tests pass"})
+    retry = f"Fix naturalsize in {REAL_TARGET}: decimal sizes use 1000, binary 1024"
+    return json_output({"verdict": "RETRY", "message": "tests still fail", "next_prompt": retry})
 
 
 # -- Aider's own loop -----------------------------------------------------------------------
-def run_aider(project: Path, server: ScriptedLLMServer, calls: Calls, home: Path) -> Run:
+def run_aider(story: Story, project: Path, server: ScriptedLLMServer, calls: Calls, home: Path) -> Run:
     env = aider_environment(server.base_url, home)
     history = Path(tempfile.mkdtemp(prefix="aider-bench-history-"))
-    reset(project)
+    story.reset(project)
     calls.clear()
     started = time.perf_counter()
     subprocess.run(
         aider_command(
-            GOAL,
+            story.goal,
             f"openai/{MODEL}",
             history,
-            ["calc.py", "test_calc.py"],
+            list(story.aider_files),
             "--test-cmd",
-            TEST_COMMAND,
+            story.test_command,
             "--auto-test",
             "--no-suggest-shell-commands",
             "--no-detect-urls",
+            *story.aider_flags,
         ),
         cwd=project,
         env=env,
@@ -187,16 +292,18 @@ def run_aider(project: Path, server: ScriptedLLMServer, calls: Calls, home: Path
     )
     seconds = time.perf_counter() - started
     shutil.rmtree(history, ignore_errors=True)
-    check_fixed(project, "aider --auto-test")
+    story.check_fixed(project, "aider --auto-test")
     return measured(calls, seconds)
 
 
 # -- ours ------------------------------------------------------------------------------------
-def run_ours(client: RawLspClient, project: Path, calls: Calls, editor_files: bool) -> Run:
-    goal: dict[str, Any] = {"goal": GOAL, "test_command": TEST_COMMAND, "max_retries": 3}
+def run_ours(
+    story: Story, client: RawLspClient, project: Path, calls: Calls, editor_files: bool = False
+) -> Run:
+    goal: dict[str, Any] = {"goal": story.goal, "test_command": story.test_command, "max_retries": 3}
     if editor_files:
-        goal["file_context"] = ["calc.py"]
-    reset(project)
+        goal["file_context"] = [story.target]
+    story.reset(project)
     calls.clear()
     started = time.perf_counter()
     answer = client.execute("aider-lsp.workflow.run", goal, timeout=300)
@@ -204,11 +311,11 @@ def run_ours(client: RawLspClient, project: Path, calls: Calls, editor_files: bo
     result = answer.get("result") or {}
     if result.get("status") != "COMPLETE":
         raise SystemExit(f"aider-lsp.workflow.run did not succeed: {answer}")
-    check_fixed(project, "aider-lsp.workflow.run")
+    story.check_fixed(project, "aider-lsp.workflow.run")
     return measured(calls, seconds)
 
 
-def run_cold(project: Path, server: ScriptedLLMServer, calls: Calls) -> Run:
+def run_cold(story: Story, project: Path, server: ScriptedLLMServer, calls: Calls) -> Run:
     """`aider-lsp run` in a new process: its start-up, Aider's server's and the loop."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDER_LSP_", "OPENAI_"))}
     env.update(
@@ -218,11 +325,11 @@ def run_cold(project: Path, server: ScriptedLLMServer, calls: Calls) -> Run:
         AIDER_LSP_AIDER_MODEL=f"openai/{MODEL}",
         AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
     )
-    reset(project)
+    story.reset(project)
     calls.clear()
     started = time.perf_counter()
     done = subprocess.run(
-        [*CLI, "run", "--workspace", str(project), "--goal", GOAL, "--test", TEST_COMMAND],
+        [*CLI, "run", "--workspace", str(project), "--goal", story.goal, "--test", story.test_command],
         env=env,
         capture_output=True,
         text=True,
@@ -231,7 +338,7 @@ def run_cold(project: Path, server: ScriptedLLMServer, calls: Calls) -> Run:
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"aider-lsp run failed ({done.returncode}): {done.stderr[-2000:]}")
-    check_fixed(project, "aider-lsp run")
+    story.check_fixed(project, "aider-lsp run")
     return measured(calls, seconds)
 
 
@@ -254,11 +361,17 @@ def start_ours(project: Path, server: ScriptedLLMServer) -> RawLspClient:
 def median_run(runs: list[Run]) -> Run:
     ordered = sorted(runs, key=lambda run: run.seconds)
     middle = ordered[len(ordered) // 2]
-    return Run(statistics.median(run.seconds for run in runs), middle.calls, middle.critical)
+    held = {run.held for run in runs}
+    return Run(
+        statistics.median(run.seconds for run in runs),
+        middle.calls,
+        middle.critical,
+        held.pop() if len(held) == 1 else None,
+    )
 
 
 def describe(calls: Counter[str]) -> str:
-    order = ("plan", "aider", "analysis")
+    order = ("plan", "aider", "analysis", "summary")
     return ", ".join(f"{calls[kind]} {kind}" for kind in order if calls[kind]) + f" = {sum(calls.values())}"
 
 
@@ -284,6 +397,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--settle", type=float, default=8.0, help="seconds between start-up and the warm-up run"
     )
+    parser.add_argument(
+        "--real-repo",
+        type=Path,
+        help="a git clone of python-humanize/humanize: its seeded-bug story instead of the calc one",
+    )
     return parser.parse_args()
 
 
@@ -293,67 +411,83 @@ def main() -> int:
         print(f"the Aider environment is missing: run `aider-lsp setup-aider` ({aider_env.env_dir()})")
         return 1
     base = Path(tempfile.mkdtemp(prefix="aider-bench-loop-"))
-    for side in ("aider", "ours", "cold"):
+    sides = ("aider", "ours", "cold")
+    for side in sides:
         (base / side).mkdir()
-    aider_project = write_calc_project(base / "aider")
-    our_project = write_calc_project(base / "ours")
-    cold_project = write_calc_project(base / "cold")
-    home = aider_home(base)
-    calls = Calls()
-    server = scripted_server(calls)
-    client = start_ours(our_project, server)
+    try:
+        home = aider_home(base)
+        if args.real_repo is None:
+            calls = Calls()
+            server = scripted_server(calls)
+            projects = {side: write_calc_project(base / side) for side in sides}
+            rows, loads = bench_story(args, CALC, projects, server, calls, home)
+            report(rows, args.repeat, loads, "Two-iteration fix")
+        else:
+            story = real_story(args.real_repo)
+            calls = Calls(marker=REAL_SEEDED)
+            server = real_server(calls, story)
+            projects = {side: real_project(args.real_repo, base / side, story) for side in sides}
+            rows, loads = bench_story(args, story, projects, server, calls, home)
+            report(rows, args.repeat, loads, f"A seeded bug in python-humanize ({REAL_DESCRIPTION})")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def bench_story(
+    args: argparse.Namespace,
+    story: Story,
+    projects: dict[str, Path],
+    server: ScriptedLLMServer,
+    calls: Calls,
+    home: Path,
+) -> tuple[list[Row], list[float]]:
+    """Each latency's rows for one story, after a warm-up run of each side."""
+    client = start_ours(projects["ours"], server)
     latencies = [*args.latency, *([30.0] if args.slow else [])]
     rows: list[Row] = []
     loads: list[float] = []
     try:
         time.sleep(args.settle)  # the background warm-up after `initialized`, as a user would wait
-        run_ours(client, our_project, calls, editor_files=False)  # warm: Aider, the LLM client, the index
-        run_aider(aider_project, server, calls, home)  # warm: the OS's file cache for Aider's imports
-        run_cold(cold_project, server, calls)  # its index and Aider's tags cache, as a user's second run
+        run_ours(story, client, projects["ours"], calls)  # warm: Aider, the LLM client, the index
+        run_aider(story, projects["aider"], server, calls, home)  # warm: the OS's cache of Aider's imports
+        run_cold(story, projects["cold"], server, calls)  # its index and tags cache, as a user's second run
         for latency in latencies:
             server.latency = latency
-            rows.append(
-                measure(
-                    args, latency, (aider_project, our_project, cold_project), client, server, calls, home
-                )
-            )
+            rows.append(measure(args, story, latency, projects, client, server, calls, home))
             loads.append(os.getloadavg()[0])
         client.shutdown()
     finally:
         client.close()
         server.stop()
-        shutil.rmtree(base, ignore_errors=True)
-    report(rows, args.repeat, loads)
-    return 0
+    return rows, loads
 
 
 def measure(
     args: argparse.Namespace,
+    story: Story,
     latency: float,
-    projects: tuple[Path, Path, Path],
+    projects: dict[str, Path],
     client: RawLspClient,
     server: ScriptedLLMServer,
     calls: Calls,
     home: Path,
 ) -> Row:
     """One latency's runs, each side in turn (`--repeat` times), as medians."""
-    aider_project, our_project, cold_project = projects
     theirs, warm, cold, named = [], [], [], []
     for _ in range(args.repeat):
-        theirs.append(run_aider(aider_project, server, calls, home))
-        warm.append(run_ours(client, our_project, calls, editor_files=False))
-        cold.append(run_cold(cold_project, server, calls))
+        theirs.append(run_aider(story, projects["aider"], server, calls, home))
+        warm.append(run_ours(story, client, projects["ours"], calls))
+        cold.append(run_cold(story, projects["cold"], server, calls))
         if args.with_file:
-            named.append(run_ours(client, our_project, calls, editor_files=True))
+            named.append(run_ours(story, client, projects["ours"], calls, editor_files=True))
     return Row(
         latency, median_run(theirs), median_run(warm), median_run(cold), median_run(named) if named else None
     )
 
 
-def report(rows: list[Row], repeat: int, loads: list[float]) -> None:
-    print(
-        f"Two-iteration fix, the goal alone, scripted model on 127.0.0.1, median of {repeat} run(s) per cell"
-    )
+def report(rows: list[Row], repeat: int, loads: list[float], title: str) -> None:
+    print(f"{title}, the goal alone, scripted model on 127.0.0.1, median of {repeat} run(s) per cell")
     print(f"(1-minute load average after each latency: {', '.join(f'{load:.1f}' for load in loads)})")
     for row in rows:
         print(f"\nmodel latency {row.latency:g} s per call")
@@ -366,7 +500,8 @@ def report(rows: list[Row], repeat: int, loads: list[float]) -> None:
             shown = "" if run is row.theirs else f"   ratio {ratio:.2f}{verdict(row.latency, label, ratio)}"
             path = describe(run.critical) if row.latency > 0 else "n/a at 0 s"
             print(f"  {label:<28}: {run.seconds:6.2f} s   calls: {describe(run.calls)}", end="")
-            print(f"   critical path: {path}{shown}")
+            held = "" if run.held is None else f"   first edit held {'the file' if run.held else 'no file'}"
+            print(f"   critical path: {path}{shown}{held}")
     print("\n| s a call | Aider's loop | ours, warm | warm / Aider | cold `aider-lsp run` | cold / Aider |")
     print("|---|---|---|---|---|---|")
     for row in rows:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
+from .aider.spawn import Spawned
 from .checkpoints import CheckpointStore, file_diff, run_record
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
@@ -77,9 +78,14 @@ class Application:
         workspace: str | os.PathLike[str],
         settings: Settings,
         unsaved_files: UnsavedFiles = tuple,
+        *,
+        index_in_child: bool = True,
     ) -> None:
         """`unsaved_files` tells which files the editor holds with unsaved changes (asked at
-        each edit and undo, which refuse to overwrite them); without an editor there are none."""
+        each edit and undo, which refuse to overwrite them); without an editor there are none.
+        `index_in_child`: the index's passes run in a child process, so that a server's
+        requests never wait for them; a one-shot run (the CLI) passes False: a child's start
+        (a new Python, seconds of CPU under load) would compete with Aider's own start."""
         self.settings = settings
         self.unsaved_files = unsaved_files
         self.files = FileAccessManager(workspace, settings=self.current_settings)
@@ -94,7 +100,10 @@ class Application:
         # Workspace index: cheap to build; the database opens on first use / start_indexing.
         # Its optional re-ranking runs the TaskSystem's template (it never calls back into here).
         self.memory = MemorySystem(
-            self.files, self.current_settings, reranker=template_reranker(self.tasks), index_in_child=True
+            self.files,
+            self.current_settings,
+            reranker=template_reranker(self.tasks),
+            index_in_child=index_in_child,
         )
         self._register_system_tools()
         # Aider: one persistent MCP session (started on first use), checkpoints for undo.
@@ -433,9 +442,10 @@ class Application:
         """Log the LLM layer's prompts, tools and failures whatever the `debug` setting says."""
         self.handler.set_debug_mode(enabled)
 
-    async def start_aider(self) -> bool:
-        """Start the Aider server now (ahead of the first edit); whether it runs."""
-        return await self.aider.warm_up()
+    async def start_aider(self, early: Spawned | None = None) -> bool:
+        """Start the Aider server now (ahead of the first edit; `early`: its process, spawned
+        before this Application was built); whether it runs."""
+        return await self.aider.warm_up(early)
 
     async def index_workspace(self, progress: ProgressCallback | None = None) -> IndexStats:
         """Index the workspace (one pass at a time; a call during a pass joins it)."""

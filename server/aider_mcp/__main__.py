@@ -122,7 +122,7 @@ def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
 
 def _warm(engine: object) -> None:
     try:
-        engine.warm_up()  # type: ignore[attr-defined]
+        engine.warm_up_in_background()  # type: ignore[attr-defined]
     except Exception as exc:  # reported again, as {"error"}, by the first call
         print(f"aider_mcp: warm-up failed: {exc}", file=sys.stderr)
 

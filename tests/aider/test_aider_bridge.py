@@ -324,6 +324,41 @@ async def test_warm_up_makes_the_first_tool_call_and_survives_a_server_slow_to_a
         await bridge.aclose()
 
 
+async def test_warm_up_adopts_a_server_spawned_ahead_and_discards_one_for_other_settings(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`aider-lsp run` spawns the server before the rest of the client starts: the bridge's
+    session speaks MCP with that very process; one spawned for another launch is killed."""
+    from aider_lsp.aider.spawn import spawn
+
+    settings = fake_settings("ok", tmp_path)
+    bridge = make_bridge(workspace, settings)
+    early = await spawn(launch_spec(settings, workspace))
+    try:
+        assert await bridge.warm_up(early) is True
+        assert bridge.server_pid == early.process.pid and bridge.starts == 1
+        assert (await bridge.call_aider_tool("list_models", {})).ok
+    finally:
+        await bridge.aclose()
+    other = await spawn(launch_spec(fake_settings("hang-once", tmp_path), workspace))
+    bridge = make_bridge(workspace, settings)
+    try:
+        assert await bridge.warm_up(other) is True
+        assert bridge.server_pid != other.process.pid
+        assert await eventually(lambda: other.process.returncode is not None)
+        assert not other.stderr_path.exists()
+    finally:
+        await bridge.aclose()
+
+
+def test_a_server_spawned_ahead_inherits_what_the_mcp_sdk_gives_a_server() -> None:
+    from mcp.client.stdio import get_default_environment
+
+    from aider_lsp.aider.spawn import inherited_environment
+
+    assert inherited_environment() == get_default_environment()
+
+
 async def test_a_run_checkpoint_undoes_all_edits_of_a_workflow_run_at_once(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ the map, and Aider's tags cache lives in `.aider-lsp/`, never in the user's tree
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from aider_lsp.models import TaskStatus
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import aider_whole, any_request, last_user_contains
+from aider_lsp_testing.waiting import eventually
 
 EDITED = "def add(a, b):\n    return a + b + 0\n"
 SECRETS = {
@@ -104,6 +106,36 @@ async def test_the_next_one_shot_edit_maps_the_repository_as_it_is_now(
     first, second = (str(request["messages"]) for request in llm_server.chat_requests())
     assert "area_of_circle" in first and "perimeter_of_square" not in first
     assert "area_of_circle" in second and "perimeter_of_square" in second
+
+
+def cached_tags(root: Path) -> set[str]:
+    """The files Aider's tags cache (a diskcache: SQLite, keyed by absolute path) holds."""
+    database = root / ".aider-lsp" / "aider.tags.cache.v4" / "cache.db"
+    if not database.exists():
+        return set()
+    try:
+        with sqlite3.connect(database, timeout=1) as connection:
+            keys = [row[0] for row in connection.execute("SELECT key FROM Cache")]
+    except sqlite3.Error:  # being created by the server right now
+        return set()
+    return {os.path.relpath(key, root) for key in keys if isinstance(key, str)}
+
+
+@pytest.mark.aider
+async def test_the_warm_up_fills_the_tags_cache_before_any_edit(tmp_path: Path, llm_server: Any) -> None:
+    """The first edit of a new workspace finds the map's files parsed: the server's warm-up
+    filled Aider's tags cache (never with a secret file, nothing written but the cache)."""
+    root = git_project(tmp_path / "repo")
+    app = make_app(root, llm_server.base_url)
+    try:
+        assert await app.start_aider()
+        assert await eventually(lambda: cached_tags(root) >= {"pkg/calc.py", "pkg/shapes.py"}, timeout=60)
+    finally:
+        await app.aclose()
+    assert USER_SECRET_CODE not in cached_tags(root) and not set(SECRETS) & cached_tags(root)
+    assert llm_server.chat_requests() == []  # no model call to build it
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+    assert status.stdout.strip() == ""
 
 
 @pytest.mark.aider

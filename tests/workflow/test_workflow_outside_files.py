@@ -96,3 +96,35 @@ async def test_a_file_unsaved_in_the_editor_or_a_secret_is_still_refused(
     assert (project / ".env").read_text() == "API_KEY=sk-secret-do-not-leak\n"
     (only,) = result.notes["workflow"]["iterations"]
     assert only["aider"]["changed_files"] == [] and only["test"] is None  # a failed attempt
+
+
+PI_ROUNDED = "PI = 3  # rounded\n"
+PI_FIXED = "PI = 3.14159\n"
+AREA_OF_PI = "from constants import PI\n\n\ndef circle_area(r):\n    return PI * r * r\n"
+
+
+async def test_a_goal_alone_reaches_green_when_the_fix_is_in_a_file_the_index_did_not_offer(
+    tmp_path: Path, llm_server: Any
+) -> None:
+    """No file chosen: the first edit gets the index's files for the goal (the area code and
+    its test); the bug is in constants.py, which Aider's reply edits from outside the chat."""
+    root = tmp_path / "geometry"
+    root.mkdir()
+    (root / "constants.py").write_text(PI_ROUNDED)
+    (root / "area.py").write_text(AREA_OF_PI)
+    (root / "test_area.py").write_text(TESTS)
+    llm_server.add_rule(IS_PLAN, json_output({"instructions": "Fix circle_area", "files": ["area.py"]}))
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(IS_AIDER, aider_whole({"constants.py": PI_FIXED}))
+    app = app_on(root, llm_server)
+    try:
+        request = WorkflowRequest(goal="Make the circle area test pass", test_command=COMMAND, max_retries=3)
+        result = await app.run_workflow(request, RequestContext())
+    finally:
+        await app.aclose()
+    first_edit = next(request for request in llm_server.chat_requests() if IS_AIDER(request))
+    assert "# rounded" not in str(first_edit["messages"])  # constants.py was not in the chat
+    assert result.status is TaskStatus.COMPLETE, result.content
+    assert (root / "constants.py").read_text() == PI_FIXED
+    (only,) = result.notes["workflow"]["iterations"]
+    assert "constants.py" in only["files"] and result.notes["changed_files"] == ["constants.py"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,9 @@ from ..models import (
 from ..settings import Settings
 from .launch import ConfigurationProblem, LaunchSpec, launch_spec, launch_spec_for_tool
 from .results import EDIT_TOOLS, CallFailure, EditedFiles, ToolReply, edit_outcome, tool_result
+from .spawn import Spawned, discard, spawn
+
+log = logging.getLogger(__name__)
 
 SESSION_MODULE = "aider_lsp.aider.session"  # imported on first use (mcp, anyio)
 
@@ -116,9 +120,10 @@ class AiderBridge:
         """How many servers this bridge has started (restarts are visible)."""
         return self._session.starts if self._session is not None else 0
 
-    async def warm_up(self) -> bool:
+    async def warm_up(self, early: Spawned | None = None) -> bool:
         """Start the server ahead of the first edit (e.g. after `initialized`); the bundled
         server then imports Aider in the background. False when not configured or it failed.
+        `early`: its process, spawned ahead by the caller (`aider-lsp run`), adopted here.
 
         Only before any server was started: once a call started one, warming up has nothing to
         do, and after a cancelled edit stopped it, starting it again would undo that stop."""
@@ -126,12 +131,29 @@ class AiderBridge:
         try:
             spec = launch_spec(settings, self.workspace)
         except ConfigurationProblem:
+            if early is not None:
+                discard(early)
             return False
         async with self._lock:
+            if self._session is not None and self._session.starts:
+                if early is not None:
+                    discard(early)
+                return self._session.running
+            return await self._start_early(spec, early)
+
+    async def _start_early(self, spec: LaunchSpec, early: Spawned | None) -> bool:
+        """Spawn the server, then import session.py (mcp) while it starts, then adopt it."""
+        try:
+            early = early or await spawn(spec)
+        except OSError as exc:  # the first edit will report it, with the server's command
+            log.warning("could not start the Aider MCP server: %s", exc)
+            return False
+        try:
             server = await self._server()
-            if server.starts:
-                return server.running
-            return await server.warm_up(spec, settings.timeouts.aider)
+        except BaseException:
+            discard(early)
+            raise
+        return await server.warm_up(spec, self.settings().timeouts.aider, early)
 
     async def restart(self) -> None:
         """Stop the server; the next call starts a fresh one (new session, empty chats)."""

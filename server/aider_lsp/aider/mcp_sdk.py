@@ -11,7 +11,6 @@ from __future__ import annotations
 import anyio
 import mcp.types as mcp_types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -21,7 +20,6 @@ __all__ = [
     "MCPError",
     "SessionMessage",
     "anyio",
-    "get_default_environment",
     "mcp_types",
     "terminate_posix_process_tree",
 ]

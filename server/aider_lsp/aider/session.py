@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import signal
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +28,11 @@ from .mcp_sdk import (
     ClientSession,
     SessionMessage,
     anyio,
-    get_default_environment,
     mcp_types,
     terminate_posix_process_tree,
 )
 from .results import CallFailure, ToolReply
+from .spawn import Spawned, discard, spawn
 
 log = logging.getLogger(__name__)
 
@@ -157,11 +156,12 @@ class ServerSession:
             await self.stop()
         return failure
 
-    async def warm_up(self, spec: LaunchSpec, deadline: float) -> bool:
-        """Start the server ahead of the first call; False (and nothing left running) when it failed."""
+    async def warm_up(self, spec: LaunchSpec, deadline: float, early: Spawned | None = None) -> bool:
+        """Start the server ahead of the first call (`early`: its process, already spawned);
+        False (and nothing left running) when it failed."""
         try:
             async with asyncio.timeout(deadline):
-                conn = await self._ensure(spec)
+                conn = await self._ensure(spec, early)
                 # the client lists the tools before its first call (to check results against
                 # their schemas), and the server's first tool call is slow (its worker thread,
                 # Aider's warm-up it waits for): both now, not on the first edit
@@ -182,15 +182,15 @@ class ServerSession:
         except Exception as exc:
             log.info("the Aider server's first tool call during warm-up: %s", describe(exc))
 
-    async def _ensure(self, spec: LaunchSpec) -> _Connection:
+    async def _ensure(self, spec: LaunchSpec, early: Spawned | None = None) -> _Connection:
         """The running connection for `spec`: a dead, unresponsive or differently launched
-        server is stopped and a new one started."""
+        server is stopped and a new one started (`early`'s process when it was spawned ahead)."""
         conn = self._conn
         if conn is not None and (not conn.alive or conn.spec != spec or not await self._responsive(conn)):
             await self.stop()
             conn = None
         if conn is None:
-            conn = await self._start(spec)
+            conn = await self._start(spec, early)
             self._conn = conn
         return conn
 
@@ -205,9 +205,14 @@ class ServerSession:
             return False
 
     # -- process lifecycle -----------------------------------------------------------------
-    async def _start(self, spec: LaunchSpec) -> _Connection:
-        """Spawn the server in its own process group and initialise an MCP session."""
-        process, stderr_path = await _spawn(spec)
+    async def _start(self, spec: LaunchSpec, early: Spawned | None = None) -> _Connection:
+        """Spawn the server in its own process group (or adopt `early`, spawned ahead for
+        this very spec) and initialise an MCP session."""
+        if early is not None and early.spec != spec:
+            discard(early)
+            early = None
+        spawned = early or await spawn(spec)
+        process, stderr_path = spawned.process, spawned.stderr_path
         self.starts += 1
         start = _Start(
             spec, process, stderr_path, asyncio.get_running_loop().create_future(), asyncio.Event()
@@ -243,27 +248,6 @@ def _progress_messages(on_text: Callable[[str], None]) -> Any:
             on_text(message)
 
     return progress
-
-
-async def _spawn(spec: LaunchSpec) -> tuple[Any, Path]:
-    """The server process (a new session: its own process group) and its stderr log."""
-    fd, stderr_name = tempfile.mkstemp(prefix="aider-mcp-", suffix=".log")
-    stderr_file = os.fdopen(fd, "wb")
-    try:
-        process = await anyio.open_process(
-            [spec.command, *spec.args],
-            env=get_default_environment() | dict(spec.env),
-            cwd=spec.cwd,
-            stderr=stderr_file,
-            start_new_session=True,
-        )
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(stderr_name)
-        raise
-    finally:
-        stderr_file.close()
-    return process, Path(stderr_name)
 
 
 async def _own(start: _Start) -> None:

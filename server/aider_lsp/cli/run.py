@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..models import (
     Finding,
@@ -32,6 +32,10 @@ from ..models import (
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 from ..suite.choose import choose_test_command, no_suite_message
 from ..workflow.orchestrator import progress_phase
+
+if TYPE_CHECKING:
+    from ..aider.spawn import Spawned
+    from ..app import Application
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -145,10 +149,12 @@ def run_workflow_command(
 async def _run(
     workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool, debug: bool
 ) -> int:
+    early = await _spawn_aider(settings, workspace)  # before the imports below: seconds of start
     from ..app import Application
     from ..models import RequestContext
 
-    app = Application(workspace, settings)
+    app = Application(workspace, settings, index_in_child=False)
+    starting = asyncio.create_task(_start_aider_then_preload(app, early))
     if debug:
         app.set_debug_mode(True)
     start = app.spent()
@@ -172,9 +178,10 @@ async def _run(
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
+        for task in (ticker, starting):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await app.aclose()
     display.clear()
     if as_json:
@@ -182,6 +189,27 @@ async def _run(
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
+
+
+async def _start_aider_then_preload(app: Application, early: Spawned | None) -> None:
+    """Aider's server first (the first edit waits for it), then the planning/analysis model's
+    libraries (seconds of import, in a worker thread): they load during the first edit's model
+    call instead of competing with Aider's start, and the analysis finds them loaded."""
+    await app.start_aider(early)
+    await asyncio.to_thread(app.handler.preload)
+
+
+async def _spawn_aider(settings: Settings, workspace: Path) -> Spawned | None:
+    """Aider's server process, started first: its start (Python, Aider, litellm: seconds)
+    overlaps the client's own (imports, the index) instead of following it. None when it
+    cannot start: the first edit then says why."""
+    from ..aider.launch import ConfigurationProblem, launch_spec
+    from ..aider.spawn import spawn
+
+    try:
+        return await spawn(launch_spec(settings, workspace))
+    except (ConfigurationProblem, OSError):
+        return None
 
 
 def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:

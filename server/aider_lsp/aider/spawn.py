@@ -1,0 +1,89 @@
+"""Starting the Aider server's process, apart from its MCP session (no mcp import here).
+
+Why apart: importing the mcp SDK takes about a second, and the server's own start (Python,
+mcp, Aider, litellm) several more. Spawned first, the server starts while the client imports
+the SDK (and, in `aider-lsp run`, while the rest of the client starts), not after it; the
+session (session.py) then adopts the running process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .launch import LaunchSpec
+
+# The environment the mcp SDK's `get_default_environment` gives a server (tests hold them equal).
+INHERITED_ENV_VARS = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+)
+
+
+@dataclass
+class Spawned:
+    """A server process started for `spec`, not yet speaking MCP."""
+
+    spec: LaunchSpec
+    process: Any  # anyio.abc.Process
+    stderr_path: Path
+
+
+def inherited_environment() -> dict[str, str]:
+    """The few variables every server inherits (shell functions skipped, as the SDK does)."""
+    return {
+        key: value
+        for key in INHERITED_ENV_VARS
+        if (value := os.environ.get(key)) is not None and not value.startswith("()")
+    }
+
+
+async def spawn(spec: LaunchSpec) -> Spawned:
+    """The server process (a new session: its own process group) and its stderr log."""
+    fd, stderr_name = tempfile.mkstemp(prefix="aider-mcp-", suffix=".log")
+    stderr_file = os.fdopen(fd, "wb")
+    try:
+        process = await anyio.open_process(
+            [spec.command, *spec.args],
+            env=inherited_environment() | dict(spec.env),
+            cwd=spec.cwd,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(stderr_name)
+        raise
+    finally:
+        stderr_file.close()
+    return Spawned(spec, process, Path(stderr_name))
+
+
+def discard(spawned: Spawned) -> None:
+    """Kill a spawned server that no session adopted (its process group) and drop its log."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(spawned.process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        spawned.stderr_path.unlink()
