@@ -516,3 +516,10 @@ class Application:
             await asyncio.wait([warming], timeout=10)  # its outcome is not ours to raise
         await self.aider.aclose()
         await self.memory.aclose()
+
+    def kill_children(self) -> None:
+        """The last resort when `aclose` did not end in time: kill the Aider server's process
+        group now. A test command needs nothing here: its supervisor (reaper.py) ends the run
+        when the server's end of its control pipe closes, at the latest when the server exits;
+        the index's pass process stops on its own once the server is gone."""
+        self.aider.kill()
