@@ -13,7 +13,7 @@ import asyncio
 import logging
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -90,24 +90,10 @@ async def application(ls: AiderLanguageServer, root: Path) -> Application | None
 
 
 async def close(app: Application) -> None:
-    """Close the folder's Application within CLOSE_TIMEOUT, for real. Why not `wait_for`:
-    after its timeout it cancels the close and then waits, without bound, for the close to
-    end, which a close busy in a shielded stop does not do at once; here the close is waited
-    for up to the bound, then cancelled and its children killed without waiting."""
-    closing = asyncio.ensure_future(app.aclose())
-    try:
-        await asyncio.wait({closing}, timeout=CLOSE_TIMEOUT)
-    except asyncio.CancelledError:
-        closing.cancel()
-        app.kill_children()
-        raise
-    if not closing.done():
-        log.warning("closing %s took over %.0f s: its children are killed", app.workspace, CLOSE_TIMEOUT)
-        closing.cancel()
-        app.kill_children()
-    elif not closing.cancelled() and (error := closing.exception()) is not None:
-        log.warning("closing %s: %s", app.workspace, error)
-        app.kill_children()
+    """Close the folder's Application within CLOSE_TIMEOUT (its children killed past it)."""
+    from ..app import close_within
+
+    await close_within(app, CLOSE_TIMEOUT)
 
 
 def close_soon(ls: AiderLanguageServer, app: Application) -> None:
@@ -118,19 +104,11 @@ async def close_all(ls: AiderLanguageServer) -> None:
     """Shutdown: every folder's Aider server and index, while the commands that were still
     running (cancelled by then: lsp/protocol.py) settle, e.g. a workflow records its run.
     Bounded by CLOSE_TIMEOUT either way: the editor is waiting for the answer."""
+    from ..app import settle
+
     apps = list(ls.folders.apps.values())
     ls.folders.apps.clear()
-    await asyncio.gather(settle(ls.running_commands), *(close(app) for app in apps))
-
-
-async def settle(commands: set[asyncio.Task[Any]]) -> None:
-    """Wait up to CLOSE_TIMEOUT for `commands` (cancelled) to end; those that do not are
-    left to the exit."""
-    if not commands:
-        return
-    _, pending = await asyncio.wait(set(commands), timeout=CLOSE_TIMEOUT)
-    for task in pending:
-        log.warning("shutdown: the command %s did not end in time", task.get_name())
+    await asyncio.gather(settle(ls.running_commands, CLOSE_TIMEOUT), *(close(app) for app in apps))
 
 
 def folders_changed(ls: AiderLanguageServer, event: types.WorkspaceFoldersChangeEvent) -> None:
