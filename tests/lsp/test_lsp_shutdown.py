@@ -86,7 +86,7 @@ async def test_shutdown_during_run_tests_ends_the_test_processes(lsp, workspace:
 
 async def test_shutdown_during_an_aider_edit_ends_the_aider_server(lsp, workspace: Path) -> None:
     calls = workspace.parent / "aider-calls.jsonl"
-    options = {"aiderServer": fake_aider("hang", calls), "aiderModel": "openai/fake-1"}
+    options = {"aiderServer": fake_aider("hang-edit", calls), "aiderModel": "openai/fake-1"}
     async with lsp(workspace, init_options=options) as client:
         _, pending = start_command(
             client, "aider-lsp.aider.automatic", {"prompt": "x", "file_context": ["pkg/calc.py"]}
