@@ -6,7 +6,8 @@
   nonjson  a TextContent that is not JSON
   error    {"error": "boom"}
   iserror  an MCP tool result with isError
-  hang     never answers tools/call (the first time only when MODE is hang-once)
+  hang     never answers tools/call (the first time only when MODE is hang-once; only an
+           edit, `aider_ai_code`, when MODE is hang-edit: the warm-up's call is answered)
   exit     exits the process in the middle of the call
 Every call is appended to $FAKE_LOG (one JSON line) when set, so tests can count calls.
 """
@@ -54,6 +55,8 @@ def handle_call(req_id: object, params: dict) -> None:
         else:
             STATE.write_text("hung")
             mode = "hang"
+    if mode == "hang-edit":
+        mode = "hang" if params.get("name") == "aider_ai_code" else "ok"
     arguments = params.get("arguments") or {}
     if mode == "hang":
         time.sleep(3600)

@@ -32,6 +32,16 @@ class AiderTestClient(LanguageClient):
         self.initialize_result: types.InitializeResult | None = None
         self.registrations: list[types.Registration] = []
         self.exited_process: asyncio.subprocess.Process | None = None
+        self.shutdown_sent = False  # a test sent `shutdown` itself
+
+    async def shutdown_async(self, params: None) -> None:
+        self.shutdown_sent = True
+        await super().shutdown_async(params)
+
+    @property
+    def server_process(self) -> asyncio.subprocess.Process | None:
+        """The `aider-lsp serve` process this client started (pygls keeps it private)."""
+        return self._server
 
     async def server_exit(self, server: asyncio.subprocess.Process) -> None:
         self.exited_process = server
@@ -73,7 +83,7 @@ async def lsp_session(
     more_folders: list[Path] | None = None,
 ) -> AsyncIterator[AiderTestClient]:
     """Start `aider-lsp serve`, initialize it on `root` (and `more_folders`: a multi-root
-    window), and shut it down afterwards.
+    window), and shut it down afterwards (unless the test did: its process has exited).
 
     `capabilities` names one of pytest-lsp's recorded clients, or is the capabilities to send."""
     config = ClientServerConfig(
@@ -99,7 +109,10 @@ async def lsp_session(
         )
         yield client
     finally:
-        await client.shutdown_session()
+        if not client.shutdown_sent:
+            await client.shutdown_session()
+        elif client.exited_process is None and client.server_process is not None:
+            client.server_process.kill()  # the test shut it down and failed before it exited
         await client.stop()
 
 

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCEL_ANSWER_SECONDS = 0.8  # a cancelled prompt is answered by then, its clean-up goes on
+CLOSE_SECONDS = 10.0  # at the end, for the turns to settle and each Application to close
 INVALID_PARAMS = -32602
 
 
@@ -260,16 +261,18 @@ class AiderAgent:
 
     # -- shutdown -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Stop every prompt still running and every Application (the client went away)."""
-        for session in self.sessions.values():
-            if session.running is not None:
-                session.running.cancel()
+        """Stop every prompt still running and every Application (the client went away): the
+        cancelled turns settle (a workflow records its run) while the Applications close, each
+        within CLOSE_SECONDS, its children killed past it."""
+        from ..app import close_within, settle
+
+        turns = [session.running for session in self.sessions.values() if session.running is not None]
+        for turn in turns:
+            turn.cancel()
         await asyncio.gather(*(session.mcp.aclose() for session in self.sessions.values()))
-        for app in self.apps.values():
-            try:
-                await asyncio.wait_for(app.aclose(), 10)
-            except BaseException as exc:  # exiting anyway
-                log.warning("closing %s: %s", app.workspace, exc)
+        await asyncio.gather(
+            settle(turns, CLOSE_SECONDS), *(close_within(app, CLOSE_SECONDS) for app in self.apps.values())
+        )
 
 
 async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) -> StopReason:

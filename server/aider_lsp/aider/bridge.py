@@ -170,6 +170,11 @@ class AiderBridge:
         if self._session is not None:
             await self._session.stop()
 
+    def kill(self) -> None:
+        """Kill the server's process group now, without waiting (a close that took too long)."""
+        if self._session is not None:
+            self._session.kill()
+
     # -- calls -----------------------------------------------------------------------------
     async def call_aider_tool(
         self, tool_name: str, params: dict[str, Any], *, timeout: float | None = None

@@ -102,6 +102,7 @@ class ServerSession:
 
     def __init__(self) -> None:
         self._conn: _Connection | None = None
+        self._stopping: list[_Connection] = []  # servers being stopped (by `stop`, not yet gone)
         self.starts = 0  # how many servers were started (restarts are visible)
 
     @property
@@ -228,15 +229,35 @@ class ServerSession:
             raise
 
     async def stop(self) -> None:
-        """Stop the server and its process group; the next call starts a new one."""
+        """Stop the server and its process group; the next call starts a new one.
+
+        Returns once every stop under way has ended too. Why: a cancelled edit starts the
+        stop (`call`), and the shutdown's stop right after found no server and returned at
+        once; the process then exited while the server was still being stopped, and a server
+        busy in an edit (not reading its stdin) outlived it. A server that has not ended within
+        STOP_WAIT_SECONDS has its group killed. The caller's cancellation is not swallowed."""
         conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        conn.stop.set()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(conn.owner), STOP_WAIT_SECONDS)
-        with contextlib.suppress(OSError):
-            conn.stderr_path.unlink()
+        if conn is not None:
+            conn.stop.set()
+            self._stopping.append(conn)
+        for stopping in list(self._stopping):
+            try:
+                await asyncio.wait_for(asyncio.shield(stopping.owner), STOP_WAIT_SECONDS)
+            except TimeoutError:
+                log.warning("the Aider MCP server %d did not stop in time: killed", stopping.process.pid)
+                _kill_group(stopping.process.pid, signal.SIGKILL)
+            except Exception:  # the owner's own failure: it has ended, its group with it
+                pass
+            self._stopping = [other for other in self._stopping if other is not stopping]
+            with contextlib.suppress(OSError):
+                stopping.stderr_path.unlink()
+
+    def kill(self) -> None:
+        """SIGKILL the group of every server not yet seen to end: the last resort when closing
+        took too long. Synchronous, so nothing can keep it from running."""
+        for conn in [self._conn, *self._stopping]:
+            if conn is not None and not conn.owner.done():
+                _kill_group(conn.process.pid, signal.SIGKILL)
 
 
 def _progress_messages(on_text: Callable[[str], None]) -> Any:

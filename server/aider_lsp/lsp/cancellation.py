@@ -6,6 +6,9 @@ command that runs its work in a task of its own (or awaits long calls) would not
 module adds a done-callback to that future, so the cancel reaches the command's task, and tells
 a cancelled request (already answered by pygls) from a task cancelled for another reason.
 
+The same table is what `shutdown` must empty: `cancel_pending_requests` cancels every request
+still running, over a copy of the table (see its docstring for why pygls's own loop cannot).
+
 tests/lsp/test_lsp_cancellation_shim.py fails when pygls renames or reshapes the table.
 """
 
@@ -45,3 +48,22 @@ def request_cancelled(protocol: JsonRPCProtocol) -> bool:
     """Did the client cancel the current request? (pygls then has already answered it.)"""
     outer = request_future(protocol)
     return outer is None or outer.cancelled()
+
+
+def cancel_pending_requests(protocol: JsonRPCProtocol) -> int:
+    """Cancel every request still running but the current one (the `shutdown`); how many.
+
+    Why not pygls's own loop (`lsp_shutdown`): it cancels while iterating the table, and
+    cancelling an executeCommand's future runs its done-callbacks at once, one of which
+    removes it from the table: "dictionary changed size during iteration", and the shutdown
+    is answered with that error. Iterating a copy is safe. Each cancelled request is answered
+    "cancelled" by pygls, and its command's task is cancelled (`cancel_task_with_request`)."""
+    current = protocol.msg_id
+    own_task = asyncio.current_task()
+    cancelled = 0
+    for msg_id, future in list(protocol._request_futures.items()):
+        if msg_id == current or future is own_task or future.done():
+            continue
+        if future.cancel():
+            cancelled += 1
+    return cancelled

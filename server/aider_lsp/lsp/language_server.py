@@ -46,6 +46,7 @@ class AiderLanguageServer(LanguageServer):
         self.settings_problem_shown: str | None = None  # the last settings problem shown to the user
         self.configured = asyncio.Event()  # set once workspace/configuration has been read
         self.background_tasks: set[asyncio.Task[Any]] = set()
+        self.running_commands: set[asyncio.Task[Any]] = set()  # executeCommand tasks (shutdown waits)
         self.workspace_problem: str | None = None  # why the workspace folder could not be opened
         self.documents = OpenDocuments(self)
         self.diagnostic_store = DiagnosticStore(self)  # the aider-lsp diagnostics, by producer

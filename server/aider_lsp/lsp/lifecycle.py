@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
 
-from . import configuration, indexing, workspace
+from . import cancellation, configuration, indexing, workspace
 
 if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 
 def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
-    """SIGTERM (an editor stopping us, a session ending) closes the Aider server and its
-    process group before exiting, as shutdown would; the default would leave it running."""
+    """SIGTERM (an editor stopping us, a session ending) cancels the commands still running
+    and closes the Aider server and its process group before exiting, as shutdown would; the
+    default would leave it running."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -35,6 +36,7 @@ def exit_cleanly_on_sigterm(ls: AiderLanguageServer) -> None:
 
     async def terminate() -> None:
         log.info("SIGTERM: closing and exiting")
+        cancellation.cancel_pending_requests(ls.protocol)
         await workspace.close_all(ls)
         logging.shutdown()
         os._exit(0)

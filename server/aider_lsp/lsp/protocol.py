@@ -11,6 +11,8 @@
   parsing of one made of many strings): a request is answered
   InvalidParams, a notification is logged, or its method's `oversized_handlers` entry runs.
 - A message that is not a JSON-RPC object is ignored with one log line.
+- `shutdown` cancels the requests still running first (pygls's own cancelling answers the
+  shutdown with a RuntimeError when a command is running), then runs the server's handler.
 - After `shutdown`, requests are refused with InvalidRequest; `exit` sets the spec's exit code.
 - The `workDoneToken` of an executeCommand request is kept for the command (see `progress`).
 
@@ -36,6 +38,8 @@ from pygls.protocol import (
     default_converter,
     lsp_method,
 )
+
+from .cancellation import cancel_pending_requests
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +292,18 @@ class AiderProtocol(LanguageServerProtocol):
             log.warning("ignored a %s whose %s is not a number or a string", method, key)
             return  # pygls would look it up in a dict: TypeError for a list
         super().handle_message(message)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:
+        """pygls's shutdown, its cancelling done first and over a copy of the request table
+        (cancellation.cancel_pending_requests says why): the commands still running are
+        cancelled (each stops its own children) before the server's handler closes the folders."""
+        cancelled = cancel_pending_requests(self)
+        if cancelled:
+            log.info("shutdown: cancelled %d request(s) still running", cancelled)
+        if (handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield handler, args, None
+        self._shutdown = True
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:

@@ -107,6 +107,7 @@ async def _execute(
     task = asyncio.current_task()
     if task is not None:
         cancellation.cancel_task_with_request(ls.protocol, task)
+        ls.running_commands.add(task)
     said: list[TaskResult] = []  # what the command did before a cancel, when it says
     try:
         result = await run_command(ls, app, spec, params, said.append)
@@ -120,4 +121,7 @@ async def _execute(
     except Exception as exc:  # never a traceback to the user, never a dead server
         log.exception("command %s failed", spec.id)
         result = failed_result(ErrorReason.UNEXPECTED_ERROR, f"{spec.id} failed: {exc}")
+    finally:
+        if task is not None:
+            ls.running_commands.discard(task)
     return result.to_wire()

@@ -90,10 +90,10 @@ async def application(ls: AiderLanguageServer, root: Path) -> Application | None
 
 
 async def close(app: Application) -> None:
-    try:
-        await asyncio.wait_for(app.aclose(), CLOSE_TIMEOUT)
-    except BaseException as exc:  # closing anyway
-        log.warning("closing %s: %s", app.workspace, exc)
+    """Close the folder's Application within CLOSE_TIMEOUT (its children killed past it)."""
+    from ..app import close_within
+
+    await close_within(app, CLOSE_TIMEOUT)
 
 
 def close_soon(ls: AiderLanguageServer, app: Application) -> None:
@@ -101,10 +101,14 @@ def close_soon(ls: AiderLanguageServer, app: Application) -> None:
 
 
 async def close_all(ls: AiderLanguageServer) -> None:
-    """Shutdown: every folder's Aider server and index."""
+    """Shutdown: every folder's Aider server and index, while the commands that were still
+    running (cancelled by then: lsp/protocol.py) settle, e.g. a workflow records its run.
+    Bounded by CLOSE_TIMEOUT either way: the editor is waiting for the answer."""
+    from ..app import settle
+
     apps = list(ls.folders.apps.values())
     ls.folders.apps.clear()
-    await asyncio.gather(*(close(app) for app in apps))
+    await asyncio.gather(settle(ls.running_commands, CLOSE_TIMEOUT), *(close(app) for app in apps))
 
 
 def folders_changed(ls: AiderLanguageServer, event: types.WorkspaceFoldersChangeEvent) -> None:
