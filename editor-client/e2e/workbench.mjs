@@ -106,10 +106,13 @@ function signal(processes, sig) {
 /**
  * One code-server on 127.0.0.1, all of its state under `runDir`. Its process tree (server,
  * extension host, language server, Aider) is recorded while it runs and stopped pid by pid.
+ * Workspace Trust is off (every folder trusted) unless `workspaceTrust`: then VS Code asks
+ * whether to trust the folder it opens, as it does for a user.
  */
 export class CodeServer {
-    constructor(runDir, env = {}, port = 0) {
+    constructor(runDir, env = {}, port = 0, { workspaceTrust = false } = {}) {
         this.runDir = runDir;
+        this.workspaceTrust = workspaceTrust;
         this.dirs = {
             userData: path.join(runDir, 'user-data'),
             extensions: path.join(runDir, 'extensions'),
@@ -152,7 +155,9 @@ export class CodeServer {
     writeUserSettings(settings) {
         const file = path.join(this.dirs.userData, 'User', 'settings.json');
         fs.mkdirSync(path.dirname(file), { recursive: true });
-        fs.writeFileSync(file, JSON.stringify({ ...QUIET_WORKBENCH, ...settings }, null, 2));
+        const workbench = { ...QUIET_WORKBENCH };
+        if (this.workspaceTrust) delete workbench['security.workspace.trust.enabled'];
+        fs.writeFileSync(file, JSON.stringify({ ...workbench, ...settings }, null, 2));
     }
 
     /** `code-server --install-extension vsix` into this run's extensions folder. */
@@ -170,8 +175,8 @@ export class CodeServer {
     async start(folder) {
         const log = fs.openSync(this.logFile, 'a');
         this.proc = spawn(node24(), [
-            codeServerEntry(), ...this.flags(), '--auth', 'none', '--disable-workspace-trust',
-            '--disable-getting-started-override', '--ignore-last-opened', folder,
+            codeServerEntry(), ...this.flags(), '--auth', 'none',
+            ...(this.workspaceTrust ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override', '--ignore-last-opened', folder,
         ], { env: this.env, stdio: ['ignore', log, log], detached: true });
         fs.closeSync(log);
         this.watcher = setInterval(() => this.record(), 500);
