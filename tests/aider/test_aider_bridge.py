@@ -173,6 +173,8 @@ async def test_server_that_dies_at_start_reports_its_stderr(workspace: Path) -> 
     assert result.status is TaskStatus.FAILED
     assert error_reason(result) == "connection_error"
     assert "no luck here" in result.notes.get("server_stderr", "")
+    # the message itself names the program that was started and what it said last
+    assert sys.executable in result.content and "printed: no luck here" in result.content
 
 
 async def test_no_model_is_a_configuration_error_naming_the_setting(workspace: Path) -> None:

@@ -65,7 +65,7 @@ def classify(exc: Exception, where: CallContext) -> CallFailure:
     if isinstance(exc, ServerStartError):
         return _failure(
             ErrorReason.CONNECTION_ERROR,
-            f"the Aider MCP server did not start: {exc}",
+            f"the Aider MCP server did not start: {exc}{_which(where.command, exc.stderr_tail)}",
             exc.stderr_tail,
             broken=False,
         )
@@ -103,6 +103,13 @@ def _mcp_failure(exc: MCPError, where: CallContext) -> CallFailure:
         " the next call starts a new one",
         where.stderr_tail,
     )
+
+
+def _which(command: str, stderr_tail: str) -> str:
+    """The program that was started and the last line it printed: a server command the user
+    (or a repository, once trusted) set is named, so a wrong one is found at once."""
+    said = next((line.strip() for line in reversed(stderr_tail.splitlines()) if line.strip()), "")
+    return f" (the command {command!r}" + (f" printed: {said[:200]}" if said else "") + ")"
 
 
 def _failure(reason: ErrorReason, message: str, tail: str, *, broken: bool = True) -> CallFailure:
