@@ -57,12 +57,16 @@ def cancel_pending_requests(protocol: JsonRPCProtocol) -> int:
     cancelling an executeCommand's future runs its done-callbacks at once, one of which
     removes it from the table: "dictionary changed size during iteration", and the shutdown
     is answered with that error. Iterating a copy is safe. Each cancelled request is answered
-    "cancelled" by pygls, and its command's task is cancelled (`cancel_task_with_request`)."""
+    "cancelled" by pygls, and its command's task is cancelled (`cancel_task_with_request`).
+    The server's own requests to the client (a `workspace/configuration`, a question) share the
+    table, marked by an expected result type: they are left to their answer (a cancelled one
+    makes the client's answer fail: "InvalidStateError: CANCELLED")."""
     current = protocol.msg_id
     own_task = asyncio.current_task()
+    outgoing = protocol._result_types
     cancelled = 0
     for msg_id, future in list(protocol._request_futures.items()):
-        if msg_id == current or future is own_task or future.done():
+        if msg_id == current or msg_id in outgoing or future is own_task or future.done():
             continue
         if future.cancel():
             cancelled += 1
