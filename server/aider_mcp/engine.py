@@ -658,27 +658,14 @@ class AiderEngine:
         with self._editing():
             self.warm_up()
             session = self._sessions.get(session_id) if session_id else None
+            if session_id and session is None:
+                raise EngineError(f"unknown session_id {session_id!r} (ended or server restarted)")
             known = set(session.editable) if session else set()
             snapshot = Snapshot(self.root, sorted(known | set(editable)), readonly)
-            if session_id:
-                session = self._sessions.get(session_id)
-                if session is None:
-                    raise EngineError(f"unknown session_id {session_id!r} (ended or server restarted)")
-                for rel in editable:
-                    if rel not in session.editable:
-                        session.coder.add_rel_fname(rel)
-                        session.editable.append(rel)
-                if ask:  # a later question about more files: shown read-only
-                    session.coder.abs_read_only_fnames.update(str(self.root / rel) for rel in readonly)
+            if session is not None:
+                self._widen(session, editable, readonly if ask else [])
             else:
-                session_id = uuid.uuid4().hex
-                chosen = model or self.config.model
-                coder = self._new_coder(chosen, editable, readonly, edit_format="ask" if ask else None)
-                self._reuse_render_caches(coder, chosen)
-                session = Session(coder, chosen, editable, readonly)
-                self._sessions[session_id] = session
-                while len(self._sessions) > MAX_SESSIONS:  # forget the oldest chats
-                    self._sessions.pop(next(iter(self._sessions)))
+                session_id, session = self._new_session(model, editable, readonly, ask)
             session.turns += 1
             for path in session.coder.abs_fnames:  # files Aider added in earlier turns
                 snapshot.add_editable(os.path.relpath(path, self.root))
@@ -691,6 +678,30 @@ class AiderEngine:
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result
+
+    def _widen(self, session: Session, editable: list[str], readonly: list[str]) -> None:
+        """A later turn's files join the chat: editable ones as Aider's own, and the files of a
+        later question (`readonly`, on an ask turn) shown read-only."""
+        for rel in editable:
+            if rel not in session.editable:
+                session.coder.add_rel_fname(rel)
+                session.editable.append(rel)
+        session.coder.abs_read_only_fnames.update(str(self.root / rel) for rel in readonly)
+
+    def _new_session(
+        self, model: str | None, editable: list[str], readonly: list[str], ask: bool
+    ) -> tuple[str, Session]:
+        """A new chat (an ask chat on an ask turn), its map starting from the shared one's
+        caches; the oldest chats are forgotten past MAX_SESSIONS."""
+        session_id = uuid.uuid4().hex
+        chosen = model or self.config.model
+        coder = self._new_coder(chosen, editable, readonly, edit_format="ask" if ask else None)
+        self._reuse_render_caches(coder, chosen)
+        session = Session(coder, chosen, editable, readonly)
+        self._sessions[session_id] = session
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions)))
+        return session_id, session
 
     def _joiner(self, unsaved: list[str]) -> Callable[[str], bool]:
         """Whether a file Aider names may join a chat: inside the working directory and not

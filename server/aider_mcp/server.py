@@ -91,15 +91,6 @@ def build_server(engine: AiderEngine) -> FastMCP:
         return await _streamed(ctx, call)
 
     @mcp.tool(structured_output=False)
-    async def list_models(substring: str = "") -> str:
-        """Models Aider knows whose name contains the substring. Returns {"models": [...]}."""
-        try:
-            models = await anyio.to_thread.run_sync(engine.list_models, substring)
-        except Exception as exc:
-            return _json({"error": f"{type(exc).__name__}: {exc}"})
-        return _json({"models": models})
-
-    @mcp.tool(structured_output=False)
     async def aider_chat(
         message: str,
         session_id: str | None = None,
@@ -131,9 +122,23 @@ def build_server(engine: AiderEngine) -> FastMCP:
         )
         return await _streamed(ctx, call)
 
+    _add_lookup_tools(mcp, engine)
+    return mcp
+
+
+def _add_lookup_tools(mcp: FastMCP, engine: AiderEngine) -> None:
+    """The tools that edit nothing: the models Aider knows, and ending a kept chat."""
+
+    @mcp.tool(structured_output=False)
+    async def list_models(substring: str = "") -> str:
+        """Models Aider knows whose name contains the substring. Returns {"models": [...]}."""
+        try:
+            models = await anyio.to_thread.run_sync(engine.list_models, substring)
+        except Exception as exc:
+            return _json({"error": f"{type(exc).__name__}: {exc}"})
+        return _json({"models": models})
+
     @mcp.tool(structured_output=False)
     async def aider_chat_end(session_id: str) -> str:
         """End a session and forget its chat. Returns {"ended": bool, "session_id"}."""
         return _json(engine.end(session_id))
-
-    return mcp
