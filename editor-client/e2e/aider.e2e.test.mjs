@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe } from 'node:test';
 import {
     CLIENT, copyExample, E2E, REPO, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
     writeWorkspaceSettings,
 } from './project.mjs';
+import { endStory, storySteps } from './story.mjs';
 import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
 
 const DOCS = path.join(REPO, 'docs', 'images');
@@ -68,30 +69,9 @@ describe('the Aider extension in a real VS Code', () => {
         await wb.ready();
     });
 
-    after(async () => {
-        if (wb) await wb.screenshot('end').catch(() => {});
-        await browser?.context.close().catch(() => {});
-        const stopped = await codeServer?.stop();
-        if (stopped) {
-            fs.writeFileSync(path.join(run, 'processes.txt'), stopped.map((p) => `${p.pid} ${p.command}`).join('\n'));
-        }
-        await llm?.stop();
-        fs.rmSync(path.join(run, 'chromium-profile'), { recursive: true, force: true }); // a fresh one each run
-        console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
-    });
+    after(() => endStory({ run, wb, browser, codeServer, llm }));
 
-    /** One step of the story: it needs the step before, starts without notifications, ends with a screenshot. */
-    function step(n, title, lastShot, body) {
-        it(`${n}. ${title}`, async () => {
-            if (n > 1) {
-                assert.ok(passed.has(n - 1), `the story stops: step ${n - 1} failed`);
-                await wb.clearToasts();
-            }
-            await body();
-            await wb.screenshot(lastShot);
-            passed.add(n);
-        });
-    }
+    const step = storySteps(() => wb, passed);
 
     step(1, 'edits the selection with Aider from the palette', 'edit-result', async () => {
         await wb.openFile('calculator.py');

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe } from 'node:test';
 import {
     copyExample, E2E, PYTHON, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
 } from './project.mjs';
+import { endStory, storySteps } from './story.mjs';
 import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
 
 // What the user types; scripted_llm.py answers these (keep both in step).
@@ -105,26 +106,9 @@ describe('a multi-root window: every folder served by the one server', () => {
         await wb.ready();
     });
 
-    after(async () => {
-        if (wb) await wb.screenshot('end').catch(() => {});
-        await browser?.context.close().catch(() => {});
-        await codeServer?.stop();
-        await llm?.stop();
-        fs.rmSync(path.join(run, 'chromium-profile'), { recursive: true, force: true });
-        console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
-    });
+    after(() => endStory({ run, wb, browser, codeServer, llm }));
 
-    function step(n, title, lastShot, body) {
-        it(`${n}. ${title}`, async () => {
-            if (n > 1) {
-                assert.ok(passed.has(n - 1), `the story stops: step ${n - 1} failed`);
-                await wb.clearToasts();
-            }
-            await body();
-            await wb.screenshot(lastShot);
-            passed.add(n);
-        });
-    }
+    const step = storySteps(() => wb, passed);
 
     step(1, 'edits a file of the second folder; the first folder\'s file of the same name is untouched', 'folders-edit', async () => {
         await openIn(wb, lib, 'calculator.py', text.original);

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe } from 'node:test';
 import { copyExample, E2E, SERVER, serverEnvironment, startScriptedLlm } from './project.mjs';
+import { endStory, storySteps } from './story.mjs';
 import { CodeServer, openBrowser, Workbench } from './workbench.mjs';
 
 const EDIT_INSTRUCTION = 'Add a docstring to add';
@@ -78,26 +79,9 @@ describe('Restricted Mode: a repository cannot choose the Aider server until its
         wb = new Workbench(browser.page, path.join(run, 'screenshots'));
     });
 
-    after(async () => {
-        if (wb) await wb.screenshot('end').catch(() => {});
-        await browser?.context.close().catch(() => {});
-        await codeServer?.stop();
-        await llm?.stop();
-        fs.rmSync(path.join(run, 'chromium-profile'), { recursive: true, force: true });
-        console.log(`e2e screenshots: ${path.join(run, 'screenshots')}`);
-    });
+    after(() => endStory({ run, wb, browser, codeServer, llm }));
 
-    function step(n, title, lastShot, body) {
-        it(`${n}. ${title}`, async () => {
-            if (n > 1) {
-                assert.ok(passed.has(n - 1), `the story stops: step ${n - 1} failed`);
-                await wb.clearToasts();
-            }
-            await body();
-            await wb.screenshot(lastShot);
-            passed.add(n);
-        });
-    }
+    const step = storySteps(() => wb, passed);
 
     step(1, 'VS Code asks whether to trust the folder; "No" opens it in Restricted Mode', 'trust-restricted', async () => {
         const dialog = wb.page.locator('.monaco-dialog-box');

@@ -19,20 +19,10 @@ from aider_lsp.reaper import describe, live_descendants
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.llm_server import IS_ANALYSIS, IS_PLAN, json_output
 from aider_lsp_testing.raw_lsp import alive
+from aider_lsp_testing.slow_commands import slow_test_command
 from aider_lsp_testing.waiting import eventually
 
 EXIT_S = 15.0  # generous: the agent is expected to exit in a second or two
-
-
-def slow_test_command(pid_file: Path) -> str:
-    """A test command that writes its pid, starts a grandchild, and sleeps a minute."""
-    script = (
-        "import os, subprocess, sys, time; "
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-        "time.sleep(60)"
-    )
-    return f'{sys.executable} -c "{script}"'
 
 
 def busy_in(stage: str, pid_file: Path, calls: Path) -> bool:

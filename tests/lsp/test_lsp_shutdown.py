@@ -19,6 +19,7 @@ from aider_lsp_testing.calc_project import PLAN
 from aider_lsp_testing.llm_server import IS_PLAN, json_output
 from aider_lsp_testing.lsp_session import AiderTestClient, start_command
 from aider_lsp_testing.raw_lsp import alive
+from aider_lsp_testing.slow_commands import slow_test_command
 from aider_lsp_testing.waiting import eventually
 
 if TYPE_CHECKING:
@@ -26,17 +27,6 @@ if TYPE_CHECKING:
 
 SHUTDOWN_ANSWER_S = 10.0  # generous: the shutdown is expected in about a second
 EXIT_S = 10.0
-
-
-def slow_test_command(pid_file: Path) -> str:
-    """A test command that writes its pid, starts a grandchild, and sleeps a minute."""
-    script = (
-        "import os, subprocess, sys, time; "
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-        "time.sleep(60)"
-    )
-    return f'{sys.executable} -c "{script}"'
 
 
 def fake_aider(mode: str, log: Path) -> dict[str, Any]:
