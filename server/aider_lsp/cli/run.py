@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -221,10 +223,20 @@ async def _run(
 
 async def _start_aider_then_preload(app: Application, early: Spawned | None) -> None:
     """Aider's server first (the first edit waits for it), then the planning/analysis model's
-    libraries (seconds of import, in a worker thread): they load during the first edit's model
-    call instead of competing with Aider's start, and the analysis finds them loaded."""
+    libraries (seconds of import, in a thread): they load during the first edit's model call
+    instead of competing with Aider's start, and the analysis finds them loaded. A daemon
+    thread, not the loop's executor: a run that ends before the import does (no analysis was
+    needed) does not wait for it at exit (`asyncio.run` joins the executor's threads)."""
     await app.start_aider(early)
-    await asyncio.to_thread(app.handler.preload)
+    threading.Thread(target=_preload, args=(app,), name="aider-lsp-preload", daemon=True).start()
+
+
+def _preload(app: Application) -> None:
+    """The preload's thread: a failure here is the first LLM call's to report, not a traceback."""
+    try:
+        app.handler.preload()
+    except Exception:
+        logging.getLogger(__name__).debug("preloading the planning model failed", exc_info=True)
 
 
 async def _spawn_aider(settings: Settings, workspace: Path) -> Spawned | None:
