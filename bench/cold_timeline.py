@@ -77,12 +77,20 @@ def read_lines(stream: IO[str], t0: float, label: str, into: list[tuple[float, s
         into.append((time.time() - t0, f"{label}: {line.rstrip()[:110]}"))
 
 
-def run_traced(command: list[str], env: dict[str, str], cwd: Path, trace: Path) -> tuple[float, list[Any]]:
-    """The command under strace; its output lines timestamped as they come."""
+def run_traced(
+    command: list[str], env: dict[str, str], cwd: Path, trace: Path | None
+) -> tuple[float, list[Any]]:
+    """The command (under strace given a `trace` file); its output lines timestamped as they
+    come."""
     lines: list[tuple[float, str]] = []
     t0 = time.time()
     process = subprocess.Popen(
-        traced(command, trace), env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        traced(command, trace) if trace else command,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     readers = [
         threading.Thread(target=read_lines, args=(process.stdout, t0, "stdout", lines)),
@@ -125,7 +133,7 @@ def cold_env(base_url: str) -> dict[str, str]:
     return env
 
 
-def timeline(side: str, project: Path, server: Any, calls: Calls, home: Path, trace: Path) -> None:
+def timeline(side: str, project: Path, server: Any, calls: Calls, home: Path, trace: Path | None) -> None:
     CALC.reset(project)
     if side == "cold":
         command, env = cold_command(project), cold_env(server.base_url)
@@ -146,7 +154,8 @@ def timeline(side: str, project: Path, server: Any, calls: Calls, home: Path, tr
     calls.clear()
     t0_perf = time.perf_counter()
     t0, lines = run_traced(command, env, project, trace)
-    events = sorted(events_of(trace, t0) + lines + model_events(calls, t0_perf))
+    processes = events_of(trace, t0) if trace else []
+    events = sorted(processes + lines + model_events(calls, t0_perf))
     print(f"\n== {side} ==")
     for at, what in events:
         print(f"{at:7.3f}  {what}")
@@ -156,6 +165,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--side", nargs="+", default=["cold", "aider"])
+    parser.add_argument(
+        "--strace",
+        action="store_true",
+        help="each process's start and end too (strace slows our server's start: seconds, not Aider's)",
+    )
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="aider-timeline-"))
     try:
@@ -168,7 +182,8 @@ def main() -> int:
         run_cold(CALC, projects["cold"], server, calls)  # its index and tags cache, as a second run
         server.latency = args.latency
         for side in args.side:
-            timeline(side, projects[side], server, calls, home, base / f"{side}.trace")
+            trace = base / f"{side}.trace" if args.strace else None
+            timeline(side, projects[side], server, calls, home, trace)
         server.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
