@@ -127,5 +127,19 @@ def _warm(engine: object) -> None:
         print(f"aider_mcp: warm-up failed: {exc}", file=sys.stderr)
 
 
+def _exit_now(code: int) -> None:
+    """End the process at once once the client closed the transport: stderr flushed, no
+    interpreter teardown and no atexit handlers (litellm's close its async HTTP clients and
+    flush its logging queue: nothing of ours). Why: with Aider and litellm loaded the
+    teardown takes longer than the client's grace after closing our stdin (0.3 s), so the
+    client waited it out and sent SIGTERM, which skipped the handlers as well; a cold
+    `aider-lsp run` spent that half second at its end. Nothing of ours is left to write:
+    Aider keeps no history files here (engine.py) and its tags cache commits each entry."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from aider_lsp import __version__
 
@@ -46,3 +47,24 @@ def test_doctor_bad_setting_is_a_message_not_a_traceback(tmp_path: Path) -> None
     result = _cli("doctor", "--workspace", str(tmp_path), env={"AIDER_LSP_MAX_RETRIES": "lots"})
     assert result.returncode == 1 and "maxRetries" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_run_from_the_process_entry_ends_the_process_at_once(monkeypatch: Any) -> None:
+    """`aider-lsp run` as a command (main() without argv) ends through exit_now with its code:
+    no interpreter teardown after the result; a caller passing argv gets the code back."""
+    from aider_lsp.cli import main as cli_main
+
+    ended: list[int] = []
+    monkeypatch.setattr(cli_main, "_dispatch", lambda args: 1)
+    monkeypatch.setattr(cli_main, "exit_now", ended.append)
+    monkeypatch.setattr(sys, "argv", ["aider-lsp", "run", "--goal", "g"])
+    cli_main.main()
+    assert ended == [1]
+    assert cli_main.main(["run", "--goal", "g"]) == 1 and ended == [1]
+    assert cli_main.main(["history"]) == 1 and ended == [1]  # only `run` ends at once
+
+
+def test_run_prints_its_whole_answer_before_ending_at_once(tmp_path: Path) -> None:
+    """A usage error's message reaches a pipe although the process ends by os._exit."""
+    result = _cli("run", "--workspace", str(tmp_path / "missing"), "--goal", "g", "--test", "true")
+    assert result.returncode == 2 and "not a directory" in result.stderr

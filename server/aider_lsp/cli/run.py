@@ -13,29 +13,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..models import (
-    Finding,
-    SuiteScope,
-    TaskResult,
-    WorkflowIteration,
-    WorkflowRequest,
-    WorkflowResult,
-    WorkflowUsage,
-)
 from ..settings import Settings, SettingsError, env_var_for, load_settings
-from ..suite.choose import choose_test_command, no_suite_message
-from ..workflow.orchestrator import progress_phase
 
 if TYPE_CHECKING:
     from ..aider.spawn import Spawned
     from ..app import Application
+    from ..models import (
+        Finding,
+        TaskResult,
+        WorkflowIteration,
+        WorkflowRequest,
+        WorkflowResult,
+        WorkflowUsage,
+    )
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 TICK_SECONDS = 0.5
@@ -78,6 +77,8 @@ class ProgressDisplay:
         return f"{clock} {self.phase} · {self.usage().describe()}"
 
     def on_progress(self, message: str, percentage: int | None) -> None:
+        from ..workflow.orchestrator import progress_phase  # loaded with the Application
+
         self.phase = progress_phase(message)  # the spend is shown live, not as reported
         self.render(final=not self.live)
 
@@ -125,14 +126,40 @@ def run_workflow_command(
     tools and failures whatever the `debug` setting says."""
     try:
         settings = settings or load_settings()
-        request = WorkflowRequest.model_validate(request_fields)
     except SettingsError as exc:
         print(f"aider-lsp run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    workspace = workspace.expanduser().resolve()
+    return asyncio.run(_checked_run(workspace, settings, request_fields, as_json, debug))
+
+
+async def _checked_run(
+    workspace: Path, settings: Settings, request_fields: dict[str, Any], as_json: bool, debug: bool
+) -> int:
+    """Aider's server spawned first, then the checks: its start (seconds) overlaps the
+    imports the checks need (the models, the planning model's configuration: most of a
+    second); a run the checks refuse stops it again."""
+    early = await _spawn_aider(settings, workspace) if workspace.is_dir() else None
+    checked = _check(workspace, settings, request_fields)
+    if isinstance(checked, int):
+        if early is not None:
+            from ..aider.spawn import discard
+
+            discard(early)
+        return checked
+    return await _run(workspace, settings, checked, as_json, debug, early)
+
+
+def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) -> WorkflowRequest | int:
+    """The request with its test command, or EXIT_USAGE once the problem is printed."""
+    from ..models import WorkflowRequest
+    from ..suite.choose import choose_test_command, no_suite_message
+
+    try:
+        request = WorkflowRequest.model_validate(request_fields)
     except ValueError as exc:  # pydantic's ValidationError
         print(f"aider-lsp run: {_first_error(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    workspace = workspace.expanduser().resolve()
     problem = configuration_problem(settings, workspace)
     if problem:
         print(f"aider-lsp run: {problem}", file=sys.stderr)
@@ -142,14 +169,17 @@ def run_workflow_command(
         print(f'aider-lsp run: {no_suite_message()} (--test "…")', file=sys.stderr)
         return EXIT_USAGE
     print(f"aider-lsp run: tests: {tests.describe()}", file=sys.stderr)
-    request = request.model_copy(update={"test_command": tests.command})
-    return asyncio.run(_run(workspace, settings, request, as_json, debug))
+    return request.model_copy(update={"test_command": tests.command})
 
 
 async def _run(
-    workspace: Path, settings: Settings, request: WorkflowRequest, as_json: bool, debug: bool
+    workspace: Path,
+    settings: Settings,
+    request: WorkflowRequest,
+    as_json: bool,
+    debug: bool,
+    early: Spawned | None,
 ) -> int:
-    early = await _spawn_aider(settings, workspace)  # before the imports below: seconds of start
     from ..app import Application
     from ..models import RequestContext
 
@@ -193,10 +223,20 @@ async def _run(
 
 async def _start_aider_then_preload(app: Application, early: Spawned | None) -> None:
     """Aider's server first (the first edit waits for it), then the planning/analysis model's
-    libraries (seconds of import, in a worker thread): they load during the first edit's model
-    call instead of competing with Aider's start, and the analysis finds them loaded."""
+    libraries (seconds of import, in a thread): they load during the first edit's model call
+    instead of competing with Aider's start, and the analysis finds them loaded. A daemon
+    thread, not the loop's executor: a run that ends before the import does (no analysis was
+    needed) does not wait for it at exit (`asyncio.run` joins the executor's threads)."""
     await app.start_aider(early)
-    await asyncio.to_thread(app.handler.preload)
+    threading.Thread(target=_preload, args=(app,), name="aider-lsp-preload", daemon=True).start()
+
+
+def _preload(app: Application) -> None:
+    """The preload's thread: a failure here is the first LLM call's to report, not a traceback."""
+    try:
+        app.handler.preload()
+    except Exception:
+        logging.getLogger(__name__).debug("preloading the planning model failed", exc_info=True)
 
 
 async def _spawn_aider(settings: Settings, workspace: Path) -> Spawned | None:
@@ -230,6 +270,8 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
 def workflow_of(result: TaskResult) -> WorkflowResult | None:
     """The typed run a workflow answer carries (`notes.workflow`), None when it ended before
     running (refused, cancelled)."""
+    from ..models import WorkflowResult
+
     history = result.notes.get("workflow")
     return WorkflowResult.model_validate(history) if history else None
 
@@ -249,6 +291,8 @@ def _print_run(run: WorkflowResult, out: TextIO) -> None:
 
 
 def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:
+    from ..models import SuiteScope
+
     print(f"\nIteration {item.iteration}: {item.prompt}", file=out)
     edit = item.aider
     if edit is not None and edit.error is not None:
