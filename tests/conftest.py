@@ -36,6 +36,14 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     return folder
 
 
+@pytest.fixture(autouse=True)
+def no_tests_before_first_edit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers the tests start run no test before a workflow's first edit: the suite's stories
+    are about the loop's retries (a failing iteration, then a green one). The tests of that run
+    (tests/workflow/test_workflow_tests_first.py) turn it on."""
+    monkeypatch.setenv("AIDER_LSP_TESTS_BEFORE_FIRST_EDIT", "false")
+
+
 @pytest.fixture
 def calc_project(tmp_path: Path) -> Path:
     """The calc project whose multiply test fails (the workflow tests' project)."""

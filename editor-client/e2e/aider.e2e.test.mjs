@@ -56,7 +56,8 @@ describe('the Aider extension in a real VS Code', () => {
         copyExample(project);
         text = scriptedVersions(project);
         llm = await startScriptedLlm(project, { log: path.join(run, 'llm-requests.json') });
-        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null });
+        // the workflow story is a failing iteration, then a green one: its first edit gets the goal alone
+        writeWorkspaceSettings(project, { baseUrl: llm.baseUrl, server: null, testsFirst: false });
         codeServer = new CodeServer(path.join(run, 'code-server'), serverEnvironment({ scripted: true }));
         // the server's path where users put it, the User settings: code-server is a remote window,
         // where machine-scoped settings are read from the Remote ones only (the setting is window-scoped)

@@ -44,6 +44,8 @@ function writeWorkspace(file, folders, baseUrl) {
             'aiderLsp.aiderModel': 'openai/scripted-coder',
             'aiderLsp.aiderServer': { args: ['--edit-format', 'whole'] },
             'aiderLsp.timeouts': { llm: 120, aider: 300, test: 120, shell: 60 },
+            // lib's workflow is a failing iteration, then a green one: its first edit gets the goal alone
+            'aiderLsp.testsBeforeFirstEdit': false,
         },
     });
 }

@@ -60,12 +60,14 @@ export async function startScriptedLlm(project, { log, hold = true } = {}) {
 
 /**
  * Workspace settings: the repository's server (`server: null`: left to the User settings), the
- * test command (`testCommand: null`: none, the server detects one) and (if given) the scripted models.
+ * test command (`testCommand: null`: none, the server detects one), whether a workflow runs the
+ * tests before its first edit (`testsFirst`; unset: the default) and (if given) the scripted models.
  */
-export function writeWorkspaceSettings(project, { server = SERVER, baseUrl, testCommand = TEST_COMMAND } = {}) {
+export function writeWorkspaceSettings(project, { server = SERVER, baseUrl, testCommand = TEST_COMMAND, testsFirst } = {}) {
     const settings = {
         ...(server ? { 'aiderLsp.server.path': server } : {}),
         ...(testCommand ? { 'aiderLsp.testCommand': testCommand } : {}),
+        ...(testsFirst === undefined ? {} : { 'aiderLsp.testsBeforeFirstEdit': testsFirst }),
         'aiderLsp.timeouts': { llm: 120, aider: 300, test: 120, shell: 60 },
     };
     if (baseUrl) {

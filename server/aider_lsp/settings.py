@@ -111,6 +111,11 @@ class Settings(_Camel):
         description="Ask the analysis model to confirm the goal when the tests pass (one more model "
         "call); by default passing tests end a workflow run.",
     )
+    tests_before_first_edit: bool = Field(
+        default=True,
+        description="Run the test command when a workflow starts, beside Aider's start: its failing "
+        "output joins the first edit's message (waited for at most a second once Aider is ready).",
+    )
     failing_tests_first: bool = Field(
         default=True,
         description="After an edit, run only the tests that failed before (pytest, unittest, node --test, "

@@ -23,6 +23,9 @@ def scripted_options(base_url: str, *, edit_format: str = "whole", **extra: Any)
         "aiderModel": "openai/scripted-coder",
         "aiderServer": {"args": ["--edit-format", edit_format]},
         "timeouts": {"aider": 90, "test": 60},
+        # the stories here are about the loop's retries; the tests of the run before the
+        # first edit turn it on
+        "testsBeforeFirstEdit": False,
         **extra,
     }
 

@@ -136,7 +136,8 @@ class FakeHost:
         self, workspace: Path, settings: Settings | None = None, *, tokens_per_call: int = 0
     ) -> None:
         self._workspace = workspace
-        self._settings = settings or Settings()
+        # no run before the first edit unless a test asks (the scripted test runs are the edits')
+        self._settings = settings or Settings(tests_before_first_edit=False)
         self._files = FileAccessManager(workspace)
         self._checkpoints = CheckpointStore(self._files)
         self.edits: deque[ScriptedEdit] = deque()

@@ -123,6 +123,8 @@ def scripted_env(base_url: str, **extra: str) -> dict[str, str]:
         AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
         AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
         AIDER_LSP_TIMEOUTS=json.dumps({"aider": 90, "test": 60}),
+        # the stories here are a failing iteration, then a green one (the acpx e2e runs the default)
+        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false",
         **extra,
     )
     return env

@@ -165,7 +165,7 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
             "--test",
             f"{sys.executable} slow_test.py",
         ],
-        env=model_env(llm_server),
+        env=model_env(llm_server, AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false"),  # Ctrl-C after the edit
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -189,6 +189,50 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
     undo = run_cli("undo", "--workspace", str(project), env=clean_env())
     assert undo.returncode == 0, undo.stdout
     assert (project / "mathx.py").read_text() == BUGGY
+
+
+@pytest.mark.aider
+def test_ctrl_c_during_the_tests_before_the_first_edit_stops_them_and_changes_nothing(
+    project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "test.pid"
+    (project / "slow_test.py").write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    )
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    command = [
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "fix",
+        "--test",
+        f"{sys.executable} slow_test.py",
+    ]
+    process = subprocess.Popen(
+        [*CLI, *command, "--files", "mathx.py"],
+        env=model_env(llm_server),  # the default: the tests run first, beside Aider's start
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        started = wait_until(
+            lambda: (pid_file.exists() and pid_file.read_text()) or process.poll() is not None, 60
+        )
+        assert process.poll() is None, process.communicate()
+        assert started, "the tests never started before the first edit"
+        test_pid = int(pid_file.read_text())
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "cancelled" in stderr and "Traceback" not in stderr
+    assert not _alive(test_pid)
+    assert (project / "mathx.py").read_text() == BUGGY  # no edit was made
+    assert not any(IS_AIDER(request) for request in llm_server.chat_requests())
 
 
 @pytest.mark.aider

@@ -68,7 +68,7 @@ def loop(host: FakeHost, max_retries: int = 3, files: list[str] | None = None) -
 
 def with_settings(host: FakeHost, **options: object) -> FakeHost:
     """A host on the same workspace with these settings (camelCase, as an editor sends them)."""
-    return FakeHost(host.workspace, load_settings(options, environ={}))
+    return FakeHost(host.workspace, load_settings({"testsBeforeFirstEdit": False, **options}, environ={}))
 
 
 def suite_commands(host: FakeHost) -> list[str]:

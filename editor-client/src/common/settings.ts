@@ -22,6 +22,7 @@ export const SERVER_SETTING_KEYS = [
     'pythonInterpreter',
     'maxRetries',
     'analyseGreenTests',
+    'testsBeforeFirstEdit',
     'failingTestsFirst',
     'timeouts',
     'contextExcludes',

@@ -88,6 +88,8 @@ OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider
 RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
 PROGRESS_SEPARATOR = " · spent "
 PYTEST_NO_TESTS = 5  # pytest's exit code when it ran no test (all were deselected)
+# once Aider is ready, the longest the first edit waits for the tests run before it
+BEFORE_GRACE_S = 1.0
 
 
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
@@ -199,6 +201,8 @@ class CodingWorkflowOrchestrator:
         self._beside: asyncio.Task[CombinedAnalysisResult | Ending] | None = None
         # the plan, running beside the first edit when it still helps (it shapes the second)
         self._planning: asyncio.Task[DevelopmentPlan | Ending] | None = None
+        # the suite run before the first edit, beside Aider's start (its failures join that edit)
+        self._before: asyncio.Task[CommandRun] | None = None
         self._failed_output: str | None = None  # the last test run's output, when it failed
         self._tested_once = False
         self._ctx = RequestContext()
@@ -232,16 +236,18 @@ class CodingWorkflowOrchestrator:
                 current = await self._iterate(current)
             return current
         finally:
-            for task in (self._beside, self._planning):
+            for task in (self._beside, self._planning, self._before, self._warm_up):
                 if task is not None:
                     await _stop(task)
-            self._beside = self._planning = None
+            self._beside = self._planning = self._before = self._warm_up = None
 
     async def _iterate(self, it: _Iteration) -> _Iteration | Ending:
         """One iteration: the edit, the tests when it changed a file, then green or red."""
         over = self._over_budget()
         if over is not None:
             return over
+        if it.number == 1:
+            await self._failures_before(it)
         self.iterations.append(it.record())
         outcome = await self._edit(it)
         if isinstance(outcome, Ending):
@@ -351,6 +357,8 @@ class CodingWorkflowOrchestrator:
         # Aider's start-up (seconds) overlaps the index and the plan instead of delaying the edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
         self._command = self.test_command or self.app.settings.test_command or ""
+        if self._command and self.app.settings.tests_before_first_edit:
+            self._before = asyncio.create_task(self._run_before(self._command))
         matches = [] if chosen and not self._needs_plan(chosen, True) else await self._index(chosen)
         matches = self._editable(matches)
         files, confident = (chosen, True) if chosen else _pick(matches)
@@ -361,6 +369,45 @@ class CodingWorkflowOrchestrator:
             self._planning = asyncio.create_task(self._make_plan(chosen, relevant))
         context = self.context.strip()
         return self._first((f"{self.goal}\n\n{context}" if context else self.goal), files)
+
+    async def _run_before(self, command: str) -> CommandRun:
+        """The whole suite before any edit: what fails now."""
+        self._event(TestRunStarted(iteration=1, command=command, scope=SuiteScope.WHOLE))
+        run = await self.app.run_tests(command)
+        self._event(_test_finished(1, SuiteScope.WHOLE, command, run))
+        return run
+
+    async def _failures_before(self, it: _Iteration) -> None:
+        """The first edit sees what fails before it is made: the suite run at the start (beside
+        Aider's start and the index, which the edit waits for anyway), its failing output added
+        to the goal as a retry's is. Aider's own loop learns it only after its first attempt,
+        one model call later. Once Aider is ready the edit waits for the run at most
+        BEFORE_GRACE_S; a slower suite is stopped and the edit goes on with the goal alone."""
+        task = self._before  # stopped by the run's end while it is still `_before` (a cancel)
+        if task is None:
+            return
+        if self._warm_up is not None and not self._warm_up.done():
+            self._progress(f"{it.label}: starting Aider, running the tests first", 0)
+            await asyncio.wait([self._warm_up])  # its failure is the edit's to report
+        if not task.done():
+            self._progress(f"{it.label}: running the tests before the first edit", 0)
+            await asyncio.wait([task], timeout=BEFORE_GRACE_S)
+        if not task.done():
+            await _stop(task)
+        self._before = None
+        if task.cancelled():
+            return
+        run = task.result()
+        if not run.ran:  # the command cannot run: the run after the edit says why
+            return
+        it.runs = [_suite_run(SuiteScope.WHOLE, run.command, "before the first edit: what fails now", run)]
+        self._ctx.report_findings(list(run.findings))
+        if run.passed:
+            return
+        self._failed_output = _output(run)
+        output = _clip("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)
+        it.prompt = f"{it.prompt}\n\n{RUN_OUTPUT.format(command=run.command, output=output)}"
+        self._instructions = it.prompt
 
     def _needs_plan(self, chosen: list[str], confident: bool) -> bool:
         """A plan helps when the user asked for one, when the test command is still unknown
@@ -503,7 +550,7 @@ class CodingWorkflowOrchestrator:
             if isinstance(command, Ending):
                 return command
         phase = f"{it.label}: running {{}}{self._beside_note(it)}"
-        runs: list[SuiteRun] = []
+        runs = list(it.runs)  # the run before the first edit, in the first iteration
         narrowed = self._narrowed()
         why = self._whole_suite_reason()
         if narrowed is not None:
@@ -574,7 +621,7 @@ class CodingWorkflowOrchestrator:
     async def _run_suite(self, it: _Iteration, scope: SuiteScope, command: str) -> CommandRun | Ending:
         self._event(TestRunStarted(iteration=it.number, command=command, scope=scope))
         run = await self.app.run_tests(command, fallback_files=it.files)
-        self._event(_test_finished(it, scope, command, run))
+        self._event(_test_finished(it.number, scope, command, run))
         if not run.ran and run.error is not None:  # the command could not run at all
             message = run.error.message
             return _failure(run.error.reason, f"the test command could not run: {message}", message)
@@ -805,10 +852,10 @@ def _edit_finished(it: _Iteration, outcome: AiderEditOutcome) -> EditFinished:
     )
 
 
-def _test_finished(it: _Iteration, scope: SuiteScope, command: str, run: CommandRun) -> TestRunFinished:
+def _test_finished(iteration: int, scope: SuiteScope, command: str, run: CommandRun) -> TestRunFinished:
     error = run.error.message if run.error is not None and not run.timed_out else None
     return TestRunFinished(
-        iteration=it.number,
+        iteration=iteration,
         command=command,
         scope=scope,
         exit_code=run.exit_code,
