@@ -86,3 +86,12 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
     """A started scripted OpenAI-compatible server on 127.0.0.1 (aider_lsp_testing.llm_server)."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture
+def narrow_every_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failing tests first on any suite: the tests of it use suites that take milliseconds,
+    which a run otherwise runs whole (orchestrator.QUICK_SUITE_S)."""
+    from aider_lsp.workflow import orchestrator
+
+    monkeypatch.setattr(orchestrator, "QUICK_SUITE_S", 0.0)

@@ -78,7 +78,7 @@ def phases(seen: Recorder) -> list[str]:
 
 
 async def test_failing_iteration_then_retry_reaches_success(
-    app: Application, calc_project: Path, llm_server: Any
+    app: Application, calc_project: Path, llm_server: Any, narrow_every_suite: None
 ) -> None:
     script_two_iterations(llm_server)
     seen = Recorder()
@@ -123,7 +123,9 @@ async def test_failing_iteration_then_retry_reaches_success(
     ]
     assert seen.findings[-1] == []
     assert phases(seen)[0] == "Iteration 1/3: Aider is editing; planning beside it"
-    assert "Iteration 2/3: Aider is editing; analysing iteration 1 beside it" in phases(seen)
+    # edit 2 starts with iteration 1's analysis beside it (named while it runs: under load it
+    # may answer while edit 2 waits for the plan, and the phrase is left out)
+    assert any(phase.startswith("Iteration 2/3: Aider is editing") for phase in phases(seen))
     # failing tests first: the one test that failed, then (it passes) the whole suite decides
     running = [phase for phase in phases(seen) if phase.startswith("Iteration 2/3: running")]
     assert [phase.split(";")[0] for phase in running] == [

@@ -51,7 +51,7 @@ from aider_lsp_testing.fake_host import (
 FIXED = "def multiply(a, b):\n    return a * b\n"
 WRONG = "def multiply(a, b):\n    return a + b + 1\n"
 FAILING = "tests/test_calc.py::test_multiply"
-pytestmark = pytest.mark.timeout(10)
+pytestmark = [pytest.mark.timeout(10), pytest.mark.usefixtures("narrow_every_suite")]
 
 
 @pytest.fixture

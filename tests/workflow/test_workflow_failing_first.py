@@ -17,7 +17,7 @@ from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole
 
-pytestmark = [pytest.mark.aider, pytest.mark.slow]
+pytestmark = [pytest.mark.aider, pytest.mark.slow, pytest.mark.usefixtures("narrow_every_suite")]
 
 BUGGY = "def subtract(a, b):\n    return b - a\n\n\ndef multiply(a, b):\n    return a * b\n"
 NO_FIX = "def subtract(a, b):\n    return b - a  # looked at\n\n\ndef multiply(a, b):\n    return a * b\n"

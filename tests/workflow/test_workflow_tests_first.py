@@ -87,13 +87,29 @@ async def test_a_failing_suite_before_the_first_edit_joins_its_message(host: Fak
 
 
 @pytest.mark.timeout(10)
-async def test_after_it_the_failing_tests_run_first(host: FakeHost) -> None:
+async def test_after_it_the_failing_tests_run_first(host: FakeHost, narrow_every_suite: None) -> None:
     host.test_runs.extend([red_run(FAILING), green_run(), rest_run(1)])
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
     await loop(host).run(RequestContext())
     tests = [call.split(":", 1)[1] for call in host.calls if call.startswith(TEST)]
     assert tests[0] == "pytest"
     assert FAILING.split("::")[-1] in tests[1]  # narrowed to what failed before the edit
+
+
+@pytest.mark.timeout(10)
+async def test_after_it_a_suite_quicker_than_a_second_runs_whole(host: FakeHost) -> None:
+    """The failing tests alone would cost a run, then the whole suite once they pass."""
+    quick = red_run(FAILING).model_copy(update={"duration_s": 0.2})
+    host.test_runs.extend([quick, green_run()])
+    host.edits.append(writes("calc.py", FIXED_MULTIPLY))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert [call for call in host.calls if call.startswith(TEST)] == [f"{TEST}:pytest"] * 2
+    decided = result.iterations[0].test_runs[-1]
+    assert (decided.scope, decided.why) == (
+        SuiteScope.WHOLE,
+        "the whole suite takes under 1 s: it decides in one run",
+    )
 
 
 @pytest.mark.timeout(10)

@@ -19,7 +19,7 @@ from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, no_change
 
 FIXED = "def multiply(a, b):\n    return a * b\n"
 FAILING = "tests/test_calc.py::test_multiply"
-pytestmark = pytest.mark.timeout(10)
+pytestmark = [pytest.mark.timeout(10), pytest.mark.usefixtures("narrow_every_suite")]
 
 
 async def _three_iterations(tmp_path: Path) -> tuple[CodingWorkflowOrchestrator, WorkflowResult]:

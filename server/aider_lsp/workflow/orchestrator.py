@@ -90,6 +90,9 @@ PROGRESS_SEPARATOR = " · spent "
 PYTEST_NO_TESTS = 5  # pytest's exit code when it ran no test (all were deselected)
 # once Aider is ready, the longest the first edit waits for the tests run before it
 BEFORE_GRACE_S = 1.0
+# a whole suite faster than this runs whole after an edit: the failing tests alone would cost a
+# run of the runner's start-up as well, and then the whole suite once they pass
+QUICK_SUITE_S = 1.0
 
 
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
@@ -204,6 +207,7 @@ class CodingWorkflowOrchestrator:
         # the suite run before the first edit, beside Aider's start (its failures join that edit)
         self._before: asyncio.Task[CommandRun] | None = None
         self._failed_output: str | None = None  # the last test run's output, when it failed
+        self._suite_seconds: float | None = None  # how long the last whole suite took
         self._tested_once = False
         self._ctx = RequestContext()
 
@@ -401,6 +405,7 @@ class CodingWorkflowOrchestrator:
         if not run.ran:  # the command cannot run: the run after the edit says why
             return
         it.runs = [_suite_run(SuiteScope.WHOLE, run.command, "before the first edit: what fails now", run)]
+        self._suite_seconds = run.duration_s
         self._ctx.report_findings(list(run.findings))
         if run.passed:
             return
@@ -606,9 +611,12 @@ class CodingWorkflowOrchestrator:
         return "the rest of the suite left out more tests than those that passed"
 
     def _narrowed(self) -> Narrowed | None:
-        if self._failed_output is None or not self.app.settings.failing_tests_first:
+        if self._failed_output is None or not self.app.settings.failing_tests_first or self._quick_suite():
             return None
         return narrow(self._command, self._failed_output, shell=self.app.settings.test_shell)
+
+    def _quick_suite(self) -> bool:
+        return self._suite_seconds is not None and self._suite_seconds < QUICK_SUITE_S
 
     def _whole_suite_reason(self) -> str:
         """Why the whole suite runs (the iteration record says it)."""
@@ -616,12 +624,16 @@ class CodingWorkflowOrchestrator:
             return "no earlier failing run" if not self._tested_once else "the last run passed"
         if not self.app.settings.failing_tests_first:
             return "aiderLsp.failingTestsFirst is off"
+        if self._quick_suite():
+            return f"the whole suite takes under {QUICK_SUITE_S:g} s: it decides in one run"
         return "the runner cannot be narrowed, or its output named no failing test"
 
     async def _run_suite(self, it: _Iteration, scope: SuiteScope, command: str) -> CommandRun | Ending:
         self._event(TestRunStarted(iteration=it.number, command=command, scope=scope))
         run = await self.app.run_tests(command, fallback_files=it.files)
         self._event(_test_finished(it.number, scope, command, run))
+        if scope is SuiteScope.WHOLE and run.ran:
+            self._suite_seconds = run.duration_s
         if not run.ran and run.error is not None:  # the command could not run at all
             message = run.error.message
             return _failure(run.error.reason, f"the test command could not run: {message}", message)
