@@ -315,10 +315,13 @@ def run_ours(
     return measured(calls, seconds)
 
 
-def run_cold(story: Story, project: Path, server: ScriptedLLMServer, calls: Calls) -> Run:
+def run_cold(
+    story: Story, project: Path, server: ScriptedLLMServer, calls: Calls, *, tests_first: bool = True
+) -> Run:
     """`aider-lsp run` in a new process: its start-up, Aider's server's and the loop."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDER_LSP_", "OPENAI_"))}
     env.update(
+        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT=str(tests_first).lower(),
         AIDER_LSP_MODEL="openai:scripted-planner",
         AIDER_LSP_BASE_URL=server.base_url,
         AIDER_LSP_API_KEY="bench-key",
@@ -342,8 +345,9 @@ def run_cold(story: Story, project: Path, server: ScriptedLLMServer, calls: Call
     return measured(calls, seconds)
 
 
-def start_ours(project: Path, server: ScriptedLLMServer) -> RawLspClient:
+def start_ours(project: Path, server: ScriptedLLMServer, *, tests_first: bool = True) -> RawLspClient:
     options = {
+        "testsBeforeFirstEdit": tests_first,
         "model": "openai:scripted-planner",
         "baseUrl": server.base_url,
         "apiKey": "bench-key",
@@ -398,6 +402,11 @@ def parse_args() -> argparse.Namespace:
         "--settle", type=float, default=8.0, help="seconds between start-up and the warm-up run"
     )
     parser.add_argument(
+        "--no-tests-first",
+        action="store_true",
+        help="ours with testsBeforeFirstEdit off: the first edit gets the goal alone, as Aider's",
+    )
+    parser.add_argument(
         "--real-repo",
         type=Path,
         help="a git clone of python-humanize/humanize: its seeded-bug story instead of the calc one",
@@ -443,7 +452,8 @@ def bench_story(
     home: Path,
 ) -> tuple[list[Row], list[float]]:
     """Each latency's rows for one story, after a warm-up run of each side."""
-    client = start_ours(projects["ours"], server)
+    tests_first = not args.no_tests_first
+    client = start_ours(projects["ours"], server, tests_first=tests_first)
     latencies = [*args.latency, *([30.0] if args.slow else [])]
     rows: list[Row] = []
     loads: list[float] = []
@@ -451,7 +461,8 @@ def bench_story(
         time.sleep(args.settle)  # the background warm-up after `initialized`, as a user would wait
         run_ours(story, client, projects["ours"], calls)  # warm: Aider, the LLM client, the index
         run_aider(story, projects["aider"], server, calls, home)  # warm: the OS's cache of Aider's imports
-        run_cold(story, projects["cold"], server, calls)  # its index and tags cache, as a user's second run
+        # its index and tags cache, as a user's second run
+        run_cold(story, projects["cold"], server, calls, tests_first=tests_first)
         for latency in latencies:
             server.latency = latency
             rows.append(measure(args, story, latency, projects, client, server, calls, home))
@@ -478,7 +489,7 @@ def measure(
     for _ in range(args.repeat):
         theirs.append(run_aider(story, projects["aider"], server, calls, home))
         warm.append(run_ours(story, client, projects["ours"], calls))
-        cold.append(run_cold(story, projects["cold"], server, calls))
+        cold.append(run_cold(story, projects["cold"], server, calls, tests_first=not args.no_tests_first))
         if args.with_file:
             named.append(run_ours(story, client, projects["ours"], calls, editor_files=True))
     return Row(
