@@ -24,6 +24,9 @@ from aider_lsp.models import (
     SuiteScope,
     TaskError,
     TaskStatus,
+    TestRunFinished,
+    TestRunStarted,
+    WorkflowEvent,
     WorkflowRequest,
     WorkflowStatus,
 )
@@ -56,21 +59,27 @@ def loop(host: FakeHost) -> CodingWorkflowOrchestrator:
     return CodingWorkflowOrchestrator(host, GOAL, "", "pytest", 3, ["calc.py"])
 
 
-def reporting(host: FakeHost, findings: list[list[Finding]]) -> RequestContext:
+def reporting(
+    host: FakeHost, findings: list[list[Finding]], events: list[WorkflowEvent] | None = None
+) -> RequestContext:
     """A caller's context whose findings reports join the host's calls (their order shows)."""
 
     def report(found: list[Finding]) -> None:
         host.calls.append("findings")
         findings.append(found)
 
-    return RequestContext(report_findings=report)
+    return RequestContext(report_findings=report, report_event=(events if events is not None else []).append)
 
 
 @pytest.mark.timeout(10)
 async def test_a_failing_suite_before_the_first_edit_joins_its_message(host: FakeHost) -> None:
     host.test_runs.extend([red_run(FAILING), green_run(), rest_run(1)])
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
-    result = await loop(host).run(reporting(host, []))
+    events: list[WorkflowEvent] = []
+    result = await loop(host).run(reporting(host, [], events))
+    started, finished = events[:2]  # what an ACP client shows as the run's first tool call
+    assert isinstance(started, TestRunStarted) and started.before_edit
+    assert isinstance(finished, TestRunFinished) and finished.before_edit and finished.exit_code == 1
     assert result.status is WorkflowStatus.SUCCESS
     # the suite first, its failures shown (as any run's), then the one edit
     assert host.calls[:3] == [f"{TEST}:pytest", "findings", EDIT]
@@ -141,9 +150,12 @@ async def test_a_suite_slower_than_the_grace_is_stopped_and_the_edit_goes_on(
     host.hold.add(f"{TEST}#1")  # the run before the edit never ends by itself
     host.test_runs.append(green_run())
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
-    result = await loop(host).run(RequestContext())
+    events: list[WorkflowEvent] = []
+    result = await loop(host).run(reporting(host, [], events))
     assert result.status is WorkflowStatus.SUCCESS
     assert host.prompts[0] == GOAL  # it went on without the failures
+    stopped = next(e for e in events if isinstance(e, TestRunFinished))
+    assert stopped.before_edit and stopped.error == "stopped before it ended"  # its tool call closes
     assert [call for call in host.calls if call.startswith(TEST)] == [f"{TEST}:pytest"] * 2
     assert len(result.iterations[0].test_runs) == 1  # the stopped run is not recorded
 

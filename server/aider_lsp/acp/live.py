@@ -107,6 +107,8 @@ class LiveRun:
 
 
 def _why(event: TestRunStarted | TestRunFinished) -> str:
+    if event.before_edit:
+        return "before the first edit: what fails now"
     return f"iteration {event.iteration}: {SCOPES[event.scope]}"
 
 

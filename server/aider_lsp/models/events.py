@@ -60,6 +60,7 @@ class TestRunStarted(_Event):
     iteration: int
     command: str
     scope: SuiteScope
+    before_edit: bool = False  # the run before the first edit (what fails before any change)
 
 
 class TestRunFinished(_Event):
@@ -71,6 +72,7 @@ class TestRunFinished(_Event):
     iteration: int
     command: str
     scope: SuiteScope
+    before_edit: bool = False
     exit_code: int | None = None
     timed_out: bool = False
     stdout: str = ""

@@ -375,10 +375,16 @@ class CodingWorkflowOrchestrator:
         return self._first((f"{self.goal}\n\n{context}" if context else self.goal), files)
 
     async def _run_before(self, command: str) -> CommandRun:
-        """The whole suite before any edit: what fails now."""
-        self._event(TestRunStarted(iteration=1, command=command, scope=SuiteScope.WHOLE))
-        run = await self.app.run_tests(command)
-        self._event(_test_finished(1, SuiteScope.WHOLE, command, run))
+        """The whole suite before any edit: what fails now (a run stopped says so)."""
+        self._event(TestRunStarted(iteration=1, command=command, scope=SuiteScope.WHOLE, before_edit=True))
+        try:
+            run = await self.app.run_tests(command)
+        except asyncio.CancelledError:
+            stopped = CommandRun(command=command)
+            why = "stopped before it ended"
+            self._event(_test_finished(1, SuiteScope.WHOLE, command, stopped, why, before_edit=True))
+            raise
+        self._event(_test_finished(1, SuiteScope.WHOLE, command, run, before_edit=True))
         return run
 
     async def _failures_before(self, it: _Iteration) -> None:
@@ -864,12 +870,22 @@ def _edit_finished(it: _Iteration, outcome: AiderEditOutcome) -> EditFinished:
     )
 
 
-def _test_finished(iteration: int, scope: SuiteScope, command: str, run: CommandRun) -> TestRunFinished:
-    error = run.error.message if run.error is not None and not run.timed_out else None
+def _test_finished(
+    iteration: int,
+    scope: SuiteScope,
+    command: str,
+    run: CommandRun,
+    stopped: str | None = None,
+    *,
+    before_edit: bool = False,
+) -> TestRunFinished:
+    """The event of a finished run (`stopped`: why it was stopped before its end)."""
+    error = run.error.message if run.error is not None and not run.timed_out else stopped
     return TestRunFinished(
         iteration=iteration,
         command=command,
         scope=scope,
+        before_edit=before_edit,
         exit_code=run.exit_code,
         timed_out=run.timed_out,
         stdout=run.stdout,
