@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe } from 'node:test';
 import {
-    CLIENT, copyExample, E2E, REPO, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
+    CLIENT, copyExample, E2E, PYTHON, REPO, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
     writeWorkspaceSettings,
 } from './project.mjs';
 import { endStory, storySteps } from './story.mjs';
@@ -21,6 +21,7 @@ const DOCS = path.join(REPO, 'docs', 'images');
 const EDIT_INSTRUCTION = 'Add a docstring to add';
 const GOAL_FIX = 'Make the tests pass';
 const GOAL_REVIEW = 'Mark calculator.py as reviewed';
+const GOAL_AREA = 'Make the circle area test pass';
 // A result or error notification (a progress notification starts with its title instead).
 const RESULT = /^Aider: /m;
 
@@ -222,6 +223,27 @@ describe('the Aider extension in a real VS Code', () => {
         const again = await wb.waitForToast(/Aider: Workflow|aider-lsp will run the tests with/, 300_000);
         assert.doesNotMatch(again, /will run the tests with/, 'asked a second time');
         assert.doesNotMatch(again, /failed|cancelled/i);
+    });
+
+    step(9, 'a workflow whose Aider reply fixes a file the index did not offer reaches green', 'outside-file', async () => {
+        // the area is wrong because of constants.py, which nothing in the goal names
+        fs.writeFileSync(path.join(project, 'constants.py'), 'PI = 3.0\n');
+        fs.writeFileSync(path.join(project, 'area.py'), 'from constants import PI\n\n\ndef circle_area(r):\n    return PI * r * r\n');
+        fs.writeFileSync(
+            path.join(project, 'test_area.py'),
+            'import unittest\n\nfrom area import circle_area\n\n\nclass AreaTest(unittest.TestCase):\n'
+                + '    def test_circle_area(self):\n        self.assertAlmostEqual(circle_area(2), 12.566, places=2)\n',
+        );
+        await wb.clearToasts();
+        await wb.runCommand('Aider: Run Workflow…');
+        await wb.answerInput(GOAL_AREA);
+        await wb.answerInput(`${PYTHON} -m unittest test_area`);
+        const done = await wb.waitForToast(/Aider: Workflow/, 300_000);
+        assert.doesNotMatch(done, /failed|cancelled/i);
+        assert.match(done, /goal reached in 1 iteration; the tests pass .*Changed constants\.py\./);
+        assert.equal(fs.readFileSync(path.join(project, 'constants.py'), 'utf8'), 'PI = 3.14159\n');
+        const tests = spawnSync(PYTHON, ['-m', 'unittest', 'test_area'], { cwd: project, encoding: 'utf8' });
+        assert.equal(tests.status, 0, tests.stderr);
     });
 
     after(() => {

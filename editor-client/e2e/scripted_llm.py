@@ -35,6 +35,11 @@ FIX_SUBTRACT = "Fix subtract in calculator.py"
 FIX_AVERAGE = "Make average return 0 for an empty list"
 MARK_REVIEWED = "Put the comment '# Reviewed.' on the first line of calculator.py"
 REVIEW_VERDICT = "The tests still fail: subtract is reversed and average([]) divides by zero"
+# The story of a fix in a file the index does not offer for the goal: the area is wrong because
+# of the constant in constants.py, which Aider's reply edits although its chat never held it.
+GOAL_AREA = "Make the circle area test pass"
+CONSTANTS = "constants.py"
+CONSTANTS_FIXED = "PI = 3.14159\n"
 
 
 def replace_once(text: str, old: str, new: str) -> str:
@@ -112,6 +117,8 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
         gate.wait()
         return llm.aider_whole({FILE: v["fixed"]})
 
+    # The circle area story: whatever the chat holds, the reply fixes constants.py.
+    server.add_rule(llm.all_of(coder, mentions(GOAL_AREA)), llm.aider_whole({CONSTANTS: CONSTANTS_FIXED}))
     # The workflow's own loop: the editor named the file and the test command, so its first edit
     # is the goal itself (no plan), and a retry is a turn of the same Aider chat carrying the
     # failing output ("I ran this command: …", as Aider's --auto-test loop says it).
