@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
@@ -111,6 +112,7 @@ class Application:
             self.files, settings.history.max_runs, settings.history.max_megabytes * 1024 * 1024
         )
         self._last_failing: CommandRun | None = None  # the last test run that failed (re-run after a fix)
+        self._run_seconds: dict[str, float] = {}  # each test command's last run's wall time
         self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
         self.aider_tools = aider_executors.AiderExecutors(
             self.aider, self.files, self.checkpoints, unsaved_files
@@ -176,12 +178,18 @@ class Application:
                 error=TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=no_suite_message()),
             )
         command = choice.command
-        run = await self.shell.execute(
-            command,
-            timeout=self.settings.timeouts.test,
-            use_shell=self.settings.test_shell,
-            timeout_setting="aiderLsp.timeouts.test",
-        )
+        started = time.monotonic()
+        try:
+            run = await self.shell.execute(
+                command,
+                timeout=self.settings.timeouts.test,
+                use_shell=self.settings.test_shell,
+                timeout_setting="aiderLsp.timeouts.test",
+            )
+        except asyncio.CancelledError:  # stopped before its end: it takes at least this long
+            elapsed = time.monotonic() - started
+            self._run_seconds[command] = max(self._run_seconds.get(command, 0.0), elapsed)
+            raise
         self._remember(run)
         if not run.ran or run.exit_code == 0:
             return run
@@ -194,9 +202,16 @@ class Application:
         )
         return run.model_copy(update={"findings": tuple(findings)})
 
+    def suite_seconds(self, command: str) -> float | None:
+        """How long `command` took the last time it ran here (None: not yet); a run stopped
+        before its end counts as the time it had run."""
+        return self._run_seconds.get(command)
+
     def _remember(self, run: CommandRun) -> None:
-        """Keep the last failing run, for `rerun_failing_tests`; a pass of that same command
-        forgets it."""
+        """Keep the last failing run, for `rerun_failing_tests` (a pass of that same command
+        forgets it), and how long each command took."""
+        if run.ran and not run.timed_out:
+            self._run_seconds[run.command] = run.duration_s
         if run.ran and not run.passed:
             self._last_failing = run
         elif run.passed and self._last_failing is not None and run.command == self._last_failing.command:

@@ -119,7 +119,7 @@ class Settings(_Camel):
     failing_tests_first: bool = Field(
         default=True,
         description="After an edit, run only the tests that failed before (pytest, unittest, node --test, "
-        "cargo, go), then the whole suite once they pass (a suite that takes under a second runs whole); "
+        "cargo, go), then the whole suite once they pass (a suite that takes under 3 s runs whole); "
         "false: the whole suite every time.",
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)

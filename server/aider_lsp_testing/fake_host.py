@@ -156,6 +156,7 @@ class FakeHost:
         self.matches: list[MatchItem] = []  # what the index answers (best first)
         self.unsaved_paths: list[str] = []  # open in the editor with unsaved changes
         self.context_requests: list[ContextGenerationInput] = []
+        self.durations: dict[str, float] = {}  # what `suite_seconds` answers (earlier runs' times)
         self._sessions = 0
 
     # -- what the orchestrator reads ------------------------------------------------------------
@@ -273,6 +274,9 @@ class FakeHost:
             raise AssertionError(f"unscripted test run: {command}")
         run = self.test_runs.popleft()
         return run.model_copy(update={"command": command or run.command})
+
+    def suite_seconds(self, command: str) -> float | None:
+        return self.durations.get(command)
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         self.context_requests.append(request)

@@ -9,6 +9,8 @@ story the retry loop needs two edits for is fixed by one.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -106,9 +108,9 @@ async def test_after_it_the_failing_tests_run_first(host: FakeHost, narrow_every
 
 
 @pytest.mark.timeout(10)
-async def test_after_it_a_suite_quicker_than_a_second_runs_whole(host: FakeHost) -> None:
+async def test_after_it_a_suite_of_a_few_seconds_runs_whole(host: FakeHost) -> None:
     """The failing tests alone would cost a run, then the whole suite once they pass."""
-    quick = red_run(FAILING).model_copy(update={"duration_s": 0.2})
+    quick = red_run(FAILING).model_copy(update={"duration_s": 2.5})
     host.test_runs.extend([quick, green_run()])
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
     result = await loop(host).run(RequestContext())
@@ -117,7 +119,7 @@ async def test_after_it_a_suite_quicker_than_a_second_runs_whole(host: FakeHost)
     decided = result.iterations[0].test_runs[-1]
     assert (decided.scope, decided.why) == (
         SuiteScope.WHOLE,
-        "the whole suite takes under 1 s: it decides in one run",
+        "the whole suite takes under 3 s: it decides in one run",
     )
 
 
@@ -161,6 +163,17 @@ async def test_a_suite_slower_than_the_grace_is_stopped_and_the_edit_goes_on(
 
 
 @pytest.mark.timeout(10)
+async def test_a_suite_known_to_take_longer_than_the_grace_is_not_run_first(host: FakeHost) -> None:
+    """A warm server ran it before (or stopped it at the grace): the edit would only wait."""
+    host.durations["pytest"] = 2 * orchestrator.BEFORE_GRACE_S
+    host.test_runs.append(green_run())
+    host.edits.append(writes("calc.py", FIXED_MULTIPLY))
+    await loop(host).run(RequestContext())
+    assert host.calls == [EDIT, f"{TEST}:pytest"]
+    assert host.prompts[0] == GOAL
+
+
+@pytest.mark.timeout(10)
 async def test_off_the_first_edit_gets_the_goal_alone(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
     host = FakeHost(tmp_path, load_settings({"testsBeforeFirstEdit": False}, environ={}))
@@ -179,6 +192,24 @@ async def app(tmp_path: Path, llm_server: Any) -> AsyncIterator[Application]:
         yield application
     finally:
         await application.aclose()
+
+
+async def test_a_test_run_stopped_before_its_end_counts_as_at_least_that_long(tmp_path: Path) -> None:
+    """What keeps a slow suite from being started (and stopped) before every run's first edit."""
+    app = Application(tmp_path, load_settings({}, environ={}))
+    command = f"{sys.executable} -c 'import time; time.sleep(30)'"
+    try:
+        run = asyncio.create_task(app.run_tests(command))
+        await asyncio.sleep(0.5)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert (app.suite_seconds(command) or 0) >= 0.5
+        quick = f"{sys.executable} -c pass"
+        await app.run_tests(quick)
+        assert app.suite_seconds(quick) is not None
+    finally:
+        await app.aclose()
 
 
 @pytest.mark.aider

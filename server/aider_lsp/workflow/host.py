@@ -69,6 +69,10 @@ class WorkflowHost(Protocol):
         """Run the test command; the failures it printed come back as findings."""
         ...
 
+    def suite_seconds(self, command: str) -> float | None:
+        """How long the test command took the last time it ran to its end (None: not yet)."""
+        ...
+
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """The workspace files most relevant to a query (the index)."""
         ...

@@ -90,9 +90,11 @@ PROGRESS_SEPARATOR = " · spent "
 PYTEST_NO_TESTS = 5  # pytest's exit code when it ran no test (all were deselected)
 # once Aider is ready, the longest the first edit waits for the tests run before it
 BEFORE_GRACE_S = 1.0
-# a whole suite faster than this runs whole after an edit: the failing tests alone would cost a
-# run of the runner's start-up as well, and then the whole suite once they pass
-QUICK_SUITE_S = 1.0
+# a whole suite faster than this runs whole after an edit. Why: the failing tests alone save at
+# most the suite's time minus a runner's start-up (pytest's 0.5-1.5 s) when they still fail, and
+# cost that start-up and their own time when they pass (the whole suite runs then too); a first
+# edit that saw the failures passes often enough that a suite of a few seconds is better run whole
+QUICK_SUITE_S = 3.0
 
 
 def progress_message(phase: str, usage: WorkflowUsage) -> str:
@@ -361,8 +363,10 @@ class CodingWorkflowOrchestrator:
         # Aider's start-up (seconds) overlaps the index and the plan instead of delaying the edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
         self._command = self.test_command or self.app.settings.test_command or ""
-        if self._command and self.app.settings.tests_before_first_edit:
-            self._before = asyncio.create_task(self._run_before(self._command))
+        if self._command:
+            self._suite_seconds = self.app.suite_seconds(self._command)
+            if self._tests_first():
+                self._before = asyncio.create_task(self._run_before(self._command))
         matches = [] if chosen and not self._needs_plan(chosen, True) else await self._index(chosen)
         matches = self._editable(matches)
         files, confident = (chosen, True) if chosen else _pick(matches)
@@ -373,6 +377,15 @@ class CodingWorkflowOrchestrator:
             self._planning = asyncio.create_task(self._make_plan(chosen, relevant))
         context = self.context.strip()
         return self._first((f"{self.goal}\n\n{context}" if context else self.goal), files)
+
+    def _tests_first(self) -> bool:
+        """Whether the suite runs before the first edit: not when it is known (from an earlier
+        run here) to take longer than the first edit would wait for it once Aider is ready.
+        Where Aider is ready already (a warm server, the one place such a time is known) it
+        would only be stopped; where it is starting, every run of a new process, it is free."""
+        if not self.app.settings.tests_before_first_edit:
+            return False
+        return self._suite_seconds is None or self._suite_seconds <= BEFORE_GRACE_S
 
     async def _run_before(self, command: str) -> CommandRun:
         """The whole suite before any edit: what fails now (a run stopped says so)."""
