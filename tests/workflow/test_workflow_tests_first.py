@@ -28,6 +28,7 @@ from aider_lsp.models import (
     TaskStatus,
     TestRunFinished,
     TestRunStarted,
+    Verdict,
     WorkflowEvent,
     WorkflowRequest,
     WorkflowStatus,
@@ -43,7 +44,7 @@ from aider_lsp_testing.calc_project import (
     analysis_by_exit_code,
     write_calc_project,
 )
-from aider_lsp_testing.fake_host import EDIT, TEST, FakeHost, green_run, red_run, rest_run, writes
+from aider_lsp_testing.fake_host import EDIT, TEST, FakeHost, analysis, green_run, red_run, rest_run, writes
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole, all_of, last_user_contains
 
 GOAL = "multiply multiplies"
@@ -75,7 +76,7 @@ def reporting(
 
 @pytest.mark.timeout(10)
 async def test_a_failing_suite_before_the_first_edit_joins_its_message(host: FakeHost) -> None:
-    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(1)])
+    host.test_runs.extend([red_run(FAILING), green_run()])
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
     events: list[WorkflowEvent] = []
     result = await loop(host).run(reporting(host, [], events))
@@ -98,25 +99,36 @@ async def test_a_failing_suite_before_the_first_edit_joins_its_message(host: Fak
 
 
 @pytest.mark.timeout(10)
-async def test_after_it_the_failing_tests_run_first(host: FakeHost, narrow_every_suite: None) -> None:
-    host.test_runs.extend([red_run(FAILING), green_run(), rest_run(1)])
-    host.edits.append(writes("calc.py", FIXED_MULTIPLY))
-    await loop(host).run(RequestContext())
+async def test_after_it_the_whole_suite_decides_as_before(host: FakeHost, narrow_every_suite: None) -> None:
+    """Its time, taken beside Aider's start, says little of the suite's own: the tests after
+    the edit are chosen as without it; those after a red iteration run the failing ones first."""
+    host.test_runs.extend([red_run(FAILING), red_run(FAILING), green_run(), rest_run(1)])
+    host.edits.extend(
+        [writes("calc.py", "def multiply(a, b):\n    return 0\n"), writes("calc.py", FIXED_MULTIPLY)]
+    )
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
     tests = [call.split(":", 1)[1] for call in host.calls if call.startswith(TEST)]
-    assert tests[0] == "pytest"
-    assert FAILING.split("::")[-1] in tests[1]  # narrowed to what failed before the edit
+    assert tests[:2] == ["pytest", "pytest"]  # before the edit, then the whole suite after it
+    assert FAILING in tests[2]  # iteration 2: what failed in iteration 1, first
 
 
 @pytest.mark.timeout(10)
-async def test_after_it_a_suite_of_a_few_seconds_runs_whole(host: FakeHost) -> None:
+async def test_a_suite_of_a_few_seconds_runs_whole_after_a_red_iteration(tmp_path: Path) -> None:
     """The failing tests alone would cost a run, then the whole suite once they pass."""
+    (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
+    host = FakeHost(tmp_path)  # no run before the first edit: iteration 1's run is the first
     quick = red_run(FAILING).model_copy(update={"duration_s": 2.5})
     host.test_runs.extend([quick, green_run()])
-    host.edits.append(writes("calc.py", FIXED_MULTIPLY))
+    host.edits.extend(
+        [writes("calc.py", "def multiply(a, b):\n    return 0\n"), writes("calc.py", FIXED_MULTIPLY)]
+    )
+    host.analyses.append(analysis(Verdict.RETRY))
     result = await loop(host).run(RequestContext())
     assert result.status is WorkflowStatus.SUCCESS
     assert [call for call in host.calls if call.startswith(TEST)] == [f"{TEST}:pytest"] * 2
-    decided = result.iterations[0].test_runs[-1]
+    decided = result.iterations[1].test_runs[-1]
     assert (decided.scope, decided.why) == (
         SuiteScope.WHOLE,
         "the whole suite takes under 3 s: it decides in one run",

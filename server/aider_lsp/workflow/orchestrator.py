@@ -404,14 +404,16 @@ class CodingWorkflowOrchestrator:
         """The first edit sees what fails before it is made: the suite run at the start (beside
         Aider's start and the index, which the edit waits for anyway), its failing output added
         to the goal as a retry's is. Aider's own loop learns it only after its first attempt,
-        one model call later. Once Aider is ready the edit waits for the run at most
-        BEFORE_GRACE_S; a slower suite is stopped and the edit goes on with the goal alone."""
+        one model call later. The edit goes as soon as the run ends; once Aider is ready it
+        waits for it at most BEFORE_GRACE_S (a slower suite is stopped and the edit goes on with
+        the goal alone). The tests after the edit are chosen as before: this run's time, taken
+        beside Aider's start, says little of the suite's own."""
         task = self._before  # stopped by the run's end while it is still `_before` (a cancel)
         if task is None:
             return
-        if self._warm_up is not None and not self._warm_up.done():
+        if not task.done() and self._warm_up is not None and not self._warm_up.done():
             self._progress(f"{it.label}: starting Aider, running the tests first", 0)
-            await asyncio.wait([self._warm_up])  # its failure is the edit's to report
+            await asyncio.wait([task, self._warm_up], return_when=asyncio.FIRST_COMPLETED)
         if not task.done():
             self._progress(f"{it.label}: running the tests before the first edit", 0)
             await asyncio.wait([task], timeout=BEFORE_GRACE_S)
@@ -424,11 +426,9 @@ class CodingWorkflowOrchestrator:
         if not run.ran:  # the command cannot run: the run after the edit says why
             return
         it.runs = [_suite_run(SuiteScope.WHOLE, run.command, "before the first edit: what fails now", run)]
-        self._suite_seconds = run.duration_s
         self._ctx.report_findings(list(run.findings))
         if run.passed:
             return
-        self._failed_output = _output(run)
         output = _clip("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)
         it.prompt = f"{it.prompt}\n\n{RUN_OUTPUT.format(command=run.command, output=output)}"
         self._instructions = it.prompt
