@@ -211,6 +211,7 @@ class CodingWorkflowOrchestrator:
         self._failed_output: str | None = None  # the last test run's output, when it failed
         self._suite_seconds: float | None = None  # how long the last whole suite took
         self._tested_once = False
+        self._ran_before = False  # the suite ran before the first edit (and was not stopped)
         self._ctx = RequestContext()
 
     # -- the run -----------------------------------------------------------------------------
@@ -426,6 +427,7 @@ class CodingWorkflowOrchestrator:
         if not run.ran:  # the command cannot run: the run after the edit says why
             return
         it.runs = [_suite_run(SuiteScope.WHOLE, run.command, "before the first edit: what fails now", run)]
+        self._ran_before = True
         self._ctx.report_findings(list(run.findings))
         if run.passed:
             return
@@ -640,7 +642,9 @@ class CodingWorkflowOrchestrator:
     def _whole_suite_reason(self) -> str:
         """Why the whole suite runs (the iteration record says it)."""
         if self._failed_output is None:
-            return "no earlier failing run" if not self._tested_once else "the last run passed"
+            if self._tested_once:
+                return "the last run passed"
+            return "the first edit's tests" if self._ran_before else "no earlier failing run"
         if not self.app.settings.failing_tests_first:
             return "aiderLsp.failingTestsFirst is off"
         if self._quick_suite():
