@@ -144,31 +144,26 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     assert (project / "mathx.py").read_text() == BUGGY
 
 
-@pytest.mark.aider
-def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
-    project: Path, llm_server: Any, tmp_path: Path
-) -> None:
+def interrupt_in_slow_tests(
+    project: Path, tmp_path: Path, env: dict[str, str], *extra: str
+) -> tuple[subprocess.Popen[str], str, int]:
+    """`aider-lsp run` whose test command hangs (writing its pid first), Ctrl-C once it runs:
+    the process (ended), its stderr and the test process's pid."""
     pid_file = tmp_path / "test.pid"
     (project / "slow_test.py").write_text(
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
     )
-    llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
-    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    command = [
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "fix",
+        "--test",
+        f"{sys.executable} slow_test.py",
+    ]
     process = subprocess.Popen(
-        [
-            *CLI,
-            "run",
-            "--workspace",
-            str(project),
-            "--goal",
-            "fix",
-            "--test",
-            f"{sys.executable} slow_test.py",
-        ],
-        env=model_env(llm_server, AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false"),  # Ctrl-C after the edit
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [*CLI, *command, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         started = wait_until(
@@ -182,6 +177,17 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
     finally:
         if process.poll() is None:
             process.kill()
+    return process, stderr, test_pid
+
+
+@pytest.mark.aider
+def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
+    project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(IS_PLAN, json_output({"instructions": "double must multiply", "files": ["mathx.py"]}))
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    env = model_env(llm_server, AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false")  # Ctrl-C after the edit
+    process, stderr, test_pid = interrupt_in_slow_tests(project, tmp_path, env)
     assert process.returncode == 130, stderr
     assert "cancelled" in stderr and "Traceback" not in stderr
     assert not _alive(test_pid)
@@ -195,39 +201,11 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
 def test_ctrl_c_during_the_tests_before_the_first_edit_stops_them_and_changes_nothing(
     project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
-    pid_file = tmp_path / "test.pid"
-    (project / "slow_test.py").write_text(
-        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
-    )
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
-    command = [
-        "run",
-        "--workspace",
-        str(project),
-        "--goal",
-        "fix",
-        "--test",
-        f"{sys.executable} slow_test.py",
-    ]
-    process = subprocess.Popen(
-        [*CLI, *command, "--files", "mathx.py"],
-        env=model_env(llm_server),  # the default: the tests run first, beside Aider's start
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    # the default: the tests run first, beside Aider's start (which a Ctrl-C there once hung)
+    process, stderr, test_pid = interrupt_in_slow_tests(
+        project, tmp_path, model_env(llm_server), "--files", "mathx.py"
     )
-    try:
-        started = wait_until(
-            lambda: (pid_file.exists() and pid_file.read_text()) or process.poll() is not None, 60
-        )
-        assert process.poll() is None, process.communicate()
-        assert started, "the tests never started before the first edit"
-        test_pid = int(pid_file.read_text())
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 130, stderr
     assert "cancelled" in stderr and "Traceback" not in stderr
     assert not _alive(test_pid)
