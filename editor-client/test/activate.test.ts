@@ -934,10 +934,11 @@ describe('zero set-up', () => {
                 '#!/bin/sh',
                 'PATH=/usr/bin:/bin',
                 `echo "python $*" >> ${calls}`,
-                'case "$1 $2" in',
-                `  "-c "*) echo ${version} ;;`,
-                `  "-m venv") mkdir -p "$4/bin" && cp "$0" "$4/bin/python" && printf '${aiderLsp}' > "$4/bin/aider-lsp" && chmod +x "$4/bin/aider-lsp" ;;`,
-                '  "-m pip") echo "Successfully installed aider-lsp" ;;',
+                // -I: the set-up's Python runs isolated (no workspace folder on its import path)
+                'case "$1 $2 $3" in',
+                `  "-I -c "*) echo ${version} ;;`,
+                `  "-I -m venv") mkdir -p "$5/bin" && cp "$0" "$5/bin/python" && printf '${aiderLsp}' > "$5/bin/aider-lsp" && chmod +x "$5/bin/aider-lsp" ;;`,
+                '  "-I -m pip") echo "Successfully installed aider-lsp" ;;',
                 'esac',
                 '',
             ].join('\n'),
@@ -1063,8 +1064,8 @@ describe('zero set-up', () => {
         await until(() => (clients.length > before ? true : undefined));
         const venv = path.join(home, 'global', 'server-venv');
         const log = fs.readFileSync(calls, 'utf8');
-        assert.match(log, new RegExp(`python -m venv --clear ${venv}`));
-        assert.match(log, /python -m pip install --disable-pip-version-check .*server\/aider_lsp-0\.1\.0-py3-none-any\.whl/);
+        assert.match(log, new RegExp(`python -I -m venv --clear ${venv}`));
+        assert.match(log, /python -I -m pip install --disable-pip-version-check .*server\/aider_lsp-0\.1\.0-py3-none-any\.whl/);
         assert.match(log, /aider-lsp setup-aider/);
         assert.equal(client().serverOptions.command, path.join(venv, 'bin', 'aider-lsp'));
         assert.equal(recorded.progress.at(-1)?.title, 'Aider: setting up the server');

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from .process_start import ISOLATED, SAFE_PATH, neutral_folder
+
 AIDER_VERSION = "0.86.2"
 MCP_REQUIREMENT = "mcp>=1.9,<2"
 REQUIREMENTS = (f"aider-chat=={AIDER_VERSION}", MCP_REQUIREMENT)
@@ -75,10 +77,10 @@ def is_ready(root: Path | None = None) -> bool:
 
 
 def package_parent() -> Path:
-    """The directory that contains the `aider_mcp` package (goes on the server's PYTHONPATH)."""
-    import aider_mcp  # shipped in the same distribution; imports nothing heavy
-
-    return Path(aider_mcp.__file__).resolve().parent.parent
+    """The directory that contains the `aider_mcp` package: beside `aider_lsp` in the same
+    distribution. Found from this file, never imported: an import would search `sys.path`,
+    where a workspace's own `aider_mcp/` could come first."""
+    return Path(__file__).resolve().parent.parent
 
 
 def sync_server_package(root: Path | None = None) -> Path:
@@ -117,7 +119,7 @@ def server_command(root: Path | None = None) -> tuple[str, list[str], dict[str, 
     """
     return (
         str(aider_python(root)),
-        ["-m", "aider_mcp"],
+        [SAFE_PATH, "-m", "aider_mcp"],  # the workspace (its current folder) never on its path
         {"PYTHONPATH": str(sync_server_package(root))},
     )
 
@@ -138,7 +140,12 @@ def stream_command(
     extension shows the latest line). The result's stdout is the last `keep` lines."""
     tail: deque[str] = deque(maxlen=keep)
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        cwd=neutral_folder(),  # never a workspace: nothing there is imported (process_start.py)
     ) as proc:
         assert proc.stdout is not None  # PIPE asked for
         for raw in proc.stdout:
@@ -176,6 +183,7 @@ def setup(
     log(f"Installing {' '.join(REQUIREMENTS)} (this takes a few minutes) ...")
     command = [
         python,
+        ISOLATED,
         "-m",
         "pip",
         "install",
@@ -189,9 +197,10 @@ def setup(
     if proc.returncode != 0:
         raise RuntimeError(f"pip install failed in {root}:\n{proc.stdout}")
     check = subprocess.run(
-        [python, "-c", "import aider, mcp, mcp.server.fastmcp; print(aider.__version__)"],
+        [python, ISOLATED, "-c", "import aider, mcp, mcp.server.fastmcp; print(aider.__version__)"],
         capture_output=True,
         text=True,
+        cwd=neutral_folder(),
     )
     if check.returncode != 0:
         raise RuntimeError(f"the Aider environment does not import: {check.stderr[-2000:]}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 SERVER_COMMAND = [sys.executable, "-m", "aider_lsp", "serve"]
@@ -81,16 +81,17 @@ async def lsp_session(
     env: dict[str, str] | None = None,
     capabilities: str | types.ClientCapabilities = "visual-studio-code",
     more_folders: list[Path] | None = None,
+    command: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> AsyncIterator[AiderTestClient]:
     """Start `aider-lsp serve`, initialize it on `root` (and `more_folders`: a multi-root
     window), and shut it down afterwards (unless the test did: its process has exited).
 
-    `capabilities` names one of pytest-lsp's recorded clients, or is the capabilities to send."""
-    config = ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=_server_env(env), client_factory=make_client
-    )
-    client = await config.start()
-    assert isinstance(client, AiderTestClient)
+    `capabilities` names one of pytest-lsp's recorded clients, or is the capabilities to send;
+    `command` replaces SERVER_COMMAND (the installed `aider-lsp serve`, say) and `cwd` is the
+    folder the server starts in (pytest-lsp's config offers neither)."""
+    client = make_client()
+    await client.start_io(*(command or SERVER_COMMAND), env=_server_env(env), cwd=cwd)
     if configuration is not None:
         client.set_configuration(configuration, section="aiderLsp")
     try:

@@ -79,7 +79,7 @@ def test_server_package_is_copied_without_our_site_packages(tmp_path: Path) -> N
     assert copied.is_relative_to(tmp_path)
     assert {p.name for p in (copied / "aider_mcp").glob("*.py")} >= {"__main__.py", "engine.py", "server.py"}
     assert not (copied / "aider_lsp").exists()
-    assert args == ["-m", "aider_mcp"] and command == str(aider_env.aider_python(tmp_path))
+    assert args == ["-P", "-m", "aider_mcp"] and command == str(aider_env.aider_python(tmp_path))
 
 
 def test_two_versions_of_the_server_package_keep_their_own_copies(

@@ -11,9 +11,14 @@ import { findOnPath, privateEnvDir, venvExecutable } from '../common/locate';
 
 export class SetupError extends Error {}
 
-/** Runs a program, its output to the log (and each line to `onLine`); rejects with the last lines when it fails. */
+/**
+ * Runs a program in `cwd`, its output to the log (and each line to `onLine`); rejects with the
+ * last lines when it fails. `cwd` is the extension's own storage, never a workspace: Python puts
+ * the folder it starts in on its import path, and a repository's modules must never load there.
+ */
 function run(
     log: vscode.LogOutputChannel,
+    cwd: string,
     command: string,
     args: string[],
     cancel: vscode.CancellationToken,
@@ -21,7 +26,7 @@ function run(
 ): Promise<string> {
     log.info(`$ ${command} ${args.join(' ')}`);
     return new Promise((resolve, reject) => {
-        const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
         let output = '';
         const collect = (chunk: Buffer): void => {
             const text = chunk.toString();
@@ -48,7 +53,8 @@ function run(
                 reject(new SetupError('set-up cancelled'));
             } else {
                 const tail = output.trim().split('\n').slice(-3).join(' ');
-                const step = [path.basename(command), ...args.slice(0, args[0] === '-m' ? 2 : 1)].join(' ');
+                const named = args.filter((arg) => arg !== '-I');
+                const step = [path.basename(command), ...named.slice(0, named[0] === '-m' ? 2 : 1)].join(' ');
                 reject(new SetupError(`${step} failed (exit ${String(code)}): ${tail}`));
             }
         });
@@ -157,20 +163,20 @@ export async function createPrivateServer(
             const step = async (message: string, command: string, args: string[]): Promise<string> => {
                 const shown = stepProgress(message, report);
                 try {
-                    return await run(log, command, args, cancel, (line) => { shown.onLine(line); });
+                    return await run(log, globalStorage, command, args, cancel, (line) => { shown.onLine(line); });
                 } finally {
                     shown.dispose();
                 }
             };
             report(`checking ${python}`);
-            const version = await run(log, python, ['-c', 'import sys; print(sys.version_info >= (3, 11))'], cancel).catch(() => 'error');
+            fs.mkdirSync(globalStorage, { recursive: true });
+            const version = await run(log, globalStorage, python, ['-I', '-c', 'import sys; print(sys.version_info >= (3, 11))'], cancel).catch(() => 'error');
             if (version.trim() !== 'True') {
                 throw new SetupError(`${python} is not Python 3.11 or newer: set aiderLsp.server.python to a Python 3.11+ interpreter.`);
             }
-            fs.mkdirSync(globalStorage, { recursive: true });
-            await step('1/3 creating a virtual environment', python, ['-m', 'venv', '--clear', venv]);
+            await step('1/3 creating a virtual environment', python, ['-I', '-m', 'venv', '--clear', venv]);
             const venvPython = venvExecutable(venv, process.platform === 'win32' ? 'python.exe' : 'python');
-            await step('2/3 installing the server (pip)', venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', wheel]);
+            await step('2/3 installing the server (pip)', venvPython, ['-I', '-m', 'pip', 'install', '--disable-pip-version-check', wheel]);
             const executable = venvExecutable(venv);
             await step('3/3 installing Aider (pip, a few minutes)', executable, ['setup-aider']);
             return executable;

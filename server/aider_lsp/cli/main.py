@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         "acp", help="run the Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Emacs…)"
     )
     doctor_parser = commands.add_parser("doctor", help="check the configuration")
-    doctor_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    doctor_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     setup_parser = commands.add_parser(
         "setup-aider", help="create the Aider environment (aider-chat + mcp 1.x) in the user cache"
     )
@@ -56,11 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
         "context", help="list the workspace files relevant to a query (with scores)"
     )
     context_parser.add_argument("query", help="what the files should be about")
-    context_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    context_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     context_parser.add_argument("--json", action="store_true", help="print JSON")
     context_parser.add_argument("--limit", type=int, default=10, help="at most N files")
     context_parser.add_argument(
-        "--index", metavar="FILE", help="index file (default <workspace>/.aider-lsp/index.sqlite3)"
+        "--index",
+        type=_folder,
+        metavar="FILE",
+        help="index file (default <workspace>/.aider-lsp/index.sqlite3)",
     )
     _add_workflow_commands(commands)
     return parser
@@ -71,7 +74,7 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
     run_parser = commands.add_parser(
         "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
     )
-    run_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    run_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     run_parser.add_argument("--goal", required=True, help="what the code should do")
     run_parser.add_argument("--test", metavar="COMMAND", help="the test command (default: testCommand)")
     run_parser.add_argument(
@@ -96,7 +99,7 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
     )
     demo_parser.add_argument(
-        "--example", type=Path, help="the example project (default: the calculator shipped in the package)"
+        "--example", type=_folder, help="the example project (default: the calculator shipped in the package)"
     )
     demo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     undo_parser = commands.add_parser(
@@ -104,7 +107,7 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         help="take back a workflow run or Aider edit (the last by default), keeping every other change",
     )
     undo_parser.add_argument("run_id", nargs="?", help="the run to undo (`aider-lsp history` lists them)")
-    undo_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    undo_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     undo_parser.add_argument(
         "--force",
         action="store_true",
@@ -114,7 +117,7 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
     history_parser = commands.add_parser(
         "history", help="the workflow runs and Aider edits undo can take back"
     )
-    history_parser.add_argument("--workspace", type=Path, default=Path.cwd())
+    history_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     history_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
@@ -126,17 +129,21 @@ ACP_LAUNCH = ["acp"]
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
+    own_entry = argv is None  # the process's own entry, not a caller's in its own process
     if arguments in EDITOR_LAUNCHES:
+        _leave_start_folder(own_entry)
         _setup_logging(os.environ.get("AIDER_LSP_LOG_LEVEL") or "INFO")
         from .serve import serve
 
         return serve(None)
     if arguments == ACP_LAUNCH:
+        _leave_start_folder(own_entry)
         _setup_logging(os.environ.get("AIDER_LSP_LOG_LEVEL") or "INFO")
         from .acp import serve_acp
 
         return serve_acp()
-    args = build_parser().parse_args(arguments)
+    args = build_parser().parse_args(arguments)  # folders given are absolute from here on
+    _leave_start_folder(own_entry)
     terminal = args.command in ("run", "demo", "undo", "history")
     if terminal:  # pydantic-ai's banner would break the terminal's progress display
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
@@ -151,9 +158,23 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    if argv is None and args.command == "run":  # the process's own entry, not a caller's
+    if own_entry and args.command == "run":
         exit_now(code)
     return code
+
+
+def _leave_start_folder(own_entry: bool) -> None:
+    """The process's own entry runs from a neutral folder (process_start.py: a repository's
+    modules never load in our processes); a caller of `main([...])` keeps its folder."""
+    if own_entry:
+        from ..process_start import leave_start_folder
+
+        leave_start_folder()
+
+
+def _folder(text: str) -> Path:
+    """A path argument made absolute while the start folder is still the current one."""
+    return Path(text).expanduser().absolute()
 
 
 def exit_now(code: int) -> NoReturn:
@@ -199,7 +220,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .context import run_context
 
         return run_context(
-            args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=args.index
+            args.workspace,
+            args.query,
+            as_json=args.json,
+            limit=args.limit,
+            index_path=str(args.index) if args.index else None,
         )
     if args.command == "run":
         from .run import run_workflow_command
