@@ -115,6 +115,8 @@ interface UndoArgs {
     /** The run or edit to undo (`aider-lsp.history.list`); default the last one. */
     run_id?: string;
     force?: boolean;
+    /** Take back the run's change to these workspace-relative files only (its tests, say). */
+    files?: string[];
 }
 
 /** The argument of the server's "Edit selection with Aider" code action. */

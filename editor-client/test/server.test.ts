@@ -75,7 +75,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.aider.automatic': { prompt: 'required', file_context: 'optional', selection: 'optional', rerun_failing_tests: 'optional' },
     'aider-lsp.aider.interactive': { prompt: 'optional', file_context: 'optional', session_id: 'optional', end_session: 'optional' },
     'aider-lsp.aider.listModels': { substring: 'optional' },
-    'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional' },
+    'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional', files: 'optional' },
     'aider-lsp.history.list': {},
     'aider-lsp.history.diff': { run_id: 'required', path: 'optional' },
     'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional', plan: 'optional' },

@@ -370,21 +370,24 @@ class Application:
         """The models the Aider server knows (optionally filtered)."""
         return await self.aider_tools.list_models(substring)
 
-    def undo(self, run_id: str | None = None, *, force: bool = False) -> TaskResult:
+    def undo(
+        self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
+    ) -> TaskResult:
         """Undo a run or edit (`run_id`, from the history; default the last one not undone) as
         a revert: its own changes are taken back from the files as they are now, so every
         other change stays (checkpoints.py). Files open with unsaved changes, and files where a
         later change overlaps the run's, are left alone and named unless `force`; refused while
-        an edit or a run is under way (it would take back files being written)."""
+        an edit or a run is under way (it would take back files being written). `files` takes
+        back the run's change to those (workspace-relative) files only."""
         if self.aider_tools.editing or self.workflows.running:
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
                 "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)",
             )
         self.checkpoints.drop_interrupted()
-        if run_id is None:
-            return undo_result(self.checkpoints.revert(skip=self.unsaved_files(), force=force))
-        checkpoint = self.checkpoints.find(run_id)
+        checkpoint = self.checkpoints.latest() if run_id is None else self.checkpoints.find(run_id)
+        if checkpoint is None and run_id is None:
+            return undo_result(self.checkpoints.revert())
         if checkpoint is None:
             return failed_result(
                 ErrorReason.INPUT_VALIDATION_FAILURE,
@@ -392,7 +395,14 @@ class Application:
             )
         if checkpoint.undone is not None:
             return already_undone_result(checkpoint.id, checkpoint.label, checkpoint.undone)
-        return undo_result(self.checkpoints.revert(checkpoint, skip=self.unsaved_files(), force=force))
+        if files is not None and (strangers := [path for path in files if path not in checkpoint.edited]):
+            return failed_result(
+                ErrorReason.INPUT_VALIDATION_FAILURE,
+                f"run {checkpoint.id!r} did not change {', '.join(strangers)}; it changed "
+                f"{', '.join(checkpoint.edited) or 'nothing undo can take back'}",
+            )
+        report = self.checkpoints.revert(checkpoint, skip=self.unsaved_files(), force=force, only=files)
+        return undo_result(report)
 
     def history(self) -> list[RunRecord]:
         """The runs and edits undo can take back, newest first (the history's bound applies)."""

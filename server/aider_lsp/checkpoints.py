@@ -340,21 +340,31 @@ class CheckpointStore:
         return report
 
     def revert(
-        self, checkpoint: Checkpoint | None = None, *, skip: Collection[str] = (), force: bool = False
+        self,
+        checkpoint: Checkpoint | None = None,
+        *,
+        skip: Collection[str] = (),
+        force: bool = False,
+        only: Collection[str] | None = None,
     ) -> RestoreReport:
         """Undo a checkpoint (the newest not undone by default) as a revert: each edit's own
         change taken back from the files as they are now. Files open with unsaved changes, and
         files whose later changes overlap the run's (the lines named), are left alone unless
         `force` (which puts them back as before the run); the checkpoint is marked undone once
-        nothing was left. A checkpoint without edit records (made by an older version) is
-        restored as before."""
+        nothing was left. `only` takes back the run's change to those files alone (its tests,
+        say): the run stays in the history, and undoing it whole later leaves them as they are.
+        A checkpoint without edit records (made by an older version) is restored as before."""
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
             return RestoreReport()
-        if not checkpoint.edits:
+        if not checkpoint.edits and only is None:
             return self.restore(checkpoint, skip=skip, force=force)
         paths = [*checkpoint.edited, *(p for p in checkpoint.unsure if p not in checkpoint.edited)]
+        if only is not None:
+            paths = [path for path in paths if path in only]
         report = self._each_file(checkpoint, paths, skip, _Reverter(self, checkpoint, force).file)
+        if only is not None:
+            return report
         if not report.skipped:
             checkpoint.undone = time.time()
             self._save(checkpoint)

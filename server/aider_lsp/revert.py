@@ -39,7 +39,7 @@ class Overlap:
 
 def revert_change(now: bytes | None, before: bytes | None, after: bytes | None) -> Reverted | Overlap:
     """The reverse of one edit's change (`before` → `after`) applied to the file `now`."""
-    if now == after:
+    if now in (after, before):  # as the edit left it, or its change already taken back
         return Reverted(before)
     if before is None:  # the edit created the file, and it changed since: theirs now
         return Overlap((), "created by the edit and changed since")

@@ -144,6 +144,44 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     assert (project / "mathx.py").read_text() == BUGGY
 
 
+@pytest.mark.aider
+def test_a_reply_that_empties_the_tests_is_no_success_and_undo_takes_back_the_tests_alone(
+    project: Path, llm_server: Any
+) -> None:
+    """A weak model's reply rewrote the test file as code without tests: "Ran 0 tests … OK",
+    exit 0. The run does not say SUCCESS, names the tests that went, and undo --files puts
+    them back while keeping the rest of the run."""
+    emptied = "from mathx import double\n\nprint(double(5))\n"
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": BUGGY + "# touched\n", "test_mathx.py": emptied}))
+    llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "the tests pass"}))
+    done = run_cli(
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--files",
+        "mathx.py",
+        "--max-retries",
+        "1",
+        "--test",
+        f"{sys.executable} -m unittest",
+        env=model_env(llm_server),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[1].startswith("FAILURE")
+    assert "the suite ran no test" in done.stdout and "test_mathx.py::DoubleTest.test_double" in done.stdout
+    assert "Aider changed: mathx.py, test_mathx.py" in done.stdout  # what the edit changed, as recorded
+    assert f"undo --workspace {project} --files test_mathx.py" in done.stdout
+    undo = run_cli("undo", "--workspace", str(project), "--files", "test_mathx.py", env=clean_env())
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert (project / "test_mathx.py").read_text() == TESTS
+    assert (project / "mathx.py").read_text() == BUGGY + "# touched\n"  # the rest of the run stays
+    whole = run_cli("undo", "--workspace", str(project), env=clean_env())
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert (project / "mathx.py").read_text() == BUGGY and (project / "test_mathx.py").read_text() == TESTS
+
+
 def interrupt_in_slow_tests(
     project: Path, tmp_path: Path, env: dict[str, str], *extra: str
 ) -> tuple[subprocess.Popen[str], str, int]:

@@ -106,6 +106,82 @@ async def test_green_tests_with_analyse_green_tests_ask_the_analysis_first(host:
     assert result.reason is ErrorReason.GOAL_NOT_REACHED
 
 
+# -- the judge cannot be deleted (suite/judge.py) ---------------------------------------------
+TESTS = (
+    "import unittest\nfrom calc import multiply\n\n\nclass CalcTest(unittest.TestCase):\n"
+    "    def test_multiply(self):\n        self.assertEqual(multiply(3, 4), 12)\n\n"
+    "    def test_one(self):\n        self.assertEqual(multiply(1, 1), 1)\n"
+)
+NO_TESTS = "from calc import multiply\n\nprint(multiply(3, 4))\n"
+
+
+def unittest_run(ran: int, exit_code: int = 0) -> CommandRun:
+    outcome = "OK" if exit_code == 0 else "FAILED (failures=1)"
+    return CommandRun(
+        command="python -m unittest", exit_code=exit_code, stderr=f"Ran {ran} tests in 0.001s\n\n{outcome}\n"
+    )
+
+
+def unittest_loop(
+    host: FakeHost, max_retries: int, goal: str = "multiply multiplies"
+) -> CodingWorkflowOrchestrator:
+    return CodingWorkflowOrchestrator(host, goal, "", "python -m unittest", max_retries, ["calc.py"])
+
+
+async def test_an_edit_that_emptied_the_tests_is_not_a_success(host: FakeHost) -> None:
+    """A reply that rewrote the test file without tests: "Ran 0 tests … OK" and exit 0 are not green."""
+    (host.workspace / "test_calc.py").write_text(TESTS)
+    host.edits.append(ScriptedEdit(writes={"calc.py": WRONG, "test_calc.py": NO_TESTS}))
+    host.test_runs.append(unittest_run(0))
+    host.analyses.append(analysis(Verdict.SUCCESS, "the tests pass"))
+    result = await unittest_loop(host, max_retries=1).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert "the suite ran no test" in result.content and "test_calc.py" in result.content
+    assert result.judge is not None and result.judge.test_files == ["test_calc.py"]
+    assert result.judge.removed_tests == [
+        "test_calc.py::CalcTest.test_multiply",
+        "test_calc.py::CalcTest.test_one",
+    ]
+    assert result.iterations[0].judge == result.judge and result.iterations[0].overruled  # SUCCESS overruled
+
+
+async def test_tests_changed_by_the_run_send_the_next_edit_back_to_them(host: FakeHost) -> None:
+    (host.workspace / "test_calc.py").write_text(TESTS)
+    weakened = TESTS.replace("multiply(3, 4), 12", "multiply(3, 4), 7")
+    host.edits.extend(
+        [writes("test_calc.py", weakened), ScriptedEdit(writes={"test_calc.py": TESTS, "calc.py": FIXED})]
+    )
+    host.test_runs.extend([unittest_run(2), unittest_run(2)])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await unittest_loop(host, max_retries=2).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS, result.content  # the tests as they were, green
+    first = result.iterations[0].judge
+    assert first is not None and first.test_files == ["test_calc.py"] and first.removed_tests == []
+    assert "put back the tests you changed or removed (test_calc.py)" in host.prompts[1]
+
+
+async def test_fewer_tests_than_before_the_run_is_not_a_success(host: FakeHost) -> None:
+    host = with_settings(host, testsBeforeFirstEdit=True)
+    (host.workspace / "tests").mkdir()
+    host.test_runs.extend([unittest_run(5, exit_code=1), unittest_run(3)])
+    host.edits.append(writes("calc.py", FIXED))  # a conftest-like skip elsewhere: 2 tests went
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await unittest_loop(host, max_retries=1).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE
+    assert "the suite ran 3 test(s), 5 before the run" in result.content
+
+
+async def test_test_files_the_user_handed_to_the_run_are_theirs_to_change(host: FakeHost) -> None:
+    (host.workspace / "test_calc.py").write_text(TESTS)
+    more = TESTS + "\n    def test_zero(self):\n        self.assertEqual(multiply(0, 4), 0)\n"
+    host.edits.append(writes("test_calc.py", more))
+    host.test_runs.append(unittest_run(3))
+    result = await unittest_loop(host, max_retries=1, goal="add a zero test to test_calc.py").run(
+        RequestContext()
+    )
+    assert result.status is WorkflowStatus.SUCCESS, result.content
+
+
 # -- a no-change edit, a failed edit -------------------------------------------------------
 async def test_an_edit_that_changed_no_file_is_retried_without_a_test_run(host: FakeHost) -> None:
     host.edits.extend([no_change("I would use *."), writes("calc.py", FIXED)])

@@ -30,7 +30,10 @@ from .session import AcpSession
 CONTEXT_FILES = 8  # /context shows this many files
 
 _DESCRIPTIONS = {
-    "undo": ("Take back the last Aider edit or run (other changes stay)", None),
+    "undo": (
+        "Take back the last Aider edit or run (other changes stay); with files, its change to them only",
+        "files to take back only (optional)",
+    ),
     "diff": ("Show what the last edit or run in this session changed", None),
     "test": ("Run the tests", None),
     "context": ("The workspace files most relevant to a query", "what to look for"),
@@ -67,7 +70,8 @@ async def run_command(session: AcpSession, name: str, argument: str) -> StopReas
 
 
 async def _undo(session: AcpSession, argument: str) -> None:
-    result = session.app.undo()
+    files = argument.split() or None
+    result = session.app.undo(files=files)
     session.outbox.post(render.message(result.content))
 
 

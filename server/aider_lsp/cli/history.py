@@ -31,14 +31,20 @@ def history_command(workspace: Path, *, as_json: bool = False) -> int:
 
 
 def undo_command(
-    workspace: Path, run_id: str | None = None, *, force: bool = False, as_json: bool = False
+    workspace: Path,
+    run_id: str | None = None,
+    *,
+    force: bool = False,
+    as_json: bool = False,
+    files: list[str] | None = None,
 ) -> int:
     """Undo one run or edit (the last by default) as a revert; `force` (`--force`, what the
-    refusal's "undo with force" means here) puts overlapping files back as before the run."""
+    refusal's "undo with force" means here) puts overlapping files back as before the run;
+    `files` (`--files`) takes back its change to those files only."""
     app = _application("undo", workspace)
     if app is None:
         return EXIT_USAGE
-    return _print(app.undo(run_id, force=force), as_json)
+    return _print(app.undo(run_id, force=force, files=files), as_json)
 
 
 def _application(command: str, workspace: Path) -> Application | None:

@@ -113,6 +113,12 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         action="store_true",
         help="put files back as before the run even where later changes overlap its own (discards them)",
     )
+    undo_parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="take back the run's change to these files only (workspace-relative; its tests, say)",
+    )
     undo_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     history_parser = commands.add_parser(
         "history", help="the workflow runs and Aider edits undo can take back"
@@ -245,7 +251,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "undo":
         from .history import undo_command
 
-        return undo_command(args.workspace, args.run_id, force=args.force, as_json=args.json)
+        return undo_command(
+            args.workspace, args.run_id, force=args.force, as_json=args.json, files=args.files
+        )
     if args.command == "history":
         from .history import history_command
 

@@ -265,6 +265,10 @@ def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
         print(f"\nThe run's changes:\n{diff}", file=out)
     if result.notes.get("checkpoint_id"):
         print(f"Undo them with: aider-lsp undo --workspace {workspace}", file=out)
+        if run is not None and run.judge is not None and run.judge.test_files:
+            tests = " ".join(run.judge.test_files)
+            command = f"aider-lsp undo --workspace {workspace} --files {tests}"
+            print(f"Take back only its changes to the tests: {command}", file=out)
 
 
 def workflow_of(result: TaskResult) -> WorkflowResult | None:
@@ -310,6 +314,8 @@ def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:
     for finding in item.findings[:10]:
         where = f"{finding.path}:{finding.line}" if finding.line else finding.path
         print(f"    {where}: {finding.message}", file=out)
+    if item.judge is not None:
+        print(f"  not a pass: {item.judge.message}", file=out)
     if item.analysis is not None:
         print(f"  analysis: {item.analysis.verdict.value}: {item.analysis.message}", file=out)
 

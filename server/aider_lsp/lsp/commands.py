@@ -76,6 +76,10 @@ class UndoParams(CommandParams):
         description="Put files back as before the run even where later changes overlap its own "
         "(discards them).",
     )
+    files: list[str] | None = Field(
+        default=None,
+        description="Take back the run's change to these workspace-relative files only (its tests, say).",
+    )
 
 
 class HistoryDiffParams(CommandParams):
@@ -184,7 +188,7 @@ async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: Reques
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
-    return app.undo(params.run_id, force=params.force)
+    return app.undo(params.run_id, force=params.force, files=params.files)
 
 
 async def _history_list(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:

@@ -116,6 +116,21 @@ class DecidingRun(BaseModel):
     summary: str = ""
 
 
+class JudgeProblem(BaseModel):
+    """Why passing tests did not make a run a success: the judge itself changed (suite/judge.py).
+    `test_files` are the existing test files the run changed or deleted (what undo can take
+    back on its own); `removed_tests` are "path::name" no longer defined; the counts are what
+    the runner said it ran before the run and now (None: not known)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    test_files: list[str] = Field(default_factory=list)
+    removed_tests: list[str] = Field(default_factory=list)
+    tests_before: int | None = None
+    tests_now: int | None = None
+
+
 class WorkflowIteration(BaseModel):
     """One edit → test → analysis round, as the run's history records it (each step's outcome
     makes a new record: none is changed once made)."""
@@ -132,6 +147,8 @@ class WorkflowIteration(BaseModel):
     analysis: CombinedAnalysisResult | None = None
     # why the run did not follow the analysis's verdict (SUCCESS over a failing test)
     overruled: str | None = None
+    # why its passing tests did not end the run: the edits changed the tests themselves
+    judge: JudgeProblem | None = Field(default=None, exclude_if=_absent_when_none)
 
 
 class WorkflowResult(BaseModel):
@@ -146,3 +163,5 @@ class WorkflowResult(BaseModel):
     analysis_result: CombinedAnalysisResult | None = None
     iterations: list[WorkflowIteration] = Field(default_factory=list)
     usage: WorkflowUsage = Field(default_factory=WorkflowUsage)
+    # the run ended with the tests changed by its edits: what went, and what undo can take back
+    judge: JudgeProblem | None = Field(default=None, exclude_if=_absent_when_none)

@@ -50,6 +50,7 @@ from ..models import (
     EditSummary,
     ErrorReason,
     Finding,
+    JudgeProblem,
     MatchItem,
     OptionalPathList,
     PlanMade,
@@ -70,6 +71,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
+from ..suite import judge
 from ..suite.findings import summary_line
 from ..suite.narrow import Narrowed, deselected_exactly, narrow, rest_of_suite
 from .host import WorkflowHost
@@ -139,6 +141,7 @@ class _Iteration:
     runs: list[SuiteRun] = field(default_factory=list)
     analysis: CombinedAnalysisResult | None = None
     overruled: str | None = None
+    judge: JudgeProblem | None = None  # its tests passed, but the edits changed them
 
     @property
     def label(self) -> str:
@@ -167,6 +170,7 @@ class _Iteration:
             findings=list(test.findings) if test is not None else [],
             analysis=self.analysis,
             overruled=self.overruled,
+            judge=self.judge,
         )
 
 
@@ -211,6 +215,8 @@ class CodingWorkflowOrchestrator:
         self._failed_output: str | None = None  # the last test run's output, when it failed
         self._suite_seconds: float | None = None  # how long the last whole suite took
         self._tested_once = False
+        self._tests_before: int | None = None  # how many tests the suite ran before any edit
+        self._chosen: list[str] = []  # the files the user handed to the run
         self._ran_before = False  # the suite ran before the first edit (and was not stopped)
         self._ctx = RequestContext()
 
@@ -264,9 +270,24 @@ class CodingWorkflowOrchestrator:
             if isinstance(test, Ending):
                 return test
             if test.passed:
-                return await self._green(it)
+                it.judge = self._judge(it)
+                if it.judge is None:
+                    return await self._green(it)
+                self._record(it)
             self._ctx.report_findings(list(test.findings))
         return await self._red(it)
+
+    def _judge(self, it: _Iteration) -> JudgeProblem | None:
+        """Why the passing tests cannot end the run (suite/judge.py): they ran no test, fewer
+        than before the run, or the run's edits changed the existing tests. The counts are
+        compared only for a run of the whole suite (the rest of a suite runs fewer by design)."""
+        test = it.test
+        whole = bool(it.runs) and it.runs[-1].scope is SuiteScope.WHOLE
+        counted = judge.tests_counted(test.stdout, test.stderr) if test is not None and whole else None
+        changes = self._net_files()
+        text = f"{self.goal}\n{self.context}"
+        users = [path for path in changes if path in self._chosen or path in text]
+        return judge.check(changes, counted=counted, tests_before=self._tests_before, users_files=users)
 
     async def _green(self, it: _Iteration) -> _Iteration | Ending:
         """The tests pass: SUCCESS (the analysis beside is moot), unless `analyseGreenTests`
@@ -319,9 +340,10 @@ class CodingWorkflowOrchestrator:
         if analysis.verdict is Verdict.FAILURE:
             return _gave_up(analysis)
         why = self.iterations[it.number - 1].overruled or analysis.message
+        state = _state(it.test, it.judge)
         return _failure(
             ErrorReason.MAX_RETRIES_REACHED,
-            f"the goal was not reached in {self.max_iterations} iteration(s): {_state(it.test)}; {why}",
+            f"the goal was not reached in {self.max_iterations} iteration(s): {state}; {why}",
         )
 
     # -- the analysis beside -----------------------------------------------------------------
@@ -361,6 +383,7 @@ class CodingWorkflowOrchestrator:
         chosen = self._editor_files()
         if isinstance(chosen, Ending):
             return chosen
+        self._chosen = list(chosen)
         # Aider's start-up (seconds) overlaps the index and the plan instead of delaying the edit
         self._warm_up = asyncio.create_task(self.app.start_aider())
         self._command = self.test_command or self.app.settings.test_command or ""
@@ -428,6 +451,7 @@ class CodingWorkflowOrchestrator:
             return
         it.runs = [_suite_run(SuiteScope.WHOLE, run.command, "before the first edit: what fails now", run)]
         self._ran_before = True
+        self._tests_before = judge.tests_counted(run.stdout, run.stderr)
         self._ctx.report_findings(list(run.findings))
         if run.passed:
             return
@@ -680,8 +704,10 @@ class CodingWorkflowOrchestrator:
         analysis = result.parsed_content
         if not isinstance(analysis, CombinedAnalysisResult):
             analysis = CombinedAnalysisResult.model_validate_json(result.content)
-        passed = test is not None and test.passed
-        if analysis.verdict is Verdict.SUCCESS and not passed:
+        passed = test is not None and test.passed and it.judge is None
+        if analysis.verdict is Verdict.SUCCESS and it.judge is not None:
+            it.overruled = "the analysis said SUCCESS, which tests the run changed cannot confirm"
+        elif analysis.verdict is Verdict.SUCCESS and not passed:
             it.overruled = f"the analysis said SUCCESS over {_state(test)}; the tests are the judge"
         it.analysis = analysis
         self._record(it)
@@ -701,6 +727,8 @@ class CodingWorkflowOrchestrator:
             exit_code = "none (not run: the edit changed no file)"
         elif test.exit_code is None:
             exit_code = "none (killed at the timeout)"
+        elif it.judge is not None:
+            exit_code = f"{test.exit_code}, but {it.judge.message}"
         else:
             exit_code = str(test.exit_code)
         return {
@@ -736,6 +764,8 @@ class CodingWorkflowOrchestrator:
             message = RUN_OUTPUT.format(
                 command=test.command or self._command, output=_clip(output, OUTPUT_FOR_AIDER)
             )
+            if it.judge is not None:
+                message += f"\n{_judge_prompt(it.judge)}"
         if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
             message += f"\n\n{advice.next_prompt}"
         if self._chat is None:
@@ -801,16 +831,13 @@ class CodingWorkflowOrchestrator:
         except (OSError, AccessDenied):
             log.debug("could not settle the workflow checkpoint", exc_info=True)
 
-    def changes(self) -> RunChanges:
-        """What the run changed against the files before it, its diff in the edits' format.
-        The run's checkpoint holds each file as it was before the run first touched it (every
-        edit adds its files to it); no checkpoint left means nothing changed."""
+    def _net_files(self) -> dict[str, tuple[bytes | None, bytes | None]]:
+        """Each file the run changed: its bytes before the run first touched it and now (None:
+        absent). The run's checkpoint holds the first (every edit adds its files to it)."""
         checkpoint = self.checkpoint
+        sides: dict[str, tuple[bytes | None, bytes | None]] = {}
         if checkpoint is None:
-            return RunChanges()
-        changed: list[str] = []
-        created: list[str] = []
-        diffs: list[str] = []
+            return sides
         for rel in checkpoint.paths:
             try:
                 before = self.app.checkpoints.content_before(checkpoint, rel)
@@ -818,15 +845,21 @@ class CodingWorkflowOrchestrator:
                 after = real.read_bytes() if real.is_file() else None
             except (OSError, AccessDenied):
                 continue
-            if after == before:
-                continue
-            (created if before is None else changed).append(rel)
-            diffs.append(unified_diff(rel, before, after))
+            if after != before:
+                sides[rel] = (before, after)
+        return sides
+
+    def changes(self) -> RunChanges:
+        """What the run changed against the files before it, its diff in the edits' format
+        (no checkpoint left means nothing changed)."""
+        if self.checkpoint is None:
+            return RunChanges()
+        sides = self._net_files()
         return RunChanges(
-            changed_files=tuple(changed),
-            created_files=tuple(created),
-            diff="".join(diffs),
-            checkpoint_id=checkpoint.id,
+            changed_files=tuple(rel for rel, (before, _) in sides.items() if before is not None),
+            created_files=tuple(rel for rel, (before, _) in sides.items() if before is None),
+            diff="".join(unified_diff(rel, before, after) for rel, (before, after) in sides.items()),
+            checkpoint_id=self.checkpoint.id,
         )
 
     def _result(self, ending: Ending) -> WorkflowResult:
@@ -840,6 +873,9 @@ class CodingWorkflowOrchestrator:
             analysis_result=self.analysis,
             iterations=self.iterations,
             usage=self._usage(),
+            judge=self.iterations[-1].judge
+            if ending.status is WorkflowStatus.FAILURE and self.iterations
+            else None,
         )
 
 
@@ -879,7 +915,7 @@ def _edit_finished(it: _Iteration, outcome: AiderEditOutcome) -> EditFinished:
         iteration=it.number,
         files=list(it.files),
         diff=outcome.diff,
-        changed_files=[*outcome.changed_files, *outcome.files_outside_editable],
+        changed_files=_changed_files(outcome),
         created_files=list(outcome.created_files),
         reply=outcome.reply,
         error=error,
@@ -922,12 +958,19 @@ def _aider_summary(outcome: AiderEditOutcome) -> EditSummary:
     return EditSummary(
         status=TaskStatus.FAILED if failed else TaskStatus.COMPLETE,
         diff=outcome.diff,
-        changed_files=list(outcome.changed_files),
+        changed_files=_changed_files(outcome),
         created_files=list(outcome.created_files),
         usage=outcome.usage,
         error=error,
         session_id=outcome.session_id,
     )
+
+
+def _changed_files(outcome: AiderEditOutcome) -> list[str]:
+    """The files an edit changed (not those it created), in the files it was given and outside
+    them: the one record the history, the events and every front end show."""
+    done = {*outcome.changed_files, *outcome.created_files}
+    return [*outcome.changed_files, *(path for path in outcome.files_outside_editable if path not in done)]
 
 
 def _changed(outcome: AiderEditOutcome) -> bool:
@@ -953,13 +996,25 @@ def _aider_status(outcome: AiderEditOutcome | None) -> str:
     return f"changed nothing: {detail}" + (f"; Aider replied: {_clip(reply, 2000)}" if reply else "")
 
 
-def _state(test: CommandRun | None) -> str:
+def _state(test: CommandRun | None, problem: JudgeProblem | None = None) -> str:
     """The tests' state in words, for a result message."""
+    if problem is not None:
+        return problem.message
     if test is None:
         return "an edit that changed nothing"
     if test.timed_out or test.exit_code is None:
         return "a test run killed at its timeout"
     return f"failing tests (exit code {test.exit_code})"
+
+
+def _judge_prompt(problem: JudgeProblem) -> str:
+    """What the next edit is told when passing tests were not the judge they should be."""
+    files = f" ({', '.join(problem.test_files)})" if problem.test_files else ""
+    return (
+        f"That is not a pass: {problem.message.removeprefix('the tests pass, but ')}. The tests are the "
+        f"judge: put back the tests you changed or removed{files} exactly as they were, and make them "
+        "pass by changing the code under test, not the tests."
+    )
 
 
 def _edited_files(files: list[str], outcome: AiderEditOutcome) -> list[str]:
