@@ -164,7 +164,11 @@ class Application:
         with the user first; a FAILED result when the user chose to change it; None when the
         workspace has no suite this server recognises."""
         choice = await asyncio.to_thread(self.test_command_choice, requested)
-        return None if choice is None else await confirm_test_command(self.workspace, choice, ctx)
+        return (
+            None
+            if choice is None
+            else await confirm_test_command(self.workspace, choice, ctx, self.settings.name("testCommand"))
+        )
 
     # -- what the editor, the CLI and a workflow run call ------------------------------------
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
@@ -184,7 +188,8 @@ class Application:
                 command,
                 timeout=self.settings.timeouts.test,
                 use_shell=self.settings.test_shell,
-                timeout_setting="aiderLsp.timeouts.test",
+                timeout_setting=self.settings.name("timeouts.test"),
+                command_setting=self.settings.name("testCommand"),
             )
         except asyncio.CancelledError:  # stopped before its end: it takes at least this long
             elapsed = time.monotonic() - started

@@ -75,13 +75,30 @@ class HistorySettings(_Camel):
     max_megabytes: int = Field(default=200, ge=1, le=100_000)
 
 
+Names = Literal["editor", "environment"]
+OutputMode = Literal["tool", "native", "prompted"]
+OUTPUT_MODES: tuple[OutputMode, ...] = ("tool", "native", "prompted")
+
+
+def setting_name(path: str, names: Names) -> str:
+    """How a user of a front end sets `path` (snake or camel, dotted: `timeouts.llm`): the
+    editor's settings (`aiderLsp.timeouts.llm`) or the environment (`AIDER_LSP_TIMEOUTS__LLM`),
+    which is all the CLI and an ACP agent read."""
+    parts = path.split(".")
+    if names == "environment":
+        return ENV_PREFIX + "__".join(to_snake(part).upper() for part in parts)
+    return ".".join([SECTION, *(to_camel(to_snake(part)) for part in parts)])
+
+
 class Settings(_Camel):
-    """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`)."""
+    """Every setting with its default; `Settings()` is the defaults alone (see `load_settings`).
+    `names` says where they came from, so that a message names a setting the way its reader
+    sets it (`name`): an editor's settings, or the environment (the CLI, an ACP agent)."""
 
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    output_mode: Literal["tool", "native", "prompted"] = Field(
+    output_mode: OutputMode = Field(
         default="tool",
         description="How structured output is asked of the model: a tool call (default), the "
         "server's JSON-schema response format, or JSON in the answer text (local models without tools).",
@@ -151,6 +168,7 @@ class Settings(_Camel):
     max_file_bytes: int = Field(default=1_000_000, gt=0, le=MAX_BYTES)
     output_cap_bytes: int = Field(default=64_000, gt=256, le=MAX_BYTES)
     debug: bool = False
+    names: Names = Field(default="editor", exclude=True)
 
     _check_nul = field_validator(
         "model",
@@ -163,6 +181,10 @@ class Settings(_Camel):
         "context_excludes",
         "secret_patterns",
     )(_no_nul)
+
+    def name(self, path: str) -> str:
+        """`path` (`timeouts.llm`) as this front end's user sets it (`setting_name`)."""
+        return setting_name(path, self.names)
 
 
 # The settings in force now, read at each use: the Application owns them and replaces them when
@@ -252,12 +274,17 @@ def snake_keys(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_settings(
-    explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    explicit: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    names: Names | None = None,
 ) -> Settings:
-    """Defaults < `AIDER_LSP_*` environment < explicit settings (init options / configuration)."""
+    """Defaults < `AIDER_LSP_*` environment < explicit settings (init options / configuration).
+    `names`: how messages name the settings (default: the editor's when `explicit` is given,
+    else the environment's)."""
     environ = os.environ if environ is None else environ
     explicit_keys = snake_keys(explicit or {})
     layered = _deep_merge(_from_environment(environ), explicit_keys)
+    layered["names"] = names or ("editor" if explicit is not None else "environment")
     try:
         return Settings.model_validate(layered)
     except ValidationError as exc:

@@ -242,10 +242,11 @@ class CommandExecutor:
         timeout: float = 300.0,
         use_shell: bool = False,
         timeout_setting: str = "aiderLsp.timeouts.shell",
+        command_setting: str = "aiderLsp.testCommand",
     ) -> CommandRun:
         """Run a command for a caller that wants a result, never an exception: a command that
         cannot run or is killed at the timeout is a CommandRun with its error (naming the
-        `timeout_setting` that gave the limit)."""
+        `timeout_setting` that gave the limit, and `command_setting` for one that cannot start)."""
         try:
             output = await self.run(command, timeout=timeout, use_shell=use_shell)
         except ValueError as exc:
@@ -259,7 +260,7 @@ class CommandExecutor:
                 error=_error(
                     ErrorReason.TOOL_EXECUTION_ERROR,
                     f"cannot start the command: {exc.strerror or exc}: {program}; check the command "
-                    "(aiderLsp.testCommand for the tests)",
+                    f"({command_setting} for the tests)",
                 ),
             )
         error = None

@@ -233,7 +233,10 @@ class FakeHost:
             session_id = f"chat-{self._sessions}"
         self.usage = self.usage.model_copy(update={"aider": self.usage.aider.plus(script.usage)})
         if script.error is not None:
-            return AiderEditOutcome(tool="aider_chat", error=script.error, files=list(files))
+            answered = False if script.answered else None  # Aider ran and said why (or never answered)
+            return AiderEditOutcome(
+                tool="aider_chat", error=script.error, files=list(files), server_success=answered
+            )
         return self._apply(script, files, session_id)
 
     def _apply(self, script: ScriptedEdit, files: Sequence[str], session_id: str) -> AiderEditOutcome:

@@ -241,7 +241,10 @@ async def test_missing_model_or_key_is_a_configuration_error(
     app = Application(workspace, load_settings({}, environ={}))
     result = await app.handler.execute_llm_call("hi")
     assert reason(result) == "configuration_error"
-    assert "AIDER_LSP_MODEL" in result.content and "aiderLsp.model" in result.content
+    assert "aiderLsp.model" in result.content  # named as the editor's user sets it
+    from_environment = Application(workspace, load_settings(environ={}))  # the CLI's, an ACP agent's
+    said = await from_environment.handler.execute_llm_call("hi")
+    assert "AIDER_LSP_MODEL" in said.content and "aiderLsp" not in said.content
 
     app = Application(workspace, load_settings({"model": "anthropic:claude-sonnet-4-5"}, environ={}))
     result = await app.tasks.execute_template(

@@ -78,7 +78,7 @@ async def test_commands_name_the_missing_variable_over_lsp(lsp: Any, workspace: 
         )
         assert edit["status"] == "FAILED"
         assert edit["notes"]["error"]["reason"] == "configuration_error"
-        assert "AIDER_LSP_AIDER_MODEL" in edit["content"]
+        assert "aiderLsp.aiderModel" in edit["content"]  # an editor's user sets it there
     async with lsp(
         workspace, init_options={"model": "openai:gpt-4.1", "maxRetries": 0}, env=NO_KEYS
     ) as client:

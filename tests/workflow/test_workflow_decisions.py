@@ -21,6 +21,7 @@ from aider_lsp.models import (
     PlanMade,
     RequestContext,
     SuiteScope,
+    TaskError,
     TestRunFinished,
     TestRunStarted,
     Verdict,
@@ -201,6 +202,18 @@ async def test_an_edit_that_failed_ends_the_run_with_its_reason(host: FakeHost) 
     assert result.status is WorkflowStatus.FAILURE
     assert result.reason is ErrorReason.CONNECTION_ERROR
     assert host.calls == [EDIT]
+
+
+async def test_an_edit_whose_model_endpoint_refused_ends_the_run_by_name(host: FakeHost) -> None:
+    """Aider answered, changed nothing, because its endpoint said 404: a retry would pay again
+    for the same refusal, so the run ends with the mistake named (endpoints.py)."""
+    refused = TaskError(
+        reason=ErrorReason.CONFIGURATION_ERROR, message="the endpoint answered 404 (not found)"
+    )
+    host.edits.append(ScriptedEdit(error=refused))
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.FAILURE and result.reason is ErrorReason.CONFIGURATION_ERROR
+    assert "answered 404" in result.content and host.calls == [EDIT]
 
 
 # -- the analysis beside the next edit ---------------------------------------------------------

@@ -21,9 +21,11 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import snapshot_files
+from ..endpoints import ModelRole, name_problem
 from ..files import FileAccessManager
 from ..models import (
     AiderEditOutcome,
@@ -32,10 +34,11 @@ from ..models import (
     ErrorReason,
     ReplyCallback,
     Spend,
+    TaskError,
     TaskResult,
 )
 from ..settings import Settings
-from .launch import ConfigurationProblem, LaunchSpec, launch_spec, launch_spec_for_tool
+from .launch import ConfigurationProblem, LaunchSpec, aider_model_for, launch_spec, launch_spec_for_tool
 from .results import EDIT_TOOLS, CallFailure, EditedFiles, ToolReply, edit_outcome, tool_result
 from .spawn import Spawned, discard, spawn
 
@@ -205,7 +208,25 @@ class AiderBridge:
         outcome = edit_outcome(tool_name, answer, files, bundled=spec.bundled)
         if outcome.server_success is not None:  # a well-formed answer: Aider ran
             self.spent = self.spent.plus(outcome.usage)
-        return outcome
+        return self._endpoint_named(outcome)
+
+    def _endpoint_named(self, outcome: AiderEditOutcome) -> AiderEditOutcome:
+        """An edit that changed nothing because Aider's model endpoint refused it (Aider prints
+        litellm's error and answers with no change) fails with that mistake named, not as a
+        reply that changed no file (which a workflow would retry, paying for it again)."""
+        errors = outcome.server_report.get("errors")
+        if outcome.success or not isinstance(errors, list) or not errors:
+            return outcome
+        settings = self._get_settings()
+        name = settings.name
+        model = aider_model_for(settings) or "?"
+        role = ModelRole("Aider's model", model, name("aiderModel"), name("baseUrl"), name("apiKey"))
+        problem = name_problem("\n".join(map(str, errors)), role, settings.base_url)
+        if problem is None:
+            return outcome
+        detail = (str(errors[-1]).strip().splitlines() or [""])[0][:300]
+        error = TaskError(reason=problem.reason, message=f"{problem.message} (Aider: {detail})")
+        return outcome.model_copy(update={"error": error})
 
     async def _exchange(
         self,
@@ -226,6 +247,14 @@ class AiderBridge:
             before = snapshot_files(self.files.resolve, editable)
             reply = await (await self._server()).call(spec, tool_name, params, deadline, on_reply)
             if isinstance(reply, CallFailure):
-                return reply
+                return _named(reply, settings, timed=timeout is None)
             after = snapshot_files(self.files.resolve, editable)
         return reply, EditedFiles(editable, before, after), spec
+
+
+def _named(failure: CallFailure, settings: Settings, *, timed: bool) -> CallFailure:
+    """A timeout's message with the setting that gave the deadline, as its reader sets it."""
+    if failure.reason is not ErrorReason.EXECUTION_TIMEOUT or not timed:
+        return failure
+    hint = f": raise {settings.name('timeouts.aider')} for a slow model or a large edit"
+    return replace(failure, message=failure.message + hint)

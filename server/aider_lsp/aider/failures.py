@@ -73,7 +73,7 @@ def classify(exc: Exception, where: CallContext) -> CallFailure:
         return CallFailure(
             ErrorReason.CONFIGURATION_ERROR,
             f"cannot start the Aider MCP server {where.command!r}: {exc}"
-            " (check aiderLsp.aiderServer or run `aider-lsp setup-aider`)",
+            " (check the aiderServer setting, or run `aider-lsp setup-aider`)",
         )
     if isinstance(exc, MCPError):
         return _mcp_failure(exc, where)

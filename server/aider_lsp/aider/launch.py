@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import aider_env
 from ..files import DEFAULT_SECRET_PATTERNS, SECRET_DIRECTORIES
 from ..providers import PROVIDER_KEY_VARS, split_model_id
-from ..settings import Settings, env_var_for
+from ..settings import Settings
 
 PASS_ENV_SUFFIXES = ("_API_KEY", "_API_BASE", "_BASE_URL", "_API_VERSION")
 PASS_ENV_NAMES = (
@@ -95,7 +95,7 @@ def server_environment(settings: Settings, environ: dict[str, str] | None = None
     return env
 
 
-def missing_provider_key(model: str, env: dict[str, str]) -> str | None:
+def missing_provider_key(model: str, env: dict[str, str], settings: Settings | None = None) -> str | None:
     """Without its key Aider retries for a minute, then blames "the provider's servers":
     say which variable is missing instead (only for providers whose key variable is known)."""
     provider, sep, _ = model.partition("/")
@@ -104,9 +104,10 @@ def missing_provider_key(model: str, env: dict[str, str]) -> str | None:
         return None
     if provider == "openai" and env.get("OPENAI_API_BASE"):
         return None  # an OpenAI-compatible proxy may take no key
+    name = (settings or Settings()).name
     return (
         f"{' or '.join(key_vars)} is not set: Aider's model {model!r} needs it "
-        f"(set {key_vars[0]}, or aiderLsp.apiKey, or point aiderLsp.baseUrl at a local server)"
+        f"(set {key_vars[0]}, or {name('apiKey')}, or point {name('baseUrl')} at a local server)"
     )
 
 
@@ -142,12 +143,12 @@ def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
         )
     if not model:
         raise ConfigurationProblem(
-            f"no Aider model: set aiderLsp.aiderModel (or aiderLsp.model), or {env_var_for('aider_model')}"
+            f"no Aider model: set {settings.name('aiderModel')} (or {settings.name('model')})"
         )
     if not aider_env.is_ready():
         raise ConfigurationProblem(
             f"the Aider environment is missing ({aider_env.env_dir()}): run `aider-lsp setup-aider`,"
-            " or point aiderLsp.aiderServer at another Aider MCP server"
+            f" or point {settings.name('aiderServer')} at another Aider MCP server"
         )
     command, args, extra = aider_env.server_command()
     env.update(extra)
@@ -174,7 +175,7 @@ def launch_spec_for_tool(settings: Settings, workspace: Path, tool_name: str) ->
     lacks its provider key (a tool that calls no LLM goes ahead without it)."""
     spec = launch_spec(settings, workspace)
     if spec.bundled and tool_name not in KEYLESS_TOOLS:
-        missing = missing_provider_key(aider_model_for(settings) or "", dict(spec.env))
+        missing = missing_provider_key(aider_model_for(settings) or "", dict(spec.env), settings)
         if missing:
             raise ConfigurationProblem(missing)
     return spec

@@ -120,6 +120,7 @@ def run_demo(example: Path | None = None, *, as_json: bool = False, keep: bool =
                     "aiderServer": {"args": ["--edit-format", "whole"]},
                 },
                 environ={},
+                names="environment",
             )
             request = {"goal": GOAL, "test_command": f"{sys.executable} -m unittest", "max_retries": 3}
             return run_workflow_command(workspace, request, as_json=as_json, settings=settings)

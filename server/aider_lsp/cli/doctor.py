@@ -15,21 +15,26 @@ from ..settings import Settings, SettingsError, env_var_for, load_settings
 @dataclass(frozen=True)
 class Check:
     """One line; an `optional` check that fails is shown as `none`, not counted as missing
-    (a workspace without a test suite can still be tested with a command given to the run)."""
+    (a workspace without a test suite can still be tested with a command given to the run);
+    a `warning` is shown as `warn`, not counted either (what may still work: a server that
+    serves one model whatever name it is asked for)."""
 
     name: str
     ok: bool
     detail: str
     optional: bool = False
+    warning: bool = False
 
     @property
     def label(self) -> str:
-        return "ok" if self.ok else "none" if self.optional else "MISSING"
+        if self.ok:
+            return "ok"
+        return "none" if self.optional else "warn" if self.warning else "MISSING"
 
 
 def check_model(settings: Settings) -> list[Check]:
     """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
-    from ..llm.model_config import probe_endpoint, resolve_model_config
+    from ..llm.model_config import resolve_model_config
 
     config = resolve_model_config(settings)
     if config.model_id is None:
@@ -43,10 +48,7 @@ def check_model(settings: Settings) -> list[Check]:
         ]
     checks = [Check("model", True, f"{config.model_id} (served as {config.model_name!r})")]
     if config.base_url:
-        reachable, detail = probe_endpoint(config.base_url)
-        checks.append(
-            Check("endpoint", reachable, f"OpenAI-compatible (chat completions) {config.base_url}: {detail}")
-        )
+        checks.extend(check_endpoint(settings, config.base_url, config.model_name or config.model_id))
     if config.api_key_source == "provider default":
         # a provider this table does not know: let pydantic-ai say whether it exists / has a key
         from ..llm.model_config import LLMConfigurationError, build_model
@@ -59,6 +61,41 @@ def check_model(settings: Settings) -> list[Check]:
             return [Check("model", False, f"cannot use model {config.model_id!r}: {exc}")]
     if config.api_key_source:
         checks.append(Check("api key", True, f"from {config.api_key_source}"))
+    return checks
+
+
+def check_endpoint(settings: Settings, base_url: str, model: str) -> list[Check]:
+    """The OpenAI-compatible endpoint, asked for its models with the key a call sends: does it
+    answer, take the key, and have the planning model and Aider's (when Aider goes there)?"""
+    from ..aider.launch import aider_model_for
+    from ..endpoints import ModelRole, probe, probe_problem
+
+    name = settings.name
+    key = settings.api_key or os.environ.get("OPENAI_API_KEY")
+    found = probe(base_url, key)
+    planning = ModelRole("the planning model", model, name("model"), name("baseUrl"), name("apiKey"))
+    what = f"OpenAI-compatible (chat completions) {base_url}"
+    if found.status is None or found.status in (401, 403, 404):  # no answer, the key, the URL
+        problem = probe_problem(found, planning)
+        return [Check("endpoint", False, f"{what}: {problem.message if problem else found.error}")]
+    listed = f"; models: {', '.join(found.models[:8])}" if found.models else ""
+    status = (
+        f"reachable{listed}" if found.status == 200 else f"reachable ({found.url} answered {found.status})"
+    )
+    checks = [Check("endpoint", True, f"{what}: {status}")]
+    roles = [planning]
+    aider_model = aider_model_for(settings) or ""
+    if aider_model.startswith("openai/"):  # Aider's calls go to the same endpoint
+        aider = aider_model.removeprefix("openai/")
+        roles.append(ModelRole("Aider's model", aider, name("aiderModel"), name("baseUrl"), name("apiKey")))
+    for role in roles:
+        missing = probe_problem(found, role)
+        if missing is not None:
+            checks.append(
+                Check(
+                    f"{role.label.removeprefix('the ')} on the endpoint", False, missing.message, warning=True
+                )
+            )
     return checks
 
 
@@ -136,7 +173,7 @@ def check_acp_launch(settings: Settings) -> list[Check]:
 def _launch_key(source: str) -> str:
     """Where the planning model's key comes from in an ACP launch: only the environment (the
     settings' apiKey is AIDER_LSP_API_KEY there)."""
-    if source == "aiderLsp.apiKey":
+    if source == "aiderLsp.apiKey":  # an editor's setting, as the doctor's settings never name it
         return f"from {env_var_for('api_key')}"
     if source.startswith("placeholder"):
         return "not needed (a local server)"
@@ -183,4 +220,4 @@ def doctor(workspace: Path) -> int:
     print(f"aider-lsp {__version__}")
     for check in checks:
         print(f"  [{check.label}] {check.name}: {check.detail}")
-    return 0 if all(check.ok or check.optional for check in checks) else 1
+    return 0 if all(check.ok or check.optional or check.warning for check in checks) else 1

@@ -422,7 +422,7 @@ class BaseHandler:
             return failed_result(
                 ErrorReason.EXECUTION_TIMEOUT,
                 f"the command did not finish within {timeout:g} s and was killed: "
-                "raise aiderLsp.timeouts.shell if it needs longer",
+                f"raise {self.settings.name('timeouts.shell')} if it needs longer",
             )
         if output.exit_code != 0:
             return failed_result(

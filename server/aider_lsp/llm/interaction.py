@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..endpoints import EndpointProblem, ModelRole, name_problem
 from ..models import (
     Budget,
     CallUsage,
@@ -29,7 +30,7 @@ from ..models import (
     complete_result,
     failed_result,
 )
-from ..settings import SettingsProvider
+from ..settings import OUTPUT_MODES, SettingsProvider
 from .model_config import (
     LLMConfigurationError,
     ModelConfig,
@@ -145,7 +146,10 @@ class LLMInteractionManager:
 
     def budget_exceeded(self) -> str | None:
         """Why the budget refuses the next call (the message the user reads), or None."""
-        return None if self.budget is None else self.budget.exceeded(self._spent())
+        if self.budget is None:
+            return None
+        name = self._settings().name
+        return self.budget.exceeded(self._spent(), name("budget.maxTokens"), name("budget.maxCost"))
 
     # -- configuration
     def model_config(self, model_override: str | None = None) -> ModelConfig:
@@ -334,7 +338,8 @@ class LLMInteractionManager:
         self.usage = self.usage.plus(usage)
         notes: dict[str, Any] = {"usage": usage.llm_wire(label), "model": label}
         if isinstance(exc, UsageLimitExceeded):  # the budget's remainder, given as this call's limit
-            why = self.budget_exceeded() or f"usage limit reached: {exc} (aiderLsp.budget caps a run)"
+            caps = self._settings().name("budget")
+            why = self.budget_exceeded() or f"usage limit reached: {exc} ({caps} caps a run)"
             return _over_budget(why, notes)
         status = getattr(exc, "status_code", None) if isinstance(exc, ModelAPIError) else None
         if status is not None:
@@ -362,13 +367,17 @@ class LLMInteractionManager:
         )
 
         if isinstance(exc, (TimeoutError, ModelTimeoutError, ModelRequestTimeout)):
-            limit = self._settings().timeouts.llm
+            settings = self._settings()
             return ErrorReason.LLM_ERROR, (
-                f"the model ({label}) did not answer within {limit:g} s: raise aiderLsp.timeouts.llm "
-                "for a slow model, or check that its server is up and not overloaded"
+                f"the model ({label}) did not answer within {settings.timeouts.llm:g} s: raise "
+                f"{settings.name('timeouts.llm')} for a slow model, or check that its server is up "
+                "and not overloaded"
             )
         if isinstance(exc, ContentFilterError):
             return ErrorReason.LLM_ERROR, f"the provider refused the content: {exc}"
+        problem = self._endpoint_problem(exc)
+        if problem is not None:
+            return problem.reason, problem.message
         if isinstance(exc, UnexpectedModelBehavior):
             return ErrorReason.OUTPUT_FORMAT_FAILURE, self._invalid_output(exc, output_type, refused_because)
         if isinstance(exc, ModelAPIError):
@@ -381,6 +390,25 @@ class LLMInteractionManager:
         log.debug("LLM call failed", exc_info=exc)
         return ErrorReason.LLM_ERROR, f"{type(exc).__name__}: {exc}"
 
+    def _endpoint_problem(self, exc: Exception) -> EndpointProblem | None:
+        """A key refused, a URL or model not found, nothing listening, a prompt too long: named
+        for the planning model with the setting to change (endpoints.py)."""
+        if isinstance(exc, (ValidationError, ValueError)) and not hasattr(exc, "status_code"):
+            return None
+        settings = self._settings()
+        name = settings.name
+        role = ModelRole(
+            "the planning model", settings.model or "?", name("model"), name("baseUrl"), name("apiKey")
+        )
+        status = getattr(exc, "status_code", None)
+        text = (
+            f"{type(exc).__name__}: status_code: {status} {exc}" if status else f"{type(exc).__name__}: {exc}"
+        )
+        cause = exc.__cause__
+        if cause is not None:
+            text += f"\n{type(cause).__name__}: {cause}"
+        return name_problem(text, role, settings.base_url)
+
     def _invalid_output(
         self, exc: Exception, output_type: type[BaseModel] | None, refused_because: str | None
     ) -> str:
@@ -391,9 +419,11 @@ class LLMInteractionManager:
         if refused_because:  # valid in form, refused for what it said (a path, …): say what
             attempts = self.output_retries + 1
             return f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
+        settings = self._settings()
+        others = " or ".join(f"'{mode}'" for mode in OUTPUT_MODES if mode != settings.output_mode)
         return (
-            f"the model did not return a valid {what} ({exc}): try another aiderLsp.model, "
-            "or aiderLsp.outputMode 'native' or 'prompted' for a model weak at tool calls"
+            f"the model did not return a valid {what} ({exc}) with {settings.name('outputMode')} "
+            f"'{settings.output_mode}': try {others} there, or another {settings.name('model')}"
         )
 
     def _call_result(

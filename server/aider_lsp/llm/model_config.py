@@ -2,17 +2,14 @@
 imports for `doctor` and for each call, kept apart from running calls (interaction.py).
 
 `resolve_model_config` checks the settings and names what to fill; `build_model` turns them
-into a pydantic-ai Model (imported on first use); `probe_endpoint` asks an OpenAI-compatible
-server for its models (doctor only).
+into a pydantic-ai Model (imported on first use). What an endpoint's refusal means is
+endpoints.py's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +66,7 @@ def resolve_model_config(
             None,
             None,
             None,
-            "no model configured: set aiderLsp.model or AIDER_LSP_MODEL "
+            f"no model configured: set {settings.name('model')} "
             "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:qwen2.5-coder)",
         )
     prefix, name = split_model_id(model_id)
@@ -77,7 +74,7 @@ def resolve_model_config(
         return ModelConfig(model_id, None, "test", "test", None, None)
     if base_url:
         if settings.api_key:
-            source = "aiderLsp.apiKey"
+            source = settings.name("apiKey")
         elif env.get("OPENAI_API_KEY"):
             source = "OPENAI_API_KEY"
         else:
@@ -91,7 +88,7 @@ def resolve_model_config(
             name,
             None,
             f"model {model_id!r} has no provider prefix: use provider:name (e.g. openai:{name}) "
-            "in aiderLsp.model / AIDER_LSP_MODEL, or set aiderLsp.baseUrl / AIDER_LSP_BASE_URL "
+            f"in {settings.name('model')}, or set {settings.name('baseUrl')} "
             "for an OpenAI-compatible server",
         )
     if prefix == "ollama":
@@ -102,7 +99,7 @@ def resolve_model_config(
         # pydantic-ai knows more providers than this table; let it check their keys.
         return ModelConfig(model_id, None, prefix, name, "provider default", None)
     if settings.api_key:
-        return ModelConfig(model_id, None, prefix, name, "aiderLsp.apiKey", None)
+        return ModelConfig(model_id, None, prefix, name, settings.name("apiKey"), None)
     for var in key_vars:
         if env.get(var):
             return ModelConfig(model_id, None, prefix, name, var, None)
@@ -112,26 +109,9 @@ def resolve_model_config(
         prefix,
         name,
         None,
-        f"{' or '.join(key_vars)} is not set: set {key_vars[0]} (or aiderLsp.apiKey) to use {prefix} models",
+        f"{' or '.join(key_vars)} is not set: set {key_vars[0]} (or {settings.name('apiKey')}) "
+        f"to use {prefix} models",
     )
-
-
-def probe_endpoint(base_url: str, timeout: float = 3.0) -> tuple[bool, str]:
-    """GET {base_url}/models: is the OpenAI-compatible server reachable? (for `doctor`)."""
-    url = base_url.rstrip("/") + "/models"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            data = json.loads(response.read().decode("utf-8", errors="replace") or "{}")
-    except urllib.error.HTTPError as exc:
-        # Reachable; some servers need a key for /models or do not implement it.
-        return True, f"reachable ({url} answered {exc.code})"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return False, f"cannot reach {url}: {getattr(exc, 'reason', exc)}"
-    models = (
-        [m.get("id") for m in data.get("data", []) if isinstance(m, dict)] if isinstance(data, dict) else []
-    )
-    listed = f"; models: {', '.join(str(m) for m in models[:8])}" if models else ""
-    return True, f"reachable{listed}"
 
 
 # pydantic-ai and the provider SDKs are imported on first use, by the warm-up's worker thread

@@ -181,19 +181,25 @@ class Budget(BaseModel):
     def capped(self) -> bool:
         return self.max_tokens is not None or self.max_cost is not None
 
-    def exceeded(self, spent: Spend) -> str | None:
-        """Why no further call may run, naming the setting to raise; None while within."""
+    def exceeded(
+        self,
+        spent: Spend,
+        tokens_setting: str = "aiderLsp.budget.maxTokens",
+        cost_setting: str = "aiderLsp.budget.maxCost",
+    ) -> str | None:
+        """Why no further call may run, naming the setting to raise (as its reader sets it);
+        None while within."""
         if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
             return (
                 f"the token budget of {self.max_tokens} is used up ({spent.total_tokens} used): raise "
-                "aiderLsp.budget.maxTokens (tokens per run, planning/analysis and Aider together), "
+                f"{tokens_setting} (tokens per run, planning/analysis and Aider together), "
                 "or give a smaller goal"
             )
         cost = spent.cost or 0.0
         if self.max_cost is not None and cost >= self.max_cost:
             return (
                 f"the cost budget of {self.max_cost:g} is used up ({cost:.4f} used): raise "
-                "aiderLsp.budget.maxCost (cost per run, planning/analysis and Aider together), "
+                f"{cost_setting} (cost per run, planning/analysis and Aider together), "
                 "or give a smaller goal"
             )
         return None

@@ -125,18 +125,18 @@ def remembered_path(root: Path) -> Path:
 
 
 async def confirm_test_command(
-    root: Path, choice: ChosenTestCommand, ctx: RequestContext
+    root: Path, choice: ChosenTestCommand, ctx: RequestContext, setting: str = "aiderLsp.testCommand"
 ) -> ChosenTestCommand | TaskResult:
     """A detected command is shown once to the user to accept (then remembered for the
     workspace) or change (then the request stops, naming the setting); any other choice is
-    the user's own and is used as is.
+    the user's own and is used as is. `setting` is the test command's name as the user sets it.
 
     A caller that cannot ask (ctx.ask is None), or a question left unanswered, uses the
     detected command without remembering it, and the log says so."""
     if not choice.needs_confirmation:
         return choice
     if ctx.ask is None:
-        log.info("tests: using the detected %s; set aiderLsp.testCommand to change it", choice.describe())
+        log.info("tests: using the detected %s; set the testCommand setting to change it", choice.describe())
         return choice
     answer = await ctx.ask(
         f"aider-lsp will run the tests with {choice.describe()}.", [USE_TEST_COMMAND, CHANGE_TEST_COMMAND]
@@ -146,7 +146,7 @@ async def confirm_test_command(
     if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
         return failed_result(
             ErrorReason.CONFIGURATION_ERROR,
-            "set aiderLsp.testCommand (or pass a test command to the run) to the command "
+            f"set {setting} (or pass a test command to the run) to the command "
             f"that tests this workspace; the one detected was `{choice.command}`",
             notes={"detected_test_command": choice.command, "detected_by": choice.rule},
         )

@@ -482,7 +482,7 @@ class CodingWorkflowOrchestrator:
         if not command:
             return _failure(
                 ErrorReason.CONFIGURATION_ERROR,
-                "no test command: pass one, or set aiderLsp.testCommand / AIDER_LSP_TEST_COMMAND",
+                f"no test command: pass one, or set {self.app.settings.name('testCommand')}",
             )
         self._command = command
         return command
@@ -670,7 +670,7 @@ class CodingWorkflowOrchestrator:
                 return "the last run passed"
             return "the first edit's tests" if self._ran_before else "no earlier failing run"
         if not self.app.settings.failing_tests_first:
-            return "aiderLsp.failingTestsFirst is off"
+            return f"{self.app.settings.name('failingTestsFirst')} is off"
         if self._quick_suite():
             return f"the whole suite takes under {QUICK_SUITE_S:g} s: it decides in one run"
         return "the runner cannot be narrowed, or its output named no failing test"
@@ -787,9 +787,12 @@ class CodingWorkflowOrchestrator:
     def _over_budget(self) -> Ending | None:
         """Before each model call: the end of the run once it has spent its budget (the rule
         and the message are the Budget's, as in the LLM layer)."""
-        budget = self.app.settings.budget
-        cap = Budget(max_tokens=budget.max_tokens, max_cost=budget.max_cost)
-        why = cap.exceeded(self._usage().all)  # planning/analysis and Aider together
+        settings = self.app.settings
+        cap = Budget(max_tokens=settings.budget.max_tokens, max_cost=settings.budget.max_cost)
+        # planning/analysis and Aider together
+        why = cap.exceeded(
+            self._usage().all, settings.name("budget.maxTokens"), settings.name("budget.maxCost")
+        )
         return None if why is None else _failure(ErrorReason.BUDGET_EXCEEDED, why)
 
     def _usage(self) -> WorkflowUsage:
@@ -981,8 +984,10 @@ def _changed(outcome: AiderEditOutcome) -> bool:
 
 def _no_change(outcome: AiderEditOutcome) -> bool:
     """Aider answered (a well-formed reply) but changed no file: a failed attempt to retry,
-    not the end of the run."""
-    return outcome.server_success is not None and not _changed(outcome)
+    not the end of the run; unless its model's endpoint refused (the bridge names it), which
+    a retry would only meet again."""
+    refused = outcome.error is not None and outcome.error.reason is not ErrorReason.TOOL_EXECUTION_ERROR
+    return outcome.server_success is not None and not _changed(outcome) and not refused
 
 
 def _aider_status(outcome: AiderEditOutcome | None) -> str:
