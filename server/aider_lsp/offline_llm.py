@@ -300,7 +300,8 @@ class ChatHandler(BaseHTTPRequestHandler):
                 part = {"index": idx, "function": {"arguments": args[i : i + 24]}}
                 self.sse(self.chunk(head, {"tool_calls": [part]}))
         self.sse(self.chunk(head, {}, finish))
-        if (request.get("stream_options") or {}).get("include_usage") or self.llm.always_stream_usage:
+        asked = (request.get("stream_options") or {}).get("include_usage")
+        if (asked or self.llm.always_stream_usage) and not self.llm.never_stream_usage:
             self.sse(dict(head, object="chat.completion.chunk", choices=[], usage=usage))
         self.sse("[DONE]")
 
@@ -318,6 +319,7 @@ class OfflineLLMServer:
         self._answer_fn = answer
         self.models: list[str] = list(models or ["scripted-model"])
         self.always_stream_usage: bool = True
+        self.never_stream_usage: bool = False  # a server whose streams never say what they used
         self.base_url: str = ""
         self.port: int = 0
         self._httpd: ThreadingHTTPServer | None = None

@@ -60,6 +60,15 @@ class TimeoutSettings(_Camel):
     shell: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT)
 
 
+class OutputTokenSettings(_Camel):
+    """The longest reply each model may write, in tokens: a model that never stops writing (a
+    weak local one) is cut there instead of holding its server for minutes. The planner's
+    answers are short; Aider's may hold whole files."""
+
+    planning: int = Field(default=4096, ge=64, le=1_000_000)
+    aider: int = Field(default=16384, ge=256, le=1_000_000)
+
+
 class BudgetSettings(_Camel):
     """Caps per workflow run; None = no cap."""
 
@@ -140,6 +149,7 @@ class Settings(_Camel):
         "false: the whole suite every time.",
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    max_output_tokens: OutputTokenSettings = Field(default_factory=OutputTokenSettings)
     context_excludes: list[str] = Field(default_factory=list)
     context_rerank: bool = Field(
         default=False, description="Let the model re-rank the index's top files (slower)."
@@ -204,7 +214,7 @@ class SettingsError(ValueError):
         self.setting = setting
 
 
-_NESTED_MODELS = (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings)
+_NESTED_MODELS = (Settings, AiderServerSettings, TimeoutSettings, BudgetSettings, OutputTokenSettings)
 
 
 def setting_path(loc: tuple[Any, ...]) -> str:

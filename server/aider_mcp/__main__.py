@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             edit_format=args.edit_format,
             map_tokens=args.map_tokens,
             retry_timeout=args.retry_timeout,
+            max_output_tokens=args.max_output_tokens,
             allow_outside_edits=args.allow_outside_edits,
             secret_patterns=secret_patterns_from_env(),
         )
@@ -79,6 +80,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--edit-format", default=None, help="whole, diff, udiff, … (default: the model's)")
     parser.add_argument("--map-tokens", type=int, default=0, help="repo map size (0 = off)")
     parser.add_argument("--retry-timeout", type=float, default=10.0, help="max LLM retry backoff, seconds")
+    parser.add_argument(
+        "--max-output-tokens", type=int, default=0, help="the longest reply the model may write (0 = its own)"
+    )
     parser.add_argument(
         "--allow-outside-edits",
         action="store_true",

@@ -103,6 +103,7 @@ class EngineConfig:
     edit_format: str | None = None
     map_tokens: int = 0
     retry_timeout: float | None = 10.0
+    max_output_tokens: int = 0  # the cap on each reply (0: the model's own), as litellm's max_tokens
     allow_outside_edits: bool = False
     # gitignore-like patterns of secret files (the client's secretPatterns, its defaults and
     # secret folders as "name/"): they never appear in the repo map nor as addable mentions
@@ -394,6 +395,11 @@ class AiderEngine:
         if name not in self._models:
             model = Model(name)
             ask_for_stream_usage(model)
+            if self.config.max_output_tokens > 0:  # a model that never stops is cut there
+                model.extra_params = {
+                    **(model.extra_params or {}),
+                    "max_tokens": self.config.max_output_tokens,
+                }
             self._models[name] = model
         return self._models[name]
 

@@ -94,6 +94,7 @@ def test_one_calls_usage_reads_and_writes_each_wire() -> None:
         "total_tokens": 15,
         "requests": 2,
         "tool_calls": 1,
+        "estimated_tokens": 0,  # the tokens no answer reported, estimated (none here)
         "cost": 0.5,
     }
     with pytest.raises(ValidationError):
@@ -133,6 +134,7 @@ def test_a_runs_usage_keeps_the_wire_clients_read() -> None:
         "output_tokens": 10,
         "total_tokens": 110,
         "requests": 1,
+        "estimated_tokens": 0,
         "cost": None,
         "aider": {
             "prompt_tokens": 300,

@@ -161,6 +161,8 @@ def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
             str(workspace),
             "--model",
             model,
+            "--max-output-tokens",
+            str(settings.max_output_tokens.aider),
             *repo_map_args(settings, workspace),
             *custom.args,
         ),

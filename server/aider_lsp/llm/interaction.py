@@ -31,6 +31,7 @@ from ..models import (
     failed_result,
 )
 from ..settings import OUTPUT_MODES, SettingsProvider
+from .metering import CURRENT_METER, Meter
 from .model_config import (
     LLMConfigurationError,
     ModelConfig,
@@ -83,9 +84,11 @@ class _Turn:
     messages: list[Any] = field(default_factory=list)
 
 
-def _call_usage(run_usage: Any, messages: Sequence[Any]) -> CallUsage:
+def _call_usage(run_usage: Any, messages: Sequence[Any], meter: Meter | None = None) -> CallUsage:
     """What one agent run spent, from pydantic-ai's counters; its cost is the priced responses'
-    (None when the model has no known price: a local server, an unknown name)."""
+    (None when the model has no known price: a local server, an unknown name). The `meter`
+    (an OpenAI-compatible endpoint's) adds the requests pydantic-ai did not count (retries,
+    those cut off) and estimates the tokens no answer reported (metering.py)."""
     cost: float | None = None
     for message in messages:
         if type(message).__name__ != "ModelResponse":
@@ -99,8 +102,9 @@ def _call_usage(run_usage: Any, messages: Sequence[Any]) -> CallUsage:
         input_tokens=int(getattr(run_usage, "input_tokens", 0) or 0),
         output_tokens=int(getattr(run_usage, "output_tokens", 0) or 0),
         cost=cost,
-        requests=int(getattr(run_usage, "requests", 0) or 0),
+        requests=max(int(getattr(run_usage, "requests", 0) or 0), meter.requests if meter else 0),
         tool_calls=int(getattr(run_usage, "tool_calls", 0) or 0),
+        estimated_tokens=meter.estimated_tokens() if meter else 0,
     )
 
 
@@ -251,6 +255,8 @@ class LLMInteractionManager:
 
         run_usage = RunUsage()
         deps = _RunDeps(output_check)
+        meter = Meter()
+        metering = CURRENT_METER.set(meter)
         try:
             result = await self._run_agent(
                 prompt,
@@ -264,11 +270,14 @@ class LLMInteractionManager:
                 run_usage,
                 label,
             )
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # what the call sent before its cancel is spent too
+            self.usage = self.usage.plus(_call_usage(run_usage, [], meter))
             raise
         except Exception as exc:
-            return self._call_failure(exc, output_type, run_usage, label, deps.refused_because)
-        return self._call_result(result, run_usage, history_config, label)
+            return self._call_failure(exc, output_type, run_usage, label, deps.refused_because, meter)
+        finally:
+            CURRENT_METER.reset(metering)
+        return self._call_result(result, run_usage, history_config, label, meter)
 
     async def _run_agent(
         self,
@@ -295,6 +304,7 @@ class LLMInteractionManager:
         model_settings: dict[str, Any] = {
             "timeout": settings.timeouts.llm,
             "max_retries": self.request_retries,
+            "max_tokens": settings.max_output_tokens.planning,
         }
         history = self._history(history_config)
         log_debug(
@@ -320,6 +330,9 @@ class LLMInteractionManager:
                 total_tokens_limit=self.budget.remaining_tokens(self._spent()) if self.budget else None
             ),
             timeout=settings.timeouts.llm,  # the whole call: every request, retry and tool
+            # streamed requests: a server notices a closed connection (a timeout, a cancel) only
+            # while it writes to it, so a reply nobody waits for stops instead of running on
+            event_stream_handler=_drain,
         )
 
     def _call_failure(
@@ -329,12 +342,13 @@ class LLMInteractionManager:
         run_usage: Any,
         label: str,
         refused_because: str | None = None,
+        meter: Meter | None = None,
     ) -> TaskResult:
         """A failed run as a FAILED TaskResult whose reason says whose fault it was; what the
         run spent before it failed is counted (and may be what spent the budget)."""
         from pydantic_ai.exceptions import ModelAPIError, UsageLimitExceeded
 
-        usage = _call_usage(run_usage, [])
+        usage = _call_usage(run_usage, [], meter)
         self.usage = self.usage.plus(usage)
         notes: dict[str, Any] = {"usage": usage.llm_wire(label), "model": label}
         if isinstance(exc, UsageLimitExceeded):  # the budget's remainder, given as this call's limit
@@ -378,6 +392,11 @@ class LLMInteractionManager:
         problem = self._endpoint_problem(exc)
         if problem is not None:
             return problem.reason, problem.message
+        if isinstance(exc, UnexpectedModelBehavior) and "ended without content" in str(exc):
+            return ErrorReason.LLM_ERROR, (
+                f"the model ({label}) answered with nothing readable (an empty or broken stream): "
+                "check that its server is a chat-completions endpoint and is not overloaded"
+            )
         if isinstance(exc, UnexpectedModelBehavior):
             return ErrorReason.OUTPUT_FORMAT_FAILURE, self._invalid_output(exc, output_type, refused_because)
         if isinstance(exc, ModelAPIError):
@@ -427,11 +446,16 @@ class LLMInteractionManager:
         )
 
     def _call_result(
-        self, result: Any, run_usage: Any, history_config: HistoryConfigSettings, label: str
+        self,
+        result: Any,
+        run_usage: Any,
+        history_config: HistoryConfigSettings,
+        label: str,
+        meter: Meter | None = None,
     ) -> TaskResult:
         """A finished run: usage counted (session and budget), the turn kept, the output."""
         new_messages = result.new_messages()
-        usage = _call_usage(run_usage, new_messages)
+        usage = _call_usage(run_usage, new_messages, meter)
         self.usage = self.usage.plus(usage)
         if history_config.record_in_session_history:
             self._turns.append(_Turn(list(new_messages)))
@@ -511,3 +535,10 @@ def _provider_message(exc: Exception) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:2000]
     return str(exc)
+
+
+async def _drain(context: Any, events: Any) -> None:
+    """The run's stream of events, read to its end (nothing here needs them: streaming is for
+    the server's sake, see `_run_agent`)."""
+    async for _ in events:
+        pass

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434/v1"
 LOCAL_PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
+MAX_REQUEST_SECONDS = 600.0  # the HTTP client's own limit; each call's `timeouts.llm` is shorter
 
 
 class LLMConfigurationError(Exception):
@@ -149,8 +150,12 @@ def _build_model(settings: Settings, config: ModelConfig) -> Model:
             from pydantic_ai.models.openai import OpenAIChatModel
             from pydantic_ai.providers.openai import OpenAIProvider
 
+            from .metering import metered_client
+
             api_key = settings.api_key or os.environ.get("OPENAI_API_KEY") or LOCAL_PLACEHOLDER_KEY
-            provider = OpenAIProvider(base_url=config.base_url, api_key=api_key)
+            # every request counted, answered or not (metering.py): local servers often report nothing
+            client = metered_client(MAX_REQUEST_SECONDS)
+            provider = OpenAIProvider(base_url=config.base_url, api_key=api_key, http_client=client)
             return OpenAIChatModel(config.model_name or config.model_id, provider=provider)
         if settings.api_key and config.provider in ("openai", "openai-chat", "openai-responses"):
             from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel

@@ -48,10 +48,13 @@ class CallUsage(BaseModel):
     cost: float | None = None
     requests: int = Field(default=0, ge=0)
     tool_calls: int = Field(default=0, ge=0)
+    # tokens of requests the provider reported nothing for (timed out, cancelled, a stream
+    # without usage), estimated from their bytes: counted in the total and by the budget
+    estimated_tokens: int = Field(default=0, ge=0)
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.input_tokens + self.output_tokens + self.estimated_tokens
 
     def aider_wire(self) -> dict[str, Any]:
         """An Aider edit's usage as the MCP contract says it."""
@@ -70,6 +73,7 @@ class CallUsage(BaseModel):
             "total_tokens": self.total_tokens,
             "requests": self.requests,
             "tool_calls": self.tool_calls,
+            "estimated_tokens": self.estimated_tokens,
             "cost": self.cost,
         }
 
@@ -96,10 +100,11 @@ class Spend(BaseModel):
     tool_calls: int = 0
     calls: int = Field(default=0, validation_alias=AliasChoices("calls", "edits"))
     unreported: int = 0
+    estimated_tokens: int = 0  # of requests whose usage no answer reported (CallUsage's)
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.input_tokens + self.output_tokens + self.estimated_tokens
 
     @property
     def reported(self) -> bool:
@@ -118,6 +123,7 @@ class Spend(BaseModel):
             tool_calls=self.tool_calls + usage.tool_calls,
             calls=self.calls + 1,
             unreported=self.unreported,
+            estimated_tokens=self.estimated_tokens + usage.estimated_tokens,
         )
 
     def together(self, other: Spend) -> Spend:
@@ -130,6 +136,7 @@ class Spend(BaseModel):
             tool_calls=self.tool_calls + other.tool_calls,
             calls=self.calls + other.calls,
             unreported=self.unreported + other.unreported,
+            estimated_tokens=self.estimated_tokens + other.estimated_tokens,
         )
 
     def since(self, start: Spend) -> Spend:
@@ -142,11 +149,16 @@ class Spend(BaseModel):
             tool_calls=self.tool_calls - start.tool_calls,
             calls=self.calls - start.calls,
             unreported=self.unreported - start.unreported,
+            estimated_tokens=self.estimated_tokens - start.estimated_tokens,
         )
 
     def describe(self) -> str:
-        """`1234 tokens · $0.0120` (or `cost n/a`), or `not reported`."""
-        return f"{self.total_tokens} tokens · {_money(self.cost)}" if self.reported else "not reported"
+        """`1234 tokens · $0.0120` (or `cost n/a`), `(~200 estimated, not reported)` for the part
+        no answer reported, or `not reported`."""
+        if not self.reported:
+            return "not reported"
+        estimate = f" (~{self.estimated_tokens} estimated, not reported)" if self.estimated_tokens else ""
+        return f"{self.total_tokens} tokens{estimate} · {_money(self.cost)}"
 
     def aider_wire(self) -> dict[str, Any]:
         """Aider's side of a run's usage as clients have always read it."""
@@ -245,6 +257,7 @@ class WorkflowUsage(BaseModel):
             "output_tokens": planning.output_tokens,
             "total_tokens": planning.total_tokens,
             "requests": planning.requests,
+            "estimated_tokens": planning.estimated_tokens,
             "cost": planning.cost,
             "aider": self.aider.aider_wire(),
             "all": {"total_tokens": together.total_tokens, "cost": together.cost},
@@ -256,6 +269,6 @@ class WorkflowUsage(BaseModel):
         """The wire's shape read back: the planning side's keys at the top level."""
         if not isinstance(data, dict) or "planning" in data:
             return data
-        keys = ("input_tokens", "output_tokens", "requests", "cost")
+        keys = ("input_tokens", "output_tokens", "requests", "estimated_tokens", "cost")
         planning = {key: data[key] for key in keys if key in data}
         return {"planning": planning, "aider": data.get("aider") or Spend()}
