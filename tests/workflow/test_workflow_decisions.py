@@ -172,15 +172,33 @@ async def test_fewer_tests_than_before_the_run_is_not_a_success(host: FakeHost) 
     assert "the suite ran 3 test(s), 5 before the run" in result.content
 
 
-async def test_test_files_the_user_handed_to_the_run_are_theirs_to_change(host: FakeHost) -> None:
+async def test_a_test_added_to_a_test_file_still_judges(host: FakeHost) -> None:
     (host.workspace / "test_calc.py").write_text(TESTS)
     more = TESTS + "\n    def test_zero(self):\n        self.assertEqual(multiply(0, 4), 0)\n"
     host.edits.append(writes("test_calc.py", more))
     host.test_runs.append(unittest_run(3))
-    result = await unittest_loop(host, max_retries=1, goal="add a zero test to test_calc.py").run(
-        RequestContext()
-    )
+    result = await unittest_loop(host, max_retries=1, goal="add a zero test").run(RequestContext())
     assert result.status is WorkflowStatus.SUCCESS, result.content
+
+
+async def test_naming_a_test_file_in_the_goal_does_not_hand_it_over(host: FakeHost) -> None:
+    """ "Make the tests in test_calc.py pass" asks for the code to change: a weakened assertion
+    is no pass. A test file the user chose as one of the run's files is theirs to change."""
+    (host.workspace / "test_calc.py").write_text(TESTS)
+    weakened = TESTS.replace("multiply(3, 4), 12", "multiply(3, 4), 7")
+    host.edits.append(writes("test_calc.py", weakened))
+    host.test_runs.append(unittest_run(2))
+    host.analyses.append(analysis(Verdict.RETRY))
+    goal = "make the tests in test_calc.py pass"
+    named = await unittest_loop(host, max_retries=1, goal=goal).run(RequestContext())
+    assert named.status is WorkflowStatus.FAILURE and "changed the tests in test_calc.py" in named.content
+    (host.workspace / "test_calc.py").write_text(TESTS)
+    host.edits.append(writes("test_calc.py", weakened))
+    host.test_runs.append(unittest_run(2))
+    chosen = CodingWorkflowOrchestrator(
+        host, "fix the expected value", "", "python -m unittest", 1, ["test_calc.py"]
+    )
+    assert (await chosen.run(RequestContext())).status is WorkflowStatus.SUCCESS
 
 
 # -- a no-change edit, a failed edit -------------------------------------------------------

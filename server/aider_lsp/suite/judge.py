@@ -5,13 +5,14 @@ on a test file rewritten without tests prints "Ran 0 tests … OK" and exits 0. 
 is a success only when
 - the runner ran at least one test (a count it printed of 0 is never green),
 - it ran no fewer tests than before the run (when both counts are known), and
-- the run's edits left the existing test files alone: none changed or deleted, except those
-  the user handed to the run (chosen as its files, or named in its goal).
+- the run's edits kept every existing test: no test file deleted, no test gone, and no test
+  file changed except by added lines (a new test) or where the user handed it to the run.
 Otherwise `check` says what went: the files and the tests no longer defined.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Mapping
 from pathlib import PurePosixPath
@@ -104,6 +105,13 @@ def _text(data: bytes | None) -> str:
     return "" if data is None else data.decode("utf-8", errors="replace")
 
 
+def only_added(before: str, after: str) -> bool:
+    """Whether `after` is `before` with lines inserted and none removed or changed (a test or
+    an import added): the tests that were there still judge as they did."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    return all(tag in ("equal", "insert") for tag, *_ in matcher.get_opcodes())
+
+
 def check(
     changes: Mapping[str, tuple[bytes | None, bytes | None]],
     *,
@@ -114,35 +122,44 @@ def check(
     """Why passing tests cannot call the run a success (None: they can). `changes` holds each
     file the run changed, before the run and now (None: absent); `counted` is how many tests
     the passing run of the whole suite ran (`tests_counted`; None: unknown or not the whole
-    suite); `users_files` are the test files the user handed to the run, theirs to change."""
-    touched = sorted(
-        path
-        for path, (before, _) in changes.items()
-        if before is not None and is_test_file(path) and path not in users_files
+    suite); `users_files` are the files the user handed to the run (chosen, not merely named
+    in the goal: "make the tests in test_calc.py pass" hands no test over to be rewritten).
+
+    Never green: no test run, fewer than before, a test file deleted, a test gone. A test file
+    changed otherwise is green only when lines were merely added (a new test), or when the
+    user handed the file to the run."""
+    existing = sorted(
+        path for path, (before, _) in changes.items() if before is not None and is_test_file(path)
     )
     removed = sorted(
         f"{path}::{name}"
-        for path in touched
+        for path in existing
         for name in test_names(path, _text(changes[path][0])) - test_names(path, _text(changes[path][1]))
     )
+    deleted = [path for path in existing if changes[path][1] is None]
+    edited = [
+        path
+        for path in existing
+        if changes[path][1] is not None
+        and (any(item.startswith(f"{path}::") for item in removed) or path not in users_files)
+        and not only_added(_text(changes[path][0]), _text(changes[path][1]))
+    ]
     reasons: list[str] = []
     if counted == 0:
         reasons.append("the suite ran no test")
     elif counted is not None and tests_before is not None and counted < tests_before:
         reasons.append(f"the suite ran {counted} test(s), {tests_before} before the run")
-    if touched:
-        deleted = [path for path in touched if changes[path][1] is None]
-        edited = [path for path in touched if changes[path][1] is not None]
-        if edited:
-            reasons.append(f"the run changed the tests in {', '.join(edited)}")
-        if deleted:
-            reasons.append(f"the run deleted {', '.join(deleted)}")
+    if edited:
+        reasons.append(f"the run changed the tests in {', '.join(edited)}")
+    if deleted:
+        reasons.append(f"the run deleted {', '.join(deleted)}")
     if not reasons:
         return None
     message = "; ".join(reasons)
     if removed:
         shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")
         message += f" (tests gone: {shown})"
+    touched = sorted({*edited, *deleted, *(item.split("::", 1)[0] for item in removed)})
     return JudgeProblem(
         message=f"the tests pass, but they cannot judge this run: {message}",
         test_files=touched,

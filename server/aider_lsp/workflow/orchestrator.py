@@ -285,9 +285,9 @@ class CodingWorkflowOrchestrator:
         whole = bool(it.runs) and it.runs[-1].scope is SuiteScope.WHOLE
         counted = judge.tests_counted(test.stdout, test.stderr) if test is not None and whole else None
         changes = self._net_files()
-        text = f"{self.goal}\n{self.context}"
-        users = [path for path in changes if path in self._chosen or path in text]
-        return judge.check(changes, counted=counted, tests_before=self._tests_before, users_files=users)
+        return judge.check(
+            changes, counted=counted, tests_before=self._tests_before, users_files=self._chosen
+        )
 
     async def _green(self, it: _Iteration) -> _Iteration | Ending:
         """The tests pass: SUCCESS (the analysis beside is moot), unless `analyseGreenTests`
