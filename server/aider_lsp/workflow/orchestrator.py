@@ -274,7 +274,7 @@ class CodingWorkflowOrchestrator:
                 if it.judge is None:
                     return await self._green(it)
                 self._record(it)
-            self._ctx.report_findings(list(test.findings))
+            self._ctx.report_findings([*test.findings, *_judge_findings(it.judge)])
         return await self._red(it)
 
     def _judge(self, it: _Iteration) -> JudgeProblem | None:
@@ -716,7 +716,7 @@ class CodingWorkflowOrchestrator:
         latest = self.iterations[-1]
         current = latest.iteration == it.number or latest.test is None  # no later test run shown
         if current and (not passed or analysis.verdict is not Verdict.SUCCESS):
-            found = list(test.findings) if test else []
+            found = [*test.findings, *_judge_findings(it.judge)] if test else []
             self._ctx.report_findings([*found, *self._analysis_findings(analysis, it.files)])
         return analysis
 
@@ -1010,6 +1010,16 @@ def _state(test: CommandRun | None, problem: JudgeProblem | None = None) -> str:
     if test.timed_out or test.exit_code is None:
         return "a test run killed at its timeout"
     return f"failing tests (exit code {test.exit_code})"
+
+
+def _judge_findings(problem: JudgeProblem | None) -> list[Finding]:
+    """The test files the run changed, each with why its passing tests are no pass: shown on
+    the file (the editor's Problems panel, the CLI's lines)."""
+    if problem is None:
+        return []
+    return [
+        Finding(path=path, message=problem.message, source="aider-lsp judge") for path in problem.test_files
+    ]
 
 
 def _judge_prompt(problem: JudgeProblem) -> str:
