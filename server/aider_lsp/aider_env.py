@@ -9,13 +9,14 @@ cache folder. `aider-lsp setup-aider` creates it once (a stamp file makes reruns
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import venv
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .process_start import ISOLATED, SAFE_PATH, neutral_folder
@@ -162,17 +163,44 @@ def setup(
     root: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> Path:
-    """Create (or complete) the Aider venv; instant when the stamp says it is done.
+    """Create (or complete) the Aider venv; instant when the stamp says it is done. One set-up
+    at a time per environment, across processes (a lock file beside it): a second one started
+    meanwhile (another editor's agent, the extension) waits, then finds it done.
 
     Raises RuntimeError with pip's tail when the install fails.
     """
     root = env_dir() if root is None else root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(root.parent / f"{root.name}.lock", log):
+        return _setup(root, force=force, log=log)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path, log: Callable[[str], None]) -> Iterator[None]:
+    """Hold the set-up's lock (where the OS has advisory locks), saying so when it must wait."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: set-ups are not serialised
+        yield
+        return
+    with lock_path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("Another set-up of the Aider environment is running: waiting for it ...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _setup(root: Path, *, force: bool, log: Callable[[str], None]) -> Path:
     if force and root.exists():
         shutil.rmtree(root)
     if is_ready(root):
         log(f"Aider environment already set up at {root}")
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
     created = root / CREATED_NAME
     if not (aider_python(root).exists() and created.exists()):
         # (re)created whole: a creation cut short (no pip yet) is never taken for a venv

@@ -14,12 +14,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .aider.spawn import Spawned
@@ -471,6 +472,14 @@ class Application:
     def set_debug_mode(self, enabled: bool) -> None:
         """Log the LLM layer's prompts, tools and failures whatever the `debug` setting says."""
         self.handler.set_debug_mode(enabled)
+
+    def aider_setup_needed(self) -> bool:
+        """Whether Aider's environment must be made before Aider can run (aider/first_run.py)."""
+        return first_run.needed(self.settings)
+
+    async def set_up_aider(self, on_line: Callable[[str], None]) -> None:
+        """Make Aider's environment, each line of the set-up told; SetupFailed says why."""
+        await first_run.set_up(on_line)
 
     async def start_aider(self, early: Spawned | None = None) -> bool:
         """Start the Aider server now (ahead of the first edit; `early`: its process, spawned

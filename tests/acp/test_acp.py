@@ -734,3 +734,74 @@ async def test_the_lsp_and_acp_fronts_share_one_workspace(
     assert "calc.py" in undo_reply
     problems = [line for line in log.read_text().splitlines() if "locked" in line or "Traceback" in line]
     assert problems == []
+
+
+# -- the first prompt sets Aider up ------------------------------------------------------------
+def _setup_calls(client: RecordingClient) -> list[Any]:
+    return [u for u in client.of(ToolCallStart) if u.title.startswith("Setting up Aider")]
+
+
+async def test_a_first_prompt_without_aiders_environment_sets_it_up_and_says_why_it_failed(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    """Installed from a package, the agent has no Aider environment: the first prompt that needs
+    Aider makes it (a tool call shows it); one that cannot be made ends the turn saying why and
+    how to retry, without a traceback."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # the environment's folder cannot be made under a file
+    env = scripted_env(llm_server.base_url, AIDER_LSP_AIDER_ENV=str(blocked / "env"))
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("Fix multiply")])
+    assert answer.stop_reason == "end_turn"
+    (started,) = _setup_calls(client)
+    closed = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
+    assert closed[-1].status == "failed"
+    assert (
+        "setting up Aider's environment failed" in client.reply()
+        and "aider-lsp setup-aider" in client.reply()
+    )
+    assert llm_server.chat_requests() == [] and (calc_project / "calc.py").read_text() == BUGGY
+    assert "Traceback" not in (tmp_path / "agent.log").read_text()
+
+
+async def test_a_cancel_during_the_set_up_stops_it_and_leaves_it_not_ready(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "new-env"
+    env = scripted_env(llm_server.base_url, AIDER_LSP_AIDER_ENV=str(target))
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        turn = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("Fix multiply")]))
+        deadline = time.monotonic() + 60
+        while not _setup_calls(client) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # the set-up is under way (the venv being made)
+        await conn.cancel(session_id=session_id)
+        answer = await asyncio.wait_for(turn, 10)
+    assert answer.stop_reason == "cancelled"
+    (started,) = _setup_calls(client)
+    closed = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
+    assert closed[-1].status == "failed"
+    from aider_lsp import aider_env
+
+    assert not aider_env.is_ready(target)
+    deadline = time.monotonic() + 5
+    while _setup_processes(target) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert _setup_processes(target) == []  # nothing of the set-up runs on
+
+
+def _setup_processes(target: Path) -> list[str]:
+    """Command lines of live processes working on `target` (the set-up, its venv, pip)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(target) in cmdline or ("setup-aider" in cmdline and "aider_lsp" in cmdline):
+            found.append(cmdline)
+    return found

@@ -25,6 +25,7 @@ export const SERVER_SETTING_KEYS = [
     'testsBeforeFirstEdit',
     'failingTestsFirst',
     'timeouts',
+    'maxOutputTokens',
     'contextExcludes',
     'contextRerank',
     'contextRerankTopN',

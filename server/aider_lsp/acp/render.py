@@ -135,6 +135,27 @@ def file_parts(diff: str) -> dict[str, FileDiff]:
     return {part.path: part for part in split_diff(diff)}
 
 
+def setup_started(call_id: str) -> ToolCallStart:
+    """Aider's environment is being made (the first prompt that needs it)."""
+    title = "Setting up Aider (first use: a few minutes, once)"
+    return start_tool_call(
+        call_id, title, kind="execute", status="in_progress", raw_input={"command": "aider-lsp setup-aider"}
+    )
+
+
+def setup_progress(call_id: str, line: str, elapsed: float) -> ToolCallProgress:
+    """The set-up's latest line and how long it has taken so far."""
+    return update_tool_call(call_id, content=[tool_content(text_block(f"{elapsed:.0f} s: {line}"))])
+
+
+def setup_done(call_id: str, elapsed: float, failed: str | None = None) -> ToolCallProgress:
+    """The set-up closed: ready, or why not."""
+    text = failed or f"Aider is set up ({elapsed:.0f} s)."
+    return update_tool_call(
+        call_id, status="failed" if failed else "completed", content=[tool_content(text_block(text))]
+    )
+
+
 def test_run_started(call_id: str, command: str, why: str = "") -> ToolCallStart:
     """A test run starts: the command is the title; `why` (which run of the loop) its content."""
     content = [tool_content(text_block(why))] if why else None

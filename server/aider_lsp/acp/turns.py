@@ -11,6 +11,8 @@ Each returns the stop reason; a cancel arrives as CancelledError and is the call
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
 from typing import Any
 
 from acp.schema import StopReason
@@ -47,6 +49,8 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
     command = parse_command(request.text)
     if command is not None:
         return await run_command(session, *command)
+    if session.app.aider_setup_needed() and not await set_up_aider(session):
+        return "end_turn"
     if session.mode is Mode.ASK:
         return await ask_turn(session, request)
     try:
@@ -75,6 +79,38 @@ async def _editing_turn(session: AcpSession, request: PromptInput) -> StopReason
     if session.mode is Mode.WORKFLOW:
         return await workflow_turn(session, request)
     return await edit_turn(session, request)
+
+
+async def set_up_aider(session: AcpSession) -> bool:
+    """Make Aider's environment before the first prompt that needs it, shown as a tool call
+    whose content is the set-up's latest line (at most one update a second); a cancel stops
+    it (the caller's CancelledError). False (the turn ends, the reason said) when it failed."""
+    from ..aider.first_run import SetupFailed
+
+    call_id = f"setup-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    shown = [0.0]
+    session.outbox.post(render.setup_started(call_id))
+
+    def on_line(line: str) -> None:
+        now = time.monotonic()
+        if now - shown[0] >= 1.0:
+            shown[0] = now
+            session.outbox.post(render.setup_progress(call_id, line, now - started))
+
+    try:
+        await session.app.set_up_aider(on_line)
+    except SetupFailed as exc:
+        session.outbox.post(render.setup_done(call_id, time.monotonic() - started, failed=str(exc)))
+        session.outbox.post(render.message(f"Nothing was run: {exc}."))
+        return False
+    except asyncio.CancelledError:
+        session.outbox.post(
+            render.setup_done(call_id, time.monotonic() - started, failed="stopped: cancelled")
+        )
+        raise
+    session.outbox.post(render.setup_done(call_id, time.monotonic() - started))
+    return True
 
 
 class ReplyChunks:

@@ -125,29 +125,30 @@ def check(
     suite); `users_files` are the files the user handed to the run (chosen, not merely named
     in the goal: "make the tests in test_calc.py pass" hands no test over to be rewritten).
 
-    Never green: no test run, fewer than before, a test file deleted, a test gone. A test file
-    changed otherwise is green only when lines were merely added (a new test), or when the
-    user handed the file to the run."""
+    Never green: no test run. Not green: fewer tests than before, a test file deleted, a test
+    gone or a test file changed other than by added lines (a new test), each unless the user
+    handed that file to the run (theirs to change, tests removed included)."""
     existing = sorted(
         path for path, (before, _) in changes.items() if before is not None and is_test_file(path)
     )
-    removed = sorted(
-        f"{path}::{name}"
+    gone = {
+        path: sorted(test_names(path, _text(changes[path][0])) - test_names(path, _text(changes[path][1])))
         for path in existing
-        for name in test_names(path, _text(changes[path][0])) - test_names(path, _text(changes[path][1]))
-    )
-    deleted = [path for path in existing if changes[path][1] is None]
+    }
+    removed = sorted(f"{path}::{name}" for path in existing if path not in users_files for name in gone[path])
+    handed_over = sum(len(gone[path]) for path in existing if path in users_files)  # theirs to remove
+    deleted = [path for path in existing if changes[path][1] is None and path not in users_files]
     edited = [
         path
         for path in existing
         if changes[path][1] is not None
-        and (any(item.startswith(f"{path}::") for item in removed) or path not in users_files)
+        and path not in users_files
         and not only_added(_text(changes[path][0]), _text(changes[path][1]))
     ]
     reasons: list[str] = []
     if counted == 0:
         reasons.append("the suite ran no test")
-    elif counted is not None and tests_before is not None and counted < tests_before:
+    elif counted is not None and tests_before is not None and counted < tests_before - handed_over:
         reasons.append(f"the suite ran {counted} test(s), {tests_before} before the run")
     if edited:
         reasons.append(f"the run changed the tests in {', '.join(edited)}")
