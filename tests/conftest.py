@@ -33,6 +33,8 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     never reads or writes the real ~/.local/state, and servers it starts inherit it."""
     folder = tmp_path_factory.mktemp("user-state")
     monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    # the sign-in store (credentials.py) too: a test never reads a key a developer stored
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("user-config")))
     return folder
 
 

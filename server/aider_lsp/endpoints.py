@@ -113,10 +113,14 @@ class Probe:
     error: str = ""
 
 
-def probe(base_url: str, api_key: str | None = None, timeout: float = 3.0) -> Probe:
-    """Ask an OpenAI-compatible server for its models, with the key a call would send."""
+def probe(
+    base_url: str, api_key: str | None = None, timeout: float = 3.0, headers: dict[str, str] | None = None
+) -> Probe:
+    """Ask an OpenAI-compatible server for its models, with the key a call would send (as a
+    bearer token, unless `headers` says how the provider takes it)."""
     url = base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    sent = headers if headers is not None else ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+    request = urllib.request.Request(url, headers=sent)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             status = response.status

@@ -288,12 +288,16 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     names: Names | None = None,
 ) -> Settings:
-    """Defaults < `AIDER_LSP_*` environment < explicit settings (init options / configuration).
+    """Defaults < the sign-in store (`aider-lsp login`; read with the process's own environment
+    only) < `AIDER_LSP_*` environment < explicit settings (init options / configuration).
     `names`: how messages name the settings (default: the editor's when `explicit` is given,
     else the environment's)."""
+    from . import credentials
+
+    stored: dict[str, Any] = credentials.load() if environ is None else {}
     environ = os.environ if environ is None else environ
     explicit_keys = snake_keys(explicit or {})
-    layered = _deep_merge(_from_environment(environ), explicit_keys)
+    layered = _deep_merge(_deep_merge(stored, _from_environment(environ)), explicit_keys)
     layered["names"] = names or ("editor" if explicit is not None else "environment")
     try:
         return Settings.model_validate(layered)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     Implementation,
@@ -43,6 +44,7 @@ from acp import PROTOCOL_VERSION, RequestError
 
 from .. import __version__
 from . import transcript
+from .auth import SIGN_IN_FIELDS, auth_methods, sign_in_required
 from .buffers import HeldFiles
 from .commands import available_commands
 from .mcp_servers import McpServers
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 
     from ..app import Application
     from ..models import UnsavedFiles
+    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +74,16 @@ def invalid_params(message: str) -> RequestError:
 class AiderAgent:
     """The sessions of one client connection and the Applications they run on."""
 
-    def __init__(self, make_app: Callable[[Path, UnsavedFiles], Application]) -> None:
+    def __init__(
+        self,
+        make_app: Callable[[Path, UnsavedFiles], Application],
+        load_settings: Callable[[], Settings] | None = None,
+    ) -> None:
         """`make_app(workspace, unsaved_files)`: the files a turn keeps from Aider are its
-        Application's unsaved files (buffers.py)."""
+        Application's unsaved files (buffers.py); `load_settings`: the settings as they are
+        now (a sign-in since the start included), read again for a session without a model."""
         self.make_app = make_app
+        self.load_settings = load_settings
         self.client: Client | None = None
         self.reads_buffers = False  # the client offers fs/read_text_file
         self.sessions: dict[str, AcpSession] = {}
@@ -91,6 +100,7 @@ class AiderAgent:
     ) -> InitializeResponse:
         files = getattr(client_capabilities, "fs", None)
         self.reads_buffers = bool(getattr(files, "read_text_file", False))
+        terminal = bool(getattr(getattr(client_capabilities, "auth", None), "terminal", False))
         capabilities = AgentCapabilities(
             load_session=True,
             session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
@@ -100,6 +110,7 @@ class AiderAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=capabilities,
+            auth_methods=list(auth_methods(terminal)),
             agent_info=Implementation(name="aider-lsp", title="Aider (aider-lsp)", version=__version__),
         )
 
@@ -107,6 +118,7 @@ class AiderAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
         workspace = _workspace(cwd)
+        self._signed_in(self._app_for(workspace))
         await asyncio.to_thread(transcript.prune, workspace, transcript.MAX_SESSIONS - 1)
         session = self._open(workspace, uuid.uuid4().hex, mcp_servers)
         session.keep_meta()
@@ -114,6 +126,29 @@ class AiderAgent:
         return NewSessionResponse(
             session_id=session.id, modes=mode_state(session.mode), config_options=session_options(session)
         )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """The client's sign-in is done (the terminal's `aider-lsp login`): read it again."""
+        for app in self.apps.values():
+            self._refresh(app)
+        return AuthenticateResponse()
+
+    def _signed_in(self, app: Application) -> None:
+        """A session needs a model: without one, the sign-in is read again (it may have been made
+        since the start); still none, the client is told to sign in (auth-required)."""
+        if not app.settings.model:
+            self._refresh(app)
+        if not app.settings.model:
+            raise sign_in_required()
+
+    def _refresh(self, app: Application) -> None:
+        """The sign-in's settings as they are now, over the app's (its session options stay)."""
+        if self.load_settings is None:
+            return
+        fresh = self.load_settings()
+        update = {name: getattr(fresh, name) for name in SIGN_IN_FIELDS}
+        if any(getattr(app.settings, name) != value for name, value in update.items()):
+            app.update_settings(app.settings.model_copy(update=update))
 
     def _open(self, workspace: Path, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
         """A session on the workspace's Application, its conversation kept in `.aider-lsp/`."""

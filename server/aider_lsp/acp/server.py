@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from ..app import Application
     from ..models import UnsavedFiles
+    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,18 @@ def build_app(workspace: Path, unsaved_files: UnsavedFiles) -> Application:
     """The workspace's Application on the environment's settings (a bad one: invalid params);
     `unsaved_files`: those the running turns keep from Aider."""
     from ..app import Application
+
+    return Application(workspace, current_settings(), unsaved_files)
+
+
+def current_settings() -> Settings:
+    """The environment's settings and the sign-in as they are now (a bad value: invalid params)."""
     from ..settings import SettingsError, load_settings
 
     try:
-        settings = load_settings()
+        return load_settings()
     except SettingsError as exc:
         raise invalid_params(f"aider-lsp's settings are invalid: {exc}") from exc
-    return Application(workspace, settings, unsaved_files)
 
 
 def serve_stdio() -> int:
@@ -66,7 +72,7 @@ async def _serve(stdout_fd: int) -> None:
         writer.write(json.dumps(message).encode() + b"\n")
 
     reader, screening = screened(stdin, answer, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-    agent = AiderAgent(build_app)
+    agent = AiderAgent(build_app, current_settings)
     main = asyncio.current_task()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         if main is not None:

@@ -199,7 +199,27 @@ def _aider_key(settings: Settings, aider_model: str) -> str:
     return f"missing (set {key_vars[0]})" if key_vars else "as Aider's own provider finds it"
 
 
+def check_sign_in(settings: Settings) -> list[Check]:
+    """Whether `aider-lsp login` stored a sign-in, and where (its key is never printed)."""
+    from .login import where_from
+
+    path = where_from()
+    if path is None:
+        return [
+            Check(
+                "sign-in",
+                False,
+                "none (`aider-lsp login` stores one; or the AIDER_LSP_* variables)",
+                optional=True,
+            )
+        ]
+    return [
+        Check("sign-in", True, f"stored by `aider-lsp login` in {path}; AIDER_LSP_* variables win over it")
+    ]
+
+
 DOCTOR_CHECKS: list[Callable[[Settings, Path], list[Check]]] = [
+    lambda settings, workspace: check_sign_in(settings),
     lambda settings, workspace: check_model(settings),
     check_provider,
     lambda settings, workspace: check_workspace(workspace),

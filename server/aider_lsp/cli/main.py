@@ -1,8 +1,9 @@
-"""Command line: `aider-lsp serve | acp | run | demo | undo | history | doctor | context | setup-aider`.
+"""Command line: `aider-lsp serve | acp | run | demo | undo | history | doctor | context | login |
+setup-aider`.
 
 The parser and the dispatch only: each subcommand lives in its own module of this package
 (serve.py, acp.py, run.py, history.py (history and undo), demo.py, doctor.py, context.py,
-setup_aider.py), imported when it runs, so `aider-lsp serve` loads none of the others."""
+login.py, setup_aider.py), imported when it runs, so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
         "setup-aider", help="create the Aider environment (aider-chat + mcp 1.x) in the user cache"
     )
     setup_parser.add_argument("--force", action="store_true", help="recreate it from scratch")
+    login_parser = commands.add_parser(
+        "login",
+        help="sign in: choose the provider and model, give the key (checked, stored outside every workspace)",
+    )
+    login_parser.add_argument("--provider", help="anthropic, openai, openrouter, gemini, deepseek or local")
+    login_parser.add_argument("--model", help="the model's name at the provider (e.g. claude-sonnet-4-5)")
+    login_parser.add_argument(
+        "--aider-model", help="Aider's model, if not the same (e.g. anthropic/claude-sonnet-4-5)"
+    )
+    login_parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL (provider local)")
+    login_parser.add_argument("--with-key", action="store_true", help="read the key from standard input")
+    login_parser.add_argument("--no-check", action="store_true", help="store it without the checking call")
     context_parser = commands.add_parser(
         "context", help="list the workspace files relevant to a query (with scores)"
     )
@@ -218,6 +231,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .doctor import doctor
 
         return doctor(args.workspace)
+    if args.command == "login":
+        from .login import login
+
+        return login(
+            args.provider,
+            args.model,
+            args.aider_model,
+            args.base_url,
+            with_key=args.with_key,
+            check=not args.no_check,
+        )
     if args.command == "setup-aider":
         from .setup_aider import setup_aider
 
