@@ -196,6 +196,11 @@ class Settings(_Camel):
         """`path` (`timeouts.llm`) as this front end's user sets it (`setting_name`)."""
         return setting_name(path, self.names)
 
+    def sign_in_hint(self) -> str:
+        """For a missing model: the sign-in, where this front end's user has it (the terminal
+        and ACP agents read `aider-lsp login`'s store; an editor has its own settings)."""
+        return ", or sign in with `aider-lsp login`" if self.names == "environment" else ""
+
 
 # The settings in force now, read at each use: the Application owns them and replaces them when
 # the editor changes them; a service never holds a copy (settings flow one way, by this provider).

@@ -144,6 +144,7 @@ def launch_spec(settings: Settings, workspace: Path) -> LaunchSpec:
     if not model:
         raise ConfigurationProblem(
             f"no Aider model: set {settings.name('aiderModel')} (or {settings.name('model')})"
+            f"{settings.sign_in_hint()}"
         )
     if not aider_env.is_ready():
         raise ConfigurationProblem(

@@ -67,8 +67,8 @@ def resolve_model_config(
             None,
             None,
             None,
-            f"no model configured: set {settings.name('model')} "
-            "(e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:qwen2.5-coder)",
+            f"no model configured: set {settings.name('model')} (e.g. anthropic:claude-sonnet-4-5, "
+            f"openai:gpt-4.1, ollama:qwen2.5-coder){settings.sign_in_hint()}",
         )
     prefix, name = split_model_id(model_id)
     if model_id == "test":
