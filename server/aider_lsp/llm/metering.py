@@ -79,7 +79,7 @@ class MeteredTransport(httpx.AsyncBaseTransport):
         meter = CURRENT_METER.get()
         if meter is None:
             return await self._inner.handle_async_request(request)
-        record = RequestRecord(sent_bytes=len(request.content))
+        record = RequestRecord(sent_bytes=_body_size(request))
         meter.records.append(record)
         response = await self._inner.handle_async_request(request)
         if isinstance(response.stream, httpx.AsyncByteStream):
@@ -88,6 +88,14 @@ class MeteredTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _body_size(request: httpx.Request) -> int:
+    """The request body's bytes (0 for a body still to be streamed: nothing to count yet)."""
+    try:
+        return len(request.content)
+    except httpx.RequestNotRead:
+        return 0
 
 
 def metered_client(timeout: float) -> httpx.AsyncClient:

@@ -39,7 +39,7 @@ _TEST_NAME = re.compile(
     r"^(test_.*\.py|.*_test\.py|conftest\.py|.*\.(test|spec)\.[cm]?[jt]sx?|.*_test\.go|"
     r".*_spec\.rb|.*_test\.rb|.*Tests?\.(java|kt|cs)|test_.*\.(c|cc|cpp|rs))$"
 )
-_PY_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(test\w*)\s*\(", re.MULTILINE)
+_PY_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(", re.MULTILINE)
 _PY_CLASS = re.compile(r"^class\s+(\w+)", re.MULTILINE)
 _JS_TEST = re.compile(r"\b(?:it|test)(?:\.\w+)?\(\s*(['\"`])(.+?)\1")
 _GO_TEST = re.compile(r"^func\s+(Test\w+)\s*\(", re.MULTILINE)
