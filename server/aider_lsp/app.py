@@ -477,9 +477,14 @@ class Application:
         """Whether Aider's environment must be made before Aider can run (aider/first_run.py)."""
         return first_run.needed(self.settings)
 
-    async def set_up_aider(self, on_line: Callable[[str], None]) -> None:
-        """Make Aider's environment, each line of the set-up told; SetupFailed says why."""
-        await first_run.set_up(on_line)
+    async def set_up_aider(self, on_line: Callable[[str], None]) -> str | None:
+        """Make Aider's environment, each line of the set-up told: None when it is ready, else
+        why not and how to retry."""
+        try:
+            await first_run.set_up(on_line)
+        except first_run.SetupFailed as exc:
+            return str(exc)
+        return None
 
     async def start_aider(self, early: Spawned | None = None) -> bool:
         """Start the Aider server now (ahead of the first edit; `early`: its process, spawned

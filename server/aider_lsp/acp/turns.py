@@ -85,8 +85,6 @@ async def set_up_aider(session: AcpSession) -> bool:
     """Make Aider's environment before the first prompt that needs it, shown as a tool call
     whose content is the set-up's latest line (at most one update a second); a cancel stops
     it (the caller's CancelledError). False (the turn ends, the reason said) when it failed."""
-    from ..aider.first_run import SetupFailed
-
     call_id = f"setup-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     shown = [0.0]
@@ -99,18 +97,16 @@ async def set_up_aider(session: AcpSession) -> bool:
             session.outbox.post(render.setup_progress(call_id, line, now - started))
 
     try:
-        await session.app.set_up_aider(on_line)
-    except SetupFailed as exc:
-        session.outbox.post(render.setup_done(call_id, time.monotonic() - started, failed=str(exc)))
-        session.outbox.post(render.message(f"Nothing was run: {exc}."))
-        return False
+        failed = await session.app.set_up_aider(on_line)
     except asyncio.CancelledError:
         session.outbox.post(
             render.setup_done(call_id, time.monotonic() - started, failed="stopped: cancelled")
         )
         raise
-    session.outbox.post(render.setup_done(call_id, time.monotonic() - started))
-    return True
+    session.outbox.post(render.setup_done(call_id, time.monotonic() - started, failed=failed))
+    if failed is not None:
+        session.outbox.post(render.message(f"Nothing was run: {failed}."))
+    return failed is None
 
 
 class ReplyChunks:
