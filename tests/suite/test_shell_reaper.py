@@ -18,6 +18,7 @@ import pytest
 from aider_lsp.models import CommandRun
 from aider_lsp.results import command_result, run_tests_result
 from aider_lsp.shell import CommandExecutor
+from aider_lsp_testing.waiting import eventually
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper is Linux only")
 
@@ -105,7 +106,9 @@ async def test_a_cancelled_run_ends_the_daemon_too(daemonising: tuple[CommandExe
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert not _in_process_table(daemon)
+    # ended within a second of the cancel (on a loaded machine the kernel may take a moment to
+    # take the killed daemon out of the process table)
+    assert await eventually(lambda: not _in_process_table(daemon), 1.0)
 
 
 async def test_a_process_the_server_started_outside_the_run_is_left_alone(
