@@ -7,6 +7,8 @@ editor sends them) are added or replace these.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +36,20 @@ def scripted_app(root: Path, base_url: str, *, edit_format: str = "whole", **ext
     """An Application on `root` whose models are the scripted server's."""
     options = scripted_options(base_url, edit_format=edit_format, **extra)
     return Application(root, load_settings(options, environ={}))
+
+
+def scripted_environment(base_url: str, **extra: str) -> dict[str, str]:
+    """This process's environment as a user's who named the scripted models at `base_url` in
+    AIDER_LSP_* variables (the CLI's and an ACP agent's only settings); no test run before the
+    first edit (the stories here are a failing iteration, then a green one); `extra` on top."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
+    env.update(
+        AIDER_LSP_MODEL="openai:scripted-planner",
+        AIDER_LSP_BASE_URL=base_url,
+        AIDER_LSP_API_KEY="test-key",
+        AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
+        AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
+        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false",
+    )
+    env.update(extra)
+    return env

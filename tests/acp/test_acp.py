@@ -47,7 +47,7 @@ from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.settings import load_settings
 from aider_lsp.suite.choose import remembered_path
-from aider_lsp_testing.apps import scripted_options
+from aider_lsp_testing.apps import scripted_environment, scripted_options
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -114,20 +114,9 @@ class RecordingClient:
 
 
 def scripted_env(base_url: str, **extra: str) -> dict[str, str]:
-    """The agent's environment: the scripted models, as a user's AIDER_LSP_* variables."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
-    env.update(
-        AIDER_LSP_MODEL="openai:scripted-planner",
-        AIDER_LSP_BASE_URL=base_url,
-        AIDER_LSP_API_KEY="test-key",
-        AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
-        AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
-        AIDER_LSP_TIMEOUTS=json.dumps({"aider": 90, "test": 60}),
-        # the stories here are a failing iteration, then a green one (the acpx e2e runs the default)
-        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false",
-        **extra,
-    )
-    return env
+    """The agent's environment: the scripted models, as a user's AIDER_LSP_* variables (the
+    stories here are a failing iteration, then a green one; the acpx e2e runs the defaults)."""
+    return scripted_environment(base_url, AIDER_LSP_TIMEOUTS=json.dumps({"aider": 90, "test": 60}), **extra)
 
 
 @asynccontextmanager

@@ -18,6 +18,7 @@ from acp.schema import AuthCapabilities, ClientCapabilities
 
 from acp import RequestError, spawn_agent_process
 from aider_lsp_testing.llm_server import ScriptedLLMServer
+from aider_lsp_testing.status_server import answering
 
 CLI = [sys.executable, "-m", "aider_lsp"]
 SECRET = "sk-local-test-key-123"
@@ -69,27 +70,9 @@ def test_login_checks_the_key_and_stores_it_for_the_user_alone(
 
 
 def test_a_refused_key_is_not_stored_and_a_missing_answer_is_named(tmp_path: Path) -> None:
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Refusing(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(401)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     config = tmp_path / "config"
-    try:
-        refused = login(
-            config, "--base-url", f"http://127.0.0.1:{server.server_address[1]}/v1", "--model", "m"
-        )
-    finally:
-        server.shutdown()
+    with answering(401, {"error": {"message": "invalid key"}}) as url:
+        refused = login(config, "--base-url", f"{url}/v1", "--model", "m")
     assert refused.returncode == 1 and "refused the key" in refused.stderr
     assert not (config / "aider-lsp" / "credentials.json").exists()
     unnamed = login(config, "--provider", "anthropic")

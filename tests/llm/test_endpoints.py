@@ -1,18 +1,9 @@
-"""Endpoint mistakes named for what they are, for both models, with the setting to change: by
-`doctor` before any run and by the call that meets them (endpoints.py)."""
+"""Endpoint mistakes named for what they are, for both models, with the setting to change, by
+the call that meets them (endpoints.py; `doctor`'s side: test_handler_doctor.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -64,72 +55,6 @@ def test_each_mistake_is_named_with_the_setting_to_change(text: str, reason: str
 def test_other_failures_are_not_taken_for_endpoint_mistakes() -> None:
     assert name_problem("the model answered 500: overloaded", PLANNING) is None
     assert name_problem("Exceeded maximum output retries (2)", PLANNING) is None
-
-
-@contextmanager
-def answering(status: int, body: Any = None) -> Iterator[str]:
-    """An HTTP server answering every request with `status` (`body` as JSON); its base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            data = json.dumps(body if body is not None else {"detail": "Not Found"}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def doctor(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {
-        k: v for k, v in os.environ.items() if not k.startswith("AIDER_LSP_") and not k.endswith("_API_KEY")
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "aider_lsp", "doctor", "--workspace", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env={**clean, **env},
-        timeout=60,
-    )
-
-
-def test_doctor_names_a_base_url_without_v1_and_a_refused_key(tmp_path: Path) -> None:
-    with answering(404) as url:
-        done = doctor(tmp_path, AIDER_LSP_MODEL="openai:m", AIDER_LSP_BASE_URL=url)
-    assert done.returncode == 1
-    assert "[MISSING] endpoint" in done.stdout and "answered 404" in done.stdout
-    assert "AIDER_LSP_BASE_URL must be the API's root" in done.stdout and "/v1" in done.stdout
-    with answering(401, {"error": {"message": "invalid key"}}) as url:
-        done = doctor(tmp_path, AIDER_LSP_MODEL="openai:m", AIDER_LSP_BASE_URL=url, AIDER_LSP_API_KEY="wrong")
-    assert done.returncode == 1 and "refused the key" in done.stdout and "AIDER_LSP_API_KEY" in done.stdout
-    assert "Traceback" not in done.stdout + done.stderr
-
-
-def test_doctor_warns_of_models_the_endpoint_does_not_list(
-    tmp_path: Path, llm_server: ScriptedLLMServer
-) -> None:
-    done = doctor(
-        tmp_path,
-        AIDER_LSP_MODEL="openai:scripted-model",
-        AIDER_LSP_AIDER_MODEL="openai/no-such-coder",
-        AIDER_LSP_BASE_URL=llm_server.base_url,
-    )
-    assert "[ok] endpoint" in done.stdout
-    assert "[warn] Aider's model on the endpoint" in done.stdout and "'no-such-coder'" in done.stdout
-    assert "AIDER_LSP_AIDER_MODEL" in done.stdout and "planning model on the endpoint" not in done.stdout
 
 
 async def test_a_planning_call_refused_by_the_endpoint_names_the_variable(

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from aider_lsp_testing.llm_server import ScriptedLLMServer
+from aider_lsp_testing.status_server import answering
 
 
 def _doctor(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -66,3 +67,34 @@ def test_doctor_names_the_setting_when_no_suite_is_found(tmp_path: Path) -> None
     result = _doctor(tmp_path, {})
     assert "[none] test command: no test command" in result.stdout
     assert "AIDER_LSP_TEST_COMMAND" in result.stdout
+
+
+# -- endpoint mistakes named before any run (endpoints.py) ---------------------------------------
+def test_doctor_names_a_base_url_without_v1_and_a_refused_key(tmp_path: Path) -> None:
+    with answering(404) as url:
+        done = _doctor(tmp_path, {"AIDER_LSP_MODEL": "openai:m", "AIDER_LSP_BASE_URL": url})
+    assert done.returncode == 1
+    assert "[MISSING] endpoint" in done.stdout and "answered 404" in done.stdout
+    assert "AIDER_LSP_BASE_URL must be the API's root" in done.stdout and "/v1" in done.stdout
+    with answering(401, {"error": {"message": "invalid key"}}) as url:
+        done = _doctor(
+            tmp_path, {"AIDER_LSP_MODEL": "openai:m", "AIDER_LSP_BASE_URL": url, "AIDER_LSP_API_KEY": "wrong"}
+        )
+    assert done.returncode == 1 and "refused the key" in done.stdout and "AIDER_LSP_API_KEY" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_doctor_warns_of_models_the_endpoint_does_not_list(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    done = _doctor(
+        tmp_path,
+        {
+            "AIDER_LSP_MODEL": "openai:scripted-model",
+            "AIDER_LSP_AIDER_MODEL": "openai/no-such-coder",
+            "AIDER_LSP_BASE_URL": llm_server.base_url,
+        },
+    )
+    assert "[ok] endpoint" in done.stdout
+    assert "[warn] Aider's model on the endpoint" in done.stdout and "'no-such-coder'" in done.stdout
+    assert "AIDER_LSP_AIDER_MODEL" in done.stdout and "planning model on the endpoint" not in done.stdout

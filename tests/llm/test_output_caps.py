@@ -83,5 +83,6 @@ async def test_requests_that_timed_out_are_counted(workspace: Path, llm_server: 
         await app.aclose()
     assert result.status is TaskStatus.FAILED
     usage = result.notes["usage"]
-    assert usage["requests"] >= 1 and usage["estimated_tokens"] > 0, usage  # never 0 for work sent
+    assert usage["requests"] == len(llm_server.chat_requests()) >= 1, usage  # every one sent
+    assert usage["estimated_tokens"] > 0, usage  # never 0 for work sent
     assert app.spent().planning.requests == usage["requests"]

@@ -11,8 +11,6 @@ here do not run Python, so a marker can only come from a process of ours.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +23,7 @@ from acp import resource_link_block, spawn_agent_process, text_block
 from aider_lsp import aider_env
 from aider_lsp.models import TaskStatus
 from aider_lsp.process_start import ISOLATED, SAFE_PATH
-from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.apps import scripted_app, scripted_environment
 from aider_lsp_testing.calc_project import BUGGY, FIXED, TESTS
 from aider_lsp_testing.llm_server import IS_AIDER, aider_whole
 from aider_lsp_testing.lsp_session import execute, lsp_session
@@ -66,17 +64,9 @@ def shadowing_workspace(parent: Path) -> tuple[Path, Path]:
 
 
 def scripted_env(base_url: str) -> dict[str, str]:
-    """A user's environment naming the scripted models (and nothing of this test process's)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
+    """A user's environment naming the scripted models (and no PYTHONPATH of this process's)."""
+    env = scripted_environment(base_url)
     env.pop("PYTHONPATH", None)
-    env.update(
-        AIDER_LSP_MODEL="openai:scripted-planner",
-        AIDER_LSP_BASE_URL=base_url,
-        AIDER_LSP_API_KEY="test-key",
-        AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
-        AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
-        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false",
-    )
     return env
 
 

@@ -268,10 +268,10 @@ def _tests_said(result: TaskResult) -> str:
         return "No test ran."
     test = tested[-1]
     judge = history.get("judge") or [it for it in history["iterations"] if it.get("test")][-1].get("judge")
-    if judge:
+    if judge:  # the reply above already says why: only what the user can do about it
         files = " ".join(judge.get("test_files") or [])
         offer = f" `/undo {files}` takes back only the run's changes to the tests." if files else ""
-        return f"Not a pass: {judge.get('message')}.{offer}"
+        return f"The passing tests do not count: the run changed them.{offer}"
     if test.get("exit_code") == 0:
         return f"The tests pass (`{test.get('command')}`)."
     return f"The tests still fail (`{test.get('command')}`, exit code {test.get('exit_code')})."

@@ -73,6 +73,9 @@ def login(
     except LoginError as exc:
         print(f"aider-lsp login: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (KeyboardInterrupt, EOFError):  # the user left the questions: nothing stored
+        print("\naider-lsp login: stopped, nothing stored", file=sys.stderr)
+        return 130
     if check:
         problem = _check(answers)
         if problem is not None:

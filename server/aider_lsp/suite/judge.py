@@ -15,8 +15,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Collection, Mapping
-from pathlib import PurePosixPath
 
+from ..memory.extract import is_test_path  # the index's own rule for what a test file is
 from ..models import JudgeProblem
 
 _ESC = re.compile(r"\x1b\[[0-9;]*m")
@@ -34,11 +34,6 @@ _CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed", re.MULTIL
 _GO_NONE = re.compile(r"\[no test files\]|^testing: warning: no tests to run", re.MULTILINE)
 _GO_RAN = re.compile(r"^(ok|FAIL|---)\s", re.MULTILINE)
 
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
-_TEST_NAME = re.compile(
-    r"^(test_.*\.py|.*_test\.py|conftest\.py|.*\.(test|spec)\.[cm]?[jt]sx?|.*_test\.go|"
-    r".*_spec\.rb|.*_test\.rb|.*Tests?\.(java|kt|cs)|test_.*\.(c|cc|cpp|rs))$"
-)
 _PY_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(", re.MULTILINE)
 _PY_CLASS = re.compile(r"^class\s+(\w+)", re.MULTILINE)
 _JS_TEST = re.compile(r"\b(?:it|test)(?:\.\w+)?\(\s*(['\"`])(.+?)\1")
@@ -69,14 +64,6 @@ def tests_counted(stdout: str, stderr: str) -> int | None:
     if _GO_NONE.search(text) and not _GO_RAN.search(text):
         return 0
     return None
-
-
-def is_test_file(path: str) -> bool:
-    """A file of the suite by the usual conventions: its name, or a tests folder above it."""
-    parts = PurePosixPath(path).parts
-    return bool(parts) and (
-        _TEST_NAME.match(parts[-1]) is not None or any(part in _TEST_DIRS for part in parts[:-1])
-    )
 
 
 def test_names(path: str, text: str) -> set[str]:
@@ -129,7 +116,7 @@ def check(
     gone or a test file changed other than by added lines (a new test), each unless the user
     handed that file to the run (theirs to change, tests removed included)."""
     existing = sorted(
-        path for path, (before, _) in changes.items() if before is not None and is_test_file(path)
+        path for path, (before, _) in changes.items() if before is not None and is_test_path(path)
     )
     gone = {
         path: sorted(test_names(path, _text(changes[path][0])) - test_names(path, _text(changes[path][1])))
