@@ -1,6 +1,8 @@
 /**
- * Activation: the log, the status item, the diff view's content, the Runs view, the commands and
- * the settings listener, then the server. The server's life (start, restart, set-up): server/lifecycle.ts;
+ * Activation (in every window, once it has started): the log, the status item, the diff view's
+ * content, the Runs view, the commands and the settings listener. The server starts later, when
+ * the first command or the Runs view needs it (server/lifecycle.ts), so a window that never uses
+ * Aider pays nothing. The server's life (start, restart, set-up): server/lifecycle.ts;
  * each command's flow: commands.ts → flows/. A map of the folders: src/README.md.
  */
 import * as vscode from 'vscode';
@@ -19,7 +21,7 @@ import { activeFolderStatus, StatusItem } from './ui/status';
 
 let lifecycle: ServerLifecycle | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export function activate(context: vscode.ExtensionContext): void {
     const info = loadServerDefaults(context.extension.packageJSON);
     const log = vscode.window.createOutputChannel(info.name, { log: true });
     const chat = vscode.window.createOutputChannel('Aider Chat');
@@ -35,7 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         executeCommand: (command, args) => runFromCodeAction(host, command, args),
     });
     const commands = new ServerCommands({ client: () => server.client(), router, log, restartServer: () => restartServer() });
-    const runs = new RunsTree(commands, () => workspaceRoot());
+    const runs = new RunsTree(commands, () => workspaceRoot(), () => server.wake());
     // a run's progress: the status bar says the phase, the Runs view shows its files as it edits them
     router.onPhase = (phase) => {
         status.setPhase(phase);
@@ -69,7 +71,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.workspace.onDidChangeWorkspaceFolders(showFolder),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (event.affectsConfiguration(`${SECTION}.server`)) {
-                void restartServer();
+                void server.settingsChanged().then(() => { runs.refresh(); });
             }
             if (event.affectsConfiguration(SECTION)) {
                 showFolder();
@@ -77,7 +79,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }),
     );
     lifecycle = server;
-    await restartServer();
 }
 
 export async function deactivate(): Promise<void> {

@@ -81,6 +81,8 @@ function run(id: string, ...args: unknown[]): Promise<unknown> {
 }
 
 describe('activate', () => {
+    let startedAtActivation = -1;
+    let statusAtActivation: string | undefined;
     const context = {
         subscriptions: [] as { dispose(): void }[],
         secrets: {
@@ -102,7 +104,11 @@ describe('activate', () => {
             'aiderLsp.baseUrl': '',
         };
         workspace.workspaceFolders = [{ uri: Uri.file(root), name: 'ws', index: 0 }];
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        startedAtActivation = clients.length;
+        statusAtActivation = recorded.statusTexts.at(-1);
+        // the first command that needs the server starts it (here: Find Relevant Files, left at its question)
+        await run(ClientCommand.findFiles);
     });
 
     after(async () => {
@@ -114,6 +120,13 @@ describe('activate', () => {
         recorded.reset();
         workspace.textDocuments = [];
         window.activeTextEditor = undefined;
+    });
+
+    it('activation starts no server (every window activates): the status item is there, idle; the first command starts it', () => {
+        assert.equal(startedAtActivation, 0);
+        assert.equal(statusAtActivation, '$(sparkle) Aider: openai:gpt-4.1'); // the model beside it
+        assert.equal(clients.length, 1);
+        assert.ok(client().running, 'the first command started the server');
     });
 
     it('registers every palette command under its own id, none of the server ids', () => {
@@ -968,9 +981,10 @@ describe('zero set-up', () => {
     it('without Python, says what to do with a Show Log button', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': '' };
         recorded.answers.push('Set Up');
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        void run(ClientCommand.findFiles);
         const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
-        assert.match(recorded.shown[0]?.text ?? '', /aider-lsp was not found.*Set up a private copy/);
+        assert.match(recorded.shown[0]?.text ?? '', /^Aider needs its server first: aider-lsp was not found/);
         assert.deepEqual(error, {
             kind: 'error',
             text: 'Aider: Python 3.11 or newer was not found: install it, or set aiderLsp.server.python to its path.',
@@ -981,7 +995,8 @@ describe('zero set-up', () => {
     it('refuses a Python older than 3.11', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('False') };
         recorded.answers.push('Set Up');
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        void run(ClientCommand.findFiles);
         const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
         assert.match(error.text, /is not Python 3\.11 or newer: set aiderLsp\.server\.python/);
         assert.ok(!fs.readFileSync(calls, 'utf8').includes('venv'), 'no environment was created');
@@ -990,7 +1005,8 @@ describe('zero set-up', () => {
     it('says that a configured Python does not exist (not that it is too old)', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': path.join(home, 'no', 'python3.12') };
         recorded.answers.push('Set Up');
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        void run(ClientCommand.findFiles);
         const error = await until(() => recorded.shown.find((shown) => shown.kind === 'error'));
         assert.equal(
             error.text,
@@ -1001,20 +1017,25 @@ describe('zero set-up', () => {
     it('a bad aiderLsp.server.path is an error to fix, not a set-up to offer', async () => {
         const bad = path.join(home, 'nowhere', 'aider-lsp');
         recorded.configuration = { 'aiderLsp.server.path': bad, 'aiderLsp.server.python': fakePython('True') };
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        assert.equal(recorded.shown.length, 0, 'nothing is said before the server is needed');
         const reason = `aiderLsp.server.path is ${bad}, which is not an executable file: fix the setting or clear it`;
-        assert.deepEqual(recorded.shown, [{ kind: 'error', text: `Aider: ${reason}.`, items: ['Show Log'] }]);
         recorded.inputs.push('never asked');
         await run(ClientCommand.edit);
+        assert.deepEqual(recorded.shown[0], { kind: 'error', text: `Aider: ${reason}.`, items: ['Show Log'] });
         assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: `Aider: the server is not running: ${reason}.`, items: ['Restart Server', 'Show Log'] });
         assert.equal(recorded.inputs.length, 1, 'no instruction asked for a server that cannot run');
         recorded.inputs.length = 0;
     });
 
-    it('a missing server is no error yet: the status item is neutral and offers the set-up', async () => {
+    it('a missing server is no error yet: the Runs view shown finds it missing, the status item offers the set-up', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True') };
-        recorded.answers.push(undefined); // the offer is left alone
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        assert.match(recorded.statusTexts.at(-1) ?? '', /sparkle/);
+        const view = recorded.treeViews.get('aider-lsp.runs');
+        assert.ok(view, 'the Runs view is there before any command');
+        assert.deepEqual(await view.getChildren(), []);
+        assert.equal(recorded.shown.length, 0, 'no question for a view looked at');
         const last = recorded.statusTexts.at(-1) ?? '';
         assert.ok(!last.includes('$(error)'), last);
         assert.match(last, /cloud-download/);
@@ -1022,8 +1043,7 @@ describe('zero set-up', () => {
 
     it('Edit with Aider offers the set-up first (modal), then asks for the instruction and edits; set-up is told when done', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 1.5) };
-        recorded.answers.push(undefined); // the activation's offer is left alone
-        await extension.activate(context as never);
+        extension.activate(context as never);
         const before = clients.length;
         recorded.answers.push('Set Up');
         recorded.inputs.push('add zero');
@@ -1043,10 +1063,9 @@ describe('zero set-up', () => {
         assert.ok(messages.some((message) => /^3\/3 installing Aider .* — 1 s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
     });
 
-    it('runs one set-up at a time: the palette command during the offer\'s set-up joins it', async () => {
+    it('runs one set-up at a time: a second palette command during the set-up joins it', async () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 0.5) };
-        recorded.answers.push(undefined);
-        await extension.activate(context as never);
+        extension.activate(context as never);
         const first = run(ClientCommand.setupServer);
         const second = run(ClientCommand.setupServer);
         assert.deepEqual(await Promise.all([first, second]), [true, true]);
@@ -1060,7 +1079,8 @@ describe('zero set-up', () => {
         recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': python };
         recorded.answers.push('Set Up');
         const before = clients.length;
-        await extension.activate(context as never);
+        extension.activate(context as never);
+        void run(ClientCommand.findFiles); // the modal offer is answered Set Up
         await until(() => (clients.length > before ? true : undefined));
         const venv = path.join(home, 'global', 'server-venv');
         const log = fs.readFileSync(calls, 'utf8');

@@ -1,8 +1,10 @@
 /**
  * The language server's life in VS Code: find it, start it, stop it, and the zero set-up when
  * it is missing. It holds the one language client; `restartServer` is the one place it is
- * (re)created. A missing server offers the set-up: once at activation, and before any command
- * that needs the server (modal, then the command goes on); one set-up runs at a time.
+ * (re)created. The extension activates in every window (onStartupFinished) but the server starts
+ * only when something needs it: the first command (`ensureServer`) or the Runs view shown
+ * (`wake`). A missing server offers the set-up before a command that needs it (modal, then the
+ * command goes on); one set-up runs at a time.
  */
 import * as vscode from 'vscode';
 import { State, type LanguageClient, type Middleware } from 'vscode-languageclient/node';
@@ -27,6 +29,8 @@ export class ServerLifecycle {
     /** Why the server found did not start (a bad setting, a crash): told before a command. */
     private notStarted: string | undefined;
     private settingUp: Promise<boolean> | undefined;
+    /** Whether a start was ever asked for in this window (until then the server is idle, not stopped). */
+    private asked = false;
 
     /** `middleware` goes to every client started (the server's progress, its code actions' commands). */
     constructor(
@@ -46,23 +50,39 @@ export class ServerLifecycle {
         return this.languageClient?.isRunning() ?? false;
     }
 
-    /** Stops the running client (if any) and starts a new one; one restart at a time. */
-    restartServer(): Promise<void> {
+    /**
+     * Stops the running client (if any) and starts a new one; one restart at a time. `offerSetup`:
+     * a missing server offers its set-up in a notification (not when a modal offer follows).
+     */
+    restartServer(offerSetup = true): Promise<void> {
+        this.asked = true;
         const previous = this.starting ?? Promise.resolve();
-        this.starting = previous.then(() => this.startFresh()).finally(() => (this.starting = undefined));
+        this.starting = previous.then(() => this.startFresh(offerSetup)).finally(() => (this.starting = undefined));
         return this.starting;
     }
 
-    private async startFresh(): Promise<void> {
+    /** Starts the server if nothing asked for it yet in this window, asking the user nothing. */
+    async wake(): Promise<void> {
+        await (this.asked ? this.starting : this.restartServer(false));
+    }
+
+    /** A restart when the server's settings change, if it was started (an idle server stays idle). */
+    async settingsChanged(): Promise<void> {
+        if (this.asked) {
+            await this.restartServer();
+        }
+    }
+
+    private async startFresh(offerSetup: boolean): Promise<void> {
         await this.stopServer();
-        const found = this.locate();
+        const found = this.locate(offerSetup);
         if (found !== undefined) {
             await this.start(found);
         }
     }
 
     /** The server to start, else undefined with the reason told (a set-up offered when it is missing). */
-    private locate(): Found | undefined {
+    private locate(offerSetup: boolean): Found | undefined {
         const config = vscode.workspace.getConfiguration(SECTION);
         const location = locateServer(config.get<string>('server.path') ?? '', this.context.globalStorageUri.fsPath, process.env.PATH);
         if (location.kind === 'missing') {
@@ -70,7 +90,7 @@ export class ServerLifecycle {
             this.missing = location.reason;
             // nothing failed yet: the user has not asked for anything
             this.status.setState('missing', location.reason);
-            if (this.settingUp === undefined) {
+            if (offerSetup && this.settingUp === undefined) {
                 void this.offerSetup(location.reason);
             }
             return undefined;
@@ -127,7 +147,7 @@ export class ServerLifecycle {
         this.status.setState('stopped');
     }
 
-    /** The offer at activation: not modal (the user has not asked for anything yet). */
+    /** The offer after a restart: not modal (no command waits for it). */
     private async offerSetup(reason: string): Promise<void> {
         const text = `Aider: ${reason}. Set up a private copy of the server with your Python 3.11+ (a few minutes, about 1 GB)?`;
         if ((await showWithLog(this.log, 'warning', text, SET_UP)) === SET_UP) {
@@ -141,7 +161,7 @@ export class ServerLifecycle {
      * when it stopped. True when the server runs.
      */
     async ensureServer(): Promise<boolean> {
-        await this.starting;
+        await this.wake();
         if (this.settingUp !== undefined) {
             void vscode.window.showInformationMessage('Aider: the server is being set up; your command goes on when it is ready.');
             await this.settingUp;

@@ -76,6 +76,8 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     constructor(
         private readonly server: ServerCommands,
         private readonly root: () => vscode.Uri | undefined,
+        /** Starts the server if it is idle: the view shown is the user asking for their runs. */
+        private readonly wake: () => Promise<void>,
         private readonly now: () => number = Date.now,
     ) {
         this.subscription = server.onDidRun((command) => {
@@ -122,6 +124,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     }
 
     private async runs(): Promise<RunNode[]> {
+        await this.wake();
         const result = await this.server.query(ServerCommand.historyList, {});
         const runs = result?.status === 'COMPLETE' ? runRecords(result) : [];
         const state = result?.status !== 'COMPLETE' ? 'unavailable' : runs.length === 0 ? 'empty' : 'listed';

@@ -8,9 +8,10 @@ import { SECTION } from '../common/settings';
 import { statusSummary, type FolderStatus } from '../common/statusSummary';
 import { ClientCommand } from '../protocol';
 
-type ServerState = 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
+type ServerState = 'idle' | 'starting' | 'ready' | 'error' | 'stopped' | 'setup' | 'missing';
 
 const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
+    idle: { icon: '$(sparkle)', tooltip: 'Aider: the server starts with the first command' },
     starting: { icon: '$(loading~spin)', tooltip: 'Aider: the server is starting' },
     ready: { icon: '$(check)', tooltip: 'Aider: the server is ready' },
     error: { icon: '$(error)', tooltip: 'Aider: the server is not running — click for the log' },
@@ -21,7 +22,7 @@ const LABELS: Record<ServerState, { icon: string; tooltip: string }> = {
 
 export class StatusItem implements vscode.Disposable {
     private readonly item: vscode.StatusBarItem;
-    private state: ServerState = 'stopped';
+    private state: ServerState = 'idle';
     private phase: string | undefined;
     private detail: string | undefined;
     private folder: FolderStatus = {};
