@@ -35,6 +35,8 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("XDG_STATE_HOME", str(folder))
     # the sign-in store (credentials.py) too: a test never reads a key a developer stored
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("user-config")))
+    # and no test reads or writes a developer's OS keyring (the `keyring` package's own switch)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
     return folder
 
 

@@ -17,6 +17,7 @@ import pytest
 from acp.schema import AuthCapabilities, ClientCapabilities
 
 from acp import RequestError, spawn_agent_process
+from aider_lsp_testing.file_keyring import BACKEND
 from aider_lsp_testing.llm_server import ScriptedLLMServer
 from aider_lsp_testing.status_server import answering
 
@@ -31,11 +32,13 @@ def user_env(config: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def login(config: Path, *args: str, key: str = SECRET) -> subprocess.CompletedProcess[str]:
+def login(
+    config: Path, *args: str, key: str = SECRET, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CLI, "login", *args, "--with-key"],
         input=key,
-        env=user_env(config),
+        env=env or user_env(config),
         capture_output=True,
         text=True,
         timeout=60,
@@ -67,6 +70,36 @@ def test_login_checks_the_key_and_stores_it_for_the_user_alone(
     assert f"[ok] sign-in: stored by `aider-lsp login` in {store}" in doctor.stdout
     assert "[ok] model: openai:scripted-model" in doctor.stdout and "[ok] endpoint" in doctor.stdout
     assert SECRET not in doctor.stdout + doctor.stderr
+
+
+def test_where_there_is_an_os_keyring_the_key_goes_there_and_every_front_end_reads_it(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    config, keyring_file = tmp_path / "config", tmp_path / "keyring.json"
+    env = user_env(config, PYTHON_KEYRING_BACKEND=BACKEND, AIDER_LSP_TEST_KEYRING=str(keyring_file))
+    done = login(config, "--base-url", llm_server.base_url, "--model", "scripted-model", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "the key in the OS keyring" in done.stdout and SECRET not in done.stdout
+    store = json.loads((config / "aider-lsp" / "credentials.json").read_text())
+    assert "api_key" not in store and store["key_store"] == "keyring"
+    assert SECRET in keyring_file.read_text()
+    settings = subprocess.run(
+        [sys.executable, "-c", "from aider_lsp import settings; print(settings.load_settings().api_key)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert settings.stdout.strip() == SECRET  # the servers' settings read it from the keyring
+    doctor = subprocess.run(
+        [*CLI, "doctor", "--workspace", str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "the key in the OS keyring" in doctor.stdout and "[ok] endpoint" in doctor.stdout
+    # a new sign-in where no keyring answers (switched off): the key goes to the 0600 file
+    off = env | {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+    again = login(config, "--base-url", llm_server.base_url, "--model", "scripted-model", env=off)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((config / "aider-lsp" / "credentials.json").read_text())["api_key"] == SECRET
 
 
 def test_a_refused_key_is_not_stored_and_a_missing_answer_is_named(tmp_path: Path) -> None:

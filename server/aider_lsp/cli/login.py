@@ -4,8 +4,9 @@ The sign-in an ACP editor offers (the agent's Terminal Auth method runs this com
 terminal user runs once. The answers come from the options, else from questions when a person
 is at the terminal; the key from standard input with `--with-key` (as `gh auth login
 --with-token` takes it), else asked without echo. One cheap call checks the key before it is
-kept (the endpoint's or the provider's model list); it is stored outside every workspace
-(credentials.py, mode 0600) and the command says where, never printing the key.
+kept (the endpoint's or the provider's model list); it is stored outside every workspace (the
+key in the OS keyring where there is one, else a 0600 file: credentials.py) and the command says
+where, never printing the key.
 
     aider-lsp login
     aider-lsp login --provider anthropic --model claude-sonnet-4-5 --with-key < key.txt
@@ -82,11 +83,11 @@ def login(
             print(f"aider-lsp login: not stored: {problem}", file=sys.stderr)
             return 1
     stored = _stored(answers)
-    path = credentials.save(stored)
+    where = credentials.save(stored)
     aider = stored.get("aider_model") or "derived from it"
     key = "a key" if answers.key else "no key"
     print(f"Signed in: model {stored['model']} (Aider's: {aider}), {key},")
-    print(f"kept in {path} (readable by you alone).")
+    print(f"kept in {where} (readable by you alone).")
     print("The environment's AIDER_LSP_* variables and an editor's settings still win over it.")
     return 0
 
@@ -170,5 +171,9 @@ def _stored(answers: Answers) -> dict[str, str]:
 
 
 def where_from() -> str | None:
-    """For `doctor`: the store's path when it holds a sign-in (never its key)."""
-    return str(credentials.store_path()) if credentials.load() else None
+    """For `doctor`: where the sign-in is kept when there is one (never its key)."""
+    if not credentials.load():
+        return None
+    key = credentials.key_location()
+    path = credentials.store_path()
+    return f"{path}, the key in {key}" if key and key != str(path) else str(path)
