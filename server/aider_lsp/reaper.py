@@ -194,10 +194,12 @@ def describe(pid: int) -> str:
     return f"{pid} {command or '?'}"
 
 
-def end_descendants(root: int) -> list[str]:
+def end_descendants(root: int, leader: int | None = None) -> tuple[list[str], int | None]:
     """SIGKILL everything below `root` until nothing runs there (a process may fork while its
-    siblings are killed: scan again); the names of what was ended."""
+    siblings are killed: scan again); the names of what was ended, and `leader`'s return code
+    when it was collected here (a code reaped and dropped would be waited for in vain)."""
     ended: dict[int, str] = {}
+    code = None
     deadline = time.monotonic() + REAP_WAIT_S
     while (alive := live_descendants(root)) and time.monotonic() < deadline:
         for pid in alive:
@@ -207,9 +209,10 @@ def end_descendants(root: int) -> list[str]:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        reap(None)
+        reaped = reap(leader)
+        code = reaped if reaped is not None else code
         time.sleep(0.005)  # let the kills land before scanning again
-    return list(ended.values())
+    return list(ended.values()), code
 
 
 def reap(leader: int | None) -> int | None:
@@ -257,7 +260,8 @@ def supervise(control: int, argv: list[str]) -> list[str]:
     except OSError as exc:
         return [f"spawn_error {exc.errno} {argv[0]}"]
     code = wait_for_leader(leader, control, wake_r)
-    ended = end_descendants(os.getpid())
+    ended, reaped = end_descendants(os.getpid(), leader)
+    code = reaped if code is None else code
     deadline = time.monotonic() + REAP_WAIT_S
     while code is None and time.monotonic() < deadline:  # the leader was just killed
         code = reap(leader)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .child_start import start_whole
 from .models import CommandRun, ErrorReason, TaskError
 from .reaper import Report, Supervision
 
@@ -129,6 +130,17 @@ async def _end_run(supervision: Supervision, pid: int, exited: asyncio.Future[No
         _kill_group(pid)
 
 
+async def _abandon(
+    supervision: Supervision, transport: asyncio.SubprocessTransport, protocol: _RunProtocol
+) -> None:
+    """A run cancelled while its process started: ended as a cancel ends a running one."""
+    try:
+        await _end_run(supervision, transport.get_pid(), protocol.exited)
+    finally:
+        transport.close()
+        supervision.finish()
+
+
 async def _within(future: asyncio.Future[None], seconds: float) -> bool:
     """True when `future` completes within `seconds` (it is never cancelled)."""
     try:
@@ -187,7 +199,9 @@ class CommandExecutor:
         argv = self.build_argv(command, use_shell=use_shell)
         started = time.monotonic()
         supervision = Supervision()
-        transport, protocol = await self._spawn(supervision, argv, env)
+        transport, protocol = await start_whole(
+            self._spawn(supervision, argv, env), lambda started: _abandon(supervision, *started)
+        )
         pid = transport.get_pid()
         try:
             timed_out = not await _within(protocol.exited, timeout)

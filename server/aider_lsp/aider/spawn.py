@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import Process
 
+from ..child_start import start_whole
 from .launch import LaunchSpec
 
 # The environment the mcp SDK's `get_default_environment` gives a server (tests hold them equal).
@@ -65,12 +67,15 @@ async def spawn(spec: LaunchSpec) -> Spawned:
     fd, stderr_name = tempfile.mkstemp(prefix="aider-mcp-", suffix=".log")
     stderr_file = os.fdopen(fd, "wb")
     try:
-        process = await anyio.open_process(
-            [spec.command, *spec.args],
-            env=inherited_environment() | dict(spec.env),
-            cwd=spec.cwd,
-            stderr=stderr_file,
-            start_new_session=True,
+        process = await start_whole(
+            anyio.open_process(
+                [spec.command, *spec.args],
+                env=inherited_environment() | dict(spec.env),
+                cwd=spec.cwd,
+                stderr=stderr_file,
+                start_new_session=True,
+            ),
+            _kill_started,
         )
     except BaseException:
         with contextlib.suppress(OSError):
@@ -79,6 +84,13 @@ async def spawn(spec: LaunchSpec) -> Spawned:
     finally:
         stderr_file.close()
     return Spawned(spec, process, Path(stderr_name))
+
+
+async def _kill_started(process: Process) -> None:
+    """A server started for a caller cancelled meanwhile: its group killed, its exit collected."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
 
 
 def discard(spawned: Spawned) -> None:

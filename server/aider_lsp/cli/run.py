@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     )
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a terminal or supervisor stopping us
+CANCELLED_BEFORE_START = "cancelled before the run started; nothing was changed"
 TICK_SECONDS = 0.5
 
 
@@ -130,7 +133,24 @@ def run_workflow_command(
         print(f"aider-lsp run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     workspace = workspace.expanduser().resolve()
-    return asyncio.run(_checked_run(workspace, settings, request_fields, as_json, debug))
+    runner = asyncio.Runner()
+    try:
+        code = runner.run(_checked_run(workspace, settings, request_fields, as_json, debug))
+        if code == EXIT_CANCELLED:
+            _exit_at_once(code)
+        return code
+    finally:
+        runner.close()
+
+
+def _exit_at_once(code: int) -> NoReturn:
+    """Exit after a cancel, every child process already stopped, without joining the worker
+    threads still busy (an import under way, the index's pass: up to seconds, which a normal
+    exit waits for): the user pressed Ctrl-C and waits for the prompt."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def _checked_run(
@@ -138,16 +158,41 @@ async def _checked_run(
 ) -> int:
     """Aider's server spawned first, then the checks: its start (seconds) overlaps the
     imports the checks need (the models, the planning model's configuration: most of a
-    second); a run the checks refuse stops it again."""
-    early = await _spawn_aider(settings, workspace) if workspace.is_dir() else None
-    checked = _check(workspace, settings, request_fields)
-    if isinstance(checked, int):
-        if early is not None:
-            from ..aider.spawn import discard
+    second); a run the checks refuse stops it again. A Ctrl-C before the run has started
+    (Aider's spawn, the checks) ends it as cancelled too; once it has, the run's handler takes
+    over (a signal is handled at the loop's next turn, by the handler set then)."""
+    loop = asyncio.get_running_loop()
+    this = asyncio.current_task()
+    assert this is not None
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, this.cancel)
+    early: Spawned | None = None
+    try:
+        early = await _spawn_aider(settings, workspace) if workspace.is_dir() else None
+        checked = _check(workspace, settings, request_fields)
+        if isinstance(checked, int):
+            _discard(early)
+            return checked
+        return await _run(workspace, settings, checked, as_json, debug, early)
+    except asyncio.CancelledError:  # before the run started: nothing was changed
+        _discard(early)
+        print(f"aider-lsp run: {CANCELLED_BEFORE_START}", file=sys.stderr)
+        return EXIT_CANCELLED
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
-            discard(early)
-        return checked
-    return await _run(workspace, settings, checked, as_json, debug, early)
+
+def _ignore() -> None:
+    """A stop signal while the run closes: it is ending already."""
+
+
+def _discard(early: Spawned | None) -> None:
+    """Stop Aider's server spawned ahead of a run that does not start."""
+    if early is not None:
+        from ..aider.spawn import discard
+
+        discard(early)
 
 
 def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) -> WorkflowRequest | int:
@@ -193,11 +238,13 @@ async def _run(
     run = asyncio.create_task(app.run_workflow(request, ctx))
     ticker = asyncio.create_task(display.tick())
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, run.cancel)
     try:
         result = await run
     except asyncio.CancelledError:
+        # the user is waiting for the prompt: Aider's server ends now, not after its grace periods
+        app.kill_children()
         display.clear()
         print(
             "aider-lsp run: cancelled; the LLM call, Aider and the tests were stopped. "
@@ -206,8 +253,8 @@ async def _run(
         )
         return EXIT_CANCELLED
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+        for signum in STOP_SIGNALS:  # a second Ctrl-C while closing (well under a second) waits
+            loop.add_signal_handler(signum, _ignore)
         for task in (ticker, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

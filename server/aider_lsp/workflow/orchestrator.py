@@ -242,9 +242,10 @@ class CodingWorkflowOrchestrator:
 
     async def _loop(self) -> Ending:
         """(Plan →) iterations until one ends the run; an analysis left running beside is
-        stopped on the way out (an end or a cancel)."""
-        current = await self._start()
+        stopped on the way out (an end or a cancel, the start's included: the suite run
+        before the first edit and Aider's start begin there)."""
         try:
+            current = await self._start()
             while not isinstance(current, Ending):
                 current = await self._iterate(current)
             return current
