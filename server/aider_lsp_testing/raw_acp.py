@@ -88,7 +88,8 @@ class RawAcpClient:
             return [m["params"]["update"] for m in self.messages if m.get("method") == "session/update"]
 
     def stderr_text(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def close(self) -> None:

@@ -1,7 +1,9 @@
 """Every line from the client screened before the SDK reads it: the SDK parses a line as one
 JSON-RPC object and its receive loop stops on anything else (a JSON array, an unhashable id),
 which would end the connection. A line that is not a JSON-RPC object is answered with the
-JSON-RPC error it deserves (parse error, invalid request) and logged on one line."""
+JSON-RPC error it deserves (parse error, invalid request) and logged on one line. A
+notification this agent cannot take (an unknown method, params that do not fit) has no answer
+to send: it is dropped with one line in the log, where the SDK would log a traceback."""
 
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from acp.schema import CancelNotification
+from pydantic import BaseModel, ValidationError
+
 log = logging.getLogger(__name__)
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 Answer = Callable[[dict[str, Any]], None]
+NOTIFICATIONS: dict[str, type[BaseModel]] = {"session/cancel": CancelNotification}  # the ones we take
+DROPPED = 0  # problem()'s code for a notification dropped unanswered
 
 
 def problem(line: bytes) -> tuple[int, str, Any] | None:
@@ -33,6 +40,22 @@ def problem(line: bytes) -> tuple[int, str, Any] | None:
         return INVALID_REQUEST, "Invalid request: the method must be a string", ident
     if method is None and "id" not in message:
         return INVALID_REQUEST, "Invalid request: neither a method nor an id", None
+    if method is not None and "id" not in message:
+        return _notification_problem(method, message.get("params"))
+    return None
+
+
+def _notification_problem(method: str, params: Any) -> tuple[int, str, Any] | None:
+    """Why a notification cannot be taken (DROPPED, the reason, no id), or None."""
+    model = NOTIFICATIONS.get(method)
+    if model is None:
+        return DROPPED, f"ignored the notification {method[:80]!r}: not one this agent takes", None
+    try:
+        model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "params"
+        return DROPPED, f"ignored a malformed {method} notification: {where}: {first['msg']}", None
     return None
 
 
@@ -53,7 +76,8 @@ def screened(
                     continue
                 code, message, ident = found
                 log.info("%s (%d bytes)", message, len(line))
-                answer({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+                if code != DROPPED:
+                    answer({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
         finally:
             target.feed_eof()
 
