@@ -325,6 +325,7 @@ async def test_workflow_turn_goes_from_red_to_green(
         during = client.updates[client.updates.index(edit) : client.updates.index(closed[edit.tool_call_id])]
         assert "calc.py" in "".join(u.content.text for u in during if isinstance(u, AgentMessageChunk))
     assert "The tests pass" in client.reply()
+    assert client.reply().lower().count("the tests pass") == 1  # the outcome is said once
     assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0
 

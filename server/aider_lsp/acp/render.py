@@ -196,7 +196,9 @@ def test_run_closed(call_id: str, run: TestRunFinished, workspace: Path, why: st
     """A workflow's test run closed as it ended: passed, failed with its exit code, killed at
     the timeout or not run; the output's head and tail; its failures located at file:line."""
     output = "\n".join(part for part in (run.stdout, run.stderr) if part.strip())
-    if run.error is not None:
+    if run.stopped is not None:
+        said = f"stopped before it ended ({run.stopped})"
+    elif run.error is not None:
         said = f"could not run: {run.error}"
     elif run.timed_out:
         said = "killed at the timeout"
@@ -207,7 +209,7 @@ def test_run_closed(call_id: str, run: TestRunFinished, workspace: Path, why: st
     locations = [_finding_location(finding, workspace) for finding in run.findings if finding.path]
     return update_tool_call(
         call_id,
-        status="completed" if run.passed else "failed",
+        status="completed" if run.passed or run.stopped is not None else "failed",
         content=[tool_content(text_block(text))],
         locations=locations or None,
         raw_output={"exit_code": run.exit_code},

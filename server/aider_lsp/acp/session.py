@@ -9,9 +9,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from acp.schema import AgentMessageChunk, TextContentBlock
+
+from acp import update_agent_message_text
+
 from .buffers import HeldFiles
 from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
+from .said import SaidSoFar
 from .transcript import SessionMeta, Transcript
 
 if TYPE_CHECKING:
@@ -37,8 +42,19 @@ class Outbox:
         self.record = record
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
+        self.said = SaidSoFar()  # the current turn's reply so far
+
+    def new_turn(self) -> None:
+        self.said.reset()
+
+    def say(self, text: str) -> None:
+        """A message that stands on its own as markdown, whatever the reply said before it
+        (a blank line first, an open code block closed)."""
+        self.post(update_agent_message_text(self.said.separator() + text))
 
     def post(self, update: Any) -> None:
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            self.said.feed(update.content.text)
         if self.record is not None:
             self.record(update)
         self._queue.put_nowait(update)

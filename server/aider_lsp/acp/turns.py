@@ -38,6 +38,7 @@ STOP_REASONS: dict[ErrorReason, StopReason] = {
 
 async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
     """The turn in the session's mode; refused files named first."""
+    session.outbox.new_turn()
     if request.refused:
         session.outbox.post(render.message("Not given to Aider: " + "; ".join(request.refused) + "\n\n"))
     if request.all_refused:
@@ -139,7 +140,7 @@ async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
         outcome = await session.app.ask(request.text, files, on_reply=reply)
     session.ask_chat = outcome.session_id or session.ask_chat
     if outcome.error is not None:
-        session.outbox.post(render.message(("\n\n" if reply.any else "") + outcome.error.message))
+        session.outbox.say(outcome.error.message)
     elif not reply.any:
         session.outbox.post(render.message(outcome.reply or "(Aider gave no answer)"))
     return "end_turn"
@@ -191,16 +192,16 @@ def _render_edit(
             call_id = session.next_call_id("edit")
             session.outbox.post(render.edit_pending(call_id, rel, workspace))
             session.outbox.post(render.edit_done(call_id, part, rel, workspace))
-    # a streamed reply is shown already: a blank line after it, then what changed
+    # a streamed reply is shown already: what changed follows it, on its own
     reply = "" if streamed else outcome.reply.strip()
-    lines = [reply] if reply or streamed else []
+    lines = [reply] if reply else []
     if failed is not None:
         lines.append(f"The edit failed: {failed}")
     elif parts:
         lines.append("Aider changed " + ", ".join(parts) + ".")
     else:
         lines.append("Aider changed no file.")
-    session.outbox.post(render.message("\n\n".join(lines)))
+    session.outbox.say("\n\n".join(lines))
 
 
 async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason:
@@ -215,7 +216,7 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
             session.outbox.post(render.plan(phases, finished=False))
 
     def on_cancelled(result: TaskResult) -> None:
-        session.outbox.post(render.message(result.content))
+        session.outbox.say(result.content)
 
     asked = Asked()
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
@@ -252,26 +253,40 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
     live.close_open(result.content)  # a run that ended mid-step (it says why)
-    before = "\n\n" if live.wrote else ""
-    session.outbox.post(render.message(f"{before}{result.content}\n\n{_tests_said(result)}"))
+    session.outbox.say(_outcome(result))
     session.last_diff = str(result.notes.get("diff") or "") or session.last_diff
     reason = result.error.reason if result.error is not None else None
     return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"
 
 
-def _tests_said(result: TaskResult) -> str:
-    """Whether the tests pass, by the run that decided the last tested iteration (the edits
-    and test runs were shown as they happened: the reply repeats none of them)."""
+def _outcome(result: TaskResult) -> str:
+    """How the run ended, said once: the result's own words (they name the tests' state when
+    the run ended on it), then only what they leave out: the last test run's state when they
+    do not mention the tests, or the undo of the tests the judge refused (the edits and test
+    runs were shown as they happened: the reply repeats none of them)."""
+    said = _sentence(result.content)
     history: dict[str, Any] = result.notes.get("workflow") or {}
-    tested = [it["test"] for it in history.get("iterations") or [] if it.get("test")]
-    if not tested:
-        return "No test ran."
-    test = tested[-1]
-    judge = history.get("judge") or [it for it in history["iterations"] if it.get("test")][-1].get("judge")
-    if judge:  # the reply above already says why: only what the user can do about it
+    tested = [it for it in history.get("iterations") or [] if it.get("test")]
+    judge = history.get("judge") or (tested[-1].get("judge") if tested else None)
+    if judge:
         files = " ".join(judge.get("test_files") or [])
-        offer = f" `/undo {files}` takes back only the run's changes to the tests." if files else ""
-        return f"The passing tests do not count: the run changed them.{offer}"
+        offer = f"`/undo {files}` takes back only the run's changes to the tests." if files else ""
+        return f"{said}\n\n{offer}" if offer else said
+    if "test" in said.lower():
+        return said
+    if not tested:
+        return f"{said}\n\nNo test ran."
+    test = tested[-1]["test"]
     if test.get("exit_code") == 0:
-        return f"The tests pass (`{test.get('command')}`)."
-    return f"The tests still fail (`{test.get('command')}`, exit code {test.get('exit_code')})."
+        return f"{said}\n\nThe tests pass (`{test.get('command')}`)."
+    code = test.get("exit_code")
+    return f"{said}\n\nThe tests still fail (`{test.get('command')}`, exit code {code})."
+
+
+def _sentence(text: str) -> str:
+    """`text` as a sentence of its own: a capital first, a full stop last."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -78,6 +78,7 @@ class TestRunFinished(_Event):
     stdout: str = ""
     stderr: str = ""
     error: str | None = None  # the command could not run
+    stopped: str | None = None  # we stopped it before its end on purpose, and why: no failure
     findings: list[Finding] = Field(default_factory=list)
 
     @property

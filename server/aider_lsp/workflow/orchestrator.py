@@ -218,6 +218,7 @@ class CodingWorkflowOrchestrator:
         self._tests_before: int | None = None  # how many tests the suite ran before any edit
         self._chosen: list[str] = []  # the files the user handed to the run
         self._ran_before = False  # the suite ran before the first edit (and was not stopped)
+        self._before_waited = False  # that run was stopped for taking longer than the grace
         self._ctx = RequestContext()
 
     # -- the run -----------------------------------------------------------------------------
@@ -418,9 +419,11 @@ class CodingWorkflowOrchestrator:
         try:
             run = await self.app.run_tests(command)
         except asyncio.CancelledError:
-            stopped = CommandRun(command=command)
-            why = "stopped before it ended"
-            self._event(_test_finished(1, SuiteScope.WHOLE, command, stopped, why, before_edit=True))
+            why = "the run was cancelled"
+            if self._before_waited:  # stopped on purpose: no failure
+                why = f"Aider was ready {BEFORE_GRACE_S:g} s before it: the first edit went on without it"
+            unfinished = CommandRun(command=command)
+            self._event(_test_finished(1, SuiteScope.WHOLE, command, unfinished, why, before_edit=True))
             raise
         self._event(_test_finished(1, SuiteScope.WHOLE, command, run, before_edit=True))
         return run
@@ -443,6 +446,7 @@ class CodingWorkflowOrchestrator:
             self._progress(f"{it.label}: running the tests before the first edit", 0)
             await asyncio.wait([task], timeout=BEFORE_GRACE_S)
         if not task.done():
+            self._before_waited = True
             await _stop(task)
         self._before = None
         if task.cancelled():
@@ -936,8 +940,8 @@ def _test_finished(
     *,
     before_edit: bool = False,
 ) -> TestRunFinished:
-    """The event of a finished run (`stopped`: why it was stopped before its end)."""
-    error = run.error.message if run.error is not None and not run.timed_out else stopped
+    """The event of a finished run (`stopped`: why we stopped it before its end)."""
+    error = run.error.message if run.error is not None and not run.timed_out else None
     return TestRunFinished(
         iteration=iteration,
         command=command,
@@ -948,6 +952,7 @@ def _test_finished(
         stdout=run.stdout,
         stderr=run.stderr,
         error=error,
+        stopped=stopped,
         findings=list(run.findings),
     )
 
