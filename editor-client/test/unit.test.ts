@@ -356,6 +356,11 @@ describe('the run history → the Runs view', () => {
         const tooltip = runTooltip(failed);
         assert.match(tooltip, /^make the parser tests pass\n\nWorkflow run, \d{4}-\d\d-\d\d \d\d:\d\d: failed\n3 iterations\nChanged parser\.py\nSpent 9000 tokens/);
         assert.match(tooltip, /Took 95 s\nRun id r2$/);
+        // what the run went on without is said on the run
+        const noted = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', label: 'x', files: [], note: 'No plan was made: planning failed' }] } });
+        const [first] = noted;
+        assert.ok(first);
+        assert.match(runTooltip(first), /\nNo plan was made: planning failed\n/);
     });
 
     // a workflow run's steps as the server writes them (workflow/steps.py): red, then a timeout, then an edit that changed nothing

@@ -591,6 +591,7 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
         duration_s=float(duration) if isinstance(duration, (int, float)) else None,
         undone=checkpoint.undone,
         steps=_steps(meta.get("steps")),
+        note=meta.get("note") if isinstance(meta.get("note"), str) else None,
     )
 
 

@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 
 from aider_lsp.cli.demo import example_project
-from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, fault, json_output
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    aider_whole,
+    fault,
+    json_output,
+    text,
+)
 from aider_lsp_testing.waiting import wait_until
 
 CLI = [sys.executable, "-m", "aider_lsp"]
@@ -142,6 +150,33 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     undo = run_cli("undo", "--workspace", str(project), env=clean_env())
     assert undo.returncode == 0, undo.stderr
     assert (project / "mathx.py").read_text() == BUGGY
+
+
+@pytest.mark.aider
+def test_a_plan_asked_for_that_fails_is_said_and_the_plan_shown_is_marked_implied(
+    project: Path, llm_server: Any
+) -> None:
+    """A planning model that answers no plan (a local model in the wrong output mode, say): the
+    run still ends on the tests, and the user learns why there is no plan."""
+    llm_server.add_rule(IS_PLAN, text("Sure! You should make double multiply."))
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    done = run_cli(
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "make double double",
+        "--test",
+        f"{sys.executable} -m unittest",
+        "--plan",
+        "--files",
+        "mathx.py",
+        env=model_env(llm_server),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "SUCCESS: the tests pass" in done.stdout
+    assert "No plan was made: planning failed" in done.stdout
+    assert "Plan (implied by the first edit, not the planner's)" in done.stdout
 
 
 @pytest.mark.aider

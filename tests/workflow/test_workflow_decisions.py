@@ -18,6 +18,7 @@ from aider_lsp.models import (
     EditStarted,
     ErrorReason,
     Finding,
+    PlanFailed,
     PlanMade,
     RequestContext,
     SuiteScope,
@@ -486,6 +487,22 @@ async def test_a_failing_planner_beside_ends_a_red_run_with_its_reason(host: Fak
     result = await goal_alone(host).run(RequestContext())
     assert result.reason is ErrorReason.LLM_ERROR and "planning failed" in result.content
     assert host.calls.count(EDIT) == 1
+
+
+async def test_a_requested_plan_that_fails_is_said_when_the_tests_pass_and_the_plan_is_marked_implied(
+    host: FakeHost,
+) -> None:
+    host.matches = [indexed("calc.py", 0.9)]
+    host.plans.append(model_fails())
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    events: list[WorkflowEvent] = []
+    result = await goal_alone(host, plan_asked=True).run(RequestContext(report_event=events.append))
+    assert result.status is WorkflowStatus.SUCCESS  # the tests are the judge
+    assert result.plan_problem is not None and "planning failed" in result.plan_problem
+    assert "no plan was made beside the first edit: planning failed" in result.content
+    assert [e.reason for e in events if isinstance(e, PlanFailed)] == [result.plan_problem]
+    assert result.plan is not None and result.plan.implied  # not the planner's
 
 
 async def test_an_index_with_no_file_makes_the_plan_first(host: FakeHost) -> None:

@@ -67,6 +67,8 @@ export interface RunRecord {
     undone?: number;
     /** A workflow run's iterations, oldest first (an edit has none). */
     steps: RunStep[];
+    /** What the run could not do and went on without (e.g. no plan was made). */
+    note?: string;
 }
 
 /** One file of a run: its text before the run and after the run's last edit. */
@@ -153,6 +155,7 @@ function runRecord(fields: Fields): RunRecord | undefined {
         spend: text(fields, 'spend'),
         durationS: number(fields, 'duration_s'),
         undone: number(fields, 'undone'),
+        note: text(fields, 'note'),
     });
     const known = { id, created, kind: text(fields, 'kind') ?? 'edit', label: text(fields, 'label') ?? '', files: strings(fields.files) };
     return { ...known, steps: runSteps(fields.steps), ...optional };
@@ -288,6 +291,9 @@ export function runTooltip(run: RunRecord): string {
     ];
     if (run.iterations !== undefined) {
         lines.push(plural(run.iterations, 'iteration'));
+    }
+    if (run.note) {
+        lines.push(run.note);
     }
     lines.push(run.files.length > 0 ? `Changed ${run.files.join(', ')}` : 'Changed no file');
     if (run.spend) {

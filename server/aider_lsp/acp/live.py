@@ -17,6 +17,7 @@ from ..models import (
     AnalysisMade,
     EditFinished,
     EditStarted,
+    PlanFailed,
     PlanMade,
     SuiteScope,
     TestRunFinished,
@@ -58,6 +59,8 @@ class LiveRun:
             self._post(render.thought(_analysis_text(event)))
         elif isinstance(event, PlanMade):
             self._post(render.thought(_plan_text(event)))
+        elif isinstance(event, PlanFailed):
+            self._post(render.thought(f"No plan was made: {event.reason}.\n\n"))
 
     def reply(self, text: str) -> None:
         """Aider's reply of the running edit, as it is written (a message chunk)."""

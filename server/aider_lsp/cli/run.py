@@ -328,9 +328,12 @@ def workflow_of(result: TaskResult) -> WorkflowResult | None:
 
 
 def _print_run(run: WorkflowResult, out: TextIO) -> None:
+    if run.plan_problem is not None:
+        print(f"\nNo plan was made: {run.plan_problem}", file=out)
     if run.plan is not None:
         files = ", ".join(run.plan.files) or "(chosen by Aider)"
-        print(f"\nPlan: {run.plan.instructions}\n  files: {files}", file=out)
+        title = "Plan (implied by the first edit, not the planner's)" if run.plan.implied else "Plan"
+        print(f"\n{title}: {run.plan.instructions}\n  files: {files}", file=out)
     for item in run.iterations:
         _print_iteration(item, out)
     usage = run.usage

@@ -29,6 +29,13 @@ class PlanMade(_Event):
     plan: DevelopmentPlan
 
 
+class PlanFailed(_Event):
+    """The plan beside the first edit was not made (the planner's error) and the tests passed."""
+
+    kind: Literal["plan_failed"] = "plan_failed"
+    reason: str
+
+
 class EditStarted(_Event):
     """An Aider edit is sent: the files given to it as editable."""
 
@@ -97,7 +104,7 @@ class AnalysisMade(_Event):
 
 
 WorkflowEvent = Annotated[
-    PlanMade | EditStarted | EditFinished | TestRunStarted | TestRunFinished | AnalysisMade,
+    PlanMade | PlanFailed | EditStarted | EditFinished | TestRunStarted | TestRunFinished | AnalysisMade,
     Field(discriminator="kind"),
 ]
 # Sink for a run's events, called in the order they happen (synchronously, from the loop).

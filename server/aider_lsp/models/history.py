@@ -130,6 +130,7 @@ class RunRecord(BaseModel):
     duration_s: float | None = None
     undone: float | None = None
     steps: tuple[RunStep, ...] = ()  # a workflow run's iterations, oldest first (edits: none)
+    note: str | None = None  # what the run could not do and went on without (no plan was made)
 
 
 class RunFileDiff(BaseModel):

@@ -19,6 +19,9 @@ class DevelopmentPlan(BaseModel):
     instructions: str = Field(min_length=1)
     files: list[str] = Field(default_factory=list)
     test_command: str | None = None
+    # not the planner's: what the first edit implied (the goal on the index's files), recorded
+    # when no plan was made (none was needed, or the planner failed: WorkflowResult.plan_problem)
+    implied: bool = Field(default=False, exclude_if=lambda implied: not implied)
 
     @field_validator("files")
     @classmethod
@@ -165,3 +168,5 @@ class WorkflowResult(BaseModel):
     usage: WorkflowUsage = Field(default_factory=WorkflowUsage)
     # the run ended with the tests changed by its edits: what went, and what undo can take back
     judge: JudgeProblem | None = Field(default=None, exclude_if=_absent_when_none)
+    # why the plan asked for (or needed) beside the first edit was not made (the tests passed)
+    plan_problem: str | None = Field(default=None, exclude_if=_absent_when_none)

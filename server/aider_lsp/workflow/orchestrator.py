@@ -53,6 +53,7 @@ from ..models import (
     JudgeProblem,
     MatchItem,
     OptionalPathList,
+    PlanFailed,
     PlanMade,
     RequestContext,
     RunChanges,
@@ -197,6 +198,7 @@ class CodingWorkflowOrchestrator:
         self.file_context = file_context
         self.plan_requested = plan
         self.plan: DevelopmentPlan | None = None
+        self.plan_problem: str | None = None  # why the plan beside the first edit was not made
         self.iterations: list[WorkflowIteration] = []
         self.final_aider: AiderEditOutcome | None = None
         self.analysis: CombinedAnalysisResult | None = None
@@ -295,7 +297,9 @@ class CodingWorkflowOrchestrator:
         """The tests pass: SUCCESS (the analysis beside is moot), unless `analyseGreenTests`
         asks the analysis, which may still say RETRY (the goal needs more) or FAILURE."""
         await self._drop_beside()
-        if self._planning is not None:  # the tests pass: the plan is moot (stopped, unrecorded)
+        if self._planning is not None:  # the tests pass: a plan still to come is moot (stopped)
+            if self._planning.done() and not self._planning.cancelled():
+                self._plan_failed(self._planning.result())  # one that failed is said
             await _stop(self._planning)
             self._planning = None
         if not self.app.settings.analyse_green_tests:
@@ -561,11 +565,20 @@ class CodingWorkflowOrchestrator:
         instructions join the message, its files the chat."""
         plan = await self._await_plan(it)
         self._planning = None
-        if plan is None or isinstance(plan, Ending):
+        if plan is None or isinstance(plan, Ending):  # a failed plan ends a red run (its reason)
             return following if plan is None else plan
         following.prompt = f"{following.prompt}\n\n{plan.instructions}"
         following.files = [*following.files, *(p for p in plan.files if p not in following.files)]
         return following
+
+    def _plan_failed(self, plan: DevelopmentPlan | Ending | None) -> None:
+        """A plan beside the first edit that failed while the tests went green: the run ends
+        on the tests, and says so (the result, the CLI, ACP's thoughts) instead of keeping
+        quiet about a planning model that answers no plan (a red run ends on that failure)."""
+        if not isinstance(plan, Ending):
+            return
+        self.plan_problem = plan.message
+        self._event(PlanFailed(reason=plan.message))
 
     async def _edit(self, it: _Iteration) -> AiderEditOutcome | Ending:
         """One Aider edit, a turn of the run's chat, through the host (the executor's checks and
@@ -588,7 +601,9 @@ class CodingWorkflowOrchestrator:
         it.files = _edited_files(list(outcome.files or it.files), outcome)
         if self.plan is None and it.number == 1:  # the plan the index and Aider's reply imply
             command = self._command or None
-            self.plan = DevelopmentPlan(instructions=it.prompt, files=it.files, test_command=command)
+            self.plan = DevelopmentPlan(
+                instructions=it.prompt, files=it.files, test_command=command, implied=True
+            )
         self._record(it)
         error = outcome.error
         if error is not None and not _no_change(outcome):
@@ -871,9 +886,13 @@ class CodingWorkflowOrchestrator:
         )
 
     def _result(self, ending: Ending) -> WorkflowResult:
+        content = ending.message
+        if self.plan_problem is not None:
+            content += f" (no plan was made beside the first edit: {self.plan_problem})"
         return WorkflowResult(
             status=ending.status,
-            content=ending.message,
+            content=content,
+            plan_problem=self.plan_problem,
             reason=ending.reason,
             details=ending.details,
             plan=self.plan,

@@ -79,7 +79,15 @@ class WorkflowRuns:
         finally:
             self._running = False
         changes = orchestrator.changes()
-        self._remember(request, changes, outcome.status.value, outcome.iterations, outcome.usage, started)
+        self._remember(
+            request,
+            changes,
+            outcome.status.value,
+            outcome.iterations,
+            outcome.usage,
+            started,
+            outcome.plan_problem,
+        )
         return workflow_result(outcome, changes)
 
     def _remember(
@@ -90,6 +98,7 @@ class WorkflowRuns:
         iterations: list[WorkflowIteration],
         usage: WorkflowUsage,
         started: float,
+        plan_problem: str | None = None,
     ) -> None:
         """What the history shows of the run (`aider-lsp history`), on its checkpoint; the whole
         goal too (the label keeps its start only), so the run can be run again, and a short step
@@ -103,4 +112,5 @@ class WorkflowRuns:
             steps=[step.model_dump(mode="json") for step in run_steps(iterations)],
             spend=usage.describe(),
             duration_s=round(time.monotonic() - started, 1),
+            note=f"No plan was made: {plan_problem}" if plan_problem else None,
         )
