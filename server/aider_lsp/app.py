@@ -53,7 +53,6 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
-from .redact import redact, secret_values
 from .results import already_undone_result, run_diff_result, undo_result
 from .settings import Settings
 from .shell import CommandExecutor
@@ -264,13 +263,15 @@ class Application:
         chat: bool = False,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        retell: str = "",
     ) -> AiderEditOutcome:
         """One Aider edit, the one door for every caller (the editor's command, a workflow
         run): the checks, redaction, edit lock and checkpoint of `aider:automatic`; no files →
         the index picks them for the prompt. An editor `selection` is folded into the prompt
         and its file leads the files. `chat`: a turn of a kept Aider chat (`session_id` to
         continue one; the outcome names it), so a retry sees its earlier attempts as in Aider's
-        own loop; `readonly` files are shown to Aider, not edited. `on_reply` reads Aider's
+        own loop (a chat the server lost starts again, told `retell` first); `readonly` files
+        are shown to Aider, not edited. `on_reply` reads Aider's
         reply as it is written (the outcome's reply holds it all the same). A problem is a
         FAILED outcome (its `error` says why)."""
         try:
@@ -283,7 +284,9 @@ class Application:
         except ValueError as exc:  # a selection outside the workspace, a bad path
             error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=str(exc))
             return AiderEditOutcome(tool="aider_ai_code", error=error)
-        outcome = await self.aider_tools.edit(args, chat=chat, session_id=session_id, on_reply=on_reply)
+        outcome = await self.aider_tools.edit(
+            args, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell
+        )
         if not chat:  # a workflow's turns are its run's; the run says what the history shows
             usage = outcome.usage
             spend = None if usage is None else f"{usage.total_tokens} tokens"
@@ -345,27 +348,10 @@ class Application:
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
-        """Aider answers about the code and edits nothing (its "ask" format, on the bundled
-        server's `aider_chat`): the files are shown read-only under the rule for what a model
-        sees, the question redacted like any prompt. `session_id` continues an ask chat (the
-        outcome names it); `on_reply` reads the answer as it is written; a problem is an
-        outcome with `error`."""
-        tool = "aider_chat"
-        if not question.strip():
-            error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message="missing question")
-            return AiderEditOutcome(tool=tool, error=error)
-        shown, refused = self.files.model_safe_files(files)
-        if refused:
-            reasons = [refusal.reason for refusal in refused]
-            message = "refused to show Aider these files: " + "; ".join(reasons)
-            error = TaskError(reason=ErrorReason.ACCESS_DENIED, message=message)
-            return AiderEditOutcome(tool=tool, error=error, refused=reasons)
-        secrets = secret_values(extra=[self.settings.api_key])
-        call: dict[str, Any] = {"message": redact(question, secrets), "relative_readonly_files": shown}
-        call["ask"] = True
-        if session_id:
-            call["session_id"] = session_id
-        return await self.aider.edit(tool, call, on_reply=on_reply)
+        """Aider answers about the code and edits nothing (tools/aider.py: the files shown
+        read-only under the rule for what a model sees, the question redacted, a lost chat
+        started again; the outcome names the chat)."""
+        return await self.aider_tools.ask(question, files, session_id=session_id, on_reply=on_reply)
 
     def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
         """The one rule for files a model sees (confined, not secret, not a folder): the kept

@@ -221,6 +221,7 @@ class FakeHost:
         chat: bool = False,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        retell: str = "",
     ) -> AiderEditOutcome:
         self.calls.append(EDIT)
         self.prompts.append(prompt)

@@ -194,6 +194,23 @@ async def test_killed_server_is_restarted_by_the_next_call(
     assert app.aider.starts == 2 and app.aider.server_pid not in (None, pid)
 
 
+async def test_an_ask_chat_the_restarted_server_lost_goes_on_in_a_new_chat(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    """The chat of an editor's Ask session outlives a crash of Aider's server: the next
+    question starts a new chat (named in the outcome) instead of failing "unknown session_id"."""
+    llm_server.add_rule(any_request, text("add() returns the sum."))
+    first = await app.ask("what does add do?", ["pkg/calc.py"])
+    assert first.error is None and first.session_id, first
+    pid = app.aider.server_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    second = await app.ask("and subtract?", ["pkg/calc.py"], session_id=first.session_id)
+    assert second.error is None, second.error
+    assert second.session_id and second.session_id != first.session_id
+    assert "add() returns the sum." in second.reply
+
+
 async def test_unsaved_and_secret_files_are_refused_before_aider_runs(
     app: Application, workspace: Path, llm_server: Any
 ) -> None:

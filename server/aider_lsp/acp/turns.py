@@ -27,7 +27,6 @@ from .permission import Asked, permission_asker, rejection_note
 from .prompt import PromptInput
 from .session import AcpSession
 
-UNKNOWN_CHAT = "unknown session_id"  # the Aider server forgot the chat (it was restarted)
 # a run's ending → ACP's stop reason (anything else ends the turn, the text says how)
 STOP_REASONS: dict[ErrorReason, StopReason] = {
     ErrorReason.MAX_RETRIES_REACHED: "max_turn_requests",
@@ -135,9 +134,6 @@ async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
     files = _session_files(session, request)
     reply = ReplyChunks(session)
     outcome = await session.app.ask(request.text, files, session_id=session.ask_chat, on_reply=reply)
-    if outcome.error is not None and session.ask_chat and UNKNOWN_CHAT in outcome.error.message:
-        session.ask_chat = None
-        outcome = await session.app.ask(request.text, files, on_reply=reply)
     session.ask_chat = outcome.session_id or session.ask_chat
     if outcome.error is not None:
         session.outbox.say(outcome.error.message)
@@ -154,7 +150,9 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
         session.outbox.post(render.edit_pending(call_id, rel, workspace))
     reply = ReplyChunks(session)
     try:
-        outcome = await _edit(session, request.text, files, reply)
+        outcome = await session.app.edit(
+            request.text, files, chat=True, session_id=session.edit_chat, on_reply=reply
+        )
     except asyncio.CancelledError:
         for rel, call_id in calls.items():
             session.outbox.post(render.edit_done(call_id, None, rel, workspace, failed="cancelled"))
@@ -166,15 +164,6 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
             session.files.append(rel)
     _render_edit(session, outcome, calls, streamed=reply.any)
     return "end_turn"
-
-
-async def _edit(session: AcpSession, text: str, files: list[str], reply: ReplyChunks) -> AiderEditOutcome:
-    """One turn of the session's chat; a chat the Aider server forgot starts again."""
-    outcome = await session.app.edit(text, files, chat=True, session_id=session.edit_chat, on_reply=reply)
-    if outcome.error is not None and session.edit_chat and UNKNOWN_CHAT in outcome.error.message:
-        session.edit_chat = None
-        outcome = await session.app.edit(text, files, chat=True, on_reply=reply)
-    return outcome
 
 
 def _render_edit(

@@ -13,6 +13,8 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,11 @@ from ..models import (
 )
 from ..redact import redact, secret_values
 
+log = logging.getLogger(__name__)
+
 MEMORY_FILE_LIMIT = 5
+# the bundled server's words for a chat it no longer has (aider_mcp/engine.py: it restarted)
+LOST_CHAT = "unknown session_id"
 
 AIDER_AUTOMATIC_SPEC = ToolSpec.for_args(
     "aider:automatic",
@@ -262,11 +268,12 @@ class AiderExecutors:
         tool: str,
         call: dict[str, Any],
         on_reply: ReplyCallback | None = None,
+        retell: str | None = None,
     ) -> AiderEditOutcome:
         """The bridge call; when cancelled (the bridge stops the server), a checkpoint of files
         that did not change is dropped so the next undo reaches the previous edit."""
         try:
-            return await self.bridge.edit(tool, call, on_reply=on_reply)
+            return await self._chat_turn(tool, call, on_reply, retell)
         except asyncio.CancelledError:
             if owned:
                 with contextlib.suppress(OSError, AccessDenied):
@@ -274,7 +281,48 @@ class AiderExecutors:
                         self.checkpoints.discard(checkpoint)
             raise
 
+    async def _chat_turn(
+        self, tool: str, call: dict[str, Any], on_reply: ReplyCallback | None, retell: str | None = None
+    ) -> AiderEditOutcome:
+        """One call; with `retell` (not None), a turn of a chat the Aider server no longer has
+        (it restarted: a crash, a cancel) goes once to a new chat, told `retell` first. The
+        outcome names the new chat: callers keep `outcome.session_id`. Without it (the
+        interactive tool: its caller holds the chat id) the loss is the answer."""
+        outcome = await self.bridge.edit(tool, call, on_reply=on_reply)
+        lost = call.get("session_id") and outcome.error and LOST_CHAT in outcome.error.message
+        if retell is None or not lost:
+            return outcome
+        log.info("the Aider chat %s was lost (the server restarted): a new chat", call["session_id"])
+        fresh = {key: value for key, value in call.items() if key != "session_id"}
+        if retell:
+            fresh["message"] = f"{self._for_model(retell)}\n\n{fresh['message']}"
+        return await self.bridge.edit(tool, fresh, on_reply=on_reply)
+
     # -- tools -------------------------------------------------------------------------------
+    async def ask(
+        self,
+        question: str,
+        files: Sequence[str] = (),
+        *,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+    ) -> AiderEditOutcome:
+        """Aider answers about the code and edits nothing (its "ask" format, on the bundled
+        server's `aider_chat`): the files are shown read-only under the rule for what a model
+        sees, the question redacted like any prompt. `session_id` continues an ask chat (a
+        lost one is started again; the outcome names it); a problem is an outcome with `error`."""
+        tool = "aider_chat"
+        if not question.strip():
+            return _stopped(tool, ErrorReason.INPUT_VALIDATION_FAILURE, "missing question")
+        shown, refused = self.files.model_safe_files(files)
+        if refused:
+            return _refused(tool, refused)
+        call: dict[str, Any] = {"message": self._for_model(question), "relative_readonly_files": shown}
+        call["ask"] = True
+        if session_id:
+            call["session_id"] = session_id
+        return await self._chat_turn(tool, call, on_reply, retell="")
+
     async def automatic(self, params: dict[str, Any]) -> TaskResult:
         """One Aider edit: `AiderAutomaticArgs` {prompt, file_context?}."""
         args = parse_args(AiderAutomaticArgs, params)
@@ -289,10 +337,12 @@ class AiderExecutors:
         chat: bool = False,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        retell: str = "",
     ) -> AiderEditOutcome:
         """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
         Aider ran is a FAILED outcome too (its `error` says why). `chat`: the edit is a turn
-        of a kept Aider chat (`session_id` continues one), as a workflow run's retries are.
+        of a kept Aider chat (`session_id` continues one), as a workflow run's retries are; a
+        chat the server lost starts again, told `retell` first (`_chat_turn`).
         `on_reply` reads Aider's reply as it is written."""
         tool = "aider_chat" if chat else "aider_ai_code"
         if not args.prompt.strip():
@@ -322,7 +372,9 @@ class AiderExecutors:
             # (the bundled server judges workspace and secrets; the editor's unsaved files, here)
             call["allow_outside_files"] = True
             call["unsaved_files"] = sorted(self._dirty())
-        outcome, cover, fallback = await self._checkpointed_edit(paths, args.prompt, tool, call, on_reply)
+        outcome, cover, fallback = await self._checkpointed_edit(
+            paths, args.prompt, tool, call, on_reply, retell=retell
+        )
         return finished_edit(outcome, paths, cover, fallback=fallback)
 
     async def _checkpointed_edit(
@@ -332,16 +384,19 @@ class AiderExecutors:
         tool_name: str,
         call: dict[str, Any],
         on_reply: ReplyCallback | None = None,
+        *,
+        retell: str | None = None,
     ) -> tuple[AiderEditOutcome, UndoCover, str | None]:
         """Checkpoint, edit and settle as one, under the edit lock: concurrent edits would
         snapshot the same 'before' and undo would skip the first edit. Returns the outcome,
-        what undo covers, and the fallback taken (a chat turn on a server without chats)."""
+        what undo covers, and the fallback taken (a chat turn on a server without chats).
+        `retell`: a lost chat starts again, told it first (None: the caller's chat id stands)."""
         async with self._edit_lock:
             checkpoint, owned = self._checkpoint(paths, label)
             # a chat holds the run's earlier files too: Aider may write any of them this turn
             held = [*paths, *(rel for rel in checkpoint.files if rel not in paths)]
             before = snapshot_files(self.files.resolve, held)
-            outcome = await self._call(checkpoint, owned, tool_name, call, on_reply)
+            outcome = await self._call(checkpoint, owned, tool_name, call, on_reply, retell)
             fallback = None
             if (
                 tool_name == "aider_chat"

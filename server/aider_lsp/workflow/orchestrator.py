@@ -586,17 +586,18 @@ class CodingWorkflowOrchestrator:
         changed nothing is a failed attempt (retried); any other failure ends the run."""
         self._progress(f"{it.label}: Aider is editing{self._beside_note(it)}", it.percentage)
         self._event(EditStarted(iteration=it.number, files=list(it.files)))
-        reply = self._ctx.report_reply
-        outcome = await self.app.edit(it.prompt, it.files, chat=True, session_id=self._chat, on_reply=reply)
-        if self._chat and outcome.error and "unknown session_id" in outcome.error.message:
-            # Aider's server restarted (it died) and forgot the chat: a new one, told again
-            self._chat = None
-            told = f"{self._instructions}\n\n{it.prompt}"
-            outcome = await self.app.edit(told, it.files, chat=True, on_reply=reply)
+        # a chat Aider's server lost (it restarted) starts again, told the instructions first
+        outcome = await self.app.edit(
+            it.prompt,
+            it.files,
+            chat=True,
+            session_id=self._chat,
+            on_reply=self._ctx.report_reply,
+            retell=self._instructions,
+        )
         self.final_aider = outcome
         self._event(_edit_finished(it, outcome))
-        if self._chat is None:
-            self._chat = outcome.session_id
+        self._chat = outcome.session_id or self._chat
         it.outcome = outcome
         it.files = _edited_files(list(outcome.files or it.files), outcome)
         if self.plan is None and it.number == 1:  # the plan the index and Aider's reply imply
