@@ -175,7 +175,10 @@ def test_a_plan_asked_for_that_fails_is_said_and_the_plan_shown_is_marked_implie
     )
     assert done.returncode == 0, done.stderr
     assert "SUCCESS: the tests pass" in done.stdout
-    assert "No plan was made: planning failed" in done.stdout
+    # the planner failed, or (a slow machine) was still at it when the tests passed: said either way
+    assert "No plan was made: planning failed" in done.stdout or (
+        "No plan was made: the tests passed before it was made" in done.stdout
+    )
     assert "Plan (implied by the first edit, not the planner's)" in done.stdout
 
 

@@ -505,6 +505,17 @@ async def test_a_requested_plan_that_fails_is_said_when_the_tests_pass_and_the_p
     assert result.plan is not None and result.plan.implied  # not the planner's
 
 
+async def test_a_requested_plan_still_running_when_the_tests_pass_is_stopped_and_said(host: FakeHost) -> None:
+    host.matches = [indexed("calc.py", 0.9)]
+    host.hold.add(PLAN)  # the planner is slow: the tests pass first
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host, plan_asked=True).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert result.plan_problem == "the tests passed before it was made"
+    assert result.plan is not None and result.plan.implied
+
+
 async def test_an_index_with_no_file_makes_the_plan_first(host: FakeHost) -> None:
     host.plans.append(plan("fix multiply", ["calc.py"]))
     host.edits.append(writes("calc.py", FIXED))

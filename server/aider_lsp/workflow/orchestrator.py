@@ -300,6 +300,8 @@ class CodingWorkflowOrchestrator:
         if self._planning is not None:  # the tests pass: a plan still to come is moot (stopped)
             if self._planning.done() and not self._planning.cancelled():
                 self._plan_failed(self._planning.result())  # one that failed is said
+            elif self.plan_requested:  # the user asked for it: why there is none is said too
+                self._plan_failed(_failure(ErrorReason.CANCELLED, "the tests passed before it was made"))
             await _stop(self._planning)
             self._planning = None
         if not self.app.settings.analyse_green_tests:
