@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
@@ -56,9 +55,8 @@ from .models import (
 from .results import already_undone_result, run_diff_result, undo_result
 from .settings import Settings
 from .shell import CommandExecutor
-from .suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
-from .suite.findings import parse_test_output
-from .suite.narrow import narrow
+from .suite.choose import ChosenTestCommand, confirm_test_command
+from .suite.runner import TestRunner
 from .tools import aider as aider_executors
 from .tools import system
 from .tools.aider import apply_selection
@@ -111,8 +109,7 @@ class Application:
         self.checkpoints = CheckpointStore(
             self.files, settings.history.max_runs, settings.history.max_megabytes * 1024 * 1024
         )
-        self._last_failing: CommandRun | None = None  # the last test run that failed (re-run after a fix)
-        self._run_seconds: dict[str, float] = {}  # each test command's last run's wall time
+        self.tests = TestRunner(self.workspace, self.shell, self.current_settings)
         self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
         self.aider_tools = aider_executors.AiderExecutors(
             self.aider, self.files, self.checkpoints, unsaved_files
@@ -150,12 +147,10 @@ class Application:
         self.settings = settings
         self.memory.settings_changed()
 
-    # -- the test command ---------------------------------------------------------------------
+    # -- the test command and the test runs (suite/runner.py) -------------------------------
     def test_command_choice(self, requested: str | None = None) -> ChosenTestCommand | None:
-        """The test command a run uses and why (suite/choose.py): the requested one, the
-        `testCommand` setting, the one confirmed for the workspace, or the detected one (which
-        reads the workspace's files: call it off the event loop)."""
-        return choose_test_command(self.workspace, self.settings, requested)
+        """The test command a run uses and why (reads the workspace's files: off the loop)."""
+        return self.tests.choice(requested)
 
     async def pick_test_command(
         self, requested: str | None, ctx: RequestContext
@@ -172,66 +167,17 @@ class Application:
 
     # -- what the editor, the CLI and a workflow run call ------------------------------------
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
-        """Run the test command (the argument, else the `testCommand` setting, the one confirmed
-        for the workspace or the detected one); a failing run carries the failures it printed on
-        file:line (`fallback_files`: where to put those that name no file)."""
-        choice = await asyncio.to_thread(self.test_command_choice, command)
-        if choice is None:
-            return CommandRun(
-                command="",
-                error=TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=no_suite_message()),
-            )
-        command = choice.command
-        started = time.monotonic()
-        try:
-            run = await self.shell.execute(
-                command,
-                timeout=self.settings.timeouts.test,
-                use_shell=self.settings.test_shell,
-                timeout_setting=self.settings.name("timeouts.test"),
-                command_setting=self.settings.name("testCommand"),
-            )
-        except asyncio.CancelledError:  # stopped before its end: it takes at least this long
-            elapsed = time.monotonic() - started
-            self._run_seconds[command] = max(self._run_seconds.get(command, 0.0), elapsed)
-            raise
-        self._remember(run)
-        if not run.ran or run.exit_code == 0:
-            return run
-        findings = parse_test_output(
-            run.stdout,
-            run.stderr,
-            self.workspace,
-            exit_code=-1 if run.timed_out or run.exit_code is None else run.exit_code,
-            fallback_files=list(fallback_files),
-        )
-        return run.model_copy(update={"findings": tuple(findings)})
+        """Run the test command; a failing run carries its failures on file:line."""
+        return await self.tests.run(command, fallback_files)
 
     def suite_seconds(self, command: str) -> float | None:
-        """How long `command` took the last time it ran here (None: not yet); a run stopped
-        before its end counts as the time it had run."""
-        return self._run_seconds.get(command)
-
-    def _remember(self, run: CommandRun) -> None:
-        """Keep the last failing run, for `rerun_failing_tests` (a pass of that same command
-        forgets it), and how long each command took."""
-        if run.ran and not run.timed_out:
-            self._run_seconds[run.command] = run.duration_s
-        if run.ran and not run.passed:
-            self._last_failing = run
-        elif run.passed and self._last_failing is not None and run.command == self._last_failing.command:
-            self._last_failing = None
+        """How long `command` took the last time it ran here (None: not yet)."""
+        return self.tests.seconds(command)
 
     async def rerun_failing_tests(self) -> CommandRun | None:
-        """The tests that failed in the last failing run, alone when its runner can be narrowed
-        (suite/narrow.py), else that whole command; None when no run has failed. What "Fix
-        with Aider" on a test failure runs after the edit, so its diagnostics follow."""
-        last = self._last_failing
-        if last is None:
-            return None
-        output = f"{last.stdout}\n{last.stderr}"
-        narrowed = narrow(last.command, output, shell=self.settings.test_shell)
-        return await self.run_tests(narrowed.command if narrowed else last.command)
+        """The last failing run's failing tests again (what "Fix with Aider" runs after its
+        edit); None when no run has failed."""
+        return await self.tests.rerun_failing()
 
     async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
         """The workspace files most relevant to a query (the index)."""
