@@ -23,7 +23,7 @@ from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .aider.spawn import Spawned
-from .checkpoints import CheckpointStore, file_diff, run_record
+from .checkpoints import CheckpointStore
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
@@ -41,7 +41,6 @@ from .models import (
     ProgressCallback,
     ReplyCallback,
     RequestContext,
-    RunDiff,
     RunRecord,
     Selection,
     TaskError,
@@ -52,7 +51,7 @@ from .models import (
     WorkflowUsage,
     failed_result,
 )
-from .results import already_undone_result, run_diff_result, undo_result
+from .run_history import RunHistory
 from .settings import Settings
 from .shell import CommandExecutor
 from .suite.choose import ChosenTestCommand, confirm_test_command
@@ -117,6 +116,9 @@ class Application:
         self.tools.register(aider_executors.AIDER_AUTOMATIC_SPEC, self.aider_tools.automatic)
         self.tools.register(aider_executors.AIDER_INTERACTIVE_SPEC, self.aider_tools.interactive)
         self.workflows = WorkflowRuns(self, self.pick_test_command)
+        self.run_history = RunHistory(
+            self.checkpoints, unsaved_files, busy=lambda: self.aider_tools.editing or self.workflows.running
+        )
         self._warm_up: asyncio.Task[bool] | None = None
 
     def _register_system_tools(self) -> None:
@@ -311,65 +313,16 @@ class Application:
     def undo(
         self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
     ) -> TaskResult:
-        """Undo a run or edit (`run_id`, from the history; default the last one not undone) as
-        a revert: its own changes are taken back from the files as they are now, so every
-        other change stays (checkpoints.py). Files open with unsaved changes, and files where a
-        later change overlaps the run's, are left alone and named unless `force`; refused while
-        an edit or a run is under way (it would take back files being written). `files` takes
-        back the run's change to those (workspace-relative) files only."""
-        if self.aider_tools.editing or self.workflows.running:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)",
-            )
-        self.checkpoints.drop_interrupted()
-        checkpoint = self.checkpoints.latest() if run_id is None else self.checkpoints.find(run_id)
-        if checkpoint is None and run_id is None:
-            return undo_result(self.checkpoints.revert())
-        if checkpoint is None:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
-            )
-        if checkpoint.undone is not None:
-            return already_undone_result(checkpoint.id, checkpoint.label, checkpoint.undone)
-        if files is not None and (strangers := [path for path in files if path not in checkpoint.edited]):
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"run {checkpoint.id!r} did not change {', '.join(strangers)}; it changed "
-                f"{', '.join(checkpoint.edited) or 'nothing undo can take back'}",
-            )
-        report = self.checkpoints.revert(checkpoint, skip=self.unsaved_files(), force=force, only=files)
-        return undo_result(report)
+        """Undo a run or edit of the history, keeping every other change (run_history.py)."""
+        return self.run_history.undo(run_id, force=force, files=files)
 
     def history(self) -> list[RunRecord]:
-        """The runs and edits undo can take back, newest first (the history's bound applies)."""
-        return [run_record(checkpoint) for checkpoint in reversed(self.checkpoints.saved())]
+        """The runs and edits undo can take back, newest first."""
+        return self.run_history.runs()
 
     def run_diff(self, run_id: str, path: str | None = None) -> TaskResult:
-        """What a run of the history changed (one file, or all): each file's text before the
-        run and after its last edit, for the editor's diff view. Read from the run's own edit
-        records, so it shows the run's change whatever happened to the files since."""
-        checkpoint = self.checkpoints.find(run_id)
-        if checkpoint is None:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
-            )
-        sides = self.checkpoints.net_change(checkpoint)
-        if not sides:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"run {run_id!r} kept no per-file changes (an older aider-lsp recorded it): no diff to show",
-            )
-        if path is not None and path not in sides:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"run {run_id!r} did not change {path!r}; it changed {', '.join(sides)}",
-            )
-        chosen = {path: sides[path]} if path is not None else sides
-        files = tuple(file_diff(rel, before, after) for rel, (before, after) in chosen.items())
-        return run_diff_result(RunDiff(run=run_record(checkpoint), files=files))
+        """What a run of the history changed, each file before and after (run_history.py)."""
+        return self.run_history.diff(run_id, path)
 
     def spent(self) -> WorkflowUsage:
         """Tokens, requests and cost of the LLM calls so far in this session, Aider's own (as
