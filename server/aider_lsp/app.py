@@ -61,11 +61,10 @@ from .tools import system
 from .tools.aider import apply_selection
 from .tools.context import GET_CONTEXT_SPEC, get_context
 from .tools.registry import ToolRegistry
+from .workflow import fix
 from .workflow.runs import WorkflowRuns
 
 log = logging.getLogger(__name__)
-
-CODE_UNDER_TEST = 2  # code files a test failure's fix may edit beside the test (the index's best)
 
 
 class Application:
@@ -245,34 +244,16 @@ class Application:
     async def fix_and_retest(
         self, prompt: str, files: Sequence[str], selection: Selection | None, ctx: RequestContext
     ) -> FixAndRetest:
-        """Fix with Aider on a failing test: the edit (with the code the test exercises, which
-        the index knows), then the tests that failed re-run (`rerun_failing_tests`) and their
-        findings replace the shown ones (none: cleared), so a fixed failure's diagnostic goes
-        and one still failing moves to where it fails now."""
-        outcome = await self.edit(
+        """Fix with Aider on a failing test, then the failing tests again (workflow/fix.py)."""
+        return await fix.fix_and_retest(
             prompt,
-            await self._with_code_under_test(prompt, files),
-            selection=selection,
-            on_reply=ctx.report_reply,
+            files,
+            selection,
+            ctx,
+            edit=self.edit,
+            code_under_test=self.memory.code_under_test,
+            rerun_failing=self.tests.rerun_failing,
         )
-        if outcome.error is not None:
-            return FixAndRetest(edit=outcome)
-        ctx.report_progress("running the tests that failed", None)
-        run = await self.rerun_failing_tests()
-        if run is None or not run.ran:
-            return FixAndRetest(edit=outcome)
-        ctx.report_findings(list(run.findings))
-        return FixAndRetest(edit=outcome, retest=run)
-
-    async def _with_code_under_test(self, prompt: str, files: Sequence[str]) -> list[str]:
-        """A failing test is usually fixed in the code it exercises: the index's best code files
-        for the failure join the test's file."""
-        try:
-            code = await self.memory.code_under_test(prompt, files, CODE_UNDER_TEST)
-        except Exception as exc:  # the index is a help here, never a reason to fail the fix
-            log.warning("no code under test for the fix: %s", exc)
-            return list(files)
-        return [*files, *code]
 
     async def end_chat(self, session_id: str) -> None:
         """Forget a kept Aider chat (the end of a workflow run); a failure only logs. A stopped
