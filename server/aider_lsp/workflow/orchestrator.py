@@ -298,8 +298,9 @@ class CodingWorkflowOrchestrator:
         asks the analysis, which may still say RETRY (the goal needs more) or FAILURE."""
         await self._drop_beside()
         if self._planning is not None:  # the tests pass: a plan still to come is moot (stopped)
-            if self._planning.done() and not self._planning.cancelled():
-                self._plan_failed(self._planning.result())  # one that failed is said
+            planning = self._planning
+            if planning.done() and not planning.cancelled() and planning.exception() is None:
+                self._plan_failed(planning.result())  # one that failed is said
             elif self.plan_requested:  # the user asked for it: why there is none is said too
                 self._plan_failed(_failure(ErrorReason.CANCELLED, "the tests passed before it was made"))
             await _stop(self._planning)
