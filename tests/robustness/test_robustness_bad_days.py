@@ -235,11 +235,32 @@ def test_a_message_nested_too_deeply_to_parse_is_one_log_line(client: RawLspClie
     _answered_within(client, 1.0)
 
 
+def _index_passes(client: RawLspClient, kind: str) -> list[dict[str, Any]]:
+    """The `$/progress` notifications of the index's passes of this `kind` (begin, end)."""
+    indexing = {
+        message["params"]["token"]
+        for message in list(client.messages)
+        if message.get("method") == "$/progress"
+        and message["params"]["value"].get("title", "").startswith("Indexing workspace")
+    }
+    return [
+        message
+        for message in list(client.messages)
+        if message.get("method") == "$/progress"
+        and message["params"]["token"] in indexing
+        and message["params"]["value"].get("kind") == kind
+    ]
+
+
 def test_thousands_of_watched_file_events_become_one_index_pass(client: RawLspClient, project: Path) -> None:
     """A checkout reports every file at once: valid events, too many to follow one by one."""
+    client.wait_for(lambda _: len(_index_passes(client, "end")) >= 1, timeout=60)  # the first pass
     changes = [{"uri": (project / f"gen_{n}.py").as_uri(), "type": 1} for n in range(30_000)]
     client.notify("workspace/didChangeWatchedFiles", {"changes": changes})
     _answered_within(client, 1.0)
+    client.wait_for(lambda _: len(_index_passes(client, "end")) >= 2, timeout=60)
+    time.sleep(1.0)  # nothing more follows: not one update per file
+    assert len(_index_passes(client, "begin")) == 2
 
 
 def test_budget_exceeded_names_the_users_budget_and_the_spend(tmp_path: Path, project: Path) -> None:
