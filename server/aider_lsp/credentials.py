@@ -13,10 +13,13 @@ of the keyring (the `keyring` package's own switch).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 FIELDS = ("model", "aider_model", "base_url", "api_key")
 KEY_STORE = "key_store"  # in the file: "keyring" when the key is in the OS keyring
@@ -112,7 +115,8 @@ def _keyring_get() -> str | None:
     backend = _backend()
     try:
         return backend.get_password(SERVICE, ACCOUNT) if backend is not None else None
-    except Exception:  # a locked or broken keyring reads as no key, never a crash
+    except Exception as exc:  # a locked or broken keyring reads as no key, never a crash
+        log.warning("the OS keyring did not give the stored key: %s", exc)
         return None
 
 
@@ -123,7 +127,8 @@ def _keyring_set(key: str) -> bool:
             return False
         backend.set_password(SERVICE, ACCOUNT, key)
         return True
-    except Exception:  # a refused keyring falls back to the 0600 file
+    except Exception as exc:  # a refused keyring falls back to the 0600 file
+        log.info("the OS keyring refused the key (%s): it goes to the 0600 file", exc)
         return False
 
 

@@ -8,11 +8,12 @@ system prompt, tools, output type and model it asked for (LLMInteractionManager)
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..files import AccessDenied, FileAccessManager
 from ..models import (
@@ -33,6 +34,8 @@ from ..shell import CommandExecutor
 from ..tools.registry import ToolExecutor, ToolRegistry
 from .interaction import LLMInteractionManager, log_debug
 from .model_config import LLMConfigurationError, build_model
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_PROMPT = (
     "You are the planning and analysis assistant of aider-lsp, a tool that edits code in the "
@@ -195,7 +198,8 @@ class BaseHandler:
             for raw in matches:
                 try:
                     item = MatchItem.model_validate(raw)
-                except Exception:
+                except ValidationError as exc:  # the index's own answer: a bug to see, not to hide
+                    log.warning("a context match was skipped (not a MatchItem): %s", exc.errors()[0]["msg"])
                     continue
                 if item.source_path:
                     found.files.append((item.source_path, item.relevance_score))
