@@ -299,7 +299,7 @@ class AiderAgent:
         """Stop every prompt still running and every Application (the client went away): the
         cancelled turns settle (a workflow records its run) while the Applications close, each
         within CLOSE_SECONDS, its children killed past it."""
-        from ..app import close_within, settle
+        from ..closing import close_within, settle
 
         turns = [session.running for session in self.sessions.values() if session.running is not None]
         for turn in turns:

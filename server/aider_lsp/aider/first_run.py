@@ -68,3 +68,12 @@ async def set_up(on_line: Callable[[str], None]) -> None:
         raise SetupFailed(
             f"setting up Aider's environment failed: {cause[-600:]}; retry with `{RETRY_COMMAND}`"
         )
+
+
+async def set_up_or_reason(on_line: Callable[[str], None]) -> str | None:
+    """`set_up` for a front end that words the outcome: None when ready, else why and how to retry."""
+    try:
+        await set_up(on_line)
+    except SetupFailed as exc:
+        return str(exc)
+    return None

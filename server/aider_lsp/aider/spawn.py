@@ -21,7 +21,8 @@ import anyio
 from anyio.abc import Process
 
 from ..child_start import start_whole
-from .launch import LaunchSpec
+from ..settings import Settings
+from .launch import ConfigurationProblem, LaunchSpec, launch_spec
 
 # The environment the mcp SDK's `get_default_environment` gives a server (tests hold them equal).
 INHERITED_ENV_VARS = (
@@ -84,6 +85,17 @@ async def spawn(spec: LaunchSpec) -> Spawned:
     finally:
         stderr_file.close()
     return Spawned(spec, process, Path(stderr_name))
+
+
+async def spawn_early(settings: Settings, workspace: Path) -> Spawned | None:
+    """The server's process started before anything else of a one-shot run (`aider-lsp run`):
+    its start (seconds) overlaps the client's imports and checks (about 0.3 s of importing the
+    Application alone) instead of following them; `Application.warm_up(early)` adopts it.
+    None when it cannot start: the first edit then says why."""
+    try:
+        return await spawn(launch_spec(settings, workspace))
+    except (ConfigurationProblem, OSError):
+        return None
 
 
 async def _kill_started(process: Process) -> None:

@@ -15,10 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..files import FileAccessManager
 from ..memory.explain import describe_why
 from ..memory.indexer import IndexStats
-from ..memory.system import MemorySystem
 from ..models import AssociativeMatchResult, ContextGenerationInput
 from ..settings import SettingsError, load_settings
 
@@ -41,13 +39,12 @@ def run_context(
     try:
         if not query.strip():
             raise _CannotAnswer("the query is empty")
-        memory = _open_memory(workspace, index_path)
-        stats, result = _index_and_ask(memory, query, limit)
+        stats, result, location = asyncio.run(_index_and_ask(workspace, query, limit, index_path))
     except _CannotAnswer as exc:
         print(f"aider-lsp context: {exc}", file=sys.stderr)
         return 2
     if as_json:
-        print(json.dumps(_as_json(query, result, stats, memory.store.location), indent=2))
+        print(json.dumps(_as_json(query, result, stats, location), indent=2))
     else:
         _print_lines(result)
     if result.error:
@@ -55,30 +52,25 @@ def run_context(
     return 0 if result.matches else 1
 
 
-def _open_memory(workspace: Path, index_path: str | None) -> MemorySystem:
-    """The workspace's index with the user's settings (not opened yet)."""
+async def _index_and_ask(
+    workspace: Path, query: str, limit: int, index_path: str | None
+) -> tuple[IndexStats, AssociativeMatchResult, str]:
+    """The workspace's Application (the user's settings, the index in this process): the index
+    brought up to date, the query answered as the editor's would be, and where the index is."""
+    from ..app import Application
+
     try:
-        settings = load_settings()
-        files = FileAccessManager(
-            workspace,
-            max_file_bytes=settings.max_file_bytes,
-            secret_patterns=settings.secret_patterns,
-        )
+        app = Application(workspace, load_settings(), index_in_child=False, index_path=index_path)
     except (SettingsError, OSError) as exc:
         raise _CannotAnswer(str(exc)) from exc
-    return MemorySystem(files, settings, db_path=index_path)
-
-
-def _index_and_ask(memory: MemorySystem, query: str, limit: int) -> tuple[IndexStats, AssociativeMatchResult]:
-    """Bring the index up to date, answer the query, and close the database."""
     try:
-        stats = memory.index_all()
+        stats = await app.index_workspace()
         request = ContextGenerationInput(query=query, max_results=max(1, min(limit, MAX_LIMIT)))
-        return stats, asyncio.run(memory.get_relevant_context_for(request))
+        return stats, await app.find_context(request), app.index_location()
     except (sqlite3.Error, OSError) as exc:
         raise _CannotAnswer(f"the index is unavailable: {exc}") from exc
     finally:
-        memory.close()
+        await app.aclose()
 
 
 def _as_json(query: str, result: AssociativeMatchResult, stats: IndexStats, location: str) -> dict[str, Any]:

@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -161,6 +160,8 @@ async def _checked_run(
     second); a run the checks refuse stops it again. A Ctrl-C before the run has started
     (Aider's spawn, the checks) ends it as cancelled too; once it has, the run's handler takes
     over (a signal is handled at the loop's next turn, by the handler set then)."""
+    from ..aider.spawn import spawn_early
+
     loop = asyncio.get_running_loop()
     this = asyncio.current_task()
     assert this is not None
@@ -168,7 +169,7 @@ async def _checked_run(
         loop.add_signal_handler(signum, this.cancel)
     early: Spawned | None = None
     try:
-        early = await _spawn_aider(settings, workspace) if workspace.is_dir() else None
+        early = await spawn_early(settings, workspace) if workspace.is_dir() else None
         checked = _check(workspace, settings, request_fields)
         if isinstance(checked, int):
             _discard(early)
@@ -196,9 +197,8 @@ def _discard(early: Spawned | None) -> None:
 
 
 def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) -> WorkflowRequest | int:
-    """The request with its test command, or EXIT_USAGE once the problem is printed."""
+    """The request, or EXIT_USAGE once the problem is printed."""
     from ..models import WorkflowRequest
-    from ..suite.choose import choose_test_command, no_suite_message
 
     try:
         request = WorkflowRequest.model_validate(request_fields)
@@ -209,7 +209,14 @@ def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) 
     if problem:
         print(f"aider-lsp run: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    tests = choose_test_command(workspace, settings, request.test_command)
+    return request
+
+
+async def _with_tests(app: Application, request: WorkflowRequest) -> WorkflowRequest | int:
+    """The request with the test command the Application chooses, or EXIT_USAGE once printed."""
+    from ..suite.choose import no_suite_message
+
+    tests = await asyncio.to_thread(app.test_command_choice, request.test_command)
     if tests is None:
         print(f'aider-lsp run: {no_suite_message()} (--test "…")', file=sys.stderr)
         return EXIT_USAGE
@@ -229,7 +236,13 @@ async def _run(
     from ..models import RequestContext
 
     app = Application(workspace, settings, index_in_child=False)
-    starting = asyncio.create_task(_start_aider_then_preload(app, early))
+    checked = await _with_tests(app, request)
+    if isinstance(checked, int):
+        _discard(early)
+        await app.aclose()
+        return checked
+    request = checked
+    starting = asyncio.create_task(app.warm_up(early))
     if debug:
         app.set_debug_mode(True)
     start = app.spent()
@@ -266,37 +279,6 @@ async def _run(
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
-
-
-async def _start_aider_then_preload(app: Application, early: Spawned | None) -> None:
-    """Aider's server first (the first edit waits for it), then the planning/analysis model's
-    libraries (seconds of import, in a thread): they load during the first edit's model call
-    instead of competing with Aider's start, and the analysis finds them loaded. A daemon
-    thread, not the loop's executor: a run that ends before the import does (no analysis was
-    needed) does not wait for it at exit (`asyncio.run` joins the executor's threads)."""
-    await app.start_aider(early)
-    threading.Thread(target=_preload, args=(app,), name="aider-lsp-preload", daemon=True).start()
-
-
-def _preload(app: Application) -> None:
-    """The preload's thread: a failure here is the first LLM call's to report, not a traceback."""
-    try:
-        app.handler.preload()
-    except Exception:
-        logging.getLogger(__name__).debug("preloading the planning model failed", exc_info=True)
-
-
-async def _spawn_aider(settings: Settings, workspace: Path) -> Spawned | None:
-    """Aider's server process, started first: its start (Python, Aider, litellm: seconds)
-    overlaps the client's own (imports, the index) instead of following it. None when it
-    cannot start: the first edit then says why."""
-    from ..aider.launch import ConfigurationProblem, launch_spec
-    from ..aider.spawn import spawn
-
-    try:
-        return await spawn(launch_spec(settings, workspace))
-    except (ConfigurationProblem, OSError):
-        return None
 
 
 def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:

@@ -91,7 +91,7 @@ async def application(ls: AiderLanguageServer, root: Path) -> Application | None
 
 async def close(app: Application) -> None:
     """Close the folder's Application within CLOSE_TIMEOUT (its children killed past it)."""
-    from ..app import close_within
+    from ..closing import close_within
 
     await close_within(app, CLOSE_TIMEOUT)
 
@@ -104,7 +104,7 @@ async def close_all(ls: AiderLanguageServer) -> None:
     """Shutdown: every folder's Aider server and index, while the commands that were still
     running (cancelled by then: lsp/protocol.py) settle, e.g. a workflow records its run.
     Bounded by CLOSE_TIMEOUT either way: the editor is waiting for the answer."""
-    from ..app import settle
+    from ..closing import settle
 
     apps = list(ls.folders.apps.values())
     ls.folders.apps.clear()

@@ -170,6 +170,13 @@ class MemorySystem:
         """Deleted files or folders."""
         return await asyncio.to_thread(self._indexer.remove_paths, list(paths))
 
+    async def files_changed(self, updated: Sequence[str] = (), deleted: Sequence[str] = ()) -> None:
+        """Files saved, created or deleted (the editor's events): the deleted leave, the rest come."""
+        if deleted:
+            await self.remove_paths(list(deleted))
+        if updated:
+            await self.update_paths(list(updated))
+
     async def rename_paths(self, pairs: list[tuple[str, str]]) -> IndexStats:
         """workspace/didRenameFiles: the old names leave, the new ones are indexed."""
         removed = await self.remove_paths([old for old, _ in pairs])

@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..models import CommandRun, ErrorReason, TaskError
+from ..models import CommandRun, ErrorReason, RequestContext, TaskError, TaskResult
 from ..settings import SettingsProvider
 from ..shell import CommandExecutor
-from .choose import ChosenTestCommand, choose_test_command, no_suite_message
+from .choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
 from .findings import parse_test_output
 from .narrow import narrow
 
@@ -37,6 +37,14 @@ class TestRunner:
         """The command a run uses and why (choose.py: the requested one, the setting, the one
         confirmed for the workspace, the detected one; it reads files: call it off the loop)."""
         return choose_test_command(self.workspace, self.settings(), requested)
+
+    async def pick(self, requested: str | None, ctx: RequestContext) -> ChosenTestCommand | TaskResult | None:
+        """The command for a request (`choice`), a detected one confirmed with the user first;
+        a FAILED result when the user chose to change it; None: no suite this server knows."""
+        choice = await asyncio.to_thread(self.choice, requested)
+        if choice is None:
+            return None
+        return await confirm_test_command(self.workspace, choice, ctx, self.settings().name("testCommand"))
 
     async def run(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
         """Run the chosen command; a failing run carries the failures it printed on file:line

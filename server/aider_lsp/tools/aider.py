@@ -330,6 +330,37 @@ class AiderExecutors:
             return args
         return (await self.edit(args)).to_task_result()
 
+    async def edit_for(
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        readonly: Sequence[str] = (),
+        selection: Selection | None = None,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+        retell: str = "",
+    ) -> AiderEditOutcome:
+        """The Application's one door for an edit (the editor's command, a workflow's turn): an
+        editor `selection` folded into the prompt (its file leads the files), then `edit`; an
+        edit that is not a workflow's turn is recorded in the history as the user's own."""
+        try:
+            if selection is not None:
+                prompt, paths = apply_selection(self.files, prompt, list(files) or None, selection)
+                files = paths
+            args = AiderAutomaticArgs(
+                prompt=prompt, file_context=list(files) or None, readonly_files=list(readonly) or None
+            )
+        except ValueError as exc:  # a selection outside the workspace, a bad path
+            return _stopped("aider_ai_code", ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
+        outcome = await self.edit(args, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell)
+        if not chat:  # a workflow's turns are its run's; the run says what the history shows
+            spend = None if outcome.usage is None else f"{outcome.usage.total_tokens} tokens"
+            status = "FAILED" if outcome.error is not None else "COMPLETE"
+            self.checkpoints.annotate(outcome.checkpoint_id, kind="edit", status=status, spend=spend)
+        return outcome
+
     async def edit(
         self,
         args: AiderAutomaticArgs,
@@ -488,6 +519,15 @@ class AiderExecutors:
         for path in paths:
             if isinstance(path, str) and path not in held:
                 held.append(path)
+
+    async def end_chat(self, session_id: str) -> None:
+        """Forget a kept Aider chat (the end of a workflow run); a failure only logs. A stopped
+        server forgot its chats: it is not started again for this."""
+        if not self.bridge.running:
+            return
+        result = await self.turn(AiderInteractiveArgs(session_id=session_id, end_session=True))
+        if not result.ok:
+            log.debug("ending the Aider chat %s: %s", session_id, result.content)
 
     async def list_models(self, substring: str = "") -> TaskResult:
         """Models the Aider server knows (optionally filtered)."""

@@ -1,0 +1,65 @@
+"""Getting a workspace ready for its first request, in the background, the same way in every
+front end (the LSP server after `initialized`, an ACP session, `aider-lsp run`).
+
+Aider's server starts first: the first edit waits for it, and the planning model's libraries
+(seconds of import) would compete with its start on a small machine. Then they load in a daemon
+thread: imported on the event loop by the first LLM call they would stall every other request,
+and a daemon thread (not the loop's executor) does not hold up the exit of a run that ended
+before the import did (`asyncio.run` joins the executor's threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+
+from .aider.bridge import AiderBridge
+from .aider.launch import aider_model_for
+from .aider.spawn import Spawned
+from .settings import SettingsProvider
+
+log = logging.getLogger(__name__)
+
+
+class WarmUp:
+    """Starts Aider ahead of the first edit, then preloads the planning model; stoppable."""
+
+    def __init__(
+        self, aider: AiderBridge, preload_planning: Callable[[], None], settings: SettingsProvider
+    ) -> None:
+        self.aider = aider
+        self.preload_planning = preload_planning
+        self.settings = settings
+        self._task: asyncio.Task[bool] | None = None
+
+    async def run(self, early: Spawned | None = None) -> bool:
+        """Whether Aider runs afterwards; `early`: its process, spawned before the Application
+        was built (`aider-lsp run`). Failures are logged, never raised."""
+        settings = self.settings()
+        configured = aider_model_for(settings) is not None or bool(settings.aider_server.command)
+        self._task = asyncio.current_task()
+        try:
+            running = (configured or early is not None) and await self.aider.warm_up(early)
+        except Exception as exc:
+            log.warning("starting Aider ahead of the first edit failed: %s", exc)
+            running = False
+        finally:
+            self._task = None
+        threading.Thread(target=self._preload, name="aider-lsp-preload", daemon=True).start()
+        return running
+
+    def _preload(self) -> None:
+        """The preload's thread: a failure is the first LLM call's to report, not a traceback."""
+        try:
+            self.preload_planning()
+        except Exception:
+            log.debug("preloading the planning model failed", exc_info=True)
+
+    async def stop(self) -> None:
+        """Stop a start still under way (the Application closes); its outcome is not ours."""
+        task = self._task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.wait([task], timeout=10)
