@@ -403,7 +403,9 @@ export const interactiveNotes = notesReader<InteractiveNotes>(NOTES.interactive)
 export const testCommandNotes = notesReader<TestCommandNotes>(NOTES.testCommand);
 export const restoreReport = notesReader<RestoreReport>(RESTORE_REPORT);
 
+const decodeRunDiff = object(RUN_DIFF);
+
 /** The notes of aider-lsp.history.diff, or undefined when they are not a RunDiff. */
 export function runDiff(result: TaskResult): RunDiff | undefined {
-    return object(RUN_DIFF)(result.notes);
+    return decodeRunDiff(result.notes);
 }
