@@ -16,7 +16,7 @@ export default tseslint.config(
     {
         // src/common/ and the protocol run without VS Code (unit-tested with plain node --test):
         // types from vscode and the language client only, never the modules themselves
-        files: ['src/common/**/*.ts', 'src/protocol.ts'],
+        files: ['src/common/**/*.ts', 'src/protocol.ts', 'src/protocolResults.ts', 'src/wire.ts'],
         rules: {
             '@typescript-eslint/no-restricted-imports': [
                 'error',

@@ -1,10 +1,14 @@
 /**
  * The aider-lsp server's protocol as this extension uses it: command ids, their arguments and
  * the TaskResult every command answers. Nothing typed `any` crosses this boundary: answers are
- * checked with `asTaskResult` before the rest of the extension reads them. The argument types
- * mirror the server's argument models: test/server.test.ts compares them with the server's own
- * JSON schemas (property names, required or not), so they cannot drift apart.
+ * checked with `asTaskResult`, and their notes read with protocolResults.ts's readers, which
+ * check each field against the declared result types (themselves compared with the server's
+ * result models by test/server.test.ts). The argument types mirror the server's argument models:
+ * test/server.test.ts compares them with the server's own JSON schemas (property names,
+ * required or not), so they cannot drift apart.
  */
+
+import { contextNotes, decodeTaskError, decodeTaskResult, type TaskError, type TaskStatus } from './protocolResults';
 
 /** Server command ids (workspace/executeCommand). */
 export const ServerCommand = {
@@ -157,15 +161,10 @@ export function withFolder(arg: object, folder: string | undefined): object {
     return folder === undefined ? arg : { ...arg, [FOLDER_FIELD]: folder };
 }
 
-type TaskStatus = 'COMPLETE' | 'CONTINUATION' | 'FAILED';
-
-interface TaskError {
-    type: string;
-    reason: string;
-    message: string;
-}
-
-/** What every server command answers. `notes` stays `unknown`-valued: read it with the helpers below. */
+/**
+ * What every server command answers, its defaults filled in. `notes` stays `unknown`-valued:
+ * read it with the notes readers of protocolResults.ts, which check each field's type.
+ */
 export interface TaskResult {
     status: TaskStatus;
     content: string;
@@ -173,50 +172,21 @@ export interface TaskResult {
     parsedContent?: unknown;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The answer as a TaskResult, or undefined when it does not have that shape. */
+/** The answer as a TaskResult (server models/envelope.py), or undefined when it does not have that shape. */
 export function asTaskResult(value: unknown): TaskResult | undefined {
-    if (!isRecord(value)) {
+    const wire = decodeTaskResult(value);
+    if (wire === undefined) {
         return undefined;
     }
-    const { status, content, notes } = value;
-    if (status !== 'COMPLETE' && status !== 'CONTINUATION' && status !== 'FAILED') {
-        return undefined;
-    }
-    return {
-        status,
-        content: typeof content === 'string' ? content : '',
-        notes: isRecord(notes) ? notes : {},
-        parsedContent: value.parsedContent,
-    };
+    return { status: wire.status, content: wire.content ?? '', notes: wire.notes ?? {}, parsedContent: wire.parsedContent };
 }
 
 /** `notes.error` of a FAILED result, when present and well-formed. */
 export function taskError(result: TaskResult): TaskError | undefined {
-    const error = result.notes.error;
-    if (!isRecord(error)) {
-        return undefined;
-    }
-    const text = (key: string): string => (typeof error[key] === 'string' ? (error[key]) : '');
-    return { type: text('type'), reason: text('reason'), message: text('message') };
+    return decodeTaskError(result.notes.error);
 }
 
-/** A note that holds a list of strings (file paths), else []. */
-export function stringListNote(result: TaskResult, key: string): string[] {
-    const value = result.notes[key];
-    return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
-}
-
-/** A note that holds a string, else undefined. */
-export function stringNote(result: TaskResult, key: string): string | undefined {
-    const value = result.notes[key];
-    return typeof value === 'string' ? value : undefined;
-}
-
-/** One relevant file of aider-lsp.system.getContext (`notes.matches`). */
+/** One relevant file of aider-lsp.system.getContext. */
 interface ContextMatch {
     path: string;
     score?: number;
@@ -224,22 +194,7 @@ interface ContextMatch {
 
 /** The files of a getContext answer: `notes.matches` with scores when present, else `notes.file_paths`. */
 export function contextMatches(result: TaskResult): ContextMatch[] {
-    const matches = result.notes.matches;
-    if (Array.isArray(matches)) {
-        const found: ContextMatch[] = [];
-        for (const match of matches) {
-            if (!isRecord(match)) {
-                continue;
-            }
-            const path = typeof match.source_path === 'string' ? match.source_path : typeof match.id === 'string' ? match.id : undefined;
-            const score = typeof match.relevance_score === 'number' ? match.relevance_score : undefined;
-            if (path !== undefined) {
-                found.push(score === undefined ? { path } : { path, score });
-            }
-        }
-        if (found.length > 0) {
-            return found;
-        }
-    }
-    return stringListNote(result, 'file_paths').map((path) => ({ path }));
+    const notes = contextNotes(result);
+    const found = (notes.matches ?? []).map((match): ContextMatch => ({ path: match.source_path ?? match.id, score: match.relevance_score }));
+    return found.length > 0 ? found : (notes.file_paths ?? []).map((path) => ({ path }));
 }

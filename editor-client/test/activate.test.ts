@@ -586,13 +586,14 @@ describe('activate', () => {
         const count = fake.sent.length;
         const done = run(ClientCommand.runWorkflow);
         const request = await nextRequest(fake, count + 1);
-        const test = (exit: number, stdout: string, summary: string) => ({ command: 'pytest -q', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '', summary });
+        const test = (exit: number, stdout: string, summary: string) => ({ command: 'pytest -q', scope: 'whole', exit_code: exit, timed_out: false, duration_s: 1, stdout, stderr: '', summary });
         request.answer({
             status: 'COMPLETE',
             content: 'area is right now',
             notes: {
                 workflow: {
                     status: 'SUCCESS',
+                    content: 'area is right now',
                     iterations: [
                         { iteration: 1, prompt: 'p', files: [], test: test(1, '1 failed in 0.1s\n', '1 failed in 0.1s') },
                         { iteration: 2, prompt: 'p', files: [], test: test(0, '..\n========== 2 passed in 0.02s ==========\n', '2 passed in 0.02s') },
@@ -634,7 +635,7 @@ describe('activate', () => {
         const done = run(ClientCommand.findFiles);
         const request = await nextRequest(fake, count + 1);
         assert.deepEqual(request.params.arguments, [{ query: 'parser' }]);
-        request.answer({ status: 'COMPLETE', content: '["p.py"]', notes: { file_paths: ['p.py'], matches: [{ id: 'p.py', source_path: 'p.py', relevance_score: 1 }] } });
+        request.answer({ status: 'COMPLETE', content: '["p.py"]', notes: { file_paths: ['p.py'], matches: [{ id: 'p.py', content: 'def parse(): ...', source_path: 'p.py', relevance_score: 1 }] } });
         await done;
         assert.equal(recorded.shown.length, 0);
     });
@@ -856,7 +857,7 @@ describe('activate', () => {
             const request = await nextRequest(fake, count + 1);
             assert.equal(request.params.command, ServerCommand.workflowRun);
             assert.deepEqual(request.params.arguments, [{ goal: long.goal }]);
-            request.answer({ status: 'COMPLETE', content: 'done', notes: { workflow: { status: 'SUCCESS', iterations: [] } } });
+            request.answer({ status: 'COMPLETE', content: 'done', notes: { workflow: { status: 'SUCCESS', content: 'done', iterations: [] } } });
             await done;
         });
 

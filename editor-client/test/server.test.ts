@@ -2,11 +2,14 @@
  * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
  * with the same argument shapes the extension sends: getContext, a real Aider edit and a real
  * workflow run answered by the scripted LLM server (Show Diff reads both diffs), and cancelled
- * long commands whose test process must be gone. The
- * argument types of src/protocol.ts are compared with the server's own JSON schemas, and the
- * extension's client capabilities get it the "Edit selection with Aider" action.
+ * long commands whose test process must be gone. The argument types of src/protocol.ts and the
+ * result types of src/protocolResults.ts are compared with the server's own JSON schemas, the
+ * hand-built notes with real answers, and the extension's client capabilities get it the "Edit
+ * selection with Aider" action.
  *
- * The server: env AIDER_LSP_SERVER, else ../.venv/bin/aider-lsp (made by scripts/bootstrap).
+ * The server: env AIDER_LSP_SERVER, else ../.venv/bin/aider-lsp (made by scripts/bootstrap). Its
+ * Python (and the schema script's) reads this checkout's server/ first (PYTHONPATH), so a git
+ * worktree sharing another checkout's .venv tests its own server, not the one installed there.
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -35,13 +38,12 @@ import {
 import { fileContext } from '../src/common/arguments';
 import { ClientCommandsFeature } from '../src/common/capabilities';
 import { contentBefore, splitDiff } from '../src/common/diff';
+import { runFileSides, runRecords } from '../src/common/runs';
 import {
     asTaskResult,
     ClientCommand,
     contextMatches,
     ServerCommand,
-    stringListNote,
-    stringNote,
     type CommandArgs,
     type Position,
     type Range,
@@ -49,10 +51,14 @@ import {
     type ServerCommandId,
     type TaskResult,
 } from '../src/protocol';
+import { changeNotes, NOTES, RESULT_MODELS, restoreReport, workflowRunNotes } from '../src/protocolResults';
+import { presences, type Field } from '../src/wire';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
 const serverExe = process.env.AIDER_LSP_SERVER ?? path.join(repoRoot, '.venv', 'bin', 'aider-lsp');
 const python = fs.existsSync(path.join(path.dirname(serverExe), 'python')) ? path.join(path.dirname(serverExe), 'python') : 'python3';
+/** This checkout's server/ before the installed one: what the server and the scripts below import. */
+const serverEnv = { ...process.env, PYTHONPATH: [path.join(repoRoot, 'server'), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) };
 
 const ORIGINAL = 'def add(a, b):\n    return a + b\n';
 const EDITED = 'def add(a, b):\n    return a + b + 0  # edited\n';
@@ -98,10 +104,21 @@ interface JsonSchema {
 /** command id → its argument model's JSON schema and the other names a property is accepted under. */
 type CommandSchemas = Record<string, { schema: JsonSchema; aliases: Record<string, string> }>;
 
-/** The server's own argument schemas (test/command_schemas.py, run with the server's Python). */
-function serverSchemas(): CommandSchemas {
+/** The server's own schemas: its commands' arguments, and its result models by class name. */
+interface ServerSchemas {
+    arguments: CommandSchemas;
+    results: Record<string, JsonSchema | undefined>;
+}
+
+/** The server's own schemas (test/command_schemas.py, run with the server's Python). */
+function serverSchemas(): ServerSchemas {
     const script = path.join(repoRoot, 'editor-client', 'test', 'command_schemas.py');
-    return JSON.parse(execFileSync(python, [script], { encoding: 'utf8' })) as CommandSchemas;
+    return JSON.parse(execFileSync(python, [script], { encoding: 'utf8', env: serverEnv })) as ServerSchemas;
+}
+
+/** The declared notes keys a real answer does not carry (a hand-built notes table against the wire). */
+function missingNotes(table: Record<string, Field<unknown>>, result: TaskResult): string[] {
+    return Object.keys(table).filter((key) => !(key in result.notes));
 }
 
 /** A schema's properties as `name: required|optional`, sorted by name. */
@@ -140,7 +157,7 @@ async function waitFor(what: string, probe: () => boolean, seconds = 60): Promis
 
 /** The scripted LLM server (aider_lsp_testing.llm_server) in its own process. */
 async function startLlmServer(args: string[]): Promise<{ baseUrl: string; process: ChildProcessWithoutNullStreams }> {
-    const child = spawn(python, [path.join(repoRoot, 'editor-client', 'test', 'llm_server_cli.py'), ...args]);
+    const child = spawn(python, [path.join(repoRoot, 'editor-client', 'test', 'llm_server_cli.py'), ...args], { env: serverEnv });
     child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
     const line = await new Promise<string>((resolve, reject) => {
         readline.createInterface({ input: child.stdout }).once('line', resolve);
@@ -159,7 +176,7 @@ class Server {
     ) {}
 
     static async start(workspace: string, initializationOptions: Record<string, unknown>, capabilities: ClientCapabilities): Promise<Server> {
-        const child = spawn(serverExe, ['serve'], { cwd: workspace, env: { ...process.env } });
+        const child = spawn(serverExe, ['serve'], { cwd: workspace, env: serverEnv });
         child.stderr.on('data', () => undefined); // logs; keep the pipe drained
         const connection = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
         const server = new Server(connection, child);
@@ -267,7 +284,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
     });
 
     it('offers exactly the commands protocol.ts declares, whose arguments match the server\'s schemas', () => {
-        const schemas = serverSchemas();
+        const schemas = serverSchemas().arguments;
         const declaredIds = Object.keys(DECLARED).sort();
         assert.deepEqual(Object.values(ServerCommand).sort(), declaredIds);
         assert.deepEqual([...server.commands].sort(), declaredIds, 'the commands the server advertises');
@@ -281,6 +298,15 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.deepEqual(Object.keys(models).sort(), Object.keys(DECLARED_MODELS).sort(), 'the objects inside the arguments');
         for (const [name, shape] of Object.entries(DECLARED_MODELS)) {
             assert.deepEqual(declaredShape(shape), schemaShape(models[name]), `the ${name} object`);
+        }
+    });
+
+    it('answers with the result models protocolResults.ts declares: same names, same properties, same required ones', () => {
+        const { results } = serverSchemas();
+        for (const [name, table] of Object.entries(RESULT_MODELS)) {
+            const schema = results[name];
+            assert.ok(schema, `the server has a result model named ${name} (aider_lsp.models)`);
+            assert.deepEqual(declaredShape(presences(table)), schemaShape(schema), `the ${name} result`);
         }
     });
 
@@ -303,6 +329,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.ok(server.commands.includes(ServerCommand.getContext), 'the server lists its commands (the workflow test relies on it)');
         const result = await server.execute(ServerCommand.getContext, { query: 'parse tokens' });
         assert.equal(result.status, 'COMPLETE', result.content);
+        assert.deepEqual(missingNotes(NOTES.context, result), [], 'getContext\'s notes');
         assert.equal(contextMatches(result)[0]?.path, 'pkg/parser.py');
     });
 
@@ -311,13 +338,20 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const result = await server.execute(ServerCommand.automatic, { prompt: 'mark add as edited', file_context: files });
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
-        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        assert.deepEqual(missingNotes(NOTES.change, result), ['retest'], 'an edit\'s notes: all but the re-run of Fix with Aider');
+        assert.deepEqual(changeNotes(result).changed_files, ['pkg/calc.py']);
         // "Show Diff" rebuilds the file before the edit from the server's diff
-        const section = splitDiff(stringNote(result, 'diff') ?? '').get('pkg/calc.py');
+        const section = splitDiff(changeNotes(result).diff ?? '').get('pkg/calc.py');
         assert.ok(section, 'the diff has a section for the file');
         assert.equal(contentBefore(EDITED, section), ORIGINAL);
+        // the Runs view: the edit is the newest run, and its diff has both sides of the file
+        const [run] = runRecords(await server.execute(ServerCommand.historyList, {}));
+        assert.deepEqual([run?.kind, run?.files, run?.id], ['edit', ['pkg/calc.py'], changeNotes(result).checkpoint_id]);
+        const sides = runFileSides(await server.execute(ServerCommand.historyDiff, { run_id: run?.id ?? '' }));
+        assert.deepEqual(sides, [{ path: 'pkg/calc.py', before: ORIGINAL, after: EDITED, existedBefore: true, existsAfter: true, binary: false }]);
         const undo = await server.execute(ServerCommand.undo, {});
         assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.deepEqual(restoreReport(undo).restored, ['pkg/calc.py']);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
     });
 
@@ -326,8 +360,11 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1 });
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
-        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
-        const diff = stringNote(result, 'diff') ?? '';
+        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'a workflow run\'s notes');
+        const notes = workflowRunNotes(result);
+        assert.deepEqual(notes.changed_files, ['pkg/calc.py']);
+        assert.equal(notes.workflow?.iterations?.length, 1, 'the run\'s history, read as a WorkflowResult');
+        const diff = notes.diff ?? '';
         assert.ok(diff.startsWith('diff --aider-mcp a/pkg/calc.py b/pkg/calc.py\n'), `the run's diff: ${diff}`);
         const sections = splitDiff(diff);
         assert.deepEqual([...sections.keys()], ['pkg/calc.py']);
@@ -373,7 +410,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.ok(result, 'the request is answered, not dropped');
         assert.equal(result.status, 'FAILED');
         assert.equal((result.notes.error as { reason?: string } | undefined)?.reason, 'cancelled');
-        assert.deepEqual(stringListNote(result, 'changed_files'), ['pkg/calc.py']);
+        assert.deepEqual(changeNotes(result).changed_files, ['pkg/calc.py']);
         assert.match(result.content, /pkg\/calc\.py/);
         await waitFor(`test process ${String(pid)} is gone`, () => !processAlive(pid), 30);
         const undo = await server.execute(ServerCommand.undo, {});

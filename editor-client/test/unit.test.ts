@@ -13,6 +13,8 @@ import { ago, analysisTooltip, runDescription, runFileSides, runRecords, runStat
 import { parseServerLine } from '../src/common/serverLog';
 import { initializationOptions, SERVER_SETTING_KEYS, serverEnvironment } from '../src/common/settings';
 import { asTaskResult, ClientCommand, contextMatches, type TaskResult } from '../src/protocol';
+import { RESULT_MODELS } from '../src/protocolResults';
+import { list, num, object, optional, presences, required, str } from '../src/wire';
 
 const range = (a: number, b: number, c: number, d: number) => ({ start: { line: a, character: b }, end: { line: c, character: d } });
 
@@ -144,11 +146,13 @@ describe('progress routing', () => {
 });
 
 describe('workflow messages', () => {
+    // notes.workflow as the server writes it (a WorkflowResult), with these iterations
+    const history = (...iterations: Record<string, unknown>[]) => ({ status: 'SUCCESS', content: 'ok', iterations: iterations.map((iteration, index) => ({ iteration: index + 1, prompt: 'p', files: [], ...iteration })) });
     const failed = (reason: string, notes: Record<string, unknown> = {}) =>
         result('FAILED', '', { error: { type: 'TASK_FAILURE', reason, message: `it ended: ${reason}` }, ...notes });
     it('a run that ended without reaching the goal says after how many iterations and what the tests said', () => {
-        const history = { iterations: [{ iteration: 1, test: { command: 'pytest', exit_code: 1, stdout: 'FAILED t.py::x\n=== 1 failed in 0.1s ===\n', stderr: '', summary: '1 failed in 0.1s' } }] };
-        const message = workflowMessage('Workflow', failed('max_retries_reached', { workflow: history }));
+        const red = history({ test: { command: 'pytest', scope: 'whole', exit_code: 1, stdout: 'FAILED t.py::x\n=== 1 failed in 0.1s ===\n', stderr: '', summary: '1 failed in 0.1s' } });
+        const message = workflowMessage('Workflow', failed('max_retries_reached', { workflow: { ...red, status: 'FAILURE' } }));
         assert.equal(message.text, 'Workflow failed: it ended: max_retries_reached (after 1 iteration; the tests fail (pytest: 1 failed in 0.1s, exit 1)).');
         assert.equal(message.undoable, false);
     });
@@ -156,11 +160,16 @@ describe('workflow messages', () => {
         assert.deepEqual(workflowMessage('Workflow', failed('cancelled')), { severity: 'warning', text: 'Workflow: cancelled.', changedFiles: [], undoable: false });
     });
     it('a goal reached without a test run or changes says so', () => {
-        assert.equal(workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: { iterations: [{}] } })).text, 'Workflow: goal reached in 1 iteration. No file changed.');
+        assert.equal(workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: history({}) })).text, 'Workflow: goal reached in 1 iteration. No file changed.');
+    });
+    it('reads no history from a WorkflowResult of another shape (a required field missing)', () => {
+        const noContent: Record<string, unknown> = history({});
+        delete noContent.content;
+        assert.equal(workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: noContent })).text, 'Workflow: goal reached in 0 iterations. No file changed.');
     });
     it('shows the runner\'s last word as the server read it, and none when it sent none', () => {
         const run = (test: Record<string, unknown>) =>
-            workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: { iterations: [{ iteration: 1, test: { command: 'python -m unittest', exit_code: 0, ...test } }] } })).text;
+            workflowMessage('Workflow', result('COMPLETE', 'ok', { workflow: history({ test: { command: 'python -m unittest', scope: 'whole', exit_code: 0, ...test } }) })).text;
         assert.match(run({ stdout: '', stderr: 'Ran 4 tests\n\nOK\n', summary: 'OK' }), /the tests pass \(python -m unittest: OK\)/);
         assert.match(run({ stdout: 'ignored by the client', stderr: '' }), /the tests pass \(python -m unittest\)/);
     });
@@ -184,9 +193,27 @@ describe('protocol', () => {
         assert.equal(asTaskResult([]), undefined);
     });
     it('reads getContext matches with scores, else file_paths', () => {
-        const withMatches = result('COMPLETE', '[]', { matches: [{ id: 'a.py', source_path: 'a.py', relevance_score: 0.9 }, 'junk'] });
+        const withMatches = result('COMPLETE', '[]', { matches: [{ id: 'a.py', content: 'x = 1', source_path: 'a.py', relevance_score: 0.9 }, { id: 'b.py', source_path: 'b.py' }, 'junk'] });
         assert.deepEqual(contextMatches(withMatches), [{ path: 'a.py', score: 0.9 }]);
         assert.deepEqual(contextMatches(result('COMPLETE', '[]', { file_paths: ['b.py', 3] })), [{ path: 'b.py' }]);
+    });
+});
+
+describe('reading the server\'s JSON (wire.ts)', () => {
+    interface Shape { name: string; size?: number; tags?: string[] }
+    const decode = object<Shape>({ name: required(str), size: optional(num), tags: optional(list(str)) });
+    it('reads an object of the shape, leaving out absent, null and wrongly typed optional fields', () => {
+        assert.deepEqual(decode({ name: 'a', size: 2, tags: ['x', 3, 'y'], extra: true }), { name: 'a', size: 2, tags: ['x', 'y'] });
+        assert.deepEqual(decode({ name: 'a', size: null, tags: 'x' }), { name: 'a' });
+    });
+    it('refuses an object without a required field, or of the wrong type', () => {
+        assert.equal(decode({ size: 2 }), undefined);
+        assert.equal(decode({ name: null }), undefined);
+        assert.equal(decode({ name: 7 }), undefined);
+        assert.equal(decode(['a']), undefined);
+    });
+    it('says which fields are required, as the protocol test compares them with the server\'s schemas', () => {
+        assert.deepEqual(presences(RESULT_MODELS.RunFileDiff), { path: 'required', before: 'optional', after: 'optional', existed_before: 'required', exists_after: 'required', binary: 'optional' });
     });
 });
 
@@ -381,7 +408,7 @@ describe('the run history → the Runs view', () => {
     ];
 
     it('reads a workflow run\'s iterations field by field: the edit, the test run, the analysis', () => {
-        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', files: ['parser.py'], steps }] } });
+        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', label: 'x', files: ['parser.py'], steps }] } });
         assert.deepEqual(run?.steps.map((step) => step.iteration), [1, 2, 3, 4]);
         const [red, timedOut, nothing, cancelled] = run?.steps ?? [];
         assert.ok(red && timedOut && nothing && cancelled);
@@ -393,7 +420,7 @@ describe('the run history → the Runs view', () => {
     });
 
     it('says what each iteration did in a line, and its test run and analysis in full', () => {
-        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', files: [], steps }] } });
+        const [run] = runRecords({ status: 'COMPLETE', content: '', notes: { runs: [{ id: 'r3', created: now / 1000, kind: 'workflow', label: 'x', files: [], steps }] } });
         const [red, timedOut, nothing, cancelled] = run?.steps ?? [];
         assert.ok(red?.test && red.analysis && timedOut?.test && nothing && cancelled);
         assert.equal(stepDescription(red), 'changed parser.py, created lexer.py · tests fail (8 failed) · analysis: RETRY');
@@ -418,6 +445,7 @@ describe('the run history → the Runs view', () => {
             status: 'COMPLETE',
             content: '',
             notes: {
+                run: { id: 'r1', created: now / 1000, kind: 'edit', label: 'x' },
                 files: [
                     { path: 'new.py', before: null, after: 'x = 1\n', existed_before: false, exists_after: true, binary: false },
                     { path: 'logo.png', before: null, after: null, existed_before: true, exists_after: true, binary: true },

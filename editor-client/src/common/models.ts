@@ -3,6 +3,7 @@
  * whether the provider's key is known. Pure, so it is tested without VS Code.
  */
 import type { TaskResult } from '../protocol';
+import { list, str } from '../wire';
 
 /** A model of Aider's list: its litellm name (`anthropic/claude-sonnet-4-5`) and provider. */
 export interface ModelChoice {
@@ -31,8 +32,8 @@ export function providerOf(name: string): string {
 
 /** The models of a listModels answer (`parsedContent`, else one per line of `content`), sorted. */
 export function modelChoices(result: TaskResult): ModelChoice[] {
-    const listed: unknown[] = Array.isArray(result.parsedContent) ? result.parsedContent : result.content.split('\n');
-    const names = [...new Set(listed.filter((item): item is string => typeof item === 'string').map((item) => item.trim()))];
+    const listed = list(str)(result.parsedContent) ?? result.content.split('\n');
+    const names = [...new Set(listed.map((item) => item.trim()))];
     return names.filter((name) => name !== '').sort().map((name) => ({ name, provider: providerOf(name) }));
 }
 

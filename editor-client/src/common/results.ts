@@ -2,7 +2,8 @@
  * What the user is told about a TaskResult: one line, its severity and whether a diff can be
  * shown. Pure, so every wording is tested without VS Code.
  */
-import { stringListNote, stringNote, taskError, type TaskResult } from '../protocol';
+import { taskError, type TaskResult } from '../protocol';
+import { changeNotes, type Retest } from '../protocolResults';
 import { describeTests, iterationCount, workflowSummary } from './workflowSummary';
 
 type Severity = 'info' | 'warning' | 'error';
@@ -33,13 +34,13 @@ function listFiles(files: readonly string[]): string {
 
 /** The message for `title`'s result (e.g. title "Edit with Aider"). */
 export function resultMessage(title: string, result: TaskResult): ResultMessage {
-    const changedFiles = [...new Set([...stringListNote(result, 'changed_files'), ...stringListNote(result, 'created_files')])];
-    const runId = stringNote(result, 'checkpoint_id');
-    return runId === undefined ? messageOf(title, result, changedFiles) : { ...messageOf(title, result, changedFiles), runId };
+    const notes = changeNotes(result);
+    const changedFiles = [...new Set([...(notes.changed_files ?? []), ...(notes.created_files ?? [])])];
+    const message = messageOf(title, result, changedFiles, notes.diff, notes.retest);
+    return notes.checkpoint_id === undefined ? message : { ...message, runId: notes.checkpoint_id };
 }
 
-function messageOf(title: string, result: TaskResult, changedFiles: string[]): ResultMessage {
-    const diff = stringNote(result, 'diff');
+function messageOf(title: string, result: TaskResult, changedFiles: string[], diff: string | undefined, retest: Retest | undefined): ResultMessage {
     if (result.status === 'FAILED') {
         const error = taskError(result);
         const reason = error?.message || firstLines(result.content) || 'no reason given';
@@ -54,7 +55,7 @@ function messageOf(title: string, result: TaskResult, changedFiles: string[]): R
     if (changedFiles.length > 0) {
         return {
             severity: 'info',
-            text: `${title}: changed ${listFiles(changedFiles)}.${retestSentence(result)}`,
+            text: `${title}: changed ${listFiles(changedFiles)}.${retestSentence(retest)}`,
             changedFiles,
             ...(diff ? { diff } : {}),
         };
@@ -64,16 +65,12 @@ function messageOf(title: string, result: TaskResult, changedFiles: string[]): R
 }
 
 /** What the re-run of the failing tests said after "Fix with Aider" on one (`notes.retest`), or ''. */
-function retestSentence(result: TaskResult): string {
-    const retest = result.notes.retest;
-    if (typeof retest !== 'object' || retest === null) {
-        return '';
-    }
-    const exitCode = (retest as { exit_code?: unknown }).exit_code;
+function retestSentence(retest: Retest | undefined): string {
+    const exitCode = retest?.exit_code;
     if (exitCode === 0) {
         return ' The tests that failed pass now.';
     }
-    return typeof exitCode === 'number' ? ` The tests that failed still fail (exit code ${String(exitCode)}).` : '';
+    return exitCode === undefined ? '' : ` The tests that failed still fail (exit code ${String(exitCode)}).`;
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
  * The run history as the Runs view shows it: the records of `aider-lsp.history.list`, the two
  * sides of a file of `aider-lsp.history.diff`, and each run's wording (label, one-line
- * description, tooltip). Pure: the answers are read field by field (nothing typed `any`), and
- * every wording is tested without VS Code.
+ * description, tooltip). Pure: the answers are read with the declared result types
+ * (protocolResults.ts, the server's RunRecord and RunDiff), and every wording is tested without
+ * VS Code.
  */
 import type { TaskResult } from '../protocol';
+import * as wire from '../protocolResults';
 
 /** An iteration's Aider edit (the server's StepEdit): both lists empty, it changed nothing. */
 export interface StepEdit {
@@ -83,110 +85,69 @@ export interface RunFileSides {
     binary: boolean;
 }
 
-type Fields = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Fields {
-    return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-const text = (fields: Fields, key: string): string | undefined => (typeof fields[key] === 'string' ? fields[key] : undefined);
-const number = (fields: Fields, key: string): number | undefined => (typeof fields[key] === 'number' ? fields[key] : undefined);
-
-function strings(value: unknown): string[] {
-    return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
-}
-
 /** The present ones of `optional`, so an absent field stays absent (not `key: undefined`). */
 function present<T extends Record<string, unknown>>(optional: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
     return Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }
 
-function stepEdit(fields: Fields): StepEdit {
-    return { changedFiles: strings(fields.changed_files), createdFiles: strings(fields.created_files), ...present({ error: text(fields, 'error') }) };
+function stepEdit(edit: wire.StepEdit): StepEdit {
+    return { changedFiles: edit.changed_files ?? [], createdFiles: edit.created_files ?? [], ...present({ error: edit.error }) };
 }
 
-function stepTestRun(fields: Fields): StepTestRun {
-    const counted = present({ exitCode: number(fields, 'exit_code'), failed: number(fields, 'failed') });
+function stepTestRun(test: wire.StepTestRun): StepTestRun {
     return {
-        command: text(fields, 'command') ?? '',
-        scope: text(fields, 'scope') ?? 'whole',
-        timedOut: fields.timed_out === true,
-        summary: text(fields, 'summary') ?? '',
-        failing: strings(fields.failing),
-        ...counted,
+        command: test.command,
+        scope: test.scope ?? 'whole',
+        timedOut: test.timed_out === true,
+        summary: test.summary ?? '',
+        failing: test.failing ?? [],
+        ...present({ exitCode: test.exit_code, failed: test.failed }),
     };
 }
 
-function stepAnalysis(fields: Fields): StepAnalysis | undefined {
-    const verdict = text(fields, 'verdict');
-    return verdict === undefined ? undefined : { verdict, message: text(fields, 'message') ?? '', ...present({ overruled: text(fields, 'overruled') }) };
+function stepAnalysis(analysis: wire.StepAnalysis): StepAnalysis {
+    return { verdict: analysis.verdict, message: analysis.message ?? '', ...present({ overruled: analysis.overruled }) };
 }
 
-function runStep(fields: Fields): RunStep | undefined {
-    const iteration = number(fields, 'iteration');
-    if (iteration === undefined) {
-        return undefined;
-    }
-    const { edit, test, analysis } = fields;
+function runStep(step: wire.RunStep): RunStep {
     return {
-        iteration,
+        iteration: step.iteration,
         ...present({
-            edit: isRecord(edit) ? stepEdit(edit) : undefined,
-            test: isRecord(test) ? stepTestRun(test) : undefined,
-            analysis: isRecord(analysis) ? stepAnalysis(analysis) : undefined,
+            edit: step.edit === undefined ? undefined : stepEdit(step.edit),
+            test: step.test === undefined ? undefined : stepTestRun(step.test),
+            analysis: step.analysis === undefined ? undefined : stepAnalysis(step.analysis),
         }),
     };
 }
 
-function runSteps(value: unknown): RunStep[] {
-    return Array.isArray(value) ? value.flatMap((item) => (isRecord(item) ? (runStep(item) ?? []) : [])) : [];
-}
-
-function runRecord(fields: Fields): RunRecord | undefined {
-    const id = text(fields, 'id');
-    const created = number(fields, 'created');
-    if (id === undefined || created === undefined) {
-        return undefined;
-    }
+function runRecord(run: wire.RunRecord): RunRecord {
     const optional = present({
-        goal: text(fields, 'goal'),
-        status: text(fields, 'status'),
-        iterations: number(fields, 'iterations'),
-        spend: text(fields, 'spend'),
-        durationS: number(fields, 'duration_s'),
-        undone: number(fields, 'undone'),
-        note: text(fields, 'note'),
+        goal: run.goal,
+        status: run.status,
+        iterations: run.iterations,
+        spend: run.spend,
+        durationS: run.duration_s,
+        undone: run.undone,
+        note: run.note,
     });
-    const known = { id, created, kind: text(fields, 'kind') ?? 'edit', label: text(fields, 'label') ?? '', files: strings(fields.files) };
-    return { ...known, steps: runSteps(fields.steps), ...optional };
+    const known = { id: run.id, created: run.created, kind: run.kind, label: run.label, files: run.files ?? [] };
+    return { ...known, steps: (run.steps ?? []).map(runStep), ...optional };
 }
 
 /** The runs of a history.list answer (`notes.runs`), newest first as the server sends them. */
 export function runRecords(result: TaskResult): RunRecord[] {
-    const runs = result.notes.runs;
-    return Array.isArray(runs) ? runs.flatMap((item) => (isRecord(item) ? (runRecord(item) ?? []) : [])) : [];
+    return (wire.historyNotes(result).runs ?? []).map(runRecord);
 }
 
 /** The files of a history.diff answer (`notes.files`). */
 export function runFileSides(result: TaskResult): RunFileSides[] {
-    const files = result.notes.files;
-    if (!Array.isArray(files)) {
-        return [];
-    }
-    return files.flatMap((item): RunFileSides[] => {
-        if (!isRecord(item) || text(item, 'path') === undefined) {
-            return [];
-        }
-        const sides: RunFileSides = {
-            path: text(item, 'path') ?? '',
-            existedBefore: item.existed_before === true,
-            existsAfter: item.exists_after === true,
-            binary: item.binary === true,
-        };
-        const before = text(item, 'before');
-        const after = text(item, 'after');
-        return [{ ...sides, ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }) }];
-    });
+    return (wire.runDiff(result)?.files ?? []).map((file) => ({
+        path: file.path,
+        existedBefore: file.existed_before,
+        existsAfter: file.exists_after,
+        binary: file.binary === true,
+        ...present({ before: file.before, after: file.after }),
+    }));
 }
 
 /** The goal to run again: the whole goal when the server kept it, else the label. */

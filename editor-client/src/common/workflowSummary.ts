@@ -1,9 +1,10 @@
 /**
  * What a workflow run's answer says beyond its message: how many iterations it took and what
- * the last test run said, read from `notes.workflow` (the run's history, server models.py
- * WorkflowResult). Pure and defensive: a history of another shape gives an empty summary.
+ * the last test run said, read from `notes.workflow` (the run's history, the server's
+ * WorkflowResult: protocolResults.ts). Pure: a history of another shape gives an empty summary.
  */
 import type { TaskResult } from '../protocol';
+import { workflowRunNotes, type DecidingRun } from '../protocolResults';
 
 /** The last test run of a workflow, as its history records it. */
 interface TestSummary {
@@ -19,34 +20,17 @@ interface WorkflowSummary {
     test: TestSummary | undefined;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function testOf(iteration: Record<string, unknown>): TestSummary | undefined {
-    const test = iteration.test;
-    if (!isRecord(test) || typeof test.command !== 'string') {
-        return undefined;
-    }
+function testOf(test: DecidingRun): TestSummary {
     // the runner's last word, as the server read it (suite/findings.py summary_line)
-    const line = typeof test.summary === 'string' && test.summary ? test.summary : undefined;
-    return {
-        command: test.command,
-        exitCode: typeof test.exit_code === 'number' ? test.exit_code : undefined,
-        timedOut: test.timed_out === true,
-        line,
-    };
+    return { command: test.command, exitCode: test.exit_code, timedOut: test.timed_out === true, line: test.summary || undefined };
 }
 
 /** The iterations and last test run of a `aider-lsp.workflow.run` answer. */
 export function workflowSummary(result: TaskResult): WorkflowSummary {
-    const history = result.notes.workflow;
-    const iterations = isRecord(history) && Array.isArray(history.iterations) ? history.iterations.filter(isRecord) : [];
-    let test: TestSummary | undefined;
-    for (const iteration of iterations) {
-        test = testOf(iteration) ?? test;
-    }
-    return { iterations: iterations.length, test };
+    const iterations = workflowRunNotes(result).workflow?.iterations ?? [];
+    const tested = iterations.flatMap((iteration) => (iteration.test === undefined ? [] : [iteration.test]));
+    const last = tested[tested.length - 1];
+    return { iterations: iterations.length, test: last === undefined ? undefined : testOf(last) };
 }
 
 /** "the tests pass (pytest -q: 3 passed in 0.02s)", "the tests fail (…, exit 1)", or undefined. */

@@ -1,7 +1,8 @@
 /** "Start Interactive Session": an input loop, each turn to the same server-side Aider chat; Esc ends it. */
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
-import { ServerCommand, stringNote } from '../protocol';
+import { ServerCommand } from '../protocol';
+import { interactiveNotes } from '../protocolResults';
 import { tell, type FlowContext } from '../ui/context';
 import { chosenFiles, placeOf, saveDirtyFiles } from '../ui/files';
 
@@ -34,7 +35,7 @@ export async function interactive(ctx: FlowContext, clicked?: unknown, selected?
         if (!result) {
             break;
         }
-        sessionId = stringNote(result, 'session_id') ?? sessionId;
+        sessionId = interactiveNotes(result).session_id ?? sessionId;
         ctx.chat.appendLine(`> ${prompt}`);
         ctx.chat.appendLine(result.content.trim());
         ctx.chat.appendLine('');

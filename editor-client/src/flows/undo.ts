@@ -6,7 +6,8 @@
  */
 import * as vscode from 'vscode';
 import { resultMessage } from '../common/results';
-import { ServerCommand, stringListNote, stringNote, type TaskResult } from '../protocol';
+import { ServerCommand, type TaskResult } from '../protocol';
+import { restoreReport } from '../protocolResults';
 import { tell, type FlowContext } from '../ui/context';
 import { placeOf } from '../ui/files';
 
@@ -14,23 +15,6 @@ const TITLE = 'Undoing the last Aider change';
 const TITLE_RUN = 'Undoing an Aider run';
 const KEEP = 'Keep My Changes';
 const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
-
-/** A file the undo left alone, as the server reports it (`notes.skipped`; server models.py SkipReason). */
-interface Skipped {
-    path: string;
-    kind: string;
-}
-
-function skippedFiles(result: TaskResult): Skipped[] {
-    const skipped = result.notes.skipped;
-    if (!Array.isArray(skipped)) {
-        return [];
-    }
-    return skipped.flatMap((item: unknown) => {
-        const { path, kind } = (typeof item === 'object' && item !== null ? item : {}) as { path?: unknown; kind?: unknown };
-        return typeof path === 'string' ? [{ path, kind: typeof kind === 'string' ? kind : '' }] : [];
-    });
-}
 
 /** The files an "Undo Anyway" would overwrite: the user's later work, saved or not. */
 const USERS_WORK = new Set(['changed_since', 'unsaved']);
@@ -73,8 +57,8 @@ export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
         return;
     }
     const dirty = dirtyDocuments();
-    const kept = skippedFiles(result)
-        .filter((item) => dirty.has(item.path) || USERS_WORK.has(item.kind))
+    const kept = (restoreReport(result).skipped ?? [])
+        .filter((item) => dirty.has(item.path) || USERS_WORK.has(item.kind ?? ''))
         .map((item) => item.path);
     if (result.status !== 'FAILED' || kept.length === 0) {
         return finish(ctx, result);
@@ -101,13 +85,14 @@ export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
 
 /** The question over files changed after the edit: what the undo did, what is kept, what would be lost. */
 function question(result: TaskResult, kept: readonly string[], unsaved: readonly string[]): { message: string; detail: string } {
-    const restored = [...stringListNote(result, 'restored'), ...stringListNote(result, 'deleted')];
+    const report = restoreReport(result);
+    const restored = [...(report.restored ?? []), ...(report.deleted ?? [])];
     const head = restored.length > 0 ? `Aider: restored ${list(restored)}. ` : 'Aider: nothing undone yet. ';
     const one = kept.length === 1;
     const detail = [
         `You changed ${list(kept)} after Aider's edit${unsaved.length > 0 ? ` (${list(unsaved)} not saved yet)` : ''}.`,
         `${KEEP}: ${list(kept)} ${one ? 'stays as it is' : 'stay as they are'} now, with Aider's change and yours.`,
-        `${UNDO_ANYWAY}: ${list(kept)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${describeChange(stringNote(result, 'label'))}; the changes you made after Aider's edit are lost.`,
+        `${UNDO_ANYWAY}: ${list(kept)} ${one ? 'goes back to how it was' : 'go back to how they were'} ${describeChange(report.label)}; the changes you made after Aider's edit are lost.`,
     ].join('\n\n');
     return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
 }
@@ -115,7 +100,7 @@ function question(result: TaskResult, kept: readonly string[], unsaved: readonly
 /** Tells the undo's outcome; once the files are back, the last change's diff is gone (if it was that run's). */
 async function finish(ctx: FlowContext, result: TaskResult): Promise<void> {
     if (result.status === 'COMPLETE') {
-        ctx.lastChange.forget(stringNote(result, 'checkpoint'));
+        ctx.lastChange.forget(restoreReport(result).checkpoint);
     }
     await tell(ctx, resultMessage('Undo', result));
 }

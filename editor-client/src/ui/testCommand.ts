@@ -6,11 +6,12 @@
  */
 import * as vscode from 'vscode';
 import { SECTION } from '../common/settings';
-import { stringNote, type TaskResult } from '../protocol';
+import type { TaskResult } from '../protocol';
+import { testCommandNotes } from '../protocolResults';
 
 /** The command the user typed instead of the detected one (saved for the workspace), or undefined. */
 export async function changedTestCommand(result: TaskResult | undefined, folder?: vscode.Uri): Promise<string | undefined> {
-    const detected = result?.status === 'FAILED' ? stringNote(result, 'detected_test_command') : undefined;
+    const detected = result?.status === 'FAILED' ? testCommandNotes(result).detected_test_command : undefined;
     if (!detected) {
         return undefined;
     }
