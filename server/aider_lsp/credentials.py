@@ -137,5 +137,5 @@ def _keyring_delete() -> None:
     try:
         if backend is not None and backend.get_password(SERVICE, ACCOUNT) is not None:
             backend.delete_password(SERVICE, ACCOUNT)
-    except Exception:  # nothing to remove, or a keyring that refuses: the file rules
-        return
+    except Exception as exc:  # nothing to remove, or a keyring that refuses: the file rules
+        log.debug("the OS keyring entry was not removed: %s", exc)

@@ -38,7 +38,8 @@ def provider_of(litellm: Any, model: str) -> str | None:
     """The provider litellm routes `model` to, or None when it cannot tell."""
     try:
         return str(litellm.get_llm_provider(model)[1])
-    except Exception:  # an unknown model: the real edit will say so
+    except Exception as exc:  # an unknown model: the real edit will say so
+        log.debug("litellm knows no provider for %s: %s", model, exc)
         return None
 
 

@@ -104,7 +104,8 @@ def ask_for_stream_usage(model: Any) -> None:
 
     try:
         supported = litellm.get_supported_openai_params(model=model.name) or []
-    except Exception:
+    except Exception as exc:  # a model litellm does not know: no usage asked for, Aider estimates
+        log.debug("litellm knows no parameters for %s: %s", model.name, exc)
         supported = []
     if "stream_options" in supported:
         model.extra_params = {**(model.extra_params or {}), "stream_options": {"include_usage": True}}

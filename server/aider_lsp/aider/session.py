@@ -202,7 +202,8 @@ class ServerSession:
             with anyio.fail_after(PING_SECONDS):
                 await conn.session.send_ping()
             return conn.alive
-        except Exception:
+        except Exception as exc:  # no answer: the caller starts a new server
+            log.debug("the Aider server did not answer a ping: %s", describe(exc))
             return False
 
     # -- process lifecycle -----------------------------------------------------------------
@@ -246,8 +247,8 @@ class ServerSession:
             except TimeoutError:
                 log.warning("the Aider MCP server %d did not stop in time: killed", stopping.process.pid)
                 _kill_group(stopping.process.pid, signal.SIGKILL)
-            except Exception:  # the owner's own failure: it has ended, its group with it
-                pass
+            except Exception as exc:  # the owner's own failure: it has ended, its group with it
+                log.debug("the Aider server's owner ended with: %s", describe(exc))
             self._stopping = [other for other in self._stopping if other is not stopping]
             with contextlib.suppress(OSError):
                 stopping.stderr_path.unlink()

@@ -96,7 +96,8 @@ def _call_usage(run_usage: Any, messages: Sequence[Any], meter: Meter | None = N
         try:
             price = message.cost()
             cost = (cost or 0.0) + float(price.total_price)
-        except Exception:  # unknown model / local server: no price
+        except Exception as exc:  # unknown model / local server: no price (the cost says None)
+            log.debug("no price for a response of %s: %s", getattr(message, "model_name", "?"), exc)
             continue
     return CallUsage(
         input_tokens=int(getattr(run_usage, "input_tokens", 0) or 0),

@@ -60,8 +60,8 @@ class AiderLanguageServer(LanguageServer):
         log.warning("%s", text)
         try:
             self.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
-        except Exception:  # no transport yet / any more
-            pass
+        except Exception as exc:  # no transport yet / any more: the stderr line above stays
+            log.debug("window/logMessage not sent: %s", exc)
 
     def keep_task(self, task: asyncio.Task[Any]) -> None:
         """Hold a reference to a background task until it ends (asyncio keeps only weak ones)."""
