@@ -41,6 +41,7 @@ from aider_lsp import aider_env
 from aider_lsp.app import Application
 from aider_lsp.models import RequestContext, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
+from aider_lsp_testing.apps import run_workflow_on_wire
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -150,7 +151,7 @@ async def run_once(story: Story, failing_first: bool) -> Measured:
             goal="make the tests pass", test_command=story.command, file_context=[story.file], max_retries=3
         )
         started = time.perf_counter()
-        result = await app.run_workflow(request, RequestContext())
+        result = await run_workflow_on_wire(app, request, RequestContext())
         wall = time.perf_counter() - started
     finally:
         await app.aclose()

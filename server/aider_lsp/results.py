@@ -12,10 +12,10 @@ from typing import Any
 
 from .models import (
     CommandRun,
+    DeclinedTestCommand,
     ErrorReason,
     FixAndRetest,
     RestoreReport,
-    RunChanges,
     RunDiff,
     RunRecord,
     RunStep,
@@ -24,7 +24,7 @@ from .models import (
     TaskError,
     TaskResult,
     TaskStatus,
-    WorkflowResult,
+    WorkflowRun,
     WorkflowStatus,
     complete_result,
     failed_result,
@@ -257,36 +257,36 @@ def _why_kept(item: SkippedFile) -> str:
     return "changed since the edit" if item.reason.startswith("changed since") else item.reason
 
 
-def workflow_cancelled_result(changes: RunChanges) -> TaskResult:
-    """A run cancelled by the user: FAILED (cancelled), naming the files it had already changed
-    (undo restores them); notes as `workflow_result`'s but without the history."""
+def workflow_run_result(run: WorkflowRun) -> TaskResult:
+    """`aider-lsp.workflow.run` (and `aider-lsp run --json`): the run's message; notes
+    {workflow, changed_files, created_files, diff, checkpoint_id}; parsedContent the run's
+    history (`notes.workflow`). A run that never started is FAILED with its reason only; a
+    cancelled one names the files it had changed (undo restores them), without a history."""
+    if run.declined_test_command is not None:
+        return declined_test_command_result(run.declined_test_command)
+    if run.outcome is None and run.refused is not None:
+        return failed_result(run.refused.reason, run.refused.message)
     notes: dict[str, Any] = {
-        "changed_files": list(changes.changed_files),
-        "created_files": list(changes.created_files),
-        "diff": changes.diff,
-        "checkpoint_id": changes.checkpoint_id,
+        "changed_files": list(run.changes.changed_files),
+        "created_files": list(run.changes.created_files),
+        "diff": run.changes.diff,
+        "checkpoint_id": run.changes.checkpoint_id,
     }
-    touched = [*changes.changed_files, *changes.created_files]
-    message = "the workflow was cancelled by the user"
-    if touched:
-        message += f"; it had changed {', '.join(touched)} (undo restores them)"
-    return failed_result(ErrorReason.CANCELLED, message, notes=notes)
-
-
-def workflow_result(outcome: WorkflowResult, changes: RunChanges) -> TaskResult:
-    """`aider-lsp.workflow.run`: the outcome's message; notes {workflow, changed_files,
-    created_files, diff, checkpoint_id}; parsedContent the run's history (`notes.workflow`)."""
+    outcome = run.outcome
+    if outcome is None:
+        return failed_result(ErrorReason.CANCELLED, run.message, notes=notes)
     history = outcome.model_dump(mode="json")
-    notes: dict[str, Any] = {
-        "workflow": history,
-        "changed_files": list(changes.changed_files),
-        "created_files": list(changes.created_files),
-        "diff": changes.diff,
-        "checkpoint_id": changes.checkpoint_id,
-    }
+    notes = {"workflow": history, **notes}
     if outcome.status is WorkflowStatus.SUCCESS:
         return complete_result(outcome.content, notes=notes, parsed=history)
     error = TaskError(reason=outcome.reason or ErrorReason.UNEXPECTED_ERROR, message=outcome.content)
     return TaskResult(
         status=TaskStatus.FAILED, content=outcome.content, notes=notes, parsedContent=history, error=error
     )
+
+
+def declined_test_command_result(declined: DeclinedTestCommand) -> TaskResult:
+    """The user chose to change the detected test command: FAILED naming the setting; notes
+    {detected_test_command, detected_by}, with which a client pre-fills an input."""
+    notes = {"detected_test_command": declined.command, "detected_by": declined.detected_by}
+    return failed_result(ErrorReason.CONFIGURATION_ERROR, declined.message, notes=notes)

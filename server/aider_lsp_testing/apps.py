@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from aider_lsp.app import Application
+from aider_lsp.models import RequestContext, TaskResult, WorkflowRequest
+from aider_lsp.results import workflow_run_result
 from aider_lsp.settings import load_settings
 
 
@@ -53,3 +55,9 @@ def scripted_environment(base_url: str, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+async def run_workflow_on_wire(app: Application, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
+    """A workflow run as the LSP answers it (results.py: `aider-lsp.workflow.run`), for the
+    tests that check what an editor reads of it."""
+    return workflow_run_result(await app.run_workflow(request, ctx))

@@ -15,7 +15,7 @@ from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
 from aider_lsp.results import history_result
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow.orchestrator import progress_phase
-from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -82,8 +82,8 @@ async def test_failing_iteration_then_retry_reaches_success(
 ) -> None:
     script_two_iterations(llm_server)
     seen = Recorder()
-    result = await app.run_workflow(
-        WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), seen.context
+    result = await run_workflow_on_wire(
+        app, WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), seen.context
     )
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (calc_project / "calc.py").read_text() == FIXED
@@ -164,8 +164,8 @@ async def test_the_history_keeps_each_iterations_edit_tests_and_analysis(
 ) -> None:
     """What the Runs view shows under the run, after a reload: the history.list answer."""
     script_two_iterations(llm_server)
-    result = await app.run_workflow(
-        WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
+    result = await run_workflow_on_wire(
+        app, WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
     )
     assert result.status is TaskStatus.COMPLETE, result.content
     listed = history_result(app.history()).to_wire()
@@ -193,8 +193,8 @@ async def test_undo_after_success_restores_and_removes_created_files(
     llm_server.add_rule(IS_PLAN, json_output({**PLAN, "instructions": "Fix both"}))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED, "helpers.py": "TWO = 2\n"}))
-    result = await app.run_workflow(
-        WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
+    result = await run_workflow_on_wire(
+        app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
     )
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (calc_project / "helpers.py").exists()
@@ -217,8 +217,8 @@ async def test_max_retries_reached_is_a_failure(
     )
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED.replace("a + b", "a + b + 0")}))
     seen = Recorder()
-    result = await app.run_workflow(
-        WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, max_retries=2), seen.context
+    result = await run_workflow_on_wire(
+        app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, max_retries=2), seen.context
     )
     assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "max_retries_reached"
@@ -239,8 +239,8 @@ async def test_llm_error_fails_the_run_and_undo_restores_the_first_edit(
     the edit made meanwhile is undone by one undo."""
     llm_server.add_rule(IS_PLAN, fault(500, {"error": {"message": "the model is on fire"}}))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
-    result = await app.run_workflow(
-        WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
+    result = await run_workflow_on_wire(
+        app, WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
     )
     assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "llm_error"
@@ -256,11 +256,14 @@ async def test_a_second_run_is_refused_while_one_runs(
 ) -> None:
     llm_server.add_rule(IS_AIDER, slow(30, aider_whole({"calc.py": FIXED})))
     first = asyncio.create_task(
-        app.run_workflow(WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext())
+        run_workflow_on_wire(
+            app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
+        )
     )
     assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 30)
     second = await asyncio.wait_for(
-        app.run_workflow(WorkflowRequest(goal="again", test_command=TEST_COMMAND), RequestContext()), 1
+        run_workflow_on_wire(app, WorkflowRequest(goal="again", test_command=TEST_COMMAND), RequestContext()),
+        1,
     )
     assert second.status is TaskStatus.FAILED
     assert "already running" in second.content
@@ -285,8 +288,8 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
     llm_server.add_rule(IS_AIDER, edit)
     seen = Recorder()
     try:
-        result = await app.run_workflow(
-            WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), seen.context
+        result = await run_workflow_on_wire(
+            app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), seen.context
         )
     finally:
         await app.aclose()
@@ -326,8 +329,8 @@ async def test_the_planners_usage_alone_stops_the_run_too(calc_project: Path, ll
     free = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}  # Aider spends nothing
     llm_server.add_rule(IS_AIDER, replace(aider_whole({"calc.py": HALF_FIXED}), usage=free))
     try:
-        result = await app.run_workflow(
-            WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), RequestContext()
+        result = await run_workflow_on_wire(
+            app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), RequestContext()
         )
     finally:
         await app.aclose()
@@ -369,14 +372,14 @@ async def test_without_a_test_command_the_detected_one_is_asked_once_and_used(
 
     seen = Recorder()
     seen.context.ask = use_it
-    result = await app.run_workflow(WorkflowRequest(goal="make the tests pass"), seen.context)
+    result = await run_workflow_on_wire(app, WorkflowRequest(goal="make the tests pass"), seen.context)
     assert result.status is TaskStatus.COMPLETE, result.content
     assert len(questions) == 1 and f"`{TEST_COMMAND}`" in questions[0]
     commands = {item["test"]["command"] for item in result.notes["workflow"]["iterations"]}
     assert commands == {TEST_COMMAND}
     (calc_project / "calc.py").write_text(BUGGY)
     script_two_iterations(llm_server)
-    again = await app.run_workflow(WorkflowRequest(goal="make the tests pass"), seen.context)
+    again = await run_workflow_on_wire(app, WorkflowRequest(goal="make the tests pass"), seen.context)
     assert again.status is TaskStatus.COMPLETE, again.content
     assert len(questions) == 1  # remembered for the workspace: not asked again
 
@@ -403,8 +406,8 @@ async def test_undo_of_a_run_keeps_a_change_another_program_made_during_its_edit
     app = scripted_app(calc_project, llm_server.base_url, edit_format="diff")
     try:
         running = asyncio.ensure_future(
-            app.run_workflow(
-                WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
+            run_workflow_on_wire(
+                app, WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND), RequestContext()
             )
         )
         assert await asyncio.to_thread(lambda: llm_server.wait_for_requests(2, 60))  # Aider, the plan beside

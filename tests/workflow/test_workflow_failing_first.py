@@ -13,7 +13,7 @@ import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
-from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole
 
@@ -52,7 +52,7 @@ async def run_workflow(app: Application) -> Any:
     request = WorkflowRequest(
         goal="make the tests pass", test_command=COMMAND, file_context=["calc.py"], max_retries=3
     )
-    return await app.run_workflow(request, RequestContext())
+    return await run_workflow_on_wire(app, request, RequestContext())
 
 
 def suite_runs(result: Any) -> list[list[tuple[str, list[str], int | None]]]:
@@ -127,7 +127,7 @@ async def test_a_narrowed_run_that_names_no_failing_test_lets_the_whole_suite_de
         file_context=["calc.py", "test_calc.py"],
         max_retries=2,
     )
-    result = await app.run_workflow(request, RequestContext())
+    result = await run_workflow_on_wire(app, request, RequestContext())
     assert result.status is TaskStatus.COMPLETE, result.content
     runs = suite_runs(result)[1]
     assert [(scope, code) for scope, _, code in runs] == [("failing", 4), ("whole", 0)]

@@ -18,7 +18,7 @@ from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
 from aider_lsp_testing import FAKE_AIDER_MCP
-from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
     FIXED,
@@ -55,7 +55,7 @@ def calls(llm_server: Any) -> list[str]:
 
 async def run(app: Application, **fields: Any) -> Any:
     request = WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND, **fields)
-    return await app.run_workflow(request, RequestContext())
+    return await run_workflow_on_wire(app, request, RequestContext())
 
 
 async def test_success_is_refused_over_a_red_test_at_the_last_iteration(
@@ -230,7 +230,7 @@ async def test_a_server_without_usage_or_chats_shows_aider_not_reported(
         file_context=["calc.py"],
     )
     try:
-        result = await app.run_workflow(request, context)
+        result = await run_workflow_on_wire(app, request, context)
     finally:
         await app.aclose()
     assert result.status is TaskStatus.COMPLETE, result.content

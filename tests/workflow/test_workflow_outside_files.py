@@ -15,7 +15,7 @@ import pytest
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
-from aider_lsp_testing.apps import scripted_options
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_options
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
 
 pytestmark = pytest.mark.aider
@@ -57,7 +57,7 @@ async def run_on_units(app: Application, max_retries: int = 3) -> Any:
         file_context=["units.py"],
         max_retries=max_retries,
     )
-    return await app.run_workflow(request, RequestContext())
+    return await run_workflow_on_wire(app, request, RequestContext())
 
 
 async def test_an_edit_outside_the_chat_reaches_green_and_undo_takes_it_back(
@@ -119,7 +119,7 @@ async def test_a_goal_alone_reaches_green_when_the_fix_is_in_a_file_the_index_di
     app = app_on(root, llm_server)
     try:
         request = WorkflowRequest(goal="Make the circle area test pass", test_command=COMMAND, max_retries=3)
-        result = await app.run_workflow(request, RequestContext())
+        result = await run_workflow_on_wire(app, request, RequestContext())
     finally:
         await app.aclose()
     first_edit = next(request for request in llm_server.chat_requests() if IS_AIDER(request))

@@ -14,6 +14,7 @@ import pytest
 
 from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp_testing.apps import run_workflow_on_wire
 from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -60,7 +61,7 @@ async def test_a_chat_the_restarted_server_forgot_is_started_again_with_the_inst
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
 
     request = WorkflowRequest(goal="make the tests pass", test_command=command, max_retries=3)
-    result = await app.run_workflow(request, RequestContext())
+    result = await run_workflow_on_wire(app, request, RequestContext())
 
     assert marker.exists(), "the test command never ran"
     assert result.status is TaskStatus.COMPLETE, result.content

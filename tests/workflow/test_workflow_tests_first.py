@@ -36,7 +36,7 @@ from aider_lsp.models import (
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow import orchestrator
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
-from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
     FIXED,
     HALF_FIXED,
@@ -237,7 +237,7 @@ async def test_the_two_bug_story_is_fixed_by_one_edit_that_saw_both_failures(
     llm_server.add_rule(sees_both, aider_whole({"calc.py": FIXED}))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     request = WorkflowRequest(goal="Make the tests in test_calc.py pass.", test_command=TEST_COMMAND)
-    result = await app.run_workflow(request, RequestContext())
+    result = await run_workflow_on_wire(app, request, RequestContext())
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (app.workspace / "calc.py").read_text() == FIXED
     iterations = result.notes["workflow"]["iterations"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.cli.run import print_report, workflow_of
-from aider_lsp.models import RequestContext, Verdict, WorkflowResult
-from aider_lsp.results import workflow_result
+from aider_lsp.cli.run import print_report
+from aider_lsp.models import RequestContext, Verdict, WorkflowResult, WorkflowRun
+from aider_lsp.results import workflow_run_result
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, no_change, red_run, rest_run, writes
 
@@ -37,7 +37,7 @@ async def _three_iterations(tmp_path: Path) -> tuple[CodingWorkflowOrchestrator,
 
 async def test_the_iterations_keep_their_wire_keys(tmp_path: Path) -> None:
     run, outcome = await _three_iterations(tmp_path)
-    wire = workflow_result(outcome, run.changes()).to_wire()
+    wire = workflow_run_result(WorkflowRun(outcome=outcome, changes=run.changes())).to_wire()
     iterations = wire["notes"]["workflow"]["iterations"]
     assert list(iterations[0]) == [
         "iteration",
@@ -87,10 +87,8 @@ async def test_the_iterations_keep_their_wire_keys(tmp_path: Path) -> None:
 
 async def test_the_terminal_report_reads_the_typed_run(tmp_path: Path) -> None:
     run, outcome = await _three_iterations(tmp_path)
-    result = workflow_result(outcome, run.changes())
-    assert workflow_of(result) == outcome
     out = io.StringIO()
-    print_report(result, tmp_path, out)
+    print_report(WorkflowRun(outcome=outcome, changes=run.changes()), tmp_path, out)
     text = out.getvalue()
     assert text.startswith("\nSUCCESS: the tests pass")
     assert "  Aider: changed nothing: Aider made no change to the files" in text

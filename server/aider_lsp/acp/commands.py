@@ -22,7 +22,7 @@ from acp.schema import (
 
 from acp import resource_link_block, update_agent_message
 
-from ..models import ContextGenerationInput, RequestContext, TaskResult
+from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
 from . import render
 from .permission import Asked, permission_asker, rejection_note
 from .session import AcpSession
@@ -87,8 +87,8 @@ async def _test(session: AcpSession, argument: str) -> None:
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
     choice = await session.app.pick_test_command(None, RequestContext(ask=ask))
     note = rejection_note(asked)
-    if note is not None or isinstance(choice, TaskResult) or choice is None:
-        why = note or (choice.content if isinstance(choice, TaskResult) else "No test command.")
+    if note is not None or isinstance(choice, DeclinedTestCommand) or choice is None:
+        why = note or (choice.message if isinstance(choice, DeclinedTestCommand) else "No test command.")
         session.outbox.post(render.message(why))
         return
     call_id = session.next_call_id("test")

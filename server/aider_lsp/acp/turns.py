@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
 
 from acp.schema import StopReason
 
-from ..models import AiderEditOutcome, ErrorReason, RequestContext, TaskResult, WorkflowRequest
+from ..models import AiderEditOutcome, ErrorReason, RequestContext, WorkflowRequest, WorkflowRun
 from . import render
 from .buffers import rejected_buffers
 from .commands import parse_command, run_command
@@ -204,8 +203,8 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
             phases.append(phase)
             session.outbox.post(render.plan(phases, finished=False))
 
-    def on_cancelled(result: TaskResult) -> None:
-        session.outbox.say(result.content)
+    def on_cancelled(run: WorkflowRun) -> None:
+        session.outbox.say(run.message)
 
     asked = Asked()
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
@@ -241,35 +240,41 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         return "end_turn"
     if phases:
         session.outbox.post(render.plan(phases, finished=True))
-    live.close_open(result.content)  # a run that ended mid-step (it says why)
+    live.close_open(result.message)  # a run that ended mid-step (it says why)
     session.outbox.say(_outcome(result))
-    session.last_diff = str(result.notes.get("diff") or "") or session.last_diff
-    reason = result.error.reason if result.error is not None else None
+    session.last_diff = result.changes.diff or session.last_diff
+    return _stop_reason(result)
+
+
+def _stop_reason(run: WorkflowRun) -> StopReason:
+    """The turn's stopReason: how the run ended (its reason), end_turn when it reached the goal."""
+    if run.ok:
+        return "end_turn"
+    reason = run.outcome.reason if run.outcome is not None else (run.refused.reason if run.refused else None)
     return STOP_REASONS.get(reason, "end_turn") if reason is not None else "end_turn"
 
 
-def _outcome(result: TaskResult) -> str:
-    """How the run ended, said once: the result's own words (they name the tests' state when
-    the run ended on it), then only what they leave out: the last test run's state when they
-    do not mention the tests, or the undo of the tests the judge refused (the edits and test
-    runs were shown as they happened: the reply repeats none of them)."""
-    said = _sentence(result.content)
-    history: dict[str, Any] = result.notes.get("workflow") or {}
-    tested = [it for it in history.get("iterations") or [] if it.get("test")]
-    judge = history.get("judge") or (tested[-1].get("judge") if tested else None)
-    if judge:
-        files = " ".join(judge.get("test_files") or [])
+def _outcome(run: WorkflowRun) -> str:
+    """How the run ended, said once: the run's own words (they name the tests' state when it
+    ended on it), then only what they leave out: the last test run's state when they do not
+    mention the tests, or the undo of the tests the judge refused (the edits and test runs were
+    shown as they happened: the reply repeats none of them)."""
+    said = _sentence(run.message)
+    outcome = run.outcome
+    tested = [it for it in outcome.iterations if it.test is not None] if outcome else []
+    judge = (outcome.judge if outcome else None) or (tested[-1].judge if tested else None)
+    if judge is not None:
+        files = " ".join(judge.test_files)
         offer = f"`/undo {files}` takes back only the run's changes to the tests." if files else ""
         return f"{said}\n\n{offer}" if offer else said
-    if "test" in said.lower():
+    if "test" in said.lower() or outcome is None:
         return said
-    if not tested:
+    test = tested[-1].test if tested else None
+    if test is None:
         return f"{said}\n\nNo test ran."
-    test = tested[-1]["test"]
-    if test.get("exit_code") == 0:
-        return f"{said}\n\nThe tests pass (`{test.get('command')}`)."
-    code = test.get("exit_code")
-    return f"{said}\n\nThe tests still fail (`{test.get('command')}`, exit code {code})."
+    if test.exit_code == 0:
+        return f"{said}\n\nThe tests pass (`{test.command}`)."
+    return f"{said}\n\nThe tests still fail (`{test.command}`, exit code {test.exit_code})."
 
 
 def _sentence(text: str) -> str:

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from ..app import Application
     from ..models import (
         Finding,
-        TaskResult,
         WorkflowIteration,
         WorkflowRequest,
         WorkflowResult,
+        WorkflowRun,
         WorkflowUsage,
     )
 
@@ -275,38 +275,31 @@ async def _run(
         await app.aclose()
     display.clear()
     if as_json:
-        print(json.dumps(result.to_wire(), indent=2))
+        from ..results import workflow_run_result
+
+        print(json.dumps(workflow_run_result(result).to_wire(), indent=2))
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
 
 
-def print_report(result: TaskResult, workspace: Path, out: TextIO) -> None:
+def print_report(result: WorkflowRun, workspace: Path, out: TextIO) -> None:
     """The run for a human: outcome, plan, each iteration, the diff, how to undo."""
-    run = workflow_of(result)
-    status = run.status.value if run else result.status.value
-    reason = f" ({run.reason.value})" if run and run.reason else ""
-    print(f"\n{status}{reason}: {result.content}", file=out)
+    run = result.outcome
+    status = run.status.value if run else "FAILED"
+    reason = run.reason if run else (result.refused.reason if result.refused else None)
+    said = f" ({reason.value})" if reason else ""
+    print(f"\n{status}{said}: {result.message}", file=out)
     if run is not None:
         _print_run(run, out)
-    diff = result.notes.get("diff")
-    if diff:
-        print(f"\nThe run's changes:\n{diff}", file=out)
-    if result.notes.get("checkpoint_id"):
+    if result.changes.diff:
+        print(f"\nThe run's changes:\n{result.changes.diff}", file=out)
+    if result.changes.checkpoint_id:
         print(f"Undo them with: aider-lsp undo --workspace {workspace}", file=out)
         if run is not None and run.judge is not None and run.judge.test_files:
             tests = " ".join(run.judge.test_files)
             command = f"aider-lsp undo --workspace {workspace} --files {tests}"
             print(f"Take back only its changes to the tests: {command}", file=out)
-
-
-def workflow_of(result: TaskResult) -> WorkflowResult | None:
-    """The typed run a workflow answer carries (`notes.workflow`), None when it ended before
-    running (refused, cancelled)."""
-    from ..models import WorkflowResult
-
-    history = result.notes.get("workflow")
-    return WorkflowResult.model_validate(history) if history else None
 
 
 def _print_run(run: WorkflowResult, out: TextIO) -> None:

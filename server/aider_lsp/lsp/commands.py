@@ -17,6 +17,7 @@ from ..app import Application
 from ..models import (
     AiderAutomaticArgs,
     AiderInteractiveArgs,
+    DeclinedTestCommand,
     GetContextArgs,
     ReadFilesArgs,
     RequestContext,
@@ -25,7 +26,13 @@ from ..models import (
     WorkflowRequest,
     complete_result,
 )
-from ..results import fix_result, history_result, run_tests_result
+from ..results import (
+    declined_test_command_result,
+    fix_result,
+    history_result,
+    run_tests_result,
+    workflow_run_result,
+)
 from .command_ids import CommandId
 
 
@@ -137,8 +144,8 @@ async def _list_tools(app: Application, params: NoParams, ctx: RequestContext) -
 async def _run_tests(app: Application, params: RunTestsParams, ctx: RequestContext) -> TaskResult:
     """The given command, else the configured, confirmed or detected one (asked once)."""
     choice = await app.pick_test_command(params.command, ctx)
-    if isinstance(choice, TaskResult):
-        return choice
+    if isinstance(choice, DeclinedTestCommand):
+        return declined_test_command_result(choice)
     ctx.report_progress(f"running {choice.command if choice else 'tests'}", None)
     return run_tests_result(await app.run_tests(choice.command if choice else None))
 
@@ -184,7 +191,7 @@ async def _aider_list_models(app: Application, params: ListModelsParams, ctx: Re
 
 async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: RequestContext) -> TaskResult:
     """The plan → edit → test → analyse loop; findings reach the editor through `ctx`."""
-    return await app.run_workflow(params, ctx)
+    return workflow_run_result(await app.run_workflow(params, ctx))
 
 
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not b
     from pathlib import Path
 
     from ..app import Application
-    from ..models import ProgressCallback, RequestContext, TaskResult
+    from ..models import ProgressCallback, RequestContext, WorkflowRun
     from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class AiderLanguageServer(LanguageServer):
         self,
         app: Application,
         report: ProgressCallback | None = None,
-        answer_cancelled: Callable[[TaskResult], None] | None = None,
+        answer_cancelled: Callable[[WorkflowRun], None] | None = None,
     ) -> RequestContext:
         """What a request needs to know of the editor: open documents, where progress goes,
         and (`answer_cancelled`) where a cancelled command's own answer goes."""

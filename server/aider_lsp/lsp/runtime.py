@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ..app import Application
-from ..models import ErrorReason, TaskResult, failed_result
+from ..models import ErrorReason, TaskResult, WorkflowRun, failed_result
+from ..results import workflow_run_result
 from . import cancellation, routing, workspace
 from .commands import COMMANDS, CommandParams, CommandSpec
 from .language_server import AiderLanguageServer
@@ -62,7 +63,7 @@ async def run_command(
     app: Application,
     spec: CommandSpec,
     params: CommandParams,
-    answer_cancelled: Callable[[TaskResult], None] | None = None,
+    answer_cancelled: Callable[[WorkflowRun], None] | None = None,
 ) -> TaskResult:
     """The command's run with progress when it is long; cancelled by the client either way.
     `answer_cancelled` receives what the command did before a cancel, when it says."""
@@ -108,7 +109,7 @@ async def _execute(
     if task is not None:
         cancellation.cancel_task_with_request(ls.protocol, task)
         ls.running_commands.add(task)
-    said: list[TaskResult] = []  # what the command did before a cancel, when it says
+    said: list[WorkflowRun] = []  # what a workflow run did before a cancel
     try:
         result = await run_command(ls, app, spec, params, said.append)
     except asyncio.CancelledError:
@@ -116,7 +117,9 @@ async def _execute(
             raise  # pygls has already answered the request as cancelled
         # cancelled from the progress UI: answer the request with what happened
         result = (
-            said[-1] if said else failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
+            workflow_run_result(said[-1])
+            if said
+            else failed_result(ErrorReason.CANCELLED, f"{spec.title}: cancelled by the user")
         )
     except Exception as exc:  # never a traceback to the user, never a dead server
         log.exception("command %s failed", spec.id)

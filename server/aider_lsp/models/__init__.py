@@ -62,6 +62,7 @@ from .events import (
     WorkflowEvent,
 )
 from .history import (
+    DeclinedTestCommand,
     RestoreReport,
     RunChanges,
     RunDiff,
@@ -73,6 +74,7 @@ from .history import (
     StepAnalysis,
     StepEdit,
     StepTestRun,
+    WorkflowRun,
 )
 from .runs import (
     CombinedAnalysisResult,
@@ -104,6 +106,7 @@ __all__ = [
     "ContextGenerationInput",
     "DataContext",
     "DecidingRun",
+    "DeclinedTestCommand",
     "DevelopmentPlan",
     "EditFinished",
     "EditStarted",
@@ -157,6 +160,7 @@ __all__ = [
     "WorkflowIteration",
     "WorkflowRequest",
     "WorkflowResult",
+    "WorkflowRun",
     "WorkflowStatus",
     "WorkflowUsage",
     "complete_result",

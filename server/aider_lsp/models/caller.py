@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from .commands import Finding
-from .envelope import TaskResult
 from .events import EventCallback, WorkflowEvent
+from .history import WorkflowRun
 
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
@@ -45,7 +45,7 @@ def _no_events(event: WorkflowEvent) -> None:
     """Default event sink: nobody shows a run's steps one by one."""
 
 
-def _no_cancelled_answer(result: TaskResult) -> None:
+def _no_cancelled_answer(run: WorkflowRun) -> None:
     """Default: a cancelled request is answered by its caller's generic "cancelled"."""
 
 
@@ -59,7 +59,7 @@ class RequestContext:
     window/showMessageRequest). Unsaved buffers are not here: the Application asks its
     `unsaved_files` provider at each edit.
     `report_event` receives a workflow run's steps as they happen (models/events.py).
-    `answer_cancelled` takes what a command did before it was cancelled (a run's changed files,
+    `answer_cancelled` takes what a workflow run did before it was cancelled (its changed files,
     for the user to undo): the answer the caller sends when it still answers a cancelled request.
     `report_reply` shows Aider's reply as it is written (None: this caller shows it at the end)."""
 
@@ -67,7 +67,7 @@ class RequestContext:
     report_findings: FindingsCallback = _no_findings
     clear_findings: Callable[[], int] = _nothing_to_clear
     open_files: list[str] = field(default_factory=list)
-    answer_cancelled: Callable[[TaskResult], None] = _no_cancelled_answer
+    answer_cancelled: Callable[[WorkflowRun], None] = _no_cancelled_answer
     ask: AskCallback | None = None
     report_reply: ReplyCallback | None = None
     report_event: EventCallback = _no_events

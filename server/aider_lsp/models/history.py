@@ -8,7 +8,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from .runs import SuiteScope, Verdict
+from .envelope import TaskError
+from .runs import SuiteScope, Verdict, WorkflowResult, WorkflowStatus
 
 
 class SkipReason(StrEnum):
@@ -155,3 +156,41 @@ class RunDiff(BaseModel):
 
     run: RunRecord
     files: tuple[RunFileDiff, ...] = ()
+
+
+class DeclinedTestCommand(BaseModel):
+    """The detected test command the user chose to change instead of running (a client may
+    pre-fill an input with it); `message` names the setting to set."""
+
+    command: str
+    detected_by: str | None = None
+    message: str
+
+
+class WorkflowRun(BaseModel):
+    """What `Application.run_workflow` gives every front end, typed to the end: the run's
+    outcome and what it left changed, or why it never started. Each front end words it in one
+    module (results.py: the LSP's and the CLI's TaskResult; acp/turns.py: the ACP reply)."""
+
+    outcome: WorkflowResult | None = None  # None: it never started (`refused` says why)
+    changes: RunChanges = RunChanges()
+    refused: TaskError | None = None  # already running, the test command not confirmed, …
+    cancelled: bool = False  # the user stopped it; `changes` holds what it had changed by then
+    # the user chose to change the detected test command: it, and the rule that found it
+    declined_test_command: DeclinedTestCommand | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The goal was reached: the tests passed in the run's last iteration."""
+        return self.outcome is not None and self.outcome.status is WorkflowStatus.SUCCESS
+
+    @property
+    def message(self) -> str:
+        """The run's own words: how it ended, or why it never started."""
+        if self.outcome is not None:
+            return self.outcome.content
+        if self.refused is not None:
+            return self.refused.message
+        touched = [*self.changes.changed_files, *self.changes.created_files]
+        said = f"; it had changed {', '.join(touched)} (undo restores them)" if touched else ""
+        return f"the workflow was cancelled by the user{said}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..models import ErrorReason, RequestContext, TaskResult, failed_result
+from ..models import DeclinedTestCommand, RequestContext
 from ..settings import SECTION, Settings, env_var_for
 from ..state import user_state_dir
 from .detect import detect_test_command
@@ -126,7 +126,7 @@ def remembered_path(root: Path) -> Path:
 
 async def confirm_test_command(
     root: Path, choice: ChosenTestCommand, ctx: RequestContext, setting: str = "aiderLsp.testCommand"
-) -> ChosenTestCommand | TaskResult:
+) -> ChosenTestCommand | DeclinedTestCommand:
     """A detected command is shown once to the user to accept (then remembered for the
     workspace) or change (then the request stops, naming the setting); any other choice is
     the user's own and is used as is. `setting` is the test command's name as the user sets it.
@@ -143,12 +143,12 @@ async def confirm_test_command(
     )
     if answer == USE_TEST_COMMAND:
         return remember_test_command(root, choice.command, choice.rule)
-    if answer == CHANGE_TEST_COMMAND:  # notes.detected_test_command: a client may pre-fill an input
-        return failed_result(
-            ErrorReason.CONFIGURATION_ERROR,
-            f"set {setting} (or pass a test command to the run) to the command "
+    if answer == CHANGE_TEST_COMMAND:
+        return DeclinedTestCommand(
+            command=choice.command,
+            detected_by=choice.rule,
+            message=f"set {setting} (or pass a test command to the run) to the command "
             f"that tests this workspace; the one detected was `{choice.command}`",
-            notes={"detected_test_command": choice.command, "detected_by": choice.rule},
         )
     log.info("no answer about the test command: using %s this time", choice.describe())
     return choice

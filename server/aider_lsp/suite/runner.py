@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..models import CommandRun, ErrorReason, RequestContext, TaskError, TaskResult
+from ..models import CommandRun, DeclinedTestCommand, ErrorReason, RequestContext, TaskError
 from ..settings import SettingsProvider
 from ..shell import CommandExecutor
 from .choose import ChosenTestCommand, choose_test_command, confirm_test_command, no_suite_message
@@ -38,9 +38,11 @@ class TestRunner:
         confirmed for the workspace, the detected one; it reads files: call it off the loop)."""
         return choose_test_command(self.workspace, self.settings(), requested)
 
-    async def pick(self, requested: str | None, ctx: RequestContext) -> ChosenTestCommand | TaskResult | None:
-        """The command for a request (`choice`), a detected one confirmed with the user first;
-        a FAILED result when the user chose to change it; None: no suite this server knows."""
+    async def pick(
+        self, requested: str | None, ctx: RequestContext
+    ) -> ChosenTestCommand | DeclinedTestCommand | None:
+        """The command for a request (`choice`), a detected one confirmed with the user first
+        (declined: the user chose to change it); None: no suite this server knows."""
         choice = await asyncio.to_thread(self.choice, requested)
         if choice is None:
             return None

@@ -15,22 +15,24 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ..models import (
+    DeclinedTestCommand,
     ErrorReason,
     RequestContext,
     RunChanges,
-    TaskResult,
+    TaskError,
     WorkflowIteration,
     WorkflowRequest,
+    WorkflowRun,
     WorkflowUsage,
-    failed_result,
 )
-from ..results import workflow_cancelled_result, workflow_result
 from ..suite.choose import ChosenTestCommand
 from .host import WorkflowHost
 from .orchestrator import CodingWorkflowOrchestrator
 from .steps import run_steps
 
-PickTestCommand = Callable[[str | None, RequestContext], Awaitable[ChosenTestCommand | TaskResult | None]]
+PickTestCommand = Callable[
+    [str | None, RequestContext], Awaitable[ChosenTestCommand | DeclinedTestCommand | None]
+]
 
 
 class WorkflowRuns:
@@ -45,17 +47,17 @@ class WorkflowRuns:
     def running(self) -> bool:
         return self._running
 
-    async def run(self, request: WorkflowRequest, ctx: RequestContext) -> TaskResult:
-        """COMPLETE when the goal is reached, FAILED with the reason otherwise."""
+    async def run(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
+        """The run's outcome (SUCCESS when the goal is reached) and what it changed, or why it
+        never started; a cancel tells `ctx.answer_cancelled` what it had changed, then propagates."""
         if self._running:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE, "a workflow is already running in this workspace"
-            )
+            return WorkflowRun(refused=_refusal("a workflow is already running in this workspace"))
         self._running = True
         try:
             choice = await self.pick_test_command(request.test_command, ctx)
-            if isinstance(choice, TaskResult):
-                return choice
+            if isinstance(choice, DeclinedTestCommand):
+                refused = TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=choice.message)
+                return WorkflowRun(refused=refused, declined_test_command=choice)
             retries = request.max_retries
             orchestrator = CodingWorkflowOrchestrator(
                 self.host,
@@ -74,7 +76,7 @@ class WorkflowRuns:
                 self._remember(
                     request, changes, "CANCELLED", orchestrator.iterations, orchestrator.usage(), started
                 )
-                ctx.answer_cancelled(workflow_cancelled_result(changes))
+                ctx.answer_cancelled(WorkflowRun(changes=changes, cancelled=True))
                 raise
         finally:
             self._running = False
@@ -88,7 +90,7 @@ class WorkflowRuns:
             started,
             outcome.plan_problem,
         )
-        return workflow_result(outcome, changes)
+        return WorkflowRun(outcome=outcome, changes=changes)
 
     def _remember(
         self,
@@ -114,3 +116,7 @@ class WorkflowRuns:
             duration_s=round(time.monotonic() - started, 1),
             note=f"No plan was made: {plan_problem}" if plan_problem else None,
         )
+
+
+def _refusal(message: str) -> TaskError:
+    return TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=message)
