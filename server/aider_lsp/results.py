@@ -30,6 +30,7 @@ from .models import (
     failed_result,
 )
 from .suite.findings import summary_line
+from .suite.outcome import test_outcome
 
 
 def command_notes(run: CommandRun) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def run_tests_result(run: CommandRun) -> TaskResult:
     result = command_result(run)
     content = result.content
     if run.exit_code is not None and run.exit_code != 0:
-        content = _joined([f"tests failed (exit code {run.exit_code})", run.stdout, run.stderr])
+        content = _joined([test_outcome(run.exit_code), run.stdout, run.stderr])
     if run.ended_processes:
         content = _joined([content, ended_line(run)])
     return result.model_copy(update={"content": content})
@@ -210,13 +211,7 @@ def _test_words(step: RunStep) -> str:
     test = step.test
     if test is None:
         return "no test run"
-    if test.timed_out:
-        return "tests timed out"
-    if test.exit_code == 0:
-        return f"tests pass ({test.summary})" if test.summary else "tests pass"
-    if test.failed:
-        return f"tests fail ({test.failed} failed)"
-    return f"tests fail (exit code {test.exit_code})"
+    return test_outcome(test.exit_code, timed_out=test.timed_out, summary=test.summary, failed=test.failed)
 
 
 def _skipped_advice(skipped: tuple[SkippedFile, ...]) -> list[str]:

@@ -33,7 +33,7 @@ def test_a_failing_test_run_shows_its_output_in_content() -> None:
     run = CommandRun(command="pytest", exit_code=1, stdout="F\n", stderr="boom\n", duration_s=0.5)
     result = run_tests_result(run)
     assert result.status is TaskStatus.COMPLETE  # failing tests are not a tool failure
-    assert result.content == "tests failed (exit code 1)\nF\nboom"
+    assert result.content == "the tests fail (exit code 1)\nF\nboom"
     assert result.notes == {
         "command": "pytest",
         "exit_code": 1,

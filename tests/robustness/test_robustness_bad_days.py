@@ -81,7 +81,7 @@ def test_a_test_output_line_too_long_for_a_path_is_read_not_fatal(
     result = run_tests(client, script, project)
     assert result["status"] == "COMPLETE", result  # the tests ran (and failed): not a server error
     assert result["notes"]["exit_code"] == 1, result["notes"]
-    assert result["content"].startswith("tests failed (exit code 1)"), result["content"][:200]
+    assert result["content"].startswith("the tests fail (exit code 1)"), result["content"][:200]
 
 
 def test_a_daemonised_grandchild_does_not_keep_the_run_past_its_timeout(

@@ -76,7 +76,7 @@ async def test_a_daemon_left_by_a_finished_test_command_is_ended_and_named(
     assert not _in_process_table(daemon)
     assert _names(run, daemon) and len(run.ended_processes) == 1, run.ended_processes
     shown = run_tests_result(run)
-    assert shown.content.startswith("tests failed (exit code 3)")
+    assert shown.content.startswith("the tests fail (exit code 3)")
     assert shown.content.splitlines()[-1].startswith(f"ended with the run: 1 process: {daemon} ")
     assert shown.notes["ended_processes"] == list(run.ended_processes)
     assert command_result(run).content == run.stdout  # system:execute_shell_command: stdout as is

@@ -182,8 +182,8 @@ async def test_the_history_keeps_each_iterations_edit_tests_and_analysis(
     assert green["test"]["summary"] == "OK" and green["analysis"] is None  # green: no analysis ran
     # `aider-lsp history`: one line per iteration under the run
     assert listed["content"].splitlines()[1:] == [
-        "    iteration 1: changed calc.py · tests fail (1 failed) · RETRY: multiply still fails",
-        "    iteration 2: changed calc.py · tests pass (OK)",
+        "    iteration 1: changed calc.py · the tests fail (1 failed) · RETRY: multiply still fails",
+        "    iteration 2: changed calc.py · the tests pass (OK)",
     ]
 
 

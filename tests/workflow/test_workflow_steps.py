@@ -51,7 +51,7 @@ def test_a_long_failing_run_keeps_its_count_the_first_ids_and_the_start_of_the_a
     assert step.analysis is not None
     assert step.analysis.message == "The parser drops the last token.\nSee lexer.next.\nThen rerun.…"
     assert step_line(step) == (
-        "    iteration 1: changed parse.py, created lexer.py · tests fail (8 failed)"
+        "    iteration 1: changed parse.py, created lexer.py · the tests fail (8 failed)"
         " · RETRY: The parser drops the last token."
     )
 
@@ -60,11 +60,11 @@ def test_a_runner_it_cannot_read_says_its_exit_code_not_a_made_up_count() -> Non
     test = DecidingRun(command="make check", scope=SuiteScope.WHOLE, exit_code=2, stdout="x" * 5000)
     (step,) = run_steps([iteration(test=test)])
     assert step.test is not None and (step.test.failed, step.test.failing) == (None, ())
-    assert step_line(step) == "    iteration 1: changed parse.py, created lexer.py · tests fail (exit code 2)"
+    assert step_line(step) == "    iteration 1: changed parse.py, created lexer.py · the tests fail (exit code 2)"
     timed_out = DecidingRun(command="pytest", scope=SuiteScope.WHOLE, timed_out=True, summary="y" * 1000)
     (step,) = run_steps([iteration(test=timed_out)])
     assert step.test is not None and step.test.failed is None and len(step.test.summary) == MAX_CHARS
-    assert step_line(step).endswith("· tests timed out")
+    assert step_line(step).endswith("· the tests timed out")
 
 
 def test_an_edit_that_changed_nothing_says_so_and_why() -> None:
