@@ -94,9 +94,7 @@ async def _test(session: AcpSession, argument: str) -> None:
     call_id = session.next_call_id("test")
     session.outbox.post(render.test_run_started(call_id, choice.command))
     run = await session.app.run_tests(choice.command)
-    shown = run.model_dump(mode="json")
-    findings = [finding.model_dump(mode="json") for finding in run.findings]
-    session.outbox.post(render.test_run_done(call_id, shown, session.app.workspace, findings))
+    session.outbox.post(render.test_run_closed(call_id, run, session.app.workspace))
     said = "The tests pass." if run.passed else f"The tests fail (exit code {run.exit_code})."
     session.outbox.post(render.message(run.error.message if run.error is not None else said))
 
