@@ -23,10 +23,11 @@ from .checkpoints import CheckpointStore
 from .files import FileAccessManager
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
-from .memory import MemorySystem, template_reranker
+from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
     Budget,
     FixAndRetest,
+    ProgressCallback,
     RequestContext,
     Selection,
     TaskResult,
@@ -139,7 +140,6 @@ class Application:
         self.resolve_path = self.files.resolve
         self.relative_path = self.files.relative
         self.model_safe_files = self.files.model_safe_files
-        self.index_workspace = self.memory.start_indexing
         self.files_changed = self.memory.files_changed
         self.files_renamed = self.memory.rename_paths
 
@@ -169,6 +169,10 @@ class Application:
     def unsaved(self) -> Collection[str]:
         """The files the editor holds with unsaved changes, now (an edit refuses them)."""
         return self.unsaved_files()
+
+    async def index_workspace(self, progress: ProgressCallback | None = None) -> IndexStats:
+        """Index the workspace (one pass at a time; a call during a pass joins it)."""
+        return await self.memory.start_indexing(progress)
 
     def index_location(self) -> str:
         """Where the workspace's index is kept (the CLI's `context --json` says it)."""

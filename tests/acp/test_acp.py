@@ -18,14 +18,10 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
-    AllowedOutcome,
     ClientCapabilities,
     EnvVariable,
-    FileEditToolCallContent,
     FileSystemCapabilities,
     McpServerStdio,
-    ReadTextFileResponse,
-    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
 )
@@ -47,6 +43,7 @@ from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.settings import load_settings
 from aider_lsp.suite.choose import remembered_path
+from aider_lsp_testing.acp_client import RecordingClient
 from aider_lsp_testing.apps import scripted_environment, scripted_options
 from aider_lsp_testing.calc_project import BUGGY, FIXED, HALF_FIXED, TEST_COMMAND, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
@@ -68,49 +65,6 @@ from aider_mcp.snapshots import unified_diff
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
 PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
-
-
-class RecordingClient:
-    """The editor's side: keeps every session/update it is sent."""
-
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
-        self.answers: list[str] = []  # the options chosen, in turn, for permission requests
-        self.asked: list[Any] = []  # the permission requests' tool calls
-        self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
-        self.read: list[str] = []  # the paths the agent read through fs/read_text_file
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update)
-
-    async def request_permission(
-        self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
-    ) -> RequestPermissionResponse:
-        self.asked.append(tool_call)
-        chosen = self.answers.pop(0)
-        assert chosen in [option.option_id for option in options]
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
-
-    async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> ReadTextFileResponse:
-        self.read.append(path)
-        return ReadTextFileResponse(content=self.buffers.get(path) or Path(path).read_text())
-
-    def on_connect(self, conn: Any) -> None:
-        """Nothing to keep."""
-
-    def of(self, kind: type) -> list[Any]:
-        return [update for update in self.updates if isinstance(update, kind)]
-
-    def reply(self) -> str:
-        return "".join(chunk.content.text for chunk in self.of(AgentMessageChunk))
-
-    def diffs(self) -> list[FileEditToolCallContent]:
-        return [
-            item
-            for update in self.of(ToolCallProgress)
-            for item in update.content or []
-            if isinstance(item, FileEditToolCallContent)
-        ]
 
 
 def scripted_env(base_url: str, **extra: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from acp.schema import TextContentBlock
 
 from aider_lsp.acp import render
 from aider_lsp.acp.said import SaidSoFar
-from aider_lsp.models import SuiteScope, TestRunFinished
+from aider_lsp.models import CommandRun, ErrorReason, SuiteScope, TaskError, TestRunFinished
 from aider_lsp_testing.apps import scripted_environment
 from aider_lsp_testing.calc_project import HALF_FIXED, TEST_COMMAND
 from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, dribbled
@@ -79,3 +79,32 @@ def test_a_test_run_stopped_on_purpose_is_not_a_failure(tmp_path: Path) -> None:
     assert update.status == "completed"
     content = update.content[0].content if update.content else None
     assert isinstance(content, TextContentBlock) and content.text.startswith("stopped before it ended (Aider")
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        (CommandRun(command="pytest", exit_code=0, stdout="1 passed"), "passed"),
+        (CommandRun(command="pytest", exit_code=1), "failed (exit code 1)"),
+        (
+            CommandRun(
+                command="pytest",
+                timed_out=True,
+                error=TaskError(reason=ErrorReason.EXECUTION_TIMEOUT, message="killed after 60 s"),
+            ),
+            "killed at the timeout",
+        ),
+        (
+            CommandRun(
+                command="pytset",
+                error=TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message="pytset: not found"),
+            ),
+            "could not run: pytset: not found",
+        ),
+    ],
+)
+def test_a_slash_test_run_is_worded_as_a_workflows(tmp_path: Path, run: CommandRun, said: str) -> None:
+    update = render.test_run_closed("test-1", run, tmp_path)
+    content = update.content[0].content if update.content else None
+    assert isinstance(content, TextContentBlock) and content.text.split("\n")[0] == said
+    assert update.status == ("completed" if said == "passed" else "failed")

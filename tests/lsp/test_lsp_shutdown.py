@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from aider_lsp.reaper import describe, live_descendants
 from aider_lsp_testing import FAKE_AIDER_MCP
@@ -21,9 +21,6 @@ from aider_lsp_testing.lsp_session import AiderTestClient, start_command
 from aider_lsp_testing.raw_lsp import alive
 from aider_lsp_testing.slow_commands import slow_test_command
 from aider_lsp_testing.waiting import eventually
-
-if TYPE_CHECKING:
-    from aider_lsp.app import Application
 
 SHUTDOWN_ANSWER_S = 10.0  # generous: the shutdown is expected in about a second
 EXIT_S = 10.0
@@ -112,37 +109,3 @@ async def test_shutdown_during_a_workflow_run_ends_its_test_and_aider(
         busy = server_tree(client)
         await shut_down(client, busy)
         pending.cancel()
-
-
-class _StubbornApp:
-    """An Application whose close ignores a cancel and ends only when told: a stop that waits
-    on a busy server inside a shield, as the Aider session's does."""
-
-    def __init__(self) -> None:
-        self.workspace = Path("stubborn")
-        self.release = asyncio.Event()
-        self.killed = False
-
-    async def aclose(self) -> None:
-        while not self.release.is_set():
-            try:
-                await self.release.wait()
-            except asyncio.CancelledError:
-                continue  # swallowed, as a shielded wait does
-
-    def kill_children(self) -> None:
-        self.killed = True
-
-
-async def test_closing_a_folder_is_bounded_even_when_its_close_ignores_the_cancel(
-    monkeypatch: Any,
-) -> None:
-    from aider_lsp.lsp import workspace as lsp_workspace
-
-    monkeypatch.setattr(lsp_workspace, "CLOSE_TIMEOUT", 0.2)
-    app = _StubbornApp()
-    closing = asyncio.ensure_future(lsp_workspace.close(cast("Application", app)))
-    done, _ = await asyncio.wait({closing}, timeout=5)  # not wait_for: it would wait on, as close did
-    app.release.set()
-    assert done, "closing did not end within its bound"
-    assert app.killed, "the children of a close past its bound were not killed"

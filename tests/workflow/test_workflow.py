@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import ErrorReason, Finding, TaskStatus, WorkflowRequest
+from aider_lsp.models import Answer, ErrorReason, Finding, Question, TaskStatus, WorkflowRequest
 from aider_lsp.results import history_result
 from aider_lsp.settings import load_settings
 from aider_lsp.workflow.orchestrator import progress_phase
@@ -366,9 +366,9 @@ async def test_without_a_test_command_the_detected_one_is_asked_once_and_used(
     script_two_iterations(llm_server)
     questions: list[str] = []
 
-    async def use_it(message: str, actions: Any) -> str:
-        questions.append(message)
-        return "Use it"
+    async def use_it(question: Question) -> Answer:
+        questions.append(question.message)
+        return Answer.ACCEPT
 
     seen = Recorder()
     seen.context.ask = use_it

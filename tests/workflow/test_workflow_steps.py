@@ -60,7 +60,10 @@ def test_a_runner_it_cannot_read_says_its_exit_code_not_a_made_up_count() -> Non
     test = DecidingRun(command="make check", scope=SuiteScope.WHOLE, exit_code=2, stdout="x" * 5000)
     (step,) = run_steps([iteration(test=test)])
     assert step.test is not None and (step.test.failed, step.test.failing) == (None, ())
-    assert step_line(step) == "    iteration 1: changed parse.py, created lexer.py · the tests fail (exit code 2)"
+    assert (
+        step_line(step)
+        == "    iteration 1: changed parse.py, created lexer.py · the tests fail (exit code 2)"
+    )
     timed_out = DecidingRun(command="pytest", scope=SuiteScope.WHOLE, timed_out=True, summary="y" * 1000)
     (step,) = run_steps([iteration(test=timed_out)])
     assert step.test is not None and step.test.failed is None and len(step.test.summary) == MAX_CHARS

@@ -2,7 +2,10 @@
 
 `initialize` answers at once (nothing heavy is imported for it). `session/new` opens the
 workspace at `cwd` (absolute and existing, else an invalid-params error): one Application per
-workspace, shared by its sessions, built then and warmed up in the background as `serve` does;
+workspace, shared by its sessions, built then and warmed up in the background as `serve` does,
+and held in the pool both front ends share (workspaces.py: at most `maxOpenFolders` alive, the
+least recently used idle one closed beyond it; a session on a closed one reopens it at its next
+request, its Aider chats started again by the Aider executors);
 the MCP servers it passes open in the background for the planning/analysis model
 (mcp_servers.py) and close with the connection.
 A prompt runs in a task of its own so that `session/cancel` can stop it (the Application
@@ -43,10 +46,12 @@ from acp.schema import (
 from acp import PROTOCOL_VERSION, RequestError
 
 from .. import __version__
+from ..workspaces import ApplicationPool, settle
 from . import transcript
 from .auth import SIGN_IN_FIELDS, auth_methods, sign_in_required
 from .buffers import HeldFiles
 from .commands import available_commands
+from .host import AcpHost
 from .mcp_servers import McpServers
 from .modes import MODE_OPTION, Mode, mode_state, parse_mode
 from .options import OptionError, session_options, set_option
@@ -55,14 +60,13 @@ from .session import AcpSession, Outbox
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from ..app import Application
     from ..models import UnsavedFiles
     from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
 CANCEL_ANSWER_SECONDS = 0.8  # a cancelled prompt is answered by then, its clean-up goes on
-CLOSE_SECONDS = 10.0  # at the end, for the turns to settle and each Application to close
+CLOSE_SECONDS = 10.0  # at the end, for the turns to settle
 INVALID_PARAMS = -32602
 
 
@@ -76,7 +80,7 @@ class AiderAgent:
 
     def __init__(
         self,
-        make_app: Callable[[Path, UnsavedFiles], Application],
+        make_app: Callable[[Path, UnsavedFiles], AcpHost],
         load_settings: Callable[[], Settings] | None = None,
     ) -> None:
         """`make_app(workspace, unsaved_files)`: the files a turn keeps from Aider are its
@@ -87,8 +91,8 @@ class AiderAgent:
         self.client: Client | None = None
         self.reads_buffers = False  # the client offers fs/read_text_file
         self.sessions: dict[str, AcpSession] = {}
-        self.apps: dict[Path, Application] = {}
-        self.held: dict[Path, HeldFiles] = {}
+        self.apps: ApplicationPool[AcpHost] = ApplicationPool()
+        self.held: dict[Path, HeldFiles] = {}  # every workspace opened here (its files kept from Aider)
         self._background: set[asyncio.Task[Any]] = set()
 
     def on_connect(self, conn: Client) -> None:
@@ -133,7 +137,7 @@ class AiderAgent:
             self._refresh(app)
         return AuthenticateResponse()
 
-    def _signed_in(self, app: Application) -> None:
+    def _signed_in(self, app: AcpHost) -> None:
         """A session needs a model: without one, the sign-in is read again (it may have been made
         since the start); still none, the client is told to sign in (auth-required)."""
         if not app.settings.model:
@@ -141,7 +145,7 @@ class AiderAgent:
         if not app.settings.model:
             raise sign_in_required()
 
-    def _refresh(self, app: Application) -> None:
+    def _refresh(self, app: AcpHost) -> None:
         """The sign-in's settings as they are now, over the app's (its session options stay)."""
         if self.load_settings is None:
             return
@@ -157,7 +161,13 @@ class AiderAgent:
         outbox = Outbox(session_id, self._send_update, record=kept.record)
         mcp = McpServers.start(list(mcp_servers or []), workspace)
         session = AcpSession(
-            id=session_id, app=app, outbox=outbox, mcp=mcp, client=self.client, transcript=kept
+            id=session_id,
+            root=workspace,
+            app=app,
+            outbox=outbox,
+            mcp=mcp,
+            client=self.client,
+            transcript=kept,
         )
         session.reads_buffers, session.held = self.reads_buffers, self.held[workspace]
         session.max_retries = app.settings.max_retries
@@ -188,7 +198,7 @@ class AiderAgent:
     ) -> ListSessionsResponse:
         """The sessions kept in `cwd` (else in every workspace open here), newest first; one
         page (a workspace keeps at most MAX_SESSIONS)."""
-        workspaces = [_workspace(cwd)] if cwd is not None else list(self.apps)
+        workspaces = [_workspace(cwd)] if cwd is not None else list(self.held)
         found = [
             meta for workspace in workspaces for meta in await asyncio.to_thread(transcript.listed, workspace)
         ]
@@ -201,12 +211,15 @@ class AiderAgent:
         ]
         return ListSessionsResponse(sessions=sessions)
 
-    def _app_for(self, workspace: Path) -> Application:
-        """The workspace's Application, built and warmed up (Aider, the index) at its first session."""
-        app = self.apps.get(workspace)
+    def _app_for(self, workspace: Path) -> AcpHost:
+        """The workspace's Application, built and warmed up (Aider, the index) at its first
+        session, and again when the pool closed it meanwhile. The pool's bound is the settings'
+        `maxOpenFolders` (the environment's: the same for every workspace)."""
+        app = self.apps.use(workspace)
         if app is None:
-            held = self.held[workspace] = HeldFiles()
-            app = self.apps[workspace] = self.make_app(workspace, held)
+            app = self.make_app(workspace, self.held.setdefault(workspace, HeldFiles()))
+            self.apps.limit = max(1, app.settings.max_open_folders)
+            self.apps.keep(workspace, app)
             self._keep(asyncio.create_task(app.warm_up(), name="aider-warm-up"))
             self._keep(asyncio.create_task(_index(app), name="workspace-index"))
         return app
@@ -220,9 +233,11 @@ class AiderAgent:
             await self.client.session_update(session_id=session_id, update=update)
 
     def _session(self, session_id: str) -> AcpSession:
+        """The session, on its workspace's Application as the pool holds it now."""
         session = self.sessions.get(session_id)
         if session is None:
             raise invalid_params(f"unknown session {session_id!r}: start one with session/new")
+        session.app = self._app_for(session.root)
         return session
 
     # -- modes --------------------------------------------------------------------------------
@@ -264,7 +279,8 @@ class AiderAgent:
         work = asyncio.create_task(run_turn(session, request), name=f"acp-prompt-{session_id}")
         session.running, session.cancelled = work, asyncio.Event()
         try:
-            stop_reason = await _finished(work, session.cancelled)
+            with self.apps.in_use(session.root):
+                stop_reason = await _finished(work, session.cancelled)
         except asyncio.CancelledError:  # the connection is closing: the turn goes with it
             work.cancel()
             raise
@@ -298,16 +314,12 @@ class AiderAgent:
     async def aclose(self) -> None:
         """Stop every prompt still running and every Application (the client went away): the
         cancelled turns settle (a workflow records its run) while the Applications close, each
-        within CLOSE_SECONDS, its children killed past it."""
-        from ..closing import close_within, settle
-
+        within the pool's bound, its children killed past it."""
         turns = [session.running for session in self.sessions.values() if session.running is not None]
         for turn in turns:
             turn.cancel()
         await asyncio.gather(*(session.mcp.aclose() for session in self.sessions.values()))
-        await asyncio.gather(
-            settle(turns, CLOSE_SECONDS), *(close_within(app, CLOSE_SECONDS) for app in self.apps.values())
-        )
+        await asyncio.gather(settle(turns, CLOSE_SECONDS), self.apps.aclose())
 
 
 async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) -> StopReason:
@@ -356,7 +368,7 @@ def _mode(value: object) -> Mode:
     return mode
 
 
-async def _index(app: Application) -> None:
+async def _index(app: AcpHost) -> None:
     """Index the workspace in the background (the Edit turn's file pick reads it); a failure
     only logs."""
     try:

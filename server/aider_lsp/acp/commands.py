@@ -23,6 +23,7 @@ from acp.schema import (
 from acp import resource_link_block, update_agent_message
 
 from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
+from ..suite.outcome import capitalised, test_outcome
 from . import render
 from .permission import Asked, permission_asker, rejection_note
 from .session import AcpSession
@@ -94,11 +95,11 @@ async def _test(session: AcpSession, argument: str) -> None:
     call_id = session.next_call_id("test")
     session.outbox.post(render.test_run_started(call_id, choice.command))
     run = await session.app.run_tests(choice.command)
-    shown = run.model_dump(mode="json")
-    findings = [finding.model_dump(mode="json") for finding in run.findings]
-    session.outbox.post(render.test_run_done(call_id, shown, session.app.workspace, findings))
-    said = "The tests pass." if run.passed else f"The tests fail (exit code {run.exit_code})."
-    session.outbox.post(render.message(run.error.message if run.error is not None else said))
+    session.outbox.post(render.test_run_closed(call_id, run, session.app.workspace))
+    said = test_outcome(
+        run.exit_code, timed_out=run.timed_out, error=run.error.message if run.error else None
+    )
+    session.outbox.post(render.message(f"{capitalised(said)}."))
 
 
 async def _context(session: AcpSession, argument: str) -> None:

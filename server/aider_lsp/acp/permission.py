@@ -2,17 +2,16 @@
 the workspace run (allow once / allow always / reject)? May Aider edit a file whose editor
 buffer differs from the file on disk (allow once / reject; buffers.py)?
 
-The Application asks through `RequestContext.ask(message, actions)`, whose first action accepts
-and remembers and whose last declines (for the test command: "Use it" / "Change…"); an
-unanswered question uses the command this once without remembering it. So "allow always" is
-the first action (remembered in the user's own state folder, as the LSP's "confirmed once"), "reject" the
-last (nothing runs, the turn says why), and "allow once" no answer. A cancelled prompt rejects.
+The Application asks through `RequestContext.ask(question)` (models/question.py) and takes a
+typed answer: "allow always" is `Answer.ACCEPT` (remembered in the user's own state folder, as
+the LSP's "Use it"), "reject" is `Answer.DECLINE` (nothing runs, the turn says why), and "allow
+once" is no answer (the command used this once, not remembered). "Always" and "reject" are
+offered when the question offers their answer. A cancelled prompt rejects.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,9 +19,12 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolCallLocation, ToolC
 
 from acp import start_tool_call, text_block, tool_content, update_tool_call
 
+from ..models import Answer
+
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from ..models import AskCallback, Question
     from .session import AcpSession
 
 log = logging.getLogger(__name__)
@@ -45,25 +47,36 @@ class Asked:
     rejected: str | None = None  # the question that was rejected
 
 
-def permission_asker(
-    client: Client, session: AcpSession, asked: Asked
-) -> Callable[[str, Sequence[str]], Awaitable[str | None]]:
+def permission_asker(client: Client, session: AcpSession, asked: Asked) -> AskCallback:
     """A `RequestContext.ask` that asks the client's permission for a pending `execute` tool
     call (announced first, closed with the answer)."""
 
-    async def ask(message: str, actions: Sequence[str]) -> str | None:
+    async def ask(question: Question) -> Answer | None:
         call_id = session.next_call_id("permission")
+        message = question.message
         session.outbox.post(start_tool_call(call_id, message, kind="execute", status="pending"))
         await session.outbox.flush()
-        chosen = await _choice(client, session.id, ToolCallUpdate(tool_call_id=call_id, title=message))
+        update = ToolCallUpdate(tool_call_id=call_id, title=message)
+        chosen = await _choice(client, session.id, update, _options_for(question))
         if chosen == REJECT:
             note = [tool_content(text_block("Not allowed: nothing was run."))]
             session.outbox.post(update_tool_call(call_id, status="failed", content=note))
-            return _declined(message, actions, asked)
+            asked.rejected = message
+            return Answer.DECLINE
         session.outbox.post(update_tool_call(call_id, status="completed"))
-        return actions[0] if chosen == ALLOW_ALWAYS else None
+        return Answer.ACCEPT if chosen == ALLOW_ALWAYS else None
 
     return ask
+
+
+def _options_for(question: Question) -> list[PermissionOption]:
+    """The options whose answer the question offers ("allow once", no answer: always)."""
+    offered = {
+        ALLOW_ONCE: True,
+        ALLOW_ALWAYS: question.offers(Answer.ACCEPT),
+        REJECT: question.offers(Answer.DECLINE),
+    }
+    return [option for option in OPTIONS if offered[option.option_id]]
 
 
 async def may_edit(client: Client, session: AcpSession, rel: str, path: str) -> bool:
@@ -96,11 +109,6 @@ async def _choice(
     if isinstance(outcome, AllowedOutcome) and outcome.option_id in chosen:
         return outcome.option_id
     return REJECT
-
-
-def _declined(message: str, actions: Sequence[str], asked: Asked) -> str | None:
-    asked.rejected = message
-    return actions[-1] if actions else None
 
 
 def rejection_note(asked: Asked) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from acp.schema import (
     AgentMessageChunk,
@@ -38,7 +37,7 @@ from acp import (
     update_tool_call,
 )
 
-from ..models import Finding, TestRunFinished, WorkflowUsage
+from ..models import CommandRun, Finding, TestRunFinished, WorkflowUsage
 from .diffs import FileDiff, split_diff, text_before
 
 OUTPUT_LINES = 40  # a test run's output keeps its first and last lines
@@ -169,51 +168,39 @@ def test_run_started(call_id: str, command: str, why: str = "") -> ToolCallStart
     )
 
 
-def test_run_done(
-    call_id: str, run: dict[str, Any], workspace: Path, findings: Sequence[dict[str, Any]] = ()
+def test_run_closed(
+    call_id: str, run: TestRunFinished | CommandRun, workspace: Path, why: str = ""
 ) -> ToolCallProgress:
-    """A test run closed with its exit code and output (head and tail); its failures, when
-    located on file:line, as the tool call's locations."""
-    exit_code = run.get("exit_code")
-    output = "\n".join(part for part in (run.get("stdout") or "", run.get("stderr") or "") if part.strip())
-    said = "passed" if exit_code == 0 else f"failed (exit code {exit_code})"
-    text = f"{said}\n```\n{_head_and_tail(output)}\n```" if output.strip() else said
-    locations = [
-        ToolCallLocation(path=str(workspace / str(item["path"])), line=max(int(item.get("line") or 1) - 1, 0))
-        for item in findings
-        if item.get("path") and item.get("source") != "analysis"
-    ]
-    return update_tool_call(
-        call_id,
-        status="completed" if exit_code == 0 else "failed",
-        content=[tool_content(text_block(text))],
-        locations=locations or None,
-        raw_output={"exit_code": exit_code},
-    )
-
-
-def test_run_closed(call_id: str, run: TestRunFinished, workspace: Path, why: str = "") -> ToolCallProgress:
-    """A workflow's test run closed as it ended: passed, failed with its exit code, killed at
-    the timeout or not run; the output's head and tail; its failures located at file:line."""
+    """A test run closed as it ended (a workflow's event, or `/test`'s run): passed, failed
+    with its exit code, killed at the timeout or not run; the output's head and tail; its
+    failures located at file:line."""
     output = "\n".join(part for part in (run.stdout, run.stderr) if part.strip())
-    if run.stopped is not None:
-        said = f"stopped before it ended ({run.stopped})"
-    elif run.error is not None:
-        said = f"could not run: {run.error}"
-    elif run.timed_out:
-        said = "killed at the timeout"
-    else:
-        said = "passed" if run.exit_code == 0 else f"failed (exit code {run.exit_code})"
-    said = f"{why}: {said}" if why else said
+    stopped = run.stopped if isinstance(run, TestRunFinished) else None
+    said = f"{why}: {_test_outcome(run)}" if why else _test_outcome(run)
     text = f"{said}\n```\n{_head_and_tail(output)}\n```" if output.strip() else said
     locations = [_finding_location(finding, workspace) for finding in run.findings if finding.path]
     return update_tool_call(
         call_id,
-        status="completed" if run.passed or run.stopped is not None else "failed",
+        status="completed" if run.passed or stopped is not None else "failed",
         content=[tool_content(text_block(text))],
         locations=locations or None,
         raw_output={"exit_code": run.exit_code},
     )
+
+
+def _test_outcome(run: TestRunFinished | CommandRun) -> str:
+    """How the run ended, in a few words (a run we stopped on purpose is no failure)."""
+    if isinstance(run, TestRunFinished):
+        stopped, error = run.stopped, run.error
+    else:  # a timeout is an error of the run: said as a timeout
+        stopped, error = None, run.error.message if run.error is not None and not run.timed_out else None
+    if stopped is not None:
+        return f"stopped before it ended ({stopped})"
+    if error is not None:
+        return f"could not run: {error}"
+    if run.timed_out:
+        return "killed at the timeout"
+    return "passed" if run.exit_code == 0 else f"failed (exit code {run.exit_code})"
 
 
 def _finding_location(finding: Finding, workspace: Path) -> ToolCallLocation:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import AgentMessageChunk, TextContentBlock
@@ -22,7 +23,7 @@ from .transcript import SessionMeta, Transcript
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from ..app import Application
+    from .host import AcpHost
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,8 @@ class AcpSession:
     """What a session keeps between prompts."""
 
     id: str
-    app: Application
+    root: Path  # the workspace as the session named it: its Application's key in the pool
+    app: AcpHost
     outbox: Outbox
     mode: Mode = DEFAULT_MODE
     edit_chat: str | None = None  # the kept Aider chat of Edit turns

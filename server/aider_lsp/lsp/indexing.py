@@ -73,7 +73,7 @@ def _by_folder(ls: AiderLanguageServer, uris: Sequence[str]) -> dict[Application
     grouped: dict[Application, list[str]] = {}
     for uri in uris:
         located = ls.documents.locate(uri)
-        app = ls.folders.alive(located[0]) if located is not None else None
+        app = ls.folders.apps.alive(located[0]) if located is not None else None
         if located is not None and app is not None:
             grouped.setdefault(app, []).append(located[1])
     return grouped
@@ -110,7 +110,7 @@ async def on_renamed(ls: AiderLanguageServer, uri_pairs: list[tuple[str, str]]) 
     for old_uri, new_uri in uri_pairs:
         old, new = ls.documents.locate(old_uri), ls.documents.locate(new_uri)
         if old is not None and new is not None and old[0] == new[0]:
-            app = ls.folders.alive(old[0])
+            app = ls.folders.apps.alive(old[0])
             if app is not None:
                 await app.files_renamed([(old[1], new[1])])
             continue

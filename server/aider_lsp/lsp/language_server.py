@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not b
     from pathlib import Path
 
     from ..app import Application
-    from ..models import ProgressCallback, RequestContext, WorkflowRun
+    from ..models import Answer, ProgressCallback, Question, RequestContext, WorkflowRun
     from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -101,18 +101,19 @@ class AiderLanguageServer(LanguageServer):
             context.ask = self.ask
         return context
 
-    async def ask(self, message: str, actions: Sequence[str]) -> str | None:
-        """window/showMessageRequest: the title of the action the user chose, or None when the
-        question was dismissed or the client failed it (logged; the caller goes on without)."""
+    async def ask(self, question: Question) -> Answer | None:
+        """window/showMessageRequest with the choices' labels as its actions: the answer whose
+        label the user chose, or None when the question was dismissed or the client failed it
+        (logged; the caller goes on without)."""
         try:
-            answer = await self.window_show_message_request_async(
+            chosen = await self.window_show_message_request_async(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Info,
-                    message=message,
-                    actions=[types.MessageActionItem(title=title) for title in actions],
+                    message=question.message,
+                    actions=[types.MessageActionItem(title=label) for label in question.labels],
                 )
             )
         except Exception as exc:  # a client that cannot show it: not fatal
             log.warning("the client did not answer window/showMessageRequest: %s", exc)
             return None
-        return answer.title if answer is not None else None
+        return question.answer_labelled(chosen.title if chosen is not None else None)

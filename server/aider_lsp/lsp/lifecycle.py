@@ -117,7 +117,7 @@ def register(server: AiderLanguageServer) -> None:
 
         configuration.apply_settings(ls, ls.init_options)
         assert ls.settings is not None  # applied just above
-        ls.folders.limit = ls.settings.max_open_folders  # read once: a later change needs a restart
+        ls.folders.apps.limit = ls.settings.max_open_folders  # read once: a later change needs a restart
         workspace.open_first_folder(ls)
         ls.keep_task(asyncio.create_task(start_session(ls), name="aider-lsp-start"))
 

@@ -95,7 +95,7 @@ def route(
         return folders.roots[0]
     if paths:
         return Refusal(f"{paths[0]} is in no workspace folder open in this window ({folders.names()})")
-    recent = folders.most_recent()
+    recent = folders.apps.most_recent()
     if any_folder:
         return recent if recent is not None else folders.roots[0]
     return Refusal(

@@ -94,11 +94,8 @@ async def execute_command(ls: AiderLanguageServer, command_id: str, args: tuple[
         return failed_result(
             ErrorReason.CONFIGURATION_ERROR, ls.workspace_problem or f"cannot open {root}"
         ).to_wire()
-    ls.folders.started(root)
-    try:
+    with ls.folders.apps.in_use(root):
         return await _execute(ls, app, spec, params)
-    finally:
-        ls.folders.finished(root)
 
 
 async def _execute(

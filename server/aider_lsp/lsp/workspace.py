@@ -1,6 +1,6 @@
 """The folders the editor opens, each with its Application: made on first use, closed when the
 folder leaves the window (workspace/didChangeWorkspaceFolders), when it is the least recently
-used beyond the bound (lsp/folders.py), and at shutdown.
+used beyond the bound (the pool of workspaces.py, through lsp/folders.py), and at shutdown.
 
 The first folder's Application is made at `initialized` (a one-folder window gets its index and
 Aider's warm-up at once, as before); every other folder's when a command first goes there, with
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from ..workspaces import settle
 from . import configuration, indexing
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
-
-CLOSE_TIMEOUT = 10.0  # seconds an Application may take to stop its Aider server and index
 
 
 def initial_folders(params: types.InitializeParams) -> list[str]:
@@ -52,9 +51,7 @@ def build(ls: AiderLanguageServer, root: Path, settings: Settings) -> Applicatio
         log.error("cannot open workspace folder %s: %s", root, exc)
         ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"
         return None
-    for evicted in ls.folders.keep(root, app):
-        log.info("closing %s: more than %d folders in use", evicted.workspace, ls.folders.limit)
-        close_soon(ls, evicted)
+    ls.folders.apps.keep(root, app)
     return app
 
 
@@ -75,11 +72,11 @@ def start_services(ls: AiderLanguageServer, app: Application) -> None:
 
 async def application(ls: AiderLanguageServer, root: Path) -> Application | None:
     """The folder's Application, made now (with the folder's settings) when it has none."""
-    app = ls.folders.use(root)
+    app = ls.folders.apps.use(root)
     if app is not None:
         return app
     settings = await configuration.folder_settings(ls, root)
-    app = ls.folders.use(root)  # made meanwhile by another request
+    app = ls.folders.apps.use(root)  # made meanwhile by another request
     if app is not None:
         return app
     app = build(ls, root, settings)
@@ -89,36 +86,20 @@ async def application(ls: AiderLanguageServer, root: Path) -> Application | None
     return app
 
 
-async def close(app: Application) -> None:
-    """Close the folder's Application within CLOSE_TIMEOUT (its children killed past it)."""
-    from ..closing import close_within
-
-    await close_within(app, CLOSE_TIMEOUT)
-
-
-def close_soon(ls: AiderLanguageServer, app: Application) -> None:
-    ls.keep_task(asyncio.ensure_future(close(app)))
-
-
 async def close_all(ls: AiderLanguageServer) -> None:
     """Shutdown: every folder's Aider server and index, while the commands that were still
     running (cancelled by then: lsp/protocol.py) settle, e.g. a workflow records its run.
-    Bounded by CLOSE_TIMEOUT either way: the editor is waiting for the answer."""
-    from ..closing import settle
-
-    apps = list(ls.folders.apps.values())
-    ls.folders.apps.clear()
-    await asyncio.gather(settle(ls.running_commands, CLOSE_TIMEOUT), *(close(app) for app in apps))
+    Bounded by the pool's close time either way: the editor is waiting for the answer."""
+    pool = ls.folders.apps
+    await asyncio.gather(settle(ls.running_commands, pool.close_seconds), pool.aclose())
 
 
 def folders_changed(ls: AiderLanguageServer, event: types.WorkspaceFoldersChangeEvent) -> None:
     """Removed folders close their Application now; added ones open on first use."""
     for folder in event.removed:
         path = to_fs_path(folder.uri)
-        app = ls.folders.remove(path) if path else None
-        if app is not None:
-            log.info("workspace folder removed: closing %s", app.workspace)
-            close_soon(ls, app)
+        if path:
+            ls.folders.remove(path)
     ls.folders.add(path for folder in event.added if (path := to_fs_path(folder.uri)))
 
 

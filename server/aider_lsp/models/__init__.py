@@ -7,6 +7,7 @@
 - usage: what one model call spent and what a run spent (apart and together), the budget
 - edits: what one Aider edit did (AiderEditOutcome), fix-and-retest
 - events: a workflow run's steps as they happen (PlanMade, EditStarted, …, the callback's type)
+- question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
 - context: workspace context for a model call (MatchItem, DataContext, …)
@@ -33,7 +34,6 @@ from .args import (
     validation_message,
 )
 from .caller import (
-    AskCallback,
     FindingsCallback,
     ProgressCallback,
     ReplyCallback,
@@ -76,6 +76,7 @@ from .history import (
     StepTestRun,
     WorkflowRun,
 )
+from .question import Answer, AskCallback, Choice, Question
 from .runs import (
     CombinedAnalysisResult,
     DecidingRun,
@@ -97,10 +98,12 @@ __all__ = [
     "AiderEditOutcome",
     "AiderInteractiveArgs",
     "AnalysisMade",
+    "Answer",
     "AskCallback",
     "AssociativeMatchResult",
     "Budget",
     "CallUsage",
+    "Choice",
     "CombinedAnalysisResult",
     "CommandRun",
     "ContextGenerationInput",
@@ -126,6 +129,7 @@ __all__ = [
     "PlanMade",
     "Position",
     "ProgressCallback",
+    "Question",
     "Range",
     "ReadFilesArgs",
     "ReplyCallback",

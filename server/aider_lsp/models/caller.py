@@ -4,12 +4,13 @@ and findings go, how to ask the user, what is open; the services call these, nev
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from .commands import Finding
 from .events import EventCallback, WorkflowEvent
 from .history import WorkflowRun
+from .question import AskCallback
 
 # Progress sink shared by long services: (message, percentage or None).
 ProgressCallback = Callable[[str, int | None], None]
@@ -18,11 +19,6 @@ ProgressCallback = Callable[[str, int | None], None]
 ReplyCallback = Callable[[str], None]
 # The editor's files with unsaved changes (workspace-relative), asked for at each edit.
 UnsavedFiles = Callable[[], Collection[str]]
-
-
-# Ask the user to pick one of the actions for a message (the editor's window/showMessageRequest):
-# the action chosen, or None when the user dismissed the question or the editor could not show it.
-AskCallback = Callable[[str, Sequence[str]], Awaitable[str | None]]
 
 # Sink for a run's current findings: each call REPLACES the previous set (an empty list clears).
 FindingsCallback = Callable[[list[Finding]], None]

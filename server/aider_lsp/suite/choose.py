@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..models import DeclinedTestCommand, RequestContext
+from ..models import Answer, Choice, DeclinedTestCommand, Question, RequestContext
 from ..settings import SECTION, Settings, env_var_for
 from ..state import user_state_dir
 from .detect import detect_test_command
@@ -25,8 +25,12 @@ from .detect import detect_test_command
 log = logging.getLogger(__name__)
 
 REMEMBERED_FILE = "test-command.json"
-# the answers to "aider-lsp will run the tests with `…`" (window/showMessageRequest's actions)
+# the labels of the answers to "aider-lsp will run the tests with `…`" (the LSP's buttons)
 USE_TEST_COMMAND, CHANGE_TEST_COMMAND = "Use it", "Change…"
+TEST_COMMAND_CHOICES = (
+    Choice(answer=Answer.ACCEPT, label=USE_TEST_COMMAND),
+    Choice(answer=Answer.DECLINE, label=CHANGE_TEST_COMMAND),
+)
 NO_SUITE_MESSAGE = (
     "no test command: no test suite recognised in the workspace (pytest, unittest, package.json, "
     "Cargo, Go, Maven, Gradle, a Makefile test target); set {section}.testCommand or {variable}, "
@@ -138,12 +142,13 @@ async def confirm_test_command(
     if ctx.ask is None:
         log.info("tests: using the detected %s; set the testCommand setting to change it", choice.describe())
         return choice
-    answer = await ctx.ask(
-        f"aider-lsp will run the tests with {choice.describe()}.", [USE_TEST_COMMAND, CHANGE_TEST_COMMAND]
+    question = Question(
+        message=f"aider-lsp will run the tests with {choice.describe()}.", choices=TEST_COMMAND_CHOICES
     )
-    if answer == USE_TEST_COMMAND:
+    answer = await ctx.ask(question)
+    if answer is Answer.ACCEPT:
         return remember_test_command(root, choice.command, choice.rule)
-    if answer == CHANGE_TEST_COMMAND:
+    if answer is Answer.DECLINE:
         return DeclinedTestCommand(
             command=choice.command,
             detected_by=choice.rule,

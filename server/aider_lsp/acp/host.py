@@ -1,0 +1,114 @@
+"""AcpHost: what the ACP front end calls on its workspace's Application, and nothing more.
+
+Why a protocol: the agent is one client of the Application among three; naming the calls its
+turns, commands and options make keeps it from reaching into services, and lets the fast tests
+run the whole agent over a small fake (aider_lsp_testing/fake_app.py) that mypy checks against
+this list as it checks the Application where server.py builds it. The types are imported for
+the checker only: `initialize` must not wait for the Application's models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..files import Refusal
+    from ..memory import IndexStats
+    from ..models import (
+        AiderEditOutcome,
+        AssociativeMatchResult,
+        CommandRun,
+        ContextGenerationInput,
+        DeclinedTestCommand,
+        ReplyCallback,
+        RequestContext,
+        TaskResult,
+        WorkflowRequest,
+        WorkflowRun,
+        WorkflowUsage,
+    )
+    from ..settings import Settings
+    from ..suite.choose import ChosenTestCommand
+
+
+class AcpHost(Protocol):
+    """The calls an ACP session makes on its workspace's Application."""
+
+    settings: Settings
+
+    @property
+    def workspace(self) -> Path: ...
+
+    def update_settings(self, settings: Settings) -> None:
+        """The sign-in changed (authenticate, a session without a model)."""
+        ...
+
+    def aider_model(self) -> str | None: ...
+
+    def set_aider_model(self, name: str) -> None: ...
+
+    def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
+        """The prompt's files under the one rule for what a model sees."""
+        ...
+
+    def spent(self) -> WorkflowUsage: ...
+
+    async def warm_up(self) -> bool: ...
+
+    async def index_workspace(self) -> IndexStats: ...
+
+    def aider_setup_needed(self) -> bool: ...
+
+    async def set_up_aider(self, on_line: Callable[[str], None]) -> str | None: ...
+
+    async def ask(
+        self,
+        question: str,
+        files: Sequence[str] = (),
+        *,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+    ) -> AiderEditOutcome:
+        """An Ask turn: Aider answers in the session's ask chat, edits nothing."""
+        ...
+
+    async def edit(
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+    ) -> AiderEditOutcome:
+        """An Edit turn: one turn of the session's kept Aider chat."""
+        ...
+
+    def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
+        """The session's MCP servers, offered to the planning/analysis model of a run."""
+        ...
+
+    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
+
+    def undo(
+        self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
+    ) -> TaskResult: ...
+
+    async def pick_test_command(
+        self, requested: str | None, ctx: RequestContext
+    ) -> ChosenTestCommand | DeclinedTestCommand | None:
+        """`/test`'s command, a detected one confirmed with the user first."""
+        ...
+
+    async def run_tests(
+        self, command: str | None = None, fallback_files: Sequence[str] = ()
+    ) -> CommandRun: ...
+
+    async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult: ...
+
+    async def aclose(self) -> None: ...
+
+    def kill_children(self) -> None: ...

@@ -1,0 +1,382 @@
+"""A small in-memory Application for the ACP agent: its turns, commands and questions tested in
+milliseconds.
+
+Why: the real Application starts Aider, the index and the user's test command (seconds a
+prompt); what the agent decides (which call a mode makes, what it sends the client, when it
+asks, how a cancel ends a turn) only needs typed answers. This fake satisfies acp/host.py's
+AcpHost (mypy checks it where the tests build the agent on it). Its answers are scripted:
+edits write real files in a real (temporary) workspace and answer with their diff in the
+bundled server's format; the test command's confirmation is the real one (suite/choose.py);
+a workflow run reports the typed events and returns the real wire result (results.py).
+Every call is logged in `calls`; a step named in `hold` waits until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+from collections import deque
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aider_lsp.files import FileAccessManager, Refusal
+from aider_lsp.memory import IndexStats
+from aider_lsp.models import (
+    AiderEditOutcome,
+    AssociativeMatchResult,
+    CallUsage,
+    CombinedAnalysisResult,
+    CommandRun,
+    ContextGenerationInput,
+    DecidingRun,
+    DeclinedTestCommand,
+    EditFinished,
+    EditStarted,
+    EditSummary,
+    ErrorReason,
+    MatchItem,
+    ReplyCallback,
+    RequestContext,
+    RunChanges,
+    SuiteScope,
+    TaskError,
+    TaskResult,
+    TaskStatus,
+    TestRunFinished,
+    TestRunStarted,
+    UnsavedFiles,
+    Verdict,
+    WorkflowIteration,
+    WorkflowRequest,
+    WorkflowResult,
+    WorkflowRun,
+    WorkflowStatus,
+    WorkflowUsage,
+    complete_result,
+)
+from aider_lsp.settings import Settings
+from aider_lsp.suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command
+
+EDIT, ASK, RUN, TESTS, SETUP = "edit", "ask", "run", "tests", "setup"  # the steps `hold` can stop
+SETTINGS = Settings(model="openai:fake-planner", aider_model="openai/fake-coder")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One scripted Aider answer: the files it writes (path → text), its reply (sent in
+    `pieces` as it is written), the error that stopped it, and the tokens it spent."""
+
+    writes: dict[str, str] = field(default_factory=dict)
+    reply: str = ""
+    pieces: int = 1
+    error: str | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One scripted workflow iteration: its edit, then its test run (None: nothing to test)."""
+
+    edit: Turn
+    tests: CommandRun | None = None
+
+
+class FakeApplication:
+    """The Application as the ACP agent sees it, answering from scripts."""
+
+    def __init__(self, workspace: Path, settings: Settings = SETTINGS, unsaved_files: UnsavedFiles = tuple):
+        self.settings = settings
+        self.unsaved_files = unsaved_files
+        self.files = FileAccessManager(workspace, settings=lambda: self.settings)
+        self.calls: list[tuple[str, Any]] = []
+        self.edits: deque[Turn] = deque()  # Edit turns' answers, in order
+        self.answers: deque[Turn] = deque()  # Ask turns' answers
+        self.runs: deque[list[Iteration]] = deque()  # workflow runs
+        self.test_runs: deque[CommandRun] = deque()  # /test's runs
+        self.context: list[str] = []  # what the index finds for any query
+        self.hold: set[str] = set()
+        self.setup_problem: str | None = None  # set_up_aider's answer
+        self.needs_setup = False
+        self.spend = WorkflowUsage()
+        self.closed = False
+        self.killed = False
+        self._chats = 0
+
+    @property
+    def workspace(self) -> Path:
+        return self.files.root
+
+    # -- settings --------------------------------------------------------------------------
+    def update_settings(self, settings: Settings) -> None:
+        self.calls.append(("update_settings", settings))
+        self.settings = settings
+
+    def aider_model(self) -> str | None:
+        return self.settings.aider_model
+
+    def set_aider_model(self, name: str) -> None:
+        self.update_settings(self.settings.model_copy(update={"aider_model": name}))
+
+    def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
+        return self.files.model_safe_files(paths)
+
+    def spent(self) -> WorkflowUsage:
+        return self.spend
+
+    # -- start-up ----------------------------------------------------------------------------
+    async def warm_up(self) -> bool:
+        self.calls.append(("warm_up", None))
+        return True
+
+    async def index_workspace(self) -> IndexStats:
+        return IndexStats()
+
+    def aider_setup_needed(self) -> bool:
+        return self.needs_setup
+
+    async def set_up_aider(self, on_line: Callable[[str], None]) -> str | None:
+        self.calls.append(("set_up_aider", None))
+        on_line("creating Aider's environment")
+        await self._step(SETUP)
+        self.needs_setup = self.setup_problem is not None
+        return self.setup_problem
+
+    # -- Aider ---------------------------------------------------------------------------------
+    async def ask(
+        self,
+        question: str,
+        files: Sequence[str] = (),
+        *,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+    ) -> AiderEditOutcome:
+        self.calls.append((ASK, {"question": question, "files": list(files), "session_id": session_id}))
+        turn = self.answers.popleft()
+        await self._step(ASK)
+        return self._answer("aider_chat", Turn(reply=turn.reply, pieces=turn.pieces), session_id, on_reply)
+
+    async def edit(
+        self,
+        prompt: str,
+        files: Sequence[str] = (),
+        *,
+        chat: bool = False,
+        session_id: str | None = None,
+        on_reply: ReplyCallback | None = None,
+    ) -> AiderEditOutcome:
+        self.calls.append((EDIT, {"prompt": prompt, "files": list(files), "session_id": session_id}))
+        turn = self.edits.popleft()
+        await self._step(EDIT)
+        return self._answer("aider_chat" if chat else "aider_ai_code", turn, session_id, on_reply)
+
+    def _answer(
+        self, tool: str, turn: Turn, session_id: str | None, on_reply: ReplyCallback | None
+    ) -> AiderEditOutcome:
+        """The turn's reply streamed, its files written, its outcome as the bridge makes it."""
+        if on_reply is not None:
+            for piece in _pieces(turn.reply, turn.pieces):
+                on_reply(piece)
+        self.spend = self.spend.model_copy(
+            update={"aider": self.spend.aider.plus(CallUsage(input_tokens=turn.tokens))}
+        )
+        if session_id is None:
+            self._chats += 1
+            session_id = f"chat-{self._chats}"
+        report = {"session_id": session_id}
+        if turn.error is not None:
+            error = TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=turn.error)
+            return AiderEditOutcome(tool=tool, error=error, reply=turn.reply, server_report=report)
+        diff, changed, created = self._write(turn.writes)
+        return AiderEditOutcome(
+            tool=tool,
+            success=bool(diff),
+            server_success=True,
+            diff=diff,
+            changed_files=changed,
+            created_files=created,
+            reply=turn.reply,
+            server_report=report,
+        )
+
+    def _write(self, writes: dict[str, str]) -> tuple[str, list[str], list[str]]:
+        """Write the files; their diff, the changed and the created ones."""
+        diff, changed, created = "", list[str](), list[str]()
+        for rel, text in writes.items():
+            path = self.workspace / rel
+            before = path.read_text(encoding="utf-8") if path.exists() else None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            diff += bundled_diff(rel, before, text)
+            (changed if before is not None else created).append(rel)
+        return diff, changed, created
+
+    # -- runs, tests, context, undo -------------------------------------------------------------
+    def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
+        self.calls.append(("model_toolsets", list(toolsets)))
+        return contextlib.nullcontext()
+
+    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
+        """The scripted run: the test command confirmed (the real question), then each
+        iteration's events in order; the typed run the Application answers."""
+        self.calls.append((RUN, request))
+        choice = await self.pick_test_command(request.test_command, ctx)
+        if isinstance(choice, DeclinedTestCommand):
+            refused = TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=choice.message)
+            return WorkflowRun(refused=refused, declined_test_command=choice)
+        command = choice.command if choice is not None else "pytest"
+        done: list[WorkflowIteration] = []
+        for number, iteration in enumerate(self.runs.popleft(), start=1):
+            done.append(await self._iteration(number, iteration, command, request, ctx))
+        return _result(done)
+
+    async def _iteration(
+        self, number: int, iteration: Iteration, command: str, request: WorkflowRequest, ctx: RequestContext
+    ) -> WorkflowIteration:
+        files = list(request.file_context or [])
+        ctx.report_progress(f"Iteration {number}: Aider edits", None)
+        ctx.report_event(EditStarted(iteration=number, files=files))
+        await self._step(RUN)
+        outcome = self._answer("aider_chat", iteration.edit, "run-chat", ctx.report_reply)
+        ctx.report_event(
+            EditFinished(
+                iteration=number,
+                files=files,
+                diff=outcome.diff,
+                changed_files=outcome.changed_files,
+                created_files=outcome.created_files,
+                error=None if outcome.error is None else outcome.error.message,
+                no_change=not outcome.diff,
+            )
+        )
+        summary = EditSummary(
+            status=TaskStatus.COMPLETE, diff=outcome.diff, changed_files=outcome.changed_files
+        )
+        if iteration.tests is None:
+            return WorkflowIteration(iteration=number, prompt=request.goal, files=files, aider=summary)
+        ctx.report_progress(f"Iteration {number}: testing", None)
+        ctx.report_event(TestRunStarted(iteration=number, command=command, scope=SuiteScope.WHOLE))
+        await self._step(TESTS)
+        run = iteration.tests
+        ctx.report_event(_finished(number, run))
+        test = DecidingRun(command=run.command, scope=SuiteScope.WHOLE, exit_code=run.exit_code)
+        return WorkflowIteration(iteration=number, prompt=request.goal, files=files, aider=summary, test=test)
+
+    async def pick_test_command(
+        self, requested: str | None, ctx: RequestContext
+    ) -> ChosenTestCommand | DeclinedTestCommand | None:
+        """The real choice (a detected command asked about once, then remembered)."""
+        choice = choose_test_command(self.workspace, self.settings, requested)
+        if choice is None:
+            return None
+        return await confirm_test_command(self.workspace, choice, ctx, "AIDER_LSP_TEST_COMMAND")
+
+    async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:
+        self.calls.append((TESTS, command))
+        await self._step(TESTS)
+        return self.test_runs.popleft()
+
+    async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult:
+        self.calls.append(("find_context", request))
+        matches = [
+            MatchItem(id=rel, content="", relevance_score=1.0, source_path=rel) for rel in self.context
+        ]
+        return AssociativeMatchResult(context_summary=f"{len(matches)} files", matches=matches)
+
+    def undo(
+        self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
+    ) -> TaskResult:
+        self.calls.append(("undo", files))
+        return complete_result("Restored " + ", ".join(files or ["the last edit's files"]) + ".")
+
+    # -- the end ---------------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def kill_children(self) -> None:
+        self.killed = True
+
+    async def _step(self, name: str) -> None:
+        """A held step waits until it is cancelled (a test cancels it mid-way)."""
+        if name in self.hold:
+            await asyncio.Event().wait()
+
+
+class FakeApps:
+    """The agent's `make_app`: a FakeApplication per workspace, scripted before the session
+    opens it (`app`) or after; every one built is in `built`, in order (a workspace the pool
+    closed and reopened is built again)."""
+
+    def __init__(self, settings: Settings = SETTINGS) -> None:
+        self.settings = settings
+        self.scripted: dict[Path, FakeApplication] = {}
+        self.built: list[FakeApplication] = []
+
+    def app(self, workspace: Path) -> FakeApplication:
+        """The Application the next session in `workspace` opens (made now, to script it)."""
+        root = workspace.resolve()
+        if root not in self.scripted:
+            self.scripted[root] = FakeApplication(root, self.settings)
+        return self.scripted[root]
+
+    def __call__(self, workspace: Path, unsaved_files: UnsavedFiles) -> FakeApplication:
+        app = self.scripted.pop(workspace, None) or FakeApplication(workspace, self.settings)
+        app.unsaved_files = unsaved_files
+        self.built.append(app)
+        return app
+
+
+def with_detected_tests(workspace: Path) -> str:
+    """Give the workspace tests that are found, not set (a Makefile's test target): the
+    command that is asked about once."""
+    (workspace / "Makefile").write_text("test:\n\tpython -m pytest\n", encoding="utf-8")
+    return "make test"
+
+
+def bundled_diff(rel: str, before: str | None, after: str) -> str:
+    """One file's part of an edit's diff, in the bundled server's format."""
+    header = f"diff --aider-mcp a/{rel} b/{rel}\n" + ("new file\n" if before is None else "")
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        "/dev/null" if before is None else f"a/{rel}",
+        f"b/{rel}",
+    )
+    return header + "".join(lines)
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    size = max(1, -(-len(text) // max(1, count)))
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def _finished(number: int, run: CommandRun) -> TestRunFinished:
+    return TestRunFinished(
+        iteration=number,
+        command=run.command,
+        scope=SuiteScope.WHOLE,
+        exit_code=run.exit_code,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        findings=list(run.findings),
+    )
+
+
+def _result(iterations: list[WorkflowIteration]) -> WorkflowRun:
+    """The typed run as workflow/runs.py returns it: green when the last test passed."""
+    last = iterations[-1].test if iterations else None
+    green = last is not None and last.exit_code == 0
+    diff = "".join(it.aider.diff for it in iterations if it.aider is not None)
+    outcome = WorkflowResult(
+        status=WorkflowStatus.SUCCESS if green else WorkflowStatus.FAILURE,
+        content="the tests pass" if green else "the tests still fail after the retries",
+        reason=None if green else ErrorReason.MAX_RETRIES_REACHED,
+        iterations=iterations,
+        analysis_result=CombinedAnalysisResult(
+            verdict=Verdict.SUCCESS if green else Verdict.FAILURE, message=""
+        ),
+    )
+    return WorkflowRun(outcome=outcome, changes=RunChanges(diff=diff))

@@ -1,0 +1,149 @@
+"""The ACP agent's sessions as a client meets them, in-process over the SDK's memory transport
+and on fake Applications (milliseconds a test): new, load and list, modes and config options
+in step, one Application per workspace in the pool both front ends share, sign-in refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate
+
+from acp import RequestError, text_block
+from aider_lsp.settings import Settings
+from aider_lsp_testing.acp_client import in_process_agent
+from aider_lsp_testing.fake_app import SETTINGS, FakeApps, Turn
+from aider_lsp_testing.waiting import eventually
+
+
+def _option(option: Any) -> Any:
+    """A config option as the client parsed it (the SDK may keep the union's root)."""
+    return getattr(option, "root", option)
+
+
+def _values(options: list[Any]) -> dict[str, str]:
+    return {_option(option).id: _option(option).current_value for option in options}
+
+
+async def test_a_new_session_offers_the_modes_the_options_and_the_commands(tmp_path: Path) -> None:
+    fakes = FakeApps()
+    async with in_process_agent(fakes) as (conn, client, _):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert await eventually(lambda: client.of(AvailableCommandsUpdate))  # sent after the answer
+    assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
+    assert session.modes.current_mode_id == "edit"
+    assert _values(session.config_options) == {
+        "mode": "edit",
+        "aider_model": "openai/fake-coder",
+        "max_retries": "3",
+    }
+    (commands,) = client.of(AvailableCommandsUpdate)
+    assert [command.name for command in commands.available_commands] == [
+        "undo",
+        "diff",
+        "test",
+        "context",
+        "budget",
+    ]
+    (app,) = fakes.built
+    assert ("warm_up", None) in app.calls and app.closed  # warmed up at the start, closed at the end
+
+
+async def test_the_mode_and_its_option_stay_in_step(tmp_path: Path) -> None:
+    fakes = FakeApps()
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        changed = await conn.set_config_option(config_id="mode", session_id=session_id, value="ask")
+        model = await conn.set_config_option(config_id="aider_model", session_id=session_id, value="sonnet")
+        retries = await conn.set_config_option(config_id="max_retries", session_id=session_id, value="1")
+        refused = []
+        for config_id, value in (
+            ("mode", "draw"),
+            ("max_retries", "many"),
+            ("aider_model", "gpt-9"),
+            ("colour", "red"),
+        ):
+            with pytest.raises(RequestError) as error:
+                await conn.set_config_option(config_id=config_id, session_id=session_id, value=value)
+            refused.append(error.value)
+        with pytest.raises(RequestError) as bad_mode:
+            await conn.set_session_mode(session_id=session_id, mode_id="draw")
+    (as_option,) = client.of(ConfigOptionUpdate)
+    assert _values(as_option.config_options)["mode"] == "workflow"  # set_session_mode → the option
+    assert [update.current_mode_id for update in client.of(CurrentModeUpdate)] == ["ask"]  # and back
+    assert _values(changed.config_options)["mode"] == "ask"
+    assert _values(model.config_options)["aider_model"] == "sonnet"
+    assert fakes.built[0].settings.aider_model == "sonnet"  # the workspace's Aider model
+    assert _values(retries.config_options)["max_retries"] == "1"
+    assert all(error.code == -32602 for error in [*refused, bad_mode.value])
+    assert "AIDER_LSP_AIDER_MODEL" in str(refused[2]) and "max_retries" in str(refused[3])
+
+
+async def test_sessions_in_one_workspace_share_its_application(tmp_path: Path) -> None:
+    fakes = FakeApps()
+    async with in_process_agent(fakes) as (conn, _, _):
+        for _ in range(3):
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    assert len(fakes.built) == 1
+
+
+async def test_beyond_the_bound_the_least_recently_used_workspace_closes_and_reopens_on_use(
+    tmp_path: Path,
+) -> None:
+    fakes = FakeApps(SETTINGS.model_copy(update={"max_open_folders": 2}))
+    a, b, c = (tmp_path / name for name in "abc")
+    for root in (a, b, c):
+        root.mkdir()
+    async with in_process_agent(fakes) as (conn, client, _):
+        in_a = (await conn.new_session(cwd=str(a), mcp_servers=[])).session_id
+        await conn.new_session(cwd=str(b), mcp_servers=[])
+        await conn.new_session(cwd=str(c), mcp_servers=[])  # a is the least recently used: closed
+        first_a, app_b, app_c = fakes.built
+        closed_after_c = (first_a.closed, app_b.closed, app_c.closed)
+        fakes.app(a).answers.append(Turn(reply="It adds."))
+        await conn.set_config_option(config_id="mode", session_id=in_a, value="ask")
+        answer = await conn.prompt(session_id=in_a, prompt=[text_block("What does it do?")])
+        closed_after_a = (app_b.closed, app_c.closed)
+    assert closed_after_c == (True, False, False)
+    assert closed_after_a == (True, False)  # a reopened: b, now the least recently used, closed
+    assert answer.stop_reason == "end_turn" and "It adds." in client.reply()
+    assert [app.workspace for app in fakes.built] == [a, b, c, a]
+
+
+async def test_a_session_is_listed_and_loaded_with_its_conversation(tmp_path: Path) -> None:
+    fakes = FakeApps()
+    fakes.app(tmp_path).edits.append(Turn(writes={"calc.py": "X = 2\n"}, reply="Done."))
+    (tmp_path / "calc.py").write_text("X = 1\n")
+    async with in_process_agent(fakes) as (conn, first, _):
+        session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.set_session_mode(session_id=session_id, mode_id="edit")
+        await conn.prompt(session_id=session_id, prompt=[text_block("Set X to 2 in calc.py")])
+    async with in_process_agent(FakeApps()) as (conn, replayed, _):
+        listed = await conn.list_sessions(cwd=str(tmp_path))
+        loaded = await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+        with pytest.raises(RequestError) as unknown:
+            await conn.load_session(cwd=str(tmp_path), session_id="../../etc/passwd", mcp_servers=[])
+    (info,) = listed.sessions
+    assert info.session_id == session_id and info.title == "Set X to 2 in calc.py"
+    assert loaded.modes.current_mode_id == "edit"
+    assert replayed.reply() == first.reply() and "Aider changed calc.py." in replayed.reply()
+    assert [diff.new_text for diff in replayed.diffs()] == ["X = 2\n"]
+    assert unknown.value.code == -32602
+
+
+async def test_a_session_needs_a_model_and_an_existing_folder(tmp_path: Path) -> None:
+    async with in_process_agent(FakeApps(Settings())) as (conn, _, _):
+        with pytest.raises(RequestError) as no_model:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        with pytest.raises(RequestError) as relative:
+            await conn.new_session(cwd="project", mcp_servers=[])
+        with pytest.raises(RequestError) as missing:
+            await conn.new_session(cwd=str(tmp_path / "gone"), mcp_servers=[])
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="nope", prompt=[text_block("hi")])
+    assert no_model.value.code == -32000  # auth required: the client offers its sign-in
+    assert "AIDER_LSP_MODEL" in str(no_model.value.data)
+    assert relative.value.code == missing.value.code == unknown.value.code == -32602
+    assert "absolute" in str(relative.value) and "session/new" in str(unknown.value)
