@@ -17,6 +17,7 @@ import uuid
 from acp.schema import StopReason
 
 from ..models import AiderEditOutcome, ErrorReason, RequestContext, WorkflowRequest, WorkflowRun
+from ..suite.outcome import capitalised, test_outcome
 from . import render
 from .buffers import rejected_buffers
 from .commands import parse_command, run_command
@@ -267,14 +268,23 @@ def _outcome(run: WorkflowRun) -> str:
         files = " ".join(judge.test_files)
         offer = f"`/undo {files}` takes back only the run's changes to the tests." if files else ""
         return f"{said}\n\n{offer}" if offer else said
-    if "test" in said.lower() or outcome is None:
-        return said
     test = tested[-1].test if tested else None
+    if outcome is None or _says_the_tests(said):
+        return said
     if test is None:
         return f"{said}\n\nNo test ran."
-    if test.exit_code == 0:
-        return f"{said}\n\nThe tests pass (`{test.command}`)."
-    return f"{said}\n\nThe tests still fail (`{test.command}`, exit code {test.exit_code})."
+    clause = test_outcome(
+        test.exit_code, command=test.command, timed_out=test.timed_out, summary=test.summary
+    )
+    return f"{said}\n\n{capitalised(clause)}."
+
+
+def _says_the_tests(said: str) -> bool:
+    """The run's own words already name the tests' state (the loop words its end with them)."""
+    return any(
+        word in said.lower()
+        for word in ("the tests pass", "the tests fail", "the tests still fail", "tests timed out")
+    )
 
 
 def _sentence(text: str) -> str:

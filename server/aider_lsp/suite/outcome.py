@@ -10,6 +10,7 @@ from __future__ import annotations
 def test_outcome(
     exit_code: int | None,
     *,
+    command: str = "",
     timed_out: bool = False,
     summary: str = "",
     failed: int | None = None,
@@ -17,18 +18,24 @@ def test_outcome(
     stopped: str | None = None,
 ) -> str:
     """The clause for a test run's end: `summary` is the runner's last word, `failed` how many
-    tests it counted as failing, `error` why it could not run, `stopped` why we stopped it."""
+    tests it counted as failing, `error` why it could not run, `stopped` why we stopped it;
+    `command`, when given, is named first in the parentheses."""
     if stopped is not None:
         return f"the tests were stopped before they ended ({stopped})"
     if error is not None:
         return f"the tests could not run: {error}"
     if timed_out:
-        return "the tests timed out"
+        return f"the tests timed out{_said(command, '')}"
     if exit_code == 0:
-        return f"the tests pass ({summary})" if summary else "the tests pass"
-    if failed:
-        return f"the tests fail ({failed} failed)"
-    return f"the tests fail (exit code {exit_code})"
+        return f"the tests pass{_said(command, summary)}"
+    detail = f"{failed} failed" if failed else f"exit code {exit_code}"
+    return f"the tests fail{_said(command, detail)}"
+
+
+def _said(command: str, detail: str) -> str:
+    parts = [f"`{command}`" if command else "", detail]
+    inside = ": ".join(part for part in parts if part)
+    return f" ({inside})" if inside else ""
 
 
 def capitalised(clause: str) -> str:
