@@ -6,7 +6,8 @@ test below (or the one named) failed, the file restored.
 
 1. The first edit at once, no model call before it (decisions: goal_alone_starts…, first_edit_
    does_not_wait_for_a_plan…). Aider's server starts meanwhile (here).
-   a. its files: the user's (decisions: users_files_and_a_known_command…);
+   a. its files: the user's (decisions: users_files_and_a_known_command…; with the index asked
+      too: here);
    b. else the index's best, at most 3, each at least half the best (decisions: goal_alone…;
       the 3: here), not those unsaved in the editor (decisions: index_file_unsaved…);
    c. the open files are candidates for the index, never the answer (decisions: goal_alone…;
@@ -16,7 +17,8 @@ test below (or the one named) failed, the file restored.
 2. A plan beside the first edit when it helps: asked for (decisions: plan_the_user_asked…),
    the test command unknown (decisions: unknown_test_command…), the index not confident
    (decisions: index_without_a_confident_answer…): confident is a best of at least 0.5 (here)
-   found by a definition (decisions) or by its name (here).
+   found by a definition (decisions) or by its name (here). The planner sees the goal, the
+   open files and the index's best (here).
    a. its instructions join the second edit's message, its files the chat (decisions);
    b. green tests stop a plan still running; said only when the user asked for it (decisions:
       requested_plan_still_running…; not asked: here); one that failed is said (decisions);
@@ -39,7 +41,8 @@ test below (or the one named) failed, the file restored.
    f. `analyseGreenTests`: the analysis first (decisions: FAILURE); its RETRY's next_prompt and
       next_files are the next edit's, its SUCCESS the message (here);
    g. red tests (or a timed-out run: here): the next edit at once, in the chat, with the failing
-      output (decisions: next_edit_does_not_wait…, analysis_advice_reaches…);
+      output (decisions: next_edit_does_not_wait…, analysis_advice_reaches…); the analysis
+      beside it sees the goal, the instructions, the diff and the tests' output (here);
    h. an edit that turns them green ends the run, the analysis beside stopped (decisions);
    i. red again: the analysis beside is awaited; FAILURE stops the run (decisions), RETRY's
       next_prompt (decisions) and next_files (here) reach the edit after, and SUCCESS does NOT
@@ -52,10 +55,11 @@ test below (or the one named) failed, the file restored.
    file named in the goal vs chosen by the user (decisions: the judge section).
 7. Findings after each failing run, the analysis joining them on the iteration's files (here),
    SUCCESS clearing them (decisions: findings_are_reported…).
-8. Progress phases, and the analysis beside named while it runs (here).
-9. Failing tests first, then the rest or the whole suite (decisions; first: quick_suite);
-   `failingTestsFirst: false` runs the whole suite (here); a narrowed run that times out is
-   the iteration's result (here).
+8. Progress phases, the analysis beside named while it runs, the spend once there is one (here).
+9. Failing tests first, then the rest or the whole suite (decisions; first: quick_suite); a
+   red rest run decides even when it left out more tests (here); a narrowed run that names no
+   failing test lets the whole suite decide (here), one that times out decides (here);
+   `failingTestsFirst: false` runs the whole suite (here).
 10. The budget before each model call (decisions: budget…); the LLM layer's refusal is
     `budget_exceeded` too (here); the run's cap reaches the host for its duration (here).
 11. Errors are results: a failing analysis ends the run with its reason (here).
@@ -103,6 +107,7 @@ from aider_lsp_testing.fake_host import (
     no_change,
     plan,
     red_run,
+    rest_run,
     writes,
 )
 
@@ -123,6 +128,7 @@ class RecordingHost(FakeHost):
         super().__init__(workspace, settings)
         self.chats = chats
         self.analysis_params: list[dict[str, Any]] = []
+        self.plan_params: list[dict[str, Any]] = []
         self.edit_budgets: list[tuple[int | None, float | None] | None] = []
         self.analysis_delay = 0.0
 
@@ -134,6 +140,8 @@ class RecordingHost(FakeHost):
         if identifier == "user:evaluate-and-retry-analysis":
             self.analysis_params.append(dict(params or {}))
             await asyncio.sleep(self.analysis_delay)
+        else:
+            self.plan_params.append(dict(params or {}))
         return await super().handle_task_command(identifier, params)
 
     async def edit(
@@ -379,6 +387,18 @@ async def test_the_test_command_setting_serves_a_request_without_one(host: Recor
     assert suite_commands(host) == ["python -m pytest -x"]
 
 
+async def test_the_users_files_are_the_first_edits_even_when_the_index_is_asked(host: RecordingHost) -> None:
+    """The test command is unknown: a plan runs beside, so the index is asked too; the files the
+    user chose are still the ones the first edit takes."""
+    host.matches = [indexed("test_calc.py", 0.9, definition=1.0)]
+    host.plans.append(plan("fix multiply", ["calc.py"]))
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await loop(host, test_command=None).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert result.iterations[0].files == ["calc.py"]
+
+
 async def test_the_first_edit_takes_at_most_three_of_the_indexs_files(host: RecordingHost) -> None:
     host.matches = [indexed(f"m{n}.py", 0.9 - n / 100, definition=1.0) for n in range(5)]
     host.edits.append(writes("m0.py", FIXED))
@@ -453,6 +473,29 @@ async def test_no_test_command_from_anywhere_ends_the_run_naming_the_setting(hos
     assert suite_commands(host) == []
 
 
+async def test_the_planner_sees_the_goal_the_open_files_and_the_indexs_best(host: RecordingHost) -> None:
+    host.matches = [indexed("calc.py", 0.45), indexed("test_calc.py", 0.4)]
+    host.plans.append(plan("use * in multiply", ["calc.py"]))
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    await goal_alone(host).run(RequestContext(open_files=["notes.py"]))
+    (params,) = host.plan_params
+    assert params["goal"] == GOAL
+    assert "Files open in the editor: notes.py" in params["context_string"]
+    assert "Workspace files most relevant to the goal: calc.py, test_calc.py" in params["context_string"]
+
+
+async def test_the_analysis_sees_the_goal_the_edit_and_the_tests_output(host: RecordingHost) -> None:
+    host.edits.append(writes("calc.py", WRONG))
+    host.test_runs.append(red_run(FAILING))
+    host.analyses.append(analysis(Verdict.RETRY))
+    await loop(host, max_retries=1).run(RequestContext())
+    (params,) = host.analysis_params
+    assert (params["original_goal"], params["aider_instructions"]) == (GOAL, GOAL)
+    assert params["aider_diff"] == "--- calc.py\n"  # the edit's diff (the fake host's)
+    assert FAILING in params["test_stdout"] and params["test_exit_code"] == "1"
+
+
 # -- 7: findings ----------------------------------------------------------------------------------
 async def test_the_analysis_joins_the_findings_on_the_iterations_files(host: RecordingHost) -> None:
     reports: list[list[Finding]] = []
@@ -490,15 +533,13 @@ async def test_the_progress_names_each_phase_and_the_analysis_beside(host: Recor
     ]
 
 
-async def test_a_green_run_ends_with_done(host: RecordingHost) -> None:
+async def test_a_green_run_ends_with_done_and_what_it_spent(host: RecordingHost) -> None:
     progress: list[str] = []
-    host.edits.append(writes("calc.py", FIXED))
+    host.edits.append(writes("calc.py", FIXED, tokens=1200))
     host.test_runs.append(green_run())
-    context = RequestContext(
-        report_progress=lambda message, pct: progress.append(message.split(" · spent ")[0])
-    )
-    await loop(host).run(context)
-    assert progress[-1] == "Done: the goal is reached"
+    await loop(host).run(RequestContext(report_progress=lambda message, pct: progress.append(message)))
+    assert progress[0] == "Iteration 1/3: Aider is editing"  # nothing spent yet: nothing said
+    assert progress[-1].startswith("Done: the goal is reached · spent 1200 tokens")
 
 
 # -- 9: failing tests first -------------------------------------------------------------------
@@ -526,6 +567,37 @@ async def test_a_narrowed_run_that_times_out_decides_its_iteration(
     decided = result.iterations[1].test
     assert decided is not None and decided.timed_out
     assert "a test run killed at its timeout" in result.content
+
+
+async def test_a_red_rest_run_decides_even_when_it_left_out_more_tests(
+    host: RecordingHost, narrow_every_suite: None
+) -> None:
+    """A test failed: the whole suite cannot make the iteration green, so it does not run."""
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WORSE)])
+    host.test_runs.extend(
+        [red_run(FAILING), green_run(), rest_run(deselected=2, failing="tests/t.py::test_other")]
+    )
+    host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
+    result = await loop(host, max_retries=2).run(RequestContext())
+    assert suite_commands(host) == ["pytest", f"pytest {FAILING}", f"pytest --deselect {FAILING}"]
+    decided = result.iterations[1].test
+    assert decided is not None and decided.exit_code == 1
+    assert result.reason is ErrorReason.MAX_RETRIES_REACHED
+
+
+async def test_a_narrowed_run_that_names_no_failing_test_lets_the_whole_suite_decide(
+    host: RecordingHost, narrow_every_suite: None
+) -> None:
+    """The edit renamed the failing test: the narrowed run fails without naming one."""
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    not_found = CommandRun(
+        command="pytest", exit_code=4, stdout="ERROR: not found: tests/test_calc.py::test_multiply"
+    )
+    host.test_runs.extend([red_run(FAILING), not_found, green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host, max_retries=2).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert suite_commands(host) == ["pytest", f"pytest {FAILING}", "pytest"]
 
 
 # -- 10: the budget ---------------------------------------------------------------------------------
