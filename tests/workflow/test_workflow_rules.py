@@ -514,7 +514,7 @@ async def test_the_analysis_joins_the_findings_on_the_iterations_files(host: Rec
 
 # -- 8: progress ----------------------------------------------------------------------------------
 async def test_the_progress_names_each_phase_and_the_analysis_beside(host: RecordingHost) -> None:
-    host.analysis_delay = 0.2  # the analysis of iteration 1 answers after edit 2's tests
+    host.analysis_delay = 0.5  # the analysis of iteration 1 answers after edit 2's tests
     progress: list[str] = []
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WORSE)])
     host.test_runs.extend([red_run(FAILING), red_run(FAILING)])
