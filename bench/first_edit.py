@@ -29,6 +29,10 @@ pallets/click and encode/httpx are never used (kept for acceptance).
 Usage: python bench/first_edit.py --repos DIR [DIR …] [--tuning DIR …] [--commits N]
        [--dump FILE] [--load FILE]
 A DIR is a git directory, a clone, or a fetched mirror (`/work/.mirror/owner+name`).
+Issue #43's figures (--commits 50; each repository's newest qualifying commits, listed by the
+run): held out urllib3/urllib3, mkdocs/mkdocs, python-websockets/websockets, and a second
+held-out set httpie/cli, getpelican/pelican, Bogdanp/dramatiq (never looked at before the rules
+were written); tuning nedbat/coveragepy, andialbrecht/sqlparse, jazzband/tablib.
 --dump writes every case with its matches (JSON lines); --load measures the rules on such a
 file without running anything again (seconds instead of minutes).
 """
