@@ -23,6 +23,7 @@ from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .aider.spawn import Spawned
+from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager, Refusal
 from .llm import BaseHandler, TaskSystem
@@ -33,7 +34,6 @@ from .models import (
     AiderEditOutcome,
     AiderInteractiveArgs,
     AssociativeMatchResult,
-    Budget,
     CommandRun,
     ContextGenerationInput,
     ErrorReason,
@@ -310,13 +310,12 @@ class Application:
         its server reported them) in `aider`."""
         return WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
 
-    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
         """Cap the LLM calls that follow (one workflow run): once what they and Aider's edits
         spent from now on reaches the cap, a call is refused (FAILED, the budget's message)."""
-        start = self.spent()
-        self.handler.set_budget(
-            Budget(max_tokens=max_tokens, max_cost=max_cost), lambda: self.spent().since(start).all
-        )
+        budget = RunBudget(max_tokens, max_cost, self.spent, lambda path: self.settings.name(path))
+        self.handler.set_budget(budget)
+        return budget
 
     def clear_budget(self) -> None:
         self.handler.clear_budget()
