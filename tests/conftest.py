@@ -96,7 +96,7 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 @pytest.fixture
 def narrow_every_suite(monkeypatch: pytest.MonkeyPatch) -> None:
     """Failing tests first on any suite: the tests of it use suites that take milliseconds,
-    which a run otherwise runs whole (orchestrator.QUICK_SUITE_S)."""
-    from aider_lsp.workflow import orchestrator
+    which a run otherwise runs whole (choose_tests.QUICK_SUITE_S)."""
+    from aider_lsp.workflow import choose_tests
 
-    monkeypatch.setattr(orchestrator, "QUICK_SUITE_S", 0.0)
+    monkeypatch.setattr(choose_tests, "QUICK_SUITE_S", 0.0)

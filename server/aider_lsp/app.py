@@ -19,13 +19,13 @@ from typing import Any
 from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
+from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
 from .memory import IndexStats, MemorySystem, template_reranker
 from .models import (
-    Budget,
     FixAndRetest,
     ProgressCallback,
     RequestContext,
@@ -201,13 +201,12 @@ class Application:
         """Tokens, requests and cost of the LLM calls so far in this session, Aider's in `aider`."""
         return WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
 
-    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
         """Cap the LLM calls that follow (one workflow run): once what they and Aider's edits
         spent from now on reaches the cap, a call is refused (FAILED, the budget's message)."""
-        start = self.spent()
-        self.handler.set_budget(
-            Budget(max_tokens=max_tokens, max_cost=max_cost), lambda: self.spent().since(start).all
-        )
+        budget = RunBudget(max_tokens, max_cost, self.spent, lambda path: self.settings.name(path))
+        self.handler.set_budget(budget)
+        return budget
 
     def clear_budget(self) -> None:
         self.handler.clear_budget()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -30,10 +31,14 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for a run's diff
+
 from .files import AccessDenied, FileAccessManager
-from .models import RestoreReport, RunFileDiff, RunRecord, RunStep, SkippedFile, SkipReason
+from .models import RestoreReport, RunChanges, RunFileDiff, RunRecord, RunStep, SkippedFile, SkipReason
 from .revert import Overlap, revert_change
 from .state import STATE_DIR, ensure_state_dir
+
+log = logging.getLogger(__name__)
 
 USER_CHANGED = "changed-by-the-user-during-the-edit"  # an `after` that no file content matches
 MAX_CHECKPOINTS = 50
@@ -252,6 +257,48 @@ class CheckpointStore:
                 first = sides[rel][0] if rel in sides else _get_blob(directory, before)
                 sides[rel] = (first, _get_blob(directory, after))
         return sides
+
+    def changed_since(self, checkpoint: Checkpoint) -> dict[str, tuple[bytes | None, bytes | None]]:
+        """Each file the checkpoint covers that differs now: its bytes as recorded (before a
+        workflow run first touched it) and now (None: absent), whoever changed it. What the
+        run changed, for the judge and the run's diff (a file that cannot be read is left out)."""
+        sides: dict[str, tuple[bytes | None, bytes | None]] = {}
+        for rel in checkpoint.paths:
+            try:
+                before = self.content_before(checkpoint, rel)
+                real = self.files.resolve(rel)
+                after = real.read_bytes() if real.is_file() else None
+            except (OSError, AccessDenied):
+                continue
+            if after != before:
+                sides[rel] = (before, after)
+        return sides
+
+    def settled(self, checkpoint: Checkpoint) -> Checkpoint | None:
+        """A workflow run's checkpoint at the run's end: dropped when nothing it covers changed
+        (undo would do nothing: None), else kept; one that cannot be read is kept (logged)."""
+        try:
+            if not checkpoint.files:
+                return None
+            if self.unchanged(checkpoint):
+                self.discard(checkpoint)
+                return None
+        except (OSError, AccessDenied):
+            log.debug("could not settle the workflow checkpoint", exc_info=True)
+        return checkpoint
+
+    def run_changes(self, checkpoint: Checkpoint | None) -> RunChanges:
+        """What a workflow run changed against the files before it, its diff in the edits'
+        format (no checkpoint: the run changed nothing)."""
+        if checkpoint is None:
+            return RunChanges()
+        sides = self.changed_since(checkpoint)
+        return RunChanges(
+            changed_files=tuple(rel for rel, (before, _) in sides.items() if before is not None),
+            created_files=tuple(rel for rel, (before, _) in sides.items() if before is None),
+            diff="".join(unified_diff(rel, before, after) for rel, (before, after) in sides.items()),
+            checkpoint_id=checkpoint.id,
+        )
 
     def discard(self, checkpoint: Checkpoint) -> None:
         """Forget a checkpoint (the edit changed nothing)."""

@@ -51,6 +51,7 @@ from aider_lsp.models import (
     UnsavedFiles,
     Verdict,
     WorkflowIteration,
+    WorkflowProgress,
     WorkflowRequest,
     WorkflowResult,
     WorkflowRun,
@@ -237,7 +238,7 @@ class FakeApplication:
         self, number: int, iteration: Iteration, command: str, request: WorkflowRequest, ctx: RequestContext
     ) -> WorkflowIteration:
         files = list(request.file_context or [])
-        ctx.report_progress(f"Iteration {number}: Aider edits", None)
+        _progress(ctx, f"Iteration {number}: Aider edits")
         ctx.report_event(EditStarted(iteration=number, files=files))
         await self._step(RUN)
         outcome = self._answer("aider_chat", iteration.edit, "run-chat", ctx.report_reply)
@@ -257,7 +258,7 @@ class FakeApplication:
         )
         if iteration.tests is None:
             return WorkflowIteration(iteration=number, prompt=request.goal, files=files, aider=summary)
-        ctx.report_progress(f"Iteration {number}: testing", None)
+        _progress(ctx, f"Iteration {number}: testing")
         ctx.report_event(TestRunStarted(iteration=number, command=command, scope=SuiteScope.WHOLE))
         await self._step(TESTS)
         run = iteration.tests
@@ -380,3 +381,11 @@ def _result(iterations: list[WorkflowIteration]) -> WorkflowRun:
         ),
     )
     return WorkflowRun(outcome=outcome, changes=RunChanges(diff=diff))
+
+
+def _progress(ctx: RequestContext, phase: str) -> None:
+    """Where the scripted run is, as the loop reports it (workflow/report.py): the typed event
+    and its sentence."""
+    progress = WorkflowProgress(phase=phase, percentage=0)
+    ctx.report_event(progress)
+    ctx.report_progress(progress.message, None)

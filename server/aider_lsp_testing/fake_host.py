@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aider_lsp.budget import RunBudget
 from aider_lsp.checkpoints import ACTIVE_CHECKPOINT, CheckpointStore, snapshot_files
 from aider_lsp.files import FileAccessManager
 from aider_lsp.models import (
@@ -175,8 +176,9 @@ class FakeHost:
     def spent(self) -> WorkflowUsage:
         return self.usage
 
-    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
         self.budget = (max_tokens, max_cost)
+        return RunBudget(max_tokens, max_cost, self.spent, self._settings.name)
 
     def clear_budget(self) -> None:
         self.budget = None

@@ -11,7 +11,6 @@ from pydantic import ValidationError
 
 from aider_lsp import models
 from aider_lsp.models import (
-    Budget,
     CallUsage,
     CombinedAnalysisResult,
     ContextGenerationInput,
@@ -173,19 +172,3 @@ def test_every_public_model_is_importable_from_the_package() -> None:
         ]
         missing = [name for name in defined if name not in models.__all__]
         assert not missing, f"aider_lsp.models.{info.name} defines {missing}: add them to __all__"
-
-
-def test_the_budget_says_which_cap_is_spent_and_which_setting_to_raise() -> None:
-    tokens = Budget(max_tokens=500)
-    assert tokens.exceeded(Spend(input_tokens=499, cost=9.0)) is None  # no cost cap
-    assert tokens.remaining_tokens(Spend(input_tokens=499)) == 1
-    why = tokens.exceeded(Spend(input_tokens=510))
-    assert why is not None and "budget of 500 is used up (510 used)" in why
-    assert "raise aiderLsp.budget.maxTokens" in why
-
-    cost = Budget(max_cost=0.5)
-    assert cost.exceeded(Spend(input_tokens=10**6, cost=None)) is None  # price unknown
-    assert cost.remaining_tokens(Spend()) is None
-    why = cost.exceeded(Spend(cost=0.5))
-    assert why is not None and "raise aiderLsp.budget.maxCost" in why
-    assert not Budget().capped and Budget(max_cost=0.5).capped

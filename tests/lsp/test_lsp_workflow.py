@@ -14,7 +14,7 @@ from lsprotocol import types
 from test_lsp_cancel import _slow_test_command as slow_test_command
 from test_lsp_code_actions import code_actions
 
-from aider_lsp.workflow.orchestrator import progress_phase
+from aider_lsp.models.events import PROGRESS_SEPARATOR
 from aider_lsp_testing.calc_project import (  # the calc project whose test fails, and its scripted LLM
     BUGGY,
     FIXED,
@@ -162,7 +162,9 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
         assert list(client.diagnostics[test_uri]) == []  # cleared on SUCCESS
         assert all(not found for found in client.diagnostics.values())
         reports = progress_of(client, "Aider workflow")
-        messages = [progress_phase(getattr(report, "message", None) or "") for report in reports]
+        # each sentence is a phase, then the spend once anything was spent
+        sentences = [getattr(report, "message", None) or "" for report in reports]
+        messages = [sentence.split(PROGRESS_SEPARATOR, 1)[0] for sentence in sentences]
         # the plan may still be running beside the first test run ("…; planning beside it")
         assert any(m.startswith("Iteration 1/3: running the whole suite") for m in messages), messages
         # the analysis of iteration 1 starts beside the second edit; it may have ended already

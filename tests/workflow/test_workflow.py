@@ -11,10 +11,18 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import Answer, ErrorReason, Finding, Question, TaskStatus, WorkflowRequest
+from aider_lsp.models import (
+    Answer,
+    ErrorReason,
+    Finding,
+    Question,
+    TaskStatus,
+    WorkflowEvent,
+    WorkflowProgress,
+    WorkflowRequest,
+)
 from aider_lsp.results import history_result
 from aider_lsp.settings import load_settings
-from aider_lsp.workflow.orchestrator import progress_phase
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,
@@ -48,13 +56,19 @@ class Recorder:
     """A RequestContext that remembers what the run reported."""
 
     def __init__(self) -> None:
-        self.progress: list[str] = []
+        self.progress: list[str] = []  # the sentences (the LSP's $/progress)
+        self.phases: list[str] = []  # the typed progress events' phases
         self.findings: list[list[Finding]] = []
         self.context = RequestContext(
             report_progress=lambda message, pct: self.progress.append(message),
             report_findings=self.findings.append,
+            report_event=self.on_event,
             open_files=["calc.py"],
         )
+
+    def on_event(self, event: WorkflowEvent) -> None:
+        if isinstance(event, WorkflowProgress):
+            self.phases.append(event.phase)
 
 
 def script_two_iterations(llm_server: Any) -> None:
@@ -73,8 +87,8 @@ def script_two_iterations(llm_server: Any) -> None:
 
 
 def phases(seen: Recorder) -> list[str]:
-    """The progress messages without the spend they carry."""
-    return [progress_phase(message) for message in seen.progress]
+    """The run's phases as its progress events said them."""
+    return seen.phases
 
 
 async def test_failing_iteration_then_retry_reaches_success(

@@ -27,6 +27,7 @@ from aider_lsp.models import (
     TestRunStarted,
     Verdict,
     WorkflowEvent,
+    WorkflowProgress,
     WorkflowStatus,
 )
 from aider_lsp.settings import load_settings
@@ -257,6 +258,21 @@ async def test_a_failure_from_the_analysis_beside_still_stops_the_run(host: Fake
     assert host.calls.count(EDIT) == 2  # no third edit
 
 
+async def test_a_success_from_the_analysis_beside_does_not_end_a_red_run(host: FakeHost) -> None:
+    """The analysis of iteration 1 answers SUCCESS beside edit 2, whose tests are red again: the
+    tests are the judge, so a third edit follows, and iteration 1 records why it did not count."""
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n"), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(), red_run(), green_run()])
+    host.analyses.extend([analysis(Verdict.SUCCESS, "looks right"), analysis(Verdict.RETRY)])
+    result = await loop(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.calls.count(EDIT) == 3
+    assert (
+        result.iterations[0].overruled is not None
+        and "the tests are the judge" in result.iterations[0].overruled
+    )
+
+
 async def test_the_analysis_advice_reaches_the_edit_after(host: FakeHost) -> None:
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", WRONG + "\n"), writes("calc.py", FIXED)])
     host.test_runs.extend([red_run(), red_run(), green_run()])
@@ -369,7 +385,7 @@ async def test_each_step_is_reported_as_it_happens_in_order(host: FakeHost) -> N
     host.test_runs.extend([red_run(FAILING), red_run(FAILING)])
     host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.RETRY)])
     await loop(host, max_retries=2).run(RequestContext(report_event=events.append))
-    steps = [_step(event) for event in events]
+    steps = [_step(event) for event in events if not isinstance(event, WorkflowProgress)]
     analyses = [step for step in steps if step.startswith("analysis")]
     assert [step for step in steps if not step.startswith("analysis")] == [
         "edit 1 ['calc.py']",

@@ -30,11 +30,12 @@ from aider_lsp.models import (
     TestRunStarted,
     Verdict,
     WorkflowEvent,
+    WorkflowProgress,
     WorkflowRequest,
     WorkflowStatus,
 )
 from aider_lsp.settings import load_settings
-from aider_lsp.workflow import orchestrator
+from aider_lsp.workflow import choose_tests
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
@@ -80,7 +81,8 @@ async def test_a_failing_suite_before_the_first_edit_joins_its_message(host: Fak
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
     events: list[WorkflowEvent] = []
     result = await loop(host).run(reporting(host, [], events))
-    started, finished = events[:2]  # what an ACP client shows as the run's first tool call
+    steps = [event for event in events if not isinstance(event, WorkflowProgress)]
+    started, finished = steps[:2]  # what an ACP client shows as the run's first tool call
     assert isinstance(started, TestRunStarted) and started.before_edit
     assert isinstance(finished, TestRunFinished) and finished.before_edit and finished.exit_code == 1
     assert result.status is WorkflowStatus.SUCCESS
@@ -160,7 +162,7 @@ async def test_a_suite_that_cannot_run_leaves_the_goal_alone(host: FakeHost) -> 
 async def test_a_suite_slower_than_the_grace_is_stopped_and_the_edit_goes_on(
     host: FakeHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(orchestrator, "BEFORE_GRACE_S", 0.05)
+    monkeypatch.setattr(choose_tests, "BEFORE_GRACE_S", 0.05)
     host.hold.add(f"{TEST}#1")  # the run before the edit never ends by itself
     host.test_runs.append(green_run())
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
@@ -179,7 +181,7 @@ async def test_a_suite_slower_than_the_grace_is_stopped_and_the_edit_goes_on(
 @pytest.mark.timeout(10)
 async def test_a_suite_known_to_take_longer_than_the_grace_is_not_run_first(host: FakeHost) -> None:
     """A warm server ran it before (or stopped it at the grace): the edit would only wait."""
-    host.durations["pytest"] = 2 * orchestrator.BEFORE_GRACE_S
+    host.durations["pytest"] = 2 * choose_tests.BEFORE_GRACE_S
     host.test_runs.append(green_run())
     host.edits.append(writes("calc.py", FIXED_MULTIPLY))
     await loop(host).run(RequestContext())

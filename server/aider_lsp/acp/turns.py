@@ -16,7 +16,15 @@ import uuid
 
 from acp.schema import StopReason
 
-from ..models import AiderEditOutcome, ErrorReason, RequestContext, WorkflowRequest, WorkflowRun
+from ..models import (
+    AiderEditOutcome,
+    ErrorReason,
+    RequestContext,
+    WorkflowEvent,
+    WorkflowProgress,
+    WorkflowRequest,
+    WorkflowRun,
+)
 from ..suite.outcome import capitalised, test_outcome
 from . import render
 from .buffers import rejected_buffers
@@ -194,15 +202,14 @@ def _render_edit(
 
 
 async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason:
-    from ..workflow.orchestrator import progress_phase  # the workflow is imported at its first run
-
     phases: list[str] = []
 
-    def on_progress(message: str, percentage: int | None) -> None:
-        phase = progress_phase(message)
-        if not phases or phases[-1] != phase:
-            phases.append(phase)
+    def on_event(event: WorkflowEvent) -> None:
+        """Each new phase joins the plan shown; every step is shown as it happens (live.py)."""
+        if isinstance(event, WorkflowProgress) and (not phases or phases[-1] != event.phase):
+            phases.append(event.phase)
             session.outbox.post(render.plan(phases, finished=False))
+        live.show(event)
 
     def on_cancelled(run: WorkflowRun) -> None:
         session.outbox.say(run.message)
@@ -211,11 +218,10 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
     live = LiveRun(session)
     ctx = RequestContext(
-        report_progress=on_progress,
         answer_cancelled=on_cancelled,
         open_files=list(request.files),
         ask=ask,
-        report_event=live.show,
+        report_event=on_event,
         report_reply=live.reply,
     )
     files = _session_files(session, request) or None

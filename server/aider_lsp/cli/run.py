@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..app import Application
     from ..models import (
         Finding,
+        WorkflowEvent,
         WorkflowIteration,
         WorkflowRequest,
         WorkflowResult,
@@ -78,11 +79,13 @@ class ProgressDisplay:
         clock = f"[{int(elapsed) // 60:02d}:{elapsed % 60:04.1f}]"
         return f"{clock} {self.phase} · {self.usage().describe()}"
 
-    def on_progress(self, message: str, percentage: int | None) -> None:
-        from ..workflow.orchestrator import progress_phase  # loaded with the Application
+    def on_event(self, event: WorkflowEvent) -> None:
+        """A run's step: its progress is the status line's phase (the spend is shown live)."""
+        from ..models import WorkflowProgress  # loaded with the Application
 
-        self.phase = progress_phase(message)  # the spend is shown live, not as reported
-        self.render(final=not self.live)
+        if isinstance(event, WorkflowProgress):
+            self.phase = event.phase
+            self.render(final=not self.live)
 
     def on_findings(self, findings: list[Finding]) -> None:
         located = [f for f in findings if f.source != "analysis"]
@@ -247,7 +250,7 @@ async def _run(
         app.set_debug_mode(True)
     start = app.spent()
     display = ProgressDisplay(sys.stderr, lambda: app.spent().since(start))
-    ctx = RequestContext(report_progress=display.on_progress, report_findings=display.on_findings)
+    ctx = RequestContext(report_event=display.on_event, report_findings=display.on_findings)
     run = asyncio.create_task(app.run_workflow(request, ctx))
     ticker = asyncio.create_task(display.tick())
     loop = asyncio.get_running_loop()

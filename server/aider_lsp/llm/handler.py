@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..budget import RunBudget
 from ..files import AccessDenied, FileAccessManager
 from ..models import (
-    Budget,
     DataContext,
     ErrorReason,
     HistoryConfigSettings,
@@ -368,10 +368,10 @@ class BaseHandler:
     def get_provider_identifier(self, model_override: str | None = None) -> str:
         return self.llm.provider_identifier(model_override)
 
-    def set_budget(self, budget: Budget, spent: Callable[[], Spend]) -> None:
-        """Cap the LLM calls that follow (one workflow run): once `spent()` reaches `budget`, a
+    def set_budget(self, budget: RunBudget) -> None:
+        """Cap the LLM calls that follow (one workflow run): once the run has spent `budget`, a
         call is refused (FAILED llm_error, marked budget_exhausted) with the budget's message."""
-        self.llm.set_budget(budget, spent)
+        self.llm.set_budget(budget)
 
     def clear_budget(self) -> None:
         self.llm.clear_budget()

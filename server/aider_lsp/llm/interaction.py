@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..budget import RunBudget, limit_reached
 from ..endpoints import EndpointProblem, ModelRole, name_problem
 from ..models import (
-    Budget,
     CallUsage,
     ErrorReason,
     HistoryConfigSettings,
@@ -130,8 +130,7 @@ class LLMInteractionManager:
         self._models: dict[tuple[Any, ...], Any] = {}
         self._turns: list[_Turn] = []
         self.usage = Spend()  # every call of this session, added up
-        self.budget: Budget | None = None
-        self._spent: Callable[[], Spend] = Spend  # what the budget's run spent so far
+        self.budget: RunBudget | None = None  # the running workflow's (budget.py)
 
     @property
     def debug(self) -> bool:
@@ -139,22 +138,17 @@ class LLMInteractionManager:
         return self._settings().debug if self.debug_override is None else self.debug_override
 
     # -- budget
-    def set_budget(self, budget: Budget, spent: Callable[[], Spend]) -> None:
-        """Refuse calls once `spent()` (what the run spent so far: the Application counts
-        Aider's calls with these) reaches `budget`; an uncapped budget refuses nothing."""
+    def set_budget(self, budget: RunBudget) -> None:
+        """Refuse calls once the run has spent `budget` (Aider's calls with these: budget.py);
+        an uncapped budget refuses nothing."""
         self.budget = budget if budget.capped else None
-        self._spent = spent
 
     def clear_budget(self) -> None:
         self.budget = None
-        self._spent = Spend
 
     def budget_exceeded(self) -> str | None:
         """Why the budget refuses the next call (the message the user reads), or None."""
-        if self.budget is None:
-            return None
-        name = self._settings().name
-        return self.budget.exceeded(self._spent(), name("budget.maxTokens"), name("budget.maxCost"))
+        return None if self.budget is None else self.budget.exceeded()
 
     # -- configuration
     def model_config(self, model_override: str | None = None) -> ModelConfig:
@@ -328,7 +322,7 @@ class LLMInteractionManager:
             usage=run_usage,
             deps=deps,
             usage_limits=UsageLimits(
-                total_tokens_limit=self.budget.remaining_tokens(self._spent()) if self.budget else None
+                total_tokens_limit=self.budget.remaining_tokens() if self.budget else None
             ),
             timeout=settings.timeouts.llm,  # the whole call: every request, retry and tool
             # streamed requests: a server notices a closed connection (a timeout, a cancel) only
@@ -353,8 +347,7 @@ class LLMInteractionManager:
         self.usage = self.usage.plus(usage)
         notes: dict[str, Any] = {"usage": usage.llm_wire(label), "model": label}
         if isinstance(exc, UsageLimitExceeded):  # the budget's remainder, given as this call's limit
-            caps = self._settings().name("budget")
-            why = self.budget_exceeded() or f"usage limit reached: {exc} ({caps} caps a run)"
+            why = self.budget_exceeded() or limit_reached(str(exc), self._settings().name)
             return _over_budget(why, notes)
         status = getattr(exc, "status_code", None) if isinstance(exc, ModelAPIError) else None
         if status is not None:

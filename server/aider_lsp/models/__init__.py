@@ -4,9 +4,9 @@
 - caller: what a request's caller gives it (RequestContext: progress, findings, questions)
 - args: each tool's argument model (`…Args`, the LSP command, the model's schema, the validation)
 - commands: one run of a shell command (CommandRun) and the problems it found (Finding)
-- usage: what one model call spent and what a run spent (apart and together), the budget
+- usage: what one model call spent and what a run spent (apart and together)
 - edits: what one Aider edit did (AiderEditOutcome), fix-and-retest
-- events: a workflow run's steps as they happen (PlanMade, EditStarted, …, the callback's type)
+- events: a workflow run's steps as they happen (PlanMade, EditStarted, …, its progress, the callback's type)
 - question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
@@ -60,6 +60,7 @@ from .events import (
     TestRunFinished,
     TestRunStarted,
     WorkflowEvent,
+    WorkflowProgress,
 )
 from .history import (
     DeclinedTestCommand,
@@ -90,7 +91,7 @@ from .runs import (
     WorkflowResult,
     WorkflowStatus,
 )
-from .usage import AiderCallUsage, Budget, CallUsage, Spend, WorkflowUsage
+from .usage import AiderCallUsage, CallUsage, Spend, WorkflowUsage
 
 __all__ = [
     "AiderAutomaticArgs",
@@ -101,7 +102,6 @@ __all__ = [
     "Answer",
     "AskCallback",
     "AssociativeMatchResult",
-    "Budget",
     "CallUsage",
     "Choice",
     "CombinedAnalysisResult",
@@ -162,6 +162,7 @@ __all__ = [
     "Verdict",
     "WorkflowEvent",
     "WorkflowIteration",
+    "WorkflowProgress",
     "WorkflowRequest",
     "WorkflowResult",
     "WorkflowRun",

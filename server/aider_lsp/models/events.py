@@ -1,10 +1,12 @@
 """What a workflow run does, step by step, as it happens: a plan made, an edit started and
-finished, a test run started and finished, an analysis made.
+finished, a test run started and finished, an analysis made, and where the run is (its phase,
+how far, what it spent so far).
 
-Why typed events beside the progress strings: a front end that shows each step as its own
-item (ACP's tool calls with diffs and test output) needs the step's data when it happens, not
-a phrase to parse or the finished run's notes. The loop sends them through
-`RequestContext.report_event`; a caller that shows nothing ignores them.
+Why typed events: a front end that shows each step as its own item (ACP's tool calls with
+diffs and test output) or the run's phase (the CLI's status line, ACP's plan) needs the data
+when it happens, not a phrase to parse or the finished run's notes. The loop sends them through
+`RequestContext.report_event`; a caller that shows nothing ignores them. The LSP's `$/progress`
+shows a sentence: `WorkflowProgress.message` words it, here only.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .commands import Finding
 from .runs import CombinedAnalysisResult, DevelopmentPlan, SuiteScope
+from .usage import WorkflowUsage
+
+PROGRESS_SEPARATOR = " · spent "  # between a progress sentence's phase and the run's spend
 
 
 class _Event(BaseModel):
@@ -103,8 +108,34 @@ class AnalysisMade(_Event):
     overruled: str | None = None
 
 
+class WorkflowProgress(_Event):
+    """Where the run is: its phase (`Iteration 2/3: running the whole suite`), how far it is
+    (0-100) and what it spent so far (planning/analysis and Aider, apart and together)."""
+
+    kind: Literal["progress"] = "progress"
+    phase: str
+    percentage: int
+    usage: WorkflowUsage = Field(default_factory=WorkflowUsage)
+
+    @property
+    def message(self) -> str:
+        """The progress as one sentence (the LSP's `$/progress`): the phase, and the spend once
+        the run spent anything."""
+        usage = self.usage
+        if usage.planning.requests == 0 and usage.aider.calls == 0 and usage.aider.unreported == 0:
+            return self.phase
+        return f"{self.phase}{PROGRESS_SEPARATOR}{usage.describe()}"
+
+
 WorkflowEvent = Annotated[
-    PlanMade | PlanFailed | EditStarted | EditFinished | TestRunStarted | TestRunFinished | AnalysisMade,
+    PlanMade
+    | PlanFailed
+    | EditStarted
+    | EditFinished
+    | TestRunStarted
+    | TestRunFinished
+    | AnalysisMade
+    | WorkflowProgress,
     Field(discriminator="kind"),
 ]
 # Sink for a run's events, called in the order they happen (synchronously, from the loop).

@@ -1,5 +1,5 @@
-"""What model calls spent: one call, and a run (planning/analysis and Aider, apart and together),
-and the budget that caps a run.
+"""What model calls spent: one call, and a run (planning/analysis and Aider, apart and together).
+The budget that caps a run is budget.py's.
 
 Two models spend in a run: the planning/analysis model (the LLM layer counts each call) and
 Aider's own (the bundled server reports each edit's usage; the public aider-mcp-server says
@@ -177,48 +177,6 @@ def _sum_costs(first: float | None, second: float | None) -> float | None:
     if first is None:
         return second
     return first if second is None else first + second
-
-
-class Budget(BaseModel):
-    """A run's cap on tokens and/or cost (aiderLsp.budget). Why one value: the rule ("spent
-    reaches the cap") and the message the user reads are the same wherever a run is stopped,
-    by the LLM layer before a call or by the workflow between steps."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-    @property
-    def capped(self) -> bool:
-        return self.max_tokens is not None or self.max_cost is not None
-
-    def exceeded(
-        self,
-        spent: Spend,
-        tokens_setting: str = "aiderLsp.budget.maxTokens",
-        cost_setting: str = "aiderLsp.budget.maxCost",
-    ) -> str | None:
-        """Why no further call may run, naming the setting to raise (as its reader sets it);
-        None while within."""
-        if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
-            return (
-                f"the token budget of {self.max_tokens} is used up ({spent.total_tokens} used): raise "
-                f"{tokens_setting} (tokens per run, planning/analysis and Aider together), "
-                "or give a smaller goal"
-            )
-        cost = spent.cost or 0.0
-        if self.max_cost is not None and cost >= self.max_cost:
-            return (
-                f"the cost budget of {self.max_cost:g} is used up ({cost:.4f} used): raise "
-                f"{cost_setting} (cost per run, planning/analysis and Aider together), "
-                "or give a smaller goal"
-            )
-        return None
-
-    def remaining_tokens(self, spent: Spend) -> int | None:
-        """The tokens the next call may spend (its limit in the model library), None: no cap."""
-        return None if self.max_tokens is None else max(1, self.max_tokens - spent.total_tokens)
 
 
 class WorkflowUsage(BaseModel):

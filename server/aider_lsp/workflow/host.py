@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..budget import RunBudget
 from ..checkpoints import CheckpointStore
 from ..models import (
     AiderEditOutcome,
@@ -88,8 +89,9 @@ class WorkflowHost(Protocol):
         (as its server reports them) in `aider`."""
         ...
 
-    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> None:
-        """Cap the LLM calls that follow (over budget → FAILED)."""
+    def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
+        """Cap the LLM calls that follow (over budget → FAILED): the run's budget, which the
+        loop asks too between steps (budget.py)."""
         ...
 
     def clear_budget(self) -> None: ...

@@ -1,0 +1,116 @@
+"""The first edit's files: the ones the user chose, else those the workspace index ranks best
+for the goal, and whether that choice is confident enough to go without a plan.
+
+Why a module of its own: the choice is a rule of its own (docs/workflow.md, "The first edit at
+once") that changes on its own; here it is plain functions of typed inputs (the user's files,
+the index's matches, the files held unsaved) with a typed answer, testable without a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..files import AccessDenied
+from ..models import ContextGenerationInput, MatchItem, OptionalPathList
+from .host import WorkflowHost
+
+MEMORY_FILES = 5  # the index's files the planner is told of
+INDEX_FILES = 3  # at most this many of the index's files start the first edit
+PICK_SHARE = 0.5  # ... those scoring at least this share of the best
+CONFIDENT_SCORE = 0.5  # the best must score this much (and match specifically) to skip the plan
+
+
+@dataclass(frozen=True)
+class FirstFiles:
+    """The first edit's files (none: nothing to start on, the plan names them), whether they
+    need no plan to back them (the user's, or the index's when it is confident), and the
+    index's files the planner is told of."""
+
+    files: list[str]
+    confident: bool
+    relevant: list[str]
+
+
+def user_files(file_context: Sequence[str] | str | None) -> list[str] | str:
+    """The files the user handed to the run (a list or a JSON array), or what is wrong with
+    them (the message of a `file_context` that is not a list of paths)."""
+    if file_context in (None, "", []):
+        return []
+    try:
+        return TypeAdapter(OptionalPathList).validate_python(file_context) or []
+    except ValidationError as exc:
+        return f"file_context: {exc.errors()[0]['msg']}"
+
+
+def needs_plan(*, asked: bool, command_known: bool, chosen: bool, confident: bool) -> bool:
+    """A plan helps when the user asked for one, when the test command is still unknown (the
+    plan may name it), or when no file was chosen and the index is not confident."""
+    return asked or not command_known or (not chosen and not confident)
+
+
+def choose(chosen: list[str], matches: Sequence[MatchItem], held: Collection[str]) -> FirstFiles:
+    """The user's files when they chose any, else the index's pick among the files an edit
+    may take (not those `held` unsaved in the editor: the edit would refuse the whole set)."""
+    editable = [m for m in matches if m.source_path not in held]
+    relevant = [m.source_path for m in editable if m.source_path]
+    if chosen:
+        return FirstFiles(list(chosen), True, relevant)
+    files, confident = pick(editable)
+    return FirstFiles(files, confident, relevant)
+
+
+def pick(matches: Sequence[MatchItem]) -> tuple[list[str], bool]:
+    """The index's files for the first edit and whether it is confident about them.
+
+    The files: those scoring at least PICK_SHARE of the best, at most INDEX_FILES. Confident:
+    the best scores at least CONFIDENT_SCORE and one of the files matched the goal by a
+    definition (the goal names a function or class the file defines) or by its name (the goal
+    mentions the file). Words of the text or the path alone are not enough: "make the tests
+    pass" finds every test file by "tests", which says nothing about what to change."""
+    ranked = [m for m in matches if m.source_path]
+    if not ranked:
+        return [], False
+    floor = ranked[0].relevance_score * PICK_SHARE
+    picked = [m for m in ranked[:INDEX_FILES] if m.relevance_score >= floor]
+    confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(specific(m) for m in picked)
+    return [m.source_path for m in picked if m.source_path], confident
+
+
+def specific(match: MatchItem) -> bool:
+    """The index found the file by a definition or by its name, not by common words alone."""
+    signals = (match.metadata or {}).get("signals", {})
+    return bool(signals.get("definition") or signals.get("mentioned") or signals.get("target"))
+
+
+async def find(
+    host: WorkflowHost, goal: str, chosen: list[str], open_files: list[str], *, ask_index: bool
+) -> FirstFiles:
+    """The first edit's files (`choose`), the index asked when `ask_index` (it is not when the
+    user chose files and no plan will be made: nothing would read its answer)."""
+    matches = await index_matches(host, goal, open_files, chosen) if ask_index else []
+    return choose(chosen, matches, held_unsaved(host))
+
+
+async def index_matches(
+    host: WorkflowHost, goal: str, open_files: list[str], chosen: list[str]
+) -> list[MatchItem]:
+    """The index's best files for the goal; the files open in the editor are candidates (a
+    small boost), never the answer: the file that merely happens to be open is a hint."""
+    request = ContextGenerationInput(
+        query=goal, open_files=open_files, target_files=chosen, max_results=MEMORY_FILES
+    )
+    found = await host.find_context(request)
+    return list(found.matches)
+
+
+def held_unsaved(host: WorkflowHost) -> set[str]:
+    """The workspace files the editor holds with unsaved changes, now (relative paths)."""
+    held: set[str] = set()
+    for path in host.unsaved():
+        with contextlib.suppress(AccessDenied):
+            held.add(host.relative_path(path))
+    return held

@@ -1,0 +1,133 @@
+"""What each model call of a run is told: the planner, the analysis, and each Aider edit (the
+goal, then the failing output as Aider's own `--auto-test` loop sends it).
+
+Why here: the wording is what a model reads and a test can check on its own; the loop decides
+when to ask, this module what is said.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import AiderEditOutcome, CombinedAnalysisResult, CommandRun, JudgeProblem, Verdict
+from .iteration import Iteration, changed
+
+PLAN_TEMPLATE = "user:generate-plan-from-goal"
+ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
+OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
+OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
+# what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
+RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
+
+
+def first_prompt(goal: str, context: str) -> str:
+    """The first edit's message: the goal and the user's context."""
+    context = context.strip()
+    return f"{goal}\n\n{context}" if context else goal
+
+
+def plan_params(
+    goal: str, context: str, chosen: list[str], open_files: list[str], relevant: list[str]
+) -> dict[str, Any]:
+    """The planner gets the goal, the user's context, the open files and the index's best."""
+    parts = [context.strip() or "(none)"]
+    if open_files:
+        parts.append("Files open in the editor: " + ", ".join(open_files))
+    if relevant:
+        parts.append("Workspace files most relevant to the goal: " + ", ".join(relevant))
+    return {"goal": goal, "context_string": "\n".join(parts), "file_context": chosen or None}
+
+
+def with_failures(prompt: str, run: CommandRun) -> str:
+    """The first edit's message with what fails before it (the suite run at the start)."""
+    output = clip("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)
+    return f"{prompt}\n\n{RUN_OUTPUT.format(command=run.command, output=output)}"
+
+
+def retry_prompt(
+    it: Iteration, advice: CombinedAnalysisResult | None, *, command: str, instructions: str | None
+) -> str:
+    """What the next edit sends Aider: the failing output as Aider's own loop sends it (or
+    that the last reply changed nothing), the latest analysis's instructions, and the
+    `instructions` again when Aider keeps no chat (the server has no sessions)."""
+    test, outcome = it.test, it.outcome
+    if test is None:
+        why = f" ({outcome.error.message})" if outcome is not None and outcome.error else ""
+        message = f"Your last reply changed no file{why}. Make the change now, as the edit format requires."
+    else:
+        output = "\n".join(part for part in (test.stdout, test.stderr) if part.strip())
+        if test.timed_out:
+            output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
+        # the command that ran: the failing tests alone, or the whole suite
+        message = RUN_OUTPUT.format(command=test.command or command, output=clip(output, OUTPUT_FOR_AIDER))
+        if it.judge is not None:
+            message += f"\n{judge_prompt(it.judge)}"
+    if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
+        message += f"\n\n{advice.next_prompt}"
+    if instructions is not None:
+        message = f"{instructions}\n\n{message}"
+    return message
+
+
+def judge_prompt(problem: JudgeProblem) -> str:
+    """What the next edit is told when passing tests were not the judge they should be."""
+    files = f" ({', '.join(problem.test_files)})" if problem.test_files else ""
+    return (
+        f"That is not a pass: {problem.message.removeprefix('the tests pass, but ')}. The tests are the "
+        f"judge: put back the tests you changed or removed{files} exactly as they were, and make them "
+        "pass by changing the code under test, not the tests."
+    )
+
+
+def with_files(files: list[str], advice: CombinedAnalysisResult | None) -> list[str]:
+    """The files for the next edit: these plus what the latest analysis named."""
+    extra = [path for path in (advice.next_files or []) if path not in files] if advice else []
+    return [*files, *extra]
+
+
+def analysis_params(
+    it: Iteration, *, goal: str, context: str, command: str, max_iterations: int
+) -> dict[str, Any]:
+    """What the analysis template is told of an iteration."""
+    test, aider = it.test, it.outcome
+    if test is None:
+        exit_code = "none (not run: the edit changed no file)"
+    elif test.exit_code is None:
+        exit_code = "none (killed at the timeout)"
+    elif it.judge is not None:
+        exit_code = f"{test.exit_code}, but {it.judge.message}"
+    else:
+        exit_code = str(test.exit_code)
+    return {
+        "original_goal": goal,
+        "initial_task_context": context or "(none)",
+        "aider_instructions": it.prompt,
+        "aider_status": aider_status(aider),
+        "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
+        "test_command": command,
+        "test_stdout": clip(test.stdout) if test else "",
+        "test_stderr": clip(test.stderr) if test else "",
+        "test_exit_code": exit_code,
+        "previous_files": it.files,
+        "iteration": it.number,
+        "max_retries": max_iterations,
+    }
+
+
+def aider_status(outcome: AiderEditOutcome | None) -> str:
+    """The analysis's one line about the edit."""
+    if outcome is None:
+        return "failed"
+    if changed(outcome):
+        return "edited the files"
+    detail = outcome.error.message if outcome.error else "Aider made no change to the files"
+    reply = outcome.reply.strip()
+    return f"changed nothing: {detail}" + (f"; Aider replied: {clip(reply, 2000)}" if reply else "")
+
+
+def clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
+    """Head and tail of a long output: the failure is usually at the end."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
