@@ -56,9 +56,6 @@ def options(llm_server: Any) -> dict[str, Any]:
         "aiderModel": "openai/scripted-coder",
         "aiderServer": {"args": ["--edit-format", "whole"]},
         "timeouts": {"aider": 90, "test": 60},
-        # the stories here are a failing iteration then a green one, and cancels during the
-        # tests after an edit (tests/workflow/test_workflow_tests_first.py: the run before it)
-        "testsBeforeFirstEdit": False,
     }
 
 
