@@ -237,8 +237,9 @@ async def test_max_retries_reached_is_a_failure(
     assert run["status"] == "FAILURE" and len(run["iterations"]) == 2
     assert run["analysis_result"]["verdict"] == "RETRY"
     # each red iteration's findings, then with its analysis's advice; they stay on a failed run
-    # (iteration 1's advice is shown on its own unless iteration 2's tests come first)
-    assert len(seen.findings) in (3, 4) and all(seen.findings)
+    # (iteration 1's advice is shown on its own unless iteration 2's tests come first; the tests
+    # run before the first edit show theirs first unless Aider was ready a second before them)
+    assert 3 <= len(seen.findings) <= 5 and all(seen.findings)
     assert {f.source for f in seen.findings[0]} == {"unittest"}
     assert {f.source == "analysis" for f in seen.findings[-1]} == {True, False}
 
