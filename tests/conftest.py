@@ -40,15 +40,6 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     return folder
 
 
-@pytest.fixture(autouse=True)
-def no_tests_before_first_edit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test run before a workflow's first edit where settings come from this process's
-    environment: the suite's stories are about the loop's retries (a failing iteration, then a
-    green one). Helpers that strip AIDER_LSP_* (lsp_session, the CLI's and ACP's) and
-    scripted_options set it themselves; tests/workflow/test_workflow_tests_first.py turns it on."""
-    monkeypatch.setenv("AIDER_LSP_TESTS_BEFORE_FIRST_EDIT", "false")
-
-
 @pytest.fixture
 def calc_project(tmp_path: Path) -> Path:
     """The calc project whose multiply test fails (the workflow tests' project)."""

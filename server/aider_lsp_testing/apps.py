@@ -27,9 +27,6 @@ def scripted_options(base_url: str, *, edit_format: str = "whole", **extra: Any)
         "aiderModel": "openai/scripted-coder",
         "aiderServer": {"args": ["--edit-format", edit_format]},
         "timeouts": {"aider": 90, "test": 60},
-        # the stories here are about the loop's retries; the tests of the run before the
-        # first edit turn it on
-        "testsBeforeFirstEdit": False,
         **extra,
     }
 
@@ -42,8 +39,8 @@ def scripted_app(root: Path, base_url: str, *, edit_format: str = "whole", **ext
 
 def scripted_environment(base_url: str, **extra: str) -> dict[str, str]:
     """This process's environment as a user's who named the scripted models at `base_url` in
-    AIDER_LSP_* variables (the CLI's and an ACP agent's only settings); no test run before the
-    first edit (the stories here are a failing iteration, then a green one); `extra` on top."""
+    AIDER_LSP_* variables (the CLI's and an ACP agent's only settings), the rest the defaults;
+    `extra` on top."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("AIDER_LSP_")}
     env.update(
         AIDER_LSP_MODEL="openai:scripted-planner",
@@ -51,7 +48,6 @@ def scripted_environment(base_url: str, **extra: str) -> dict[str, str]:
         AIDER_LSP_API_KEY="test-key",
         AIDER_LSP_AIDER_MODEL="openai/scripted-coder",
         AIDER_LSP_AIDER_SERVER=json.dumps({"args": ["--edit-format", "whole"]}),
-        AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false",
     )
     env.update(extra)
     return env

@@ -221,15 +221,18 @@ def script_two_iterations(llm_server: Any) -> None:
     """The plan fixes subtract; the failing test's output sent back to Aider fixes multiply."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    # the first edit starts on the goal and the failing output of the tests run before it (the
+    # plan runs beside it); it fixes half
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("make the tests pass")),
+        aider_whole({"calc.py": HALF_FIXED}),
+        times=1,
+    )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("I ran this command")), aider_whole({"calc.py": FIXED})
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
-    )
-    # the first edit starts on the goal alone (the plan runs beside it)
-    llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("make the tests pass")), aider_whole({"calc.py": HALF_FIXED})
     )
 
 

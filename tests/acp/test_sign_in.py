@@ -28,7 +28,7 @@ SECRET = "sk-local-test-key-123"
 def user_env(config: Path, **extra: str) -> dict[str, str]:
     """A user's environment with no model set: only the sign-in store (in `config`) can give one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDER_LSP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update(XDG_CONFIG_HOME=str(config), AIDER_LSP_TESTS_BEFORE_FIRST_EDIT="false", **extra)
+    env.update(XDG_CONFIG_HOME=str(config), **extra)
     return env
 
 

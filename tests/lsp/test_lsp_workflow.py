@@ -56,9 +56,6 @@ def options(llm_server: Any) -> dict[str, Any]:
         "aiderModel": "openai/scripted-coder",
         "aiderServer": {"args": ["--edit-format", "whole"]},
         "timeouts": {"aider": 90, "test": 60},
-        # the stories here are a failing iteration then a green one, and cancels during the
-        # tests after an edit (tests/workflow/test_workflow_tests_first.py: the run before it)
-        "testsBeforeFirstEdit": False,
     }
 
 
@@ -124,13 +121,16 @@ async def test_failing_iteration_retry_then_complete_clears_diagnostics(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    # the first edit (the goal, with the failing output of the tests run before it) fixes half
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("make the tests pass")),
+        aider_whole({"calc.py": HALF_FIXED}),
+        times=1,
+    )
     # the retry sends the failing output into Aider's chat, as Aider's own --auto-test loop does
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("I ran this command:")),
         slow(1.0, aider_whole({"calc.py": FIXED})),  # after the analysis beside it
-    )
-    llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains("make the tests pass")), aider_whole({"calc.py": HALF_FIXED})
     )
     test_uri = (calc_project / "test_calc.py").as_uri()
     async with lsp(calc_project, init_options=options(llm_server)) as client:
@@ -223,7 +223,9 @@ async def test_cancel_request_mid_test_stops_everything_and_undo_restores(
     lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
     pid_file, arguments = edit_then_slow_test(llm_server, calc_project)
-    async with lsp(calc_project, init_options=options(llm_server)) as client:
+    # the story is a cancel in the tests after the edit, not in the (same, slow) tests run before it
+    init = {**options(llm_server), "testsBeforeFirstEdit": False}
+    async with lsp(calc_project, init_options=init) as client:
         msg_id = str(uuid.uuid4())
         pending = asyncio.ensure_future(
             client.protocol.send_request_async(
@@ -250,7 +252,9 @@ async def test_second_run_refused_while_one_runs_then_progress_cancel(
     lsp: Any, calc_project: Path, llm_server: Any
 ) -> None:
     pid_file, arguments = edit_then_slow_test(llm_server, calc_project)
-    async with lsp(calc_project, init_options=options(llm_server)) as client:
+    # the story is a cancel in the tests after the edit, not in the (same, slow) tests run before it
+    init = {**options(llm_server), "testsBeforeFirstEdit": False}
+    async with lsp(calc_project, init_options=init) as client:
         first = asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arguments))
         pid = await wait_for_pid(pid_file)
 

@@ -81,7 +81,8 @@ async def test_the_failing_tests_run_first_and_only_the_whole_suite_ends_the_run
     subtract, multiply = "test_calc.py::test_subtract", "test_calc.py::test_multiply"
     more = "test_calc.py::test_more_multiply"
     assert suite_runs(result) == [
-        [("whole", [], 1)],  # the first run: nothing failed before
+        # the tests before the first edit, then after it: the whole suite (as without that run)
+        [("whole", [], 1), ("whole", [], 1)],
         # the failing test passes now, but the rest of the suite finds what the edit broke: red
         [("failing", [subtract], 0), ("rest", [subtract], 1)],
         # those two pass, then the rest of the suite (without them): a whole suite's worth of green
@@ -106,7 +107,10 @@ async def test_failing_tests_first_off_runs_the_whole_suite_every_time(
     finally:
         await app.aclose()
     assert result.status is TaskStatus.COMPLETE, result.content
-    assert suite_runs(result) == [[("whole", [], 1)], [("whole", [], 0)]]
+    assert suite_runs(result) == [
+        [("whole", [], 1), ("whole", [], 1)],
+        [("whole", [], 0)],
+    ]  # 1: before, after
     assert (
         result.notes["workflow"]["iterations"][1]["test_runs"][0]["why"]
         == "aiderLsp.failingTestsFirst is off"

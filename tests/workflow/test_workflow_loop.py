@@ -78,10 +78,10 @@ async def test_success_over_a_red_test_is_taken_as_retry(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(SUCCESS))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
     )
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     result = await run(app, max_retries=3)
     assert result.status is TaskStatus.COMPLETE, result.content
     first, second = result.notes["workflow"]["iterations"]
@@ -162,7 +162,9 @@ async def test_the_editors_files_skip_the_plan(app: Application, calc_project: P
     assert result.status is TaskStatus.COMPLETE, result.content
     assert calls(llm_server) == ["aider"]
     (only,) = result.notes["workflow"]["iterations"]
-    assert only["prompt"] == "make the tests pass\n\nmultiply is wrong" and only["files"] == ["calc.py"]
+    # the goal, the context, then what the tests run before the edit showed
+    assert only["prompt"].startswith(f"make the tests pass\n\nmultiply is wrong\n\n{RETRY_MARK}")
+    assert only["files"] == ["calc.py"]
     # the plan recorded is the one the editor's files and Aider's reply imply (none was asked)
     assert result.notes["workflow"]["plan"]["files"] == ["calc.py"]
 
@@ -189,10 +191,10 @@ async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
 ) -> None:
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(60, aider_whole({"calc.py": FIXED}))
     )
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     running = asyncio.create_task(run(app))
     # edit 1 with the plan beside it, then the analysis of iteration 1 and edit 2 at once
     assert await asyncio.to_thread(llm_server.wait_for_requests, 4, 60)
@@ -248,8 +250,8 @@ async def test_green_tests_do_not_wait_for_the_analysis_beside(
     the run ends at once (the tests are the judge) and the analysis is stopped, not awaited."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
     llm_server.add_rule(all_of(IS_AIDER, last_user_contains(RETRY_MARK)), aider_whole({"calc.py": FIXED}))
-    llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
     started = time.monotonic()
     result = await asyncio.wait_for(run(app), 50)
     assert result.status is TaskStatus.COMPLETE, result.content

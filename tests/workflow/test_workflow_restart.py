@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import Application, RequestContext
+from aider_lsp.app import RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
-from aider_lsp_testing.apps import run_workflow_on_wire
+from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
@@ -49,7 +49,7 @@ sys.exit(subprocess.call([sys.executable, "-m", "unittest"]))
 
 
 async def test_a_chat_the_restarted_server_forgot_is_started_again_with_the_instructions(
-    app: Application, calc_project: Path, llm_server: Any, tmp_path: Path
+    calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
     script = tmp_path / "kill_aider_once.py"
     script.write_text(KILL_AIDER_ONCE)
@@ -61,7 +61,12 @@ async def test_a_chat_the_restarted_server_forgot_is_started_again_with_the_inst
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))
 
     request = WorkflowRequest(goal="make the tests pass", test_command=command, max_retries=3)
-    result = await run_workflow_on_wire(app, request, RequestContext())
+    # the kill must come after the first edit's chat: no test run before that edit
+    app = scripted_app(calc_project, llm_server.base_url, testsBeforeFirstEdit=False)
+    try:
+        result = await run_workflow_on_wire(app, request, RequestContext())
+    finally:
+        await app.aclose()
 
     assert marker.exists(), "the test command never ran"
     assert result.status is TaskStatus.COMPLETE, result.content
