@@ -245,7 +245,7 @@ async def _run(
         await app.aclose()
         return checked
     request = checked
-    starting = asyncio.create_task(app.warm_up(early))
+    starting = asyncio.create_task(app.warm_up(early, aider_first=True))
     if debug:
         app.set_debug_mode(True)
     start = app.spent()
