@@ -17,6 +17,7 @@ from .. import __version__
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
 
 def _setup_logging(level: str) -> None:
@@ -218,69 +219,99 @@ def exit_now(code: int) -> NoReturn:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Run the parsed subcommand."""
-    if args.command == "serve":
-        from .serve import serve
+    """Run the parsed subcommand (each imports its module when it runs)."""
+    runner = _RUNNERS.get(args.command)
+    if runner is None:
+        build_parser().print_help()
+        return 2
+    return runner(args)
 
-        return serve(args.tcp)
-    if args.command == "acp":
-        from .acp import serve_acp
 
-        return serve_acp()
-    if args.command == "doctor":
-        from .doctor import doctor
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve
 
-        return doctor(args.workspace)
-    if args.command == "login":
-        from .login import login
+    return serve(args.tcp)
 
-        return login(
-            args.provider,
-            args.model,
-            args.aider_model,
-            args.base_url,
-            with_key=args.with_key,
-            check=not args.no_check,
-        )
-    if args.command == "setup-aider":
-        from .setup_aider import setup_aider
 
-        return setup_aider(force=args.force)
-    if args.command == "context":
-        from .context import run_context
+def _acp(args: argparse.Namespace) -> int:
+    from .acp import serve_acp
 
-        return run_context(
-            args.workspace,
-            args.query,
-            as_json=args.json,
-            limit=args.limit,
-            index_path=str(args.index) if args.index else None,
-        )
-    if args.command == "run":
-        from .run import run_workflow_command
+    return serve_acp()
 
-        fields = {
-            "goal": args.goal,
-            "context": args.context,
-            "test_command": args.test,
-            "max_retries": args.max_retries,
-            "file_context": args.files,
-            "plan": args.plan,
-        }
-        return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
-    if args.command == "demo":
-        from .demo import run_demo
 
-        return run_demo(args.example, as_json=args.json)
-    if args.command == "undo":
-        from .history import undo_command
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import doctor
 
-        return undo_command(
-            args.workspace, args.run_id, force=args.force, as_json=args.json, files=args.files
-        )
-    if args.command == "history":
-        from .history import history_command
+    return doctor(args.workspace)
 
-        return history_command(args.workspace, as_json=args.json)
-    build_parser().print_help()
-    return 2
+
+def _login(args: argparse.Namespace) -> int:
+    from .login import login
+
+    return login(
+        args.provider,
+        args.model,
+        args.aider_model,
+        args.base_url,
+        with_key=args.with_key,
+        check=not args.no_check,
+    )
+
+
+def _setup_aider(args: argparse.Namespace) -> int:
+    from .setup_aider import setup_aider
+
+    return setup_aider(force=args.force)
+
+
+def _context(args: argparse.Namespace) -> int:
+    from .context import run_context
+
+    index_path = str(args.index) if args.index else None
+    return run_context(args.workspace, args.query, as_json=args.json, limit=args.limit, index_path=index_path)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .run import run_workflow_command
+
+    fields = {
+        "goal": args.goal,
+        "context": args.context,
+        "test_command": args.test,
+        "max_retries": args.max_retries,
+        "file_context": args.files,
+        "plan": args.plan,
+    }
+    return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.example, as_json=args.json)
+
+
+def _undo(args: argparse.Namespace) -> int:
+    from .history import undo_command
+
+    return undo_command(args.workspace, args.run_id, force=args.force, as_json=args.json, files=args.files)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from .history import history_command
+
+    return history_command(args.workspace, as_json=args.json)
+
+
+_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": _serve,
+    "acp": _acp,
+    "doctor": _doctor,
+    "login": _login,
+    "setup-aider": _setup_aider,
+    "context": _context,
+    "run": _run,
+    "demo": _demo,
+    "undo": _undo,
+    "history": _history,
+}
