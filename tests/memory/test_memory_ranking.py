@@ -208,6 +208,20 @@ def test_each_match_says_why_it_ranked(library: Path) -> None:
         memory.close()
 
 
+def test_each_match_keeps_its_score_before_the_cap(library: Path) -> None:
+    memory = _indexed(library)
+    try:
+        result = memory.search(ContextGenerationInput(query="flag value consume args Option"))
+        scores = [(m.relevance_score, (m.metadata or {})["score"]) for m in result.matches]
+        assert all(0.0 <= capped <= 1.0 for capped, _ in scores)  # the MatchItem contract
+        assert all(capped == round(min(1.0, uncapped), 4) for capped, uncapped in scores)
+        assert scores[0][1] > 1.0  # the best file's score, which the cap hides
+        uncapped = [score for _, score in scores]
+        assert uncapped == sorted(uncapped, reverse=True)  # the order the answer is in
+    finally:
+        memory.close()
+
+
 def test_the_cli_prints_why(library: Path) -> None:
     done = subprocess.run(
         [

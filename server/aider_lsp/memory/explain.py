@@ -55,7 +55,11 @@ def describe_why(why: dict[str, Any]) -> str:
 
 
 def match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str, int]]) -> MatchItem:
-    """A scored file as the answer shows it: its summary, score, why and signals."""
+    """A scored file as the answer shows it: its summary, score, why and signals.
+
+    `relevance_score` is the score capped to 0..1 (the MatchItem contract); `metadata["score"]`
+    keeps it uncapped, because the best few files of most questions exceed 1.0 and a choice
+    among them by a share of the best (workflow/first_files.py) needs the real ratios."""
     row = item.row
     if row.summary:
         content = row.summary
@@ -73,6 +77,7 @@ def match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str,
             "language": row.language,
             "size": row.size,
             "kind": row.kind,
+            "score": round(item.total, 4),  # uncapped: the best files often all score 1.0
             "why": why_ranked(item, words, definitions),
             "signals": {
                 "text": round(item.text, 4),
