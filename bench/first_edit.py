@@ -281,9 +281,31 @@ def code_first(goal: str, matches: Sequence[MatchItem]) -> list[MatchItem]:
     return [m for m in matches if kind(m) in wanted] + [m for m in matches if kind(m) not in wanted]
 
 
-def today(goal: str, matches: list[MatchItem]) -> Choice:
-    """Today's rule (orchestrator `_pick`): of the best 5, at most 3 scoring half the best."""
+def before_43(goal: str, matches: list[MatchItem]) -> Choice:
+    """The rule before issue #43: of the best 5, at most 3 whose capped score (relevance_score,
+    1.0 for the best in most cases) is at least half the best's."""
     return Choice(paths(within(matches[:5], 0.5, 3)))
+
+
+def uncapped_share(share: float, most: int) -> Rule:
+    """At most `most` files whose uncapped score (metadata["score"]) is at least `share` of
+    the best's: today's rule (workflow/first_files.py `pick`) with share 0.5 and 6 files."""
+
+    def rule(goal: str, matches: list[MatchItem]) -> Choice:
+        ranked = [m for m in matches if m.source_path]
+        if not ranked:
+            return Choice([])
+        floor = raw(ranked[0]) * share
+        return Choice(paths([m for m in ranked[:most] if raw(m) >= floor]))
+
+    return rule
+
+
+def raw(match: MatchItem) -> float:
+    return float((match.metadata or {}).get("score", match.relevance_score))
+
+
+today = uncapped_share(0.5, 6)
 
 
 def top(k: int) -> Rule:
@@ -357,7 +379,9 @@ def sized(matches: Sequence[MatchItem]) -> list[tuple[str, int]]:
 
 
 RULES: dict[str, Rule] = {
-    "today: <=3 within 0.5 of the best 5": today,
+    "today: <=6, uncapped >= 0.5 x best": today,
+    "before #43: <=3 within 0.5 of best 5": before_43,
+    **{f"<={k}, uncapped >= {s} x best": uncapped_share(s, k) for k, s in ((4, 0.5), (6, 0.7), (8, 0.5))},
     **{f"top-{k}": top(k) for k in (1, 2, 3, 4, 5, 6, 8)},
     "top-1 + 2 read-only": top1_then_readonly(3),
     "code first, top-3": code_top(3),

@@ -399,12 +399,26 @@ async def test_the_users_files_are_the_first_edits_even_when_the_index_is_asked(
     assert result.iterations[0].files == ["calc.py"]
 
 
-async def test_the_first_edit_takes_at_most_three_of_the_indexs_files(host: RecordingHost) -> None:
-    host.matches = [indexed(f"m{n}.py", 0.9 - n / 100, definition=1.0) for n in range(5)]
+async def test_the_first_edit_takes_at_most_six_of_the_indexs_files(host: RecordingHost) -> None:
+    host.matches = [indexed(f"m{n}.py", 0.9 - n / 100, definition=1.0) for n in range(8)]
     host.edits.append(writes("m0.py", FIXED))
     host.test_runs.append(green_run())
     result = await goal_alone(host).run(RequestContext())
-    assert result.iterations[0].files == ["m0.py", "m1.py", "m2.py"]
+    assert result.iterations[0].files == [f"m{n}.py" for n in range(6)]
+    assert host.context_requests[0].max_results >= 6  # the index is asked for as many
+
+
+async def test_the_first_edit_leaves_out_files_under_half_the_bests_uncapped_score(
+    host: RecordingHost,
+) -> None:
+    uncapped = [3.0, 1.6, 1.4, 0.8]  # all four are 1.0 once capped to the MatchItem's 0..1
+    host.matches = [
+        indexed(f"m{n}.py", 1.0, definition=1.0, uncapped=score) for n, score in enumerate(uncapped)
+    ]
+    host.edits.append(writes("m0.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["m0.py", "m1.py"]
 
 
 async def test_an_index_whose_best_scores_under_half_plans_beside_the_first_edit(host: RecordingHost) -> None:

@@ -19,9 +19,10 @@ from ..models import ContextGenerationInput, MatchItem, OptionalPathList
 from .host import WorkflowHost
 
 MEMORY_FILES = 5  # the index's files the planner is told of
-INDEX_FILES = 3  # at most this many of the index's files start the first edit
-PICK_SHARE = 0.5  # ... those scoring at least this share of the best
+INDEX_FILES = 6  # at most this many of the index's files start the first edit
+PICK_SHARE = 0.5  # ... those whose uncapped score is at least this share of the best's
 CONFIDENT_SCORE = 0.5  # the best must score this much (and match specifically) to skip the plan
+CONFIDENT_FILES = 3  # ... and one of this many first files match specifically
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def choose(chosen: list[str], matches: Sequence[MatchItem], held: Collection[str
     """The user's files when they chose any, else the index's pick among the files an edit
     may take (not those `held` unsaved in the editor: the edit would refuse the whole set)."""
     editable = [m for m in matches if m.source_path not in held]
-    relevant = [m.source_path for m in editable if m.source_path]
+    relevant = [m.source_path for m in editable if m.source_path][:MEMORY_FILES]
     if chosen:
         return FirstFiles(list(chosen), True, relevant)
     files, confident = pick(editable)
@@ -66,18 +67,31 @@ def choose(chosen: list[str], matches: Sequence[MatchItem], held: Collection[str
 def pick(matches: Sequence[MatchItem]) -> tuple[list[str], bool]:
     """The index's files for the first edit and whether it is confident about them.
 
-    The files: those scoring at least PICK_SHARE of the best, at most INDEX_FILES. Confident:
-    the best scores at least CONFIDENT_SCORE and one of the files matched the goal by a
-    definition (the goal names a function or class the file defines) or by its name (the goal
-    mentions the file). Words of the text or the path alone are not enough: "make the tests
-    pass" finds every test file by "tests", which says nothing about what to change."""
+    The files: those whose uncapped score (`raw_score`) is at least PICK_SHARE of the best's,
+    at most INDEX_FILES. Aider sends each whole, so a file costs its text; the share keeps the
+    count low when one file stands out and lets it grow where the ranking is flat, which is
+    where the file to change is often fourth to sixth (docs/workflow.md, "Which files the
+    first edit takes").
+    Confident: the best scores at least CONFIDENT_SCORE and one of the first CONFIDENT_FILES
+    files matched the goal by a definition (the goal names a function or class the file
+    defines) or by its name (the goal mentions the file). Words of the text or the path alone
+    are not enough: "make the tests pass" finds every test file by "tests", which says nothing
+    about what to change."""
     ranked = [m for m in matches if m.source_path]
     if not ranked:
         return [], False
-    floor = ranked[0].relevance_score * PICK_SHARE
-    picked = [m for m in ranked[:INDEX_FILES] if m.relevance_score >= floor]
-    confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(specific(m) for m in picked)
+    floor = raw_score(ranked[0]) * PICK_SHARE
+    picked = [m for m in ranked[:INDEX_FILES] if raw_score(m) >= floor]
+    first_few = picked[:CONFIDENT_FILES]
+    confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(specific(m) for m in first_few)
     return [m.source_path for m in picked if m.source_path], confident
+
+
+def raw_score(match: MatchItem) -> float:
+    """The index's score before the 0..1 cap (`metadata["score"]`; the capped one where a
+    match carries none, as an LLM re-ranking's or another source's)."""
+    score = (match.metadata or {}).get("score")
+    return float(score) if isinstance(score, int | float) else match.relevance_score
 
 
 def specific(match: MatchItem) -> bool:
@@ -101,7 +115,7 @@ async def index_matches(
     """The index's best files for the goal; the files open in the editor are candidates (a
     small boost), never the answer: the file that merely happens to be open is a hint."""
     request = ContextGenerationInput(
-        query=goal, open_files=open_files, target_files=chosen, max_results=MEMORY_FILES
+        query=goal, open_files=open_files, target_files=chosen, max_results=max(MEMORY_FILES, INDEX_FILES)
     )
     found = await host.find_context(request)
     return list(found.matches)
