@@ -50,6 +50,8 @@ async def test_rerank_reorders_through_the_template(tmp_path: Path, llm_server: 
         assert json.loads(result.content) == ["app/backoff_docs.md", "app/retry.py"]
         assert "LLM re-ranking" in result.notes["context_summary"]
         assert result.notes["matches"][0]["relevance_score"] == 0.95
+        # the index's uncapped score gives way to the re-ranking's (the first edit reads it)
+        assert [m["metadata"]["score"] for m in result.notes["matches"]] == [0.95, 0.6]
         sent = last_user_message(llm_server.requests[-1])
         assert "exponential backoff" in sent and '"source_path": "app/retry.py"' in sent
 

@@ -107,8 +107,16 @@ def apply_rerank(items: list[MatchItem], answer: Any) -> list[MatchItem]:
             continue
         item = by_path.pop(path)
         value = score if score is not None else 1.0 - position / max(1, count)
-        ordered.append(item.model_copy(update={"relevance_score": max(0.0, min(1.0, value))}))
+        ordered.append(_rescored(item, max(0.0, min(1.0, value))))
     for position, item in enumerate(by_path.values(), start=len(ordered)):
         value = min(item.relevance_score, 1.0 - position / max(1, count))
-        ordered.append(item.model_copy(update={"relevance_score": max(0.0, value)}))
+        ordered.append(_rescored(item, max(0.0, value)))
     return ordered
+
+
+def _rescored(item: MatchItem, value: float) -> MatchItem:
+    """The item with the re-ranking's score, also as its uncapped `metadata["score"]`: the
+    index's would no longer follow the order (the first edit's share is of the first's)."""
+    return item.model_copy(
+        update={"relevance_score": value, "metadata": {**(item.metadata or {}), "score": value}}
+    )
