@@ -313,6 +313,10 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
     llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
     llm_server.add_rule(IS_AIDER, edit)
     seen = Recorder()
+    # the budget counts what was spent when a call starts: the plan (beside the edit) must have
+    # answered before the analysis starts, so its library is loaded first, as a server's warm-up
+    # does (its import under load could otherwise outlast Aider's edit and the tests)
+    await asyncio.to_thread(app.handler.preload)
     try:
         result = await run_workflow_on_wire(
             app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), seen.context
