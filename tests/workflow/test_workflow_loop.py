@@ -67,7 +67,7 @@ async def test_success_is_refused_over_a_red_test_at_the_last_iteration(
     result = await run(app, max_retries=1)
     assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "max_retries_reached"
-    assert "the analysis said SUCCESS over failing tests (exit code 1)" in result.content
+    assert "the analysis said SUCCESS, but the tests fail (exit code 1)" in result.content
     (only,) = result.notes["workflow"]["iterations"]
     assert only["analysis"]["verdict"] == "SUCCESS" and "tests are the judge" in only["overruled"]
     assert result.notes["workflow"]["status"] == "FAILURE"

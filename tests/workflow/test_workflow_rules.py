@@ -221,7 +221,7 @@ async def test_an_analysis_beside_that_says_success_does_not_end_a_red_run(host:
     result = await loop(host, max_retries=2).run(RequestContext())
     assert result.status is WorkflowStatus.FAILURE
     assert result.reason is ErrorReason.MAX_RETRIES_REACHED
-    assert "failing tests (exit code 1)" in result.content
+    assert "the tests fail (exit code 1)" in result.content
     first, second = result.iterations
     assert first.analysis is not None and first.analysis.verdict is Verdict.SUCCESS
     assert first.overruled is not None and "the tests are the judge" in first.overruled
@@ -244,7 +244,7 @@ async def test_an_analysis_saying_success_over_a_timed_out_run_is_overruled(host
     host.analyses.extend([analysis(Verdict.RETRY), analysis(Verdict.SUCCESS, "looks right")])
     result = await loop(host, max_retries=2).run(RequestContext())
     assert result.status is WorkflowStatus.FAILURE
-    assert "a test run killed at its timeout" in result.content
+    assert "the tests timed out" in result.content
     # a timed-out run is red: the next edit gets its output and why it stopped
     assert "I ran this command:\n\npytest" in host.prompts[1]
     assert "[killed at the timeout after 30 s]" in host.prompts[1]
@@ -259,7 +259,7 @@ async def test_max_retries_zero_still_makes_one_attempt(host: RecordingHost) -> 
     assert host.calls.count(EDIT) == 1
     assert result.reason is ErrorReason.MAX_RETRIES_REACHED
     assert result.content == (
-        "the goal was not reached in 1 iteration(s): failing tests (exit code 1); multiply adds"
+        "the goal was not reached in 1 iteration(s): the tests fail (exit code 1); multiply adds"
     )
 
 
@@ -580,7 +580,7 @@ async def test_a_narrowed_run_that_times_out_decides_its_iteration(
     assert suite_commands(host) == ["pytest", f"pytest {FAILING}"]  # no whole suite after it
     decided = result.iterations[1].test
     assert decided is not None and decided.timed_out
-    assert "a test run killed at its timeout" in result.content
+    assert "the tests timed out" in result.content
 
 
 async def test_a_red_rest_run_decides_even_when_it_left_out_more_tests(

@@ -262,35 +262,28 @@ def _stop_reason(run: WorkflowRun) -> StopReason:
 
 
 def _outcome(run: WorkflowRun) -> str:
-    """How the run ended, said once: the run's own words (they name the tests' state when it
-    ended on it), then only what they leave out: the last test run's state when they do not
-    mention the tests, or the undo of the tests the judge refused (the edits and test runs were
-    shown as they happened: the reply repeats none of them)."""
+    """How the run ended, said once: the run's own words, then only what they leave out: the
+    last test run's state when they do not say it (`WorkflowRun.names_the_tests`), or the undo
+    of the tests the judge refused (the edits and test runs were shown as they happened: the
+    reply repeats none of them)."""
     said = _sentence(run.message)
     outcome = run.outcome
-    tested = [it for it in outcome.iterations if it.test is not None] if outcome else []
-    judge = (outcome.judge if outcome else None) or (tested[-1].judge if tested else None)
+    if outcome is None:
+        return said
+    judge = outcome.judge or next((it.judge for it in reversed(outcome.iterations) if it.test), None)
     if judge is not None:
         files = " ".join(judge.test_files)
         offer = f"`/undo {files}` takes back only the run's changes to the tests." if files else ""
         return f"{said}\n\n{offer}" if offer else said
-    test = tested[-1].test if tested else None
-    if outcome is None or _says_the_tests(said):
+    if run.names_the_tests:
         return said
+    test = run.last_test
     if test is None:
         return f"{said}\n\nNo test ran."
     clause = test_outcome(
         test.exit_code, command=test.command, timed_out=test.timed_out, summary=test.summary
     )
     return f"{said}\n\n{capitalised(clause)}."
-
-
-def _says_the_tests(said: str) -> bool:
-    """The run's own words already name the tests' state (the loop words its end with them)."""
-    return any(
-        word in said.lower()
-        for word in ("the tests pass", "the tests fail", "the tests still fail", "tests timed out")
-    )
 
 
 def _sentence(text: str) -> str:

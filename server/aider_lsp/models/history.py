@@ -8,8 +8,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from .envelope import TaskError
-from .runs import SuiteScope, Verdict, WorkflowResult, WorkflowStatus
+from .envelope import ErrorReason, TaskError
+from .runs import DecidingRun, SuiteScope, Verdict, WorkflowResult, WorkflowStatus
 
 
 class SkipReason(StrEnum):
@@ -183,6 +183,22 @@ class WorkflowRun(BaseModel):
     def ok(self) -> bool:
         """The goal was reached: the tests passed in the run's last iteration."""
         return self.outcome is not None and self.outcome.status is WorkflowStatus.SUCCESS
+
+    @property
+    def last_test(self) -> DecidingRun | None:
+        """The test run that decided the last iteration that ran the tests (None: none did)."""
+        tested = [it.test for it in self.outcome.iterations if it.test is not None] if self.outcome else []
+        return tested[-1] if tested else None
+
+    @property
+    def names_the_tests(self) -> bool:
+        """The run's own words already say how its tests ended: a success and the end after the
+        last iteration are worded from its last test run (workflow/orchestrator.py), so a front
+        end does not say it again."""
+        outcome = self.outcome
+        return outcome is not None and (
+            outcome.status is WorkflowStatus.SUCCESS or outcome.reason is ErrorReason.MAX_RETRIES_REACHED
+        )
 
     @property
     def message(self) -> str:

@@ -55,7 +55,7 @@ class Analyses:
         if analysis.verdict is Verdict.SUCCESS and it.judge is not None:
             it.overruled = "the analysis said SUCCESS, which tests the run changed cannot confirm"
         elif analysis.verdict is Verdict.SUCCESS and not passed:
-            it.overruled = f"the analysis said SUCCESS over {state(test)}; the tests are the judge"
+            it.overruled = f"the analysis said SUCCESS, but {state(test)}; the tests are the judge"
         it.analysis = self.latest = analysis
         self._made(it, analysis, passed)
         return analysis

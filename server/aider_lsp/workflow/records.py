@@ -35,6 +35,7 @@ from ..models import (
     WorkflowUsage,
 )
 from ..suite.findings import summary_line
+from ..suite.outcome import test_outcome
 from .host import WorkflowHost
 from .iteration import Ending, Iteration, changed
 from .planning import Planning
@@ -212,9 +213,7 @@ def state(test: CommandRun | None, problem: JudgeProblem | None = None) -> str:
         return problem.message
     if test is None:
         return "an edit that changed nothing"
-    if test.timed_out or test.exit_code is None:
-        return "a test run killed at its timeout"
-    return f"failing tests (exit code {test.exit_code})"
+    return test_outcome(test.exit_code, timed_out=test.timed_out or test.exit_code is None)
 
 
 def judge_findings(problem: JudgeProblem | None) -> list[Finding]:
