@@ -132,6 +132,19 @@ class Settings(_Camel):
         "has no .venv/ or venv/ (the editor's Python extension's pick); default: the server's.",
     )
     max_retries: int = Field(default=3, ge=0, le=20)
+    isolation: Literal["none", "worktree"] = Field(
+        default="none",
+        description="Where a workflow run edits when its request does not say: the user's files "
+        "(none), or a git worktree of its own (a copy without git) whose change the user applies, "
+        "discards or keeps as a branch once it is ready.",
+    )
+    max_isolated_runs: int = Field(
+        default=3,
+        ge=1,
+        le=16,
+        description="Isolated runs under way at once per workspace (each has its own Aider server, "
+        "about 150-250 MB), besides at most one run in place.",
+    )
     analyse_green_tests: bool = Field(
         default=False,
         description="Ask the analysis model to confirm the goal when the tests pass (one more model "

@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from .envelope import ErrorReason, TaskResult, failed_result
+from .history import Isolation
 
 
 class ToolSpec(BaseModel):
@@ -174,6 +175,8 @@ class WorkflowRequest(BaseModel):
     # a plan the user asked for: it runs beside the first edit and shapes the second (without
     # it, a plan runs only where the index has no confident answer or no test command is known)
     plan: bool = False
+    # where the run edits: the user's files, or a worktree of its own (None: the setting)
+    isolation: Isolation | None = None
 
     @field_validator("goal")
     @classmethod

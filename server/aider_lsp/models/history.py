@@ -8,16 +8,37 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from .commands import Finding
 from .envelope import ErrorReason, TaskError
 from .runs import DecidingRun, SuiteScope, Verdict, WorkflowResult, WorkflowStatus
 
 
 class SkipReason(StrEnum):
-    """Why an undo left a file alone."""
+    """Why an undo (or an isolated run's apply) left a file alone."""
 
     UNSAVED = "unsaved"  # open in the editor with unsaved changes
     CHANGED_SINCE = "changed_since"  # changed since the edit: the user's later work
     UNWRITABLE = "unwritable"  # an OS error or a path no longer allowed
+
+
+class Isolation(StrEnum):
+    """Where a workflow run edits: the user's files (`none`), or a worktree of its own whose
+    change the user takes when it is ready (`worktree`; a copy where there is no git)."""
+
+    NONE = "none"
+    WORKTREE = "worktree"
+
+
+class RunState(StrEnum):
+    """Where a run of the history stands. A run in place is `applied` as soon as it edits;
+    an isolated one is `running`, then `ready` until the user applies, discards or keeps it."""
+
+    RUNNING = "running"
+    READY = "ready"  # finished in its worktree: its change waits for the user
+    APPLIED = "applied"  # its change is on the user's files (undo takes it back)
+    DISCARDED = "discarded"  # thrown away (or cancelled, or it changed nothing)
+    KEPT = "kept"  # committed to its own branch; the user's files untouched
+    UNDONE = "undone"  # applied, then taken back
 
 
 class SkippedFile(BaseModel):
@@ -132,6 +153,11 @@ class RunRecord(BaseModel):
     undone: float | None = None
     steps: tuple[RunStep, ...] = ()  # a workflow run's iterations, oldest first (edits: none)
     note: str | None = None  # what the run could not do and went on without (no plan was made)
+    state: RunState = RunState.APPLIED
+    isolation: Isolation = Isolation.NONE
+    branch: str | None = None  # an isolated run's git branch (kept: where its commit is)
+    # an isolated run's last test failures: shown on the run, never as the user's Problems
+    findings: tuple[Finding, ...] = ()
 
 
 class RunFileDiff(BaseModel):
@@ -158,6 +184,42 @@ class RunDiff(BaseModel):
     files: tuple[RunFileDiff, ...] = ()
 
 
+class IsolatedRun(BaseModel):
+    """An isolated run as its answer names it: the id the user applies, discards or keeps it
+    by, where it stands (`ready`: its change waits; `discarded`: it changed nothing, or was
+    cancelled), and its last test failures (on the run, not in the user's Problems)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    state: RunState
+    findings: tuple[Finding, ...] = ()
+
+
+class RunAction(BaseModel):
+    """What applying, discarding or keeping an isolated run did. Apply writes nothing when one
+    file cannot take the change (`skipped`: both changed the same lines, named; unsaved in the
+    editor) unless forced; `checkpoint_id` is then the applied run in the history (undo)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    state: RunState
+    label: str = ""
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    skipped: tuple[SkippedFile, ...] = ()
+    branch: str | None = None
+    commit: str | None = None
+    checkpoint_id: str | None = None
+    refused: TaskError | None = None  # no such run, not ready, busy, git failed
+
+    @property
+    def done(self) -> bool:
+        """The action took place (nothing refused, no file left behind)."""
+        return self.refused is None and not self.skipped
+
+
 class DeclinedTestCommand(BaseModel):
     """The detected test command the user chose to change instead of running (a client may
     pre-fill an input with it); `message` names the setting to set."""
@@ -178,6 +240,7 @@ class WorkflowRun(BaseModel):
     cancelled: bool = False  # the user stopped it; `changes` holds what it had changed by then
     # the user chose to change the detected test command: it, and the rule that found it
     declined_test_command: DeclinedTestCommand | None = None
+    isolated: IsolatedRun | None = None  # ran in a worktree: its id and state (`changes` wait there)
 
     @property
     def ok(self) -> bool:
@@ -208,5 +271,7 @@ class WorkflowRun(BaseModel):
         if self.refused is not None:
             return self.refused.message
         touched = [*self.changes.changed_files, *self.changes.created_files]
+        if self.isolated is not None:
+            return "the workflow was cancelled by the user; its worktree was removed, your files untouched"
         said = f"; it had changed {', '.join(touched)} (undo restores them)" if touched else ""
         return f"the workflow was cancelled by the user{said}"
