@@ -14,6 +14,7 @@ import logging
 import os
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 from .aider import first_run
@@ -22,16 +23,21 @@ from .aider.launch import aider_model_for
 from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
+from .isolation.runs import IsolatedRuns
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
 from .memory import IndexStats, MemorySystem, template_reranker
+from .memory.ignore import IgnoreRules
 from .models import (
     FixAndRetest,
+    Isolation,
     ProgressCallback,
     RequestContext,
     Selection,
     TaskResult,
     UnsavedFiles,
+    WorkflowRequest,
+    WorkflowRun,
     WorkflowUsage,
 )
 from .run_history import RunHistory
@@ -45,6 +51,7 @@ from .tools.registry import ToolRegistry
 from .warm_up import WarmUp
 from .workflow import fix
 from .workflow.runs import WorkflowRuns
+from .workspaces import close_within
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +107,21 @@ class Application:
             self.tools, self.files, self.shell, self.memory, self.current_settings, self.aider_tools
         )
         self.workflows = WorkflowRuns(self, self.tests.pick)
+        self._index_in_child = index_in_child
+        self.isolated_runs = IsolatedRuns(
+            self.workspace,
+            self.current_settings,
+            self.checkpoints,
+            unsaved_files,
+            busy=self._editing_in_place,
+            pick_test_command=self.tests.pick,
+            open_tree=self._open_tree,
+            close=close_within,
+            index_path=lambda: self.memory.db_path,
+            ignored=IgnoreRules(self.files, excludes=settings.context_excludes).left_out,
+        )
         self.run_history = RunHistory(
-            self.checkpoints, unsaved_files, busy=lambda: self.aider_tools.editing or self.workflows.running
+            self.checkpoints, unsaved_files, self._editing_in_place, self.isolated_runs
         )
         self.warming = WarmUp(self.aider, self.handler.preload, self.current_settings)
         self._offer_operations()
@@ -135,13 +155,42 @@ class Application:
         self.undo = self.run_history.undo
         self.history = self.run_history.runs
         self.run_diff = self.run_history.diff
-        self.run_workflow = self.workflows.run
+        # the runs in worktrees (isolation/): the user's decision on a ready one
+        self.apply_run = self.isolated_runs.apply
+        self.discard_run = self.isolated_runs.discard
+        self.keep_run = self.isolated_runs.keep
         # the workspace's files (files.py, the index)
         self.resolve_path = self.files.resolve
         self.relative_path = self.files.relative
         self.model_safe_files = self.files.model_safe_files
         self.files_changed = self.memory.files_changed
         self.files_renamed = self.memory.rename_paths
+
+    # -- workflow runs -----------------------------------------------------------------------
+    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
+        """A workflow run in place (workflow/runs.py), or in a worktree of its own when the
+        request (else the `isolation` setting) says so (isolation/runs.py)."""
+        isolation = request.isolation or Isolation(self.settings.isolation)
+        if isolation is Isolation.WORKTREE:
+            return await self.isolated_runs.run(request, ctx)
+        return await self.workflows.run(request, ctx)
+
+    def _editing_in_place(self) -> bool:
+        """An edit or a run in place is under way (undo and apply would write under it)."""
+        return self.aider_tools.editing or self.workflows.running
+
+    def _open_tree(self, tree: Path, seeded_index: Path | None) -> Application:
+        """The workspace an isolated run works in: its tree, its own Aider server and index
+        (seeded from this workspace's: the first query answers from it while it refreshes)."""
+        app = Application(
+            tree,
+            self.settings,
+            index_in_child=self._index_in_child,
+            index_path=None if seeded_index is None else str(seeded_index),
+        )
+        if seeded_index is not None:
+            app.memory.first_query_wait = 0.0
+        return app
 
     # -- settings ------------------------------------------------------------------------------
     def current_settings(self) -> Settings:

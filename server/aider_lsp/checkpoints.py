@@ -34,7 +34,17 @@ from pydantic import TypeAdapter, ValidationError
 from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for a run's diff
 
 from .files import AccessDenied, FileAccessManager
-from .models import RestoreReport, RunChanges, RunFileDiff, RunRecord, RunStep, SkippedFile, SkipReason
+from .models import (
+    Isolation,
+    RestoreReport,
+    RunChanges,
+    RunFileDiff,
+    RunRecord,
+    RunState,
+    RunStep,
+    SkippedFile,
+    SkipReason,
+)
 from .revert import Overlap, revert_change
 from .state import STATE_DIR, ensure_state_dir
 
@@ -161,10 +171,12 @@ class CheckpointStore:
             self._save(checkpoint)
 
     # -- recording ---------------------------------------------------------------------------
-    def create(self, paths: Iterable[str], label: str = "") -> Checkpoint:
-        """Snapshot the files now (before an edit); missing files are recorded as absent."""
+    def create(self, paths: Iterable[str], label: str = "", checkpoint_id: str | None = None) -> Checkpoint:
+        """Snapshot the files now (before an edit); missing files are recorded as absent.
+        `checkpoint_id`: an id given elsewhere (an isolated run applied keeps its run id)."""
         self._ensure_root()
-        checkpoint = Checkpoint(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", label[:200], time.time())
+        run_id = checkpoint_id or f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        checkpoint = Checkpoint(run_id, label[:200], time.time())
         checkpoint.owner = os.getpid()
         self._dir(checkpoint.id).mkdir(parents=True)
         self._record(checkpoint, paths)
@@ -353,7 +365,7 @@ class CheckpointStore:
         progress, not an interrupted one: it stays."""
         latest = self.latest()
         while latest is not None and latest.files and not latest.after:
-            if _alive_elsewhere(latest.owner):
+            if alive_elsewhere(latest.owner):
                 return
             try:
                 if not self.unchanged(latest):
@@ -639,6 +651,9 @@ def run_record(checkpoint: Checkpoint) -> RunRecord:
         undone=checkpoint.undone,
         steps=_steps(meta.get("steps")),
         note=meta.get("note") if isinstance(meta.get("note"), str) else None,
+        state=RunState.UNDONE if checkpoint.undone is not None else RunState.APPLIED,
+        isolation=Isolation.WORKTREE if meta.get("isolation") == Isolation.WORKTREE else Isolation.NONE,
+        branch=meta.get("branch") if isinstance(meta.get("branch"), str) else None,
     )
 
 
@@ -683,7 +698,7 @@ def _pid(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _alive_elsewhere(pid: int | None) -> bool:
+def alive_elsewhere(pid: int | None) -> bool:
     """Whether `pid` is another process that is still running (a checkpoint's maker)."""
     if pid is None or pid == os.getpid():
         return False

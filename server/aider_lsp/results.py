@@ -16,8 +16,10 @@ from .models import (
     ErrorReason,
     FixAndRetest,
     RestoreReport,
+    RunAction,
     RunDiff,
     RunRecord,
+    RunState,
     RunStep,
     SkippedFile,
     SkipReason,
@@ -267,17 +269,63 @@ def workflow_run_result(run: WorkflowRun) -> TaskResult:
         "diff": run.changes.diff,
         "checkpoint_id": run.changes.checkpoint_id,
     }
+    if run.isolated is not None:
+        notes.update(isolated_notes(run))
     outcome = run.outcome
     if outcome is None:
         return failed_result(ErrorReason.CANCELLED, run.message, notes=notes)
     history = outcome.model_dump(mode="json")
     notes = {"workflow": history, **notes}
+    content = outcome.content + isolated_sentence(run)
     if outcome.status is WorkflowStatus.SUCCESS:
-        return complete_result(outcome.content, notes=notes, parsed=history)
-    error = TaskError(reason=outcome.reason or ErrorReason.UNEXPECTED_ERROR, message=outcome.content)
+        return complete_result(content, notes=notes, parsed=history)
+    error = TaskError(reason=outcome.reason or ErrorReason.UNEXPECTED_ERROR, message=content)
     return TaskResult(
-        status=TaskStatus.FAILED, content=outcome.content, notes=notes, parsedContent=history, error=error
+        status=TaskStatus.FAILED, content=content, notes=notes, parsedContent=history, error=error
     )
+
+
+def isolated_notes(run: WorkflowRun) -> dict[str, Any]:
+    """An isolated run's notes: its id, state and test failures (kept on the run, never shown
+    as the user's Problems); nothing of it is on the user's files yet (no checkpoint)."""
+    assert run.isolated is not None
+    findings = [finding.model_dump(mode="json") for finding in run.isolated.findings]
+    state = run.isolated.state.value
+    return {"run_id": run.isolated.run_id, "state": state, "isolation": "worktree", "findings": findings}
+
+
+FORCE_ADVICE = "Apply anyway (force) to take the run's version of those files; undo can take it back."
+
+
+def isolated_sentence(run: WorkflowRun) -> str:
+    """What an isolated run's answer adds: its change waits in its worktree, or there is none."""
+    if run.isolated is None:
+        return ""
+    if run.isolated.state is RunState.READY:
+        return f" Run {run.isolated.run_id} is ready in its worktree: apply, discard or keep it as a branch."
+    return " It changed nothing; its worktree is removed."
+
+
+def run_action_result(action: RunAction) -> TaskResult:
+    """`aider-lsp.runs.apply|discard|keepBranch`: what was done; FAILED when refused, or when
+    apply wrote nothing because a file cannot take the change (each named with its lines, and
+    what lets it through). notes {run_id, state, written, deleted, skipped, branch, commit,
+    checkpoint_id}."""
+    notes = action.model_dump(mode="json", exclude={"refused", "label"})
+    if action.refused is not None:
+        return failed_result(action.refused.reason, action.refused.message, notes=notes)
+    what = f"“{action.label}”" if action.label else action.run_id
+    if action.skipped:
+        sentences = [f"Nothing of {what} was applied:"]
+        sentences.extend(f"{item.path}: {item.reason}." for item in action.skipped)
+        sentences.append(FORCE_ADVICE)
+        return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, " ".join(sentences), notes=notes)
+    if action.state is RunState.APPLIED:
+        files = [*action.written, *(f"{rel} (deleted)" for rel in action.deleted)]
+        return complete_result(f"Applied {what}: {', '.join(files) or 'no file'}.", notes=notes)
+    if action.state is RunState.KEPT:
+        return complete_result(f"Kept {what} on branch {action.branch} ({action.commit}).", notes=notes)
+    return complete_result(f"Discarded {what}: its worktree is removed.", notes=notes)
 
 
 def declined_test_command_result(declined: DeclinedTestCommand) -> TaskResult:

@@ -52,8 +52,28 @@ def revert_change(now: bytes | None, before: bytes | None, after: bytes | None) 
     return _merge(now, before, after)
 
 
-def _merge(now: bytes, before: bytes, after: bytes) -> Reverted | Overlap:
-    """merge3 over lines: base = after, a = now (theirs), b = before (the edit undone)."""
+def apply_change(now: bytes | None, base: bytes | None, final: bytes | None) -> Reverted | Overlap:
+    """An isolated run's change (`base` → `final`) laid on the user's file `now` as it is: the
+    same merge, forwards (base = the run's start, theirs = the user's file, ours = the run's);
+    where both changed the same lines nothing is decided here either."""
+    if now in (base, final):  # untouched by the user since, or already holding the change
+        return Reverted(final)
+    if base is None:
+        return Overlap((), "the run created it, and so did you since the run started")
+    if final is None:
+        return Overlap((), "the run deleted it, and you changed it since the run started")
+    if now is None:
+        return Overlap((), "you deleted it since the run started, and the run changed it")
+    if any(b"\0" in data for data in (now, base, final)):
+        return Overlap((), "a binary file that both you and the run changed")
+    return _merge(now, final, base, "you changed the lines the run changed")
+
+
+def _merge(
+    now: bytes, before: bytes, after: bytes, why: str = "changed since the edit on the lines it changed"
+) -> Reverted | Overlap:
+    """merge3 over lines: base = after, a = now (theirs), b = before (the edit undone); `why`
+    starts the sentence naming the overlapping lines."""
     base, theirs, ours = (data.splitlines(keepends=True) for data in (after, now, before))
     merged: list[bytes] = []
     conflicts: list[tuple[int, int]] = []
@@ -71,5 +91,5 @@ def _merge(now: bytes, before: bytes, after: bytes) -> Reverted | Overlap:
     if conflicts:
         where = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in conflicts)
         noun = "line" if len(conflicts) == 1 and conflicts[0][0] == conflicts[0][1] else "lines"
-        return Overlap(tuple(conflicts), f"changed since the edit on the lines it changed ({noun} {where})")
+        return Overlap(tuple(conflicts), f"{why} ({noun} {where})")
     return Reverted(b"".join(merged))

@@ -9,29 +9,49 @@ front ends call these through the Application.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from .checkpoints import CheckpointStore, file_diff, run_record
+from .isolation.store import FileSides
 from .models import ErrorReason, RunDiff, RunRecord, TaskResult, UnsavedFiles, failed_result
 from .results import already_undone_result, run_diff_result, undo_result
 
 BUSY = "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)"
 
 
+class IsolatedHistory(Protocol):
+    """The isolated runs the history lists beside the checkpoints (isolation/runs.py)."""
+
+    def records(self) -> list[RunRecord]: ...
+
+    def diff_sides(self, run_id: str) -> tuple[RunRecord, FileSides] | None: ...
+
+
 class RunHistory:
-    """List, diff and undo over one workspace's checkpoint store."""
+    """List, diff and undo over one workspace's checkpoint store (and its isolated runs)."""
 
     def __init__(
-        self, checkpoints: CheckpointStore, unsaved_files: UnsavedFiles, busy: Callable[[], bool]
+        self,
+        checkpoints: CheckpointStore,
+        unsaved_files: UnsavedFiles,
+        busy: Callable[[], bool],
+        isolated: IsolatedHistory | None = None,
     ) -> None:
         """`unsaved_files`: the editor's modified buffers (undo never overwrites them);
-        `busy`: whether an edit or a run is under way (undo would take back files being written)."""
+        `busy`: whether an edit or a run is under way (undo would take back files being written);
+        `isolated`: the runs in worktrees, running or ready, listed and diffed here too."""
         self.checkpoints = checkpoints
         self.unsaved_files = unsaved_files
         self.busy = busy
+        self.isolated = isolated
 
     def runs(self) -> list[RunRecord]:
-        """The runs and edits undo can take back, newest first (the history's bound applies)."""
-        return [run_record(checkpoint) for checkpoint in reversed(self.checkpoints.saved())]
+        """The runs and edits undo can take back, and the isolated runs not applied yet, newest
+        first (the history's bound applies)."""
+        records = [run_record(checkpoint) for checkpoint in self.checkpoints.saved()]
+        if self.isolated is not None:
+            records.extend(self.isolated.records())
+        return sorted(records, key=lambda run: (run.created, run.id), reverse=True)
 
     def undo(
         self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
@@ -63,22 +83,29 @@ class RunHistory:
         """What a run changed (one file, or all): each file's text before the run and after its
         last edit, from the run's own edit records (whatever happened to the files since)."""
         checkpoint = self.checkpoints.find(run_id)
+        ready = self.isolated.diff_sides(run_id) if checkpoint is None and self.isolated is not None else None
+        if ready is not None:
+            return _diff(ready[0], ready[1], run_id, path)
         if checkpoint is None:
             return _no_such_run(run_id)
-        sides = self.checkpoints.net_change(checkpoint)
-        if not sides:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"run {run_id!r} kept no per-file changes (an older aider-lsp recorded it): no diff to show",
-            )
-        if path is not None and path not in sides:
-            return failed_result(
-                ErrorReason.INPUT_VALIDATION_FAILURE,
-                f"run {run_id!r} did not change {path!r}; it changed {', '.join(sides)}",
-            )
-        chosen = {path: sides[path]} if path is not None else sides
-        files = tuple(file_diff(rel, before, after) for rel, (before, after) in chosen.items())
-        return run_diff_result(RunDiff(run=run_record(checkpoint), files=files))
+        return _diff(run_record(checkpoint), self.checkpoints.net_change(checkpoint), run_id, path)
+
+
+def _diff(run: RunRecord, sides: FileSides, run_id: str, path: str | None) -> TaskResult:
+    """The run's files (one, or all) before and after it, for the diff editor."""
+    if not sides:
+        return failed_result(
+            ErrorReason.INPUT_VALIDATION_FAILURE,
+            f"run {run_id!r} kept no per-file changes (an older aider-lsp recorded it): no diff to show",
+        )
+    if path is not None and path not in sides:
+        return failed_result(
+            ErrorReason.INPUT_VALIDATION_FAILURE,
+            f"run {run_id!r} did not change {path!r}; it changed {', '.join(sides)}",
+        )
+    chosen = {path: sides[path]} if path is not None else sides
+    files = tuple(file_diff(rel, before, after) for rel, (before, after) in chosen.items())
+    return run_diff_result(RunDiff(run=run, files=files))
 
 
 def _no_such_run(run_id: str | None) -> TaskResult:

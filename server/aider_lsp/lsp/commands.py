@@ -30,6 +30,7 @@ from ..results import (
     declined_test_command_result,
     fix_result,
     history_result,
+    run_action_result,
     run_tests_result,
     workflow_run_result,
 )
@@ -96,12 +97,25 @@ class HistoryDiffParams(CommandParams):
     )
 
 
+class RunIdParams(CommandParams):
+    run_id: str = Field(min_length=1, description="An isolated run (aider-lsp.history.list).")
+
+
+class ApplyRunParams(RunIdParams):
+    force: bool = Field(
+        default=False,
+        description="Apply anyway: where the user changed the lines the run changed, the run's "
+        "version wins (undo can take it back).",
+    )
+
+
 class ListModelsParams(CommandParams):
     substring: str | None = None
 
 
 class WorkflowRunParams(WorkflowRequest, CommandParams):
-    """{goal, context?, test_command?, max_retries?, file_context?}: the run's request as is."""
+    """{goal, context?, test_command?, max_retries?, file_context?, plan?, isolation?}: the run's
+    request as is."""
 
 
 CommandRunner = Callable[[Application, Any, RequestContext], Awaitable[TaskResult]]
@@ -198,6 +212,20 @@ async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestConte
     return app.undo(params.run_id, force=params.force, files=params.files)
 
 
+async def _apply_run(app: Application, params: ApplyRunParams, ctx: RequestContext) -> TaskResult:
+    """A ready isolated run's change laid on the user's files (all or nothing unless forced)."""
+    return run_action_result(app.apply_run(params.run_id, force=params.force))
+
+
+async def _discard_run(app: Application, params: RunIdParams, ctx: RequestContext) -> TaskResult:
+    return run_action_result(app.discard_run(params.run_id))
+
+
+async def _keep_run(app: Application, params: RunIdParams, ctx: RequestContext) -> TaskResult:
+    """A ready isolated run committed to its branch; the user's files untouched."""
+    return run_action_result(app.keep_run(params.run_id))
+
+
 async def _history_list(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
     """The runs and edits undo can take back, newest first."""
     return history_result(app.history())
@@ -254,6 +282,9 @@ COMMANDS: list[CommandSpec] = [
         long_running=True,
     ),
     CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo an Aider run"),
+    CommandSpec(CommandId.RUNS_APPLY, ApplyRunParams, _apply_run, "Apply an isolated run"),
+    CommandSpec(CommandId.RUNS_DISCARD, RunIdParams, _discard_run, "Discard an isolated run"),
+    CommandSpec(CommandId.RUNS_KEEP_BRANCH, RunIdParams, _keep_run, "Keep an isolated run as a branch"),
     CommandSpec(CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs"),
     CommandSpec(CommandId.HISTORY_DIFF, HistoryDiffParams, _history_diff, "Show an Aider run's diff"),
     CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),

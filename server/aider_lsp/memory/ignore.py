@@ -120,6 +120,17 @@ class IgnoreRules:
         parts = rel.split("/")[:-1]
         return any(self._dir_ignored("/".join(parts[: i + 1])) for i in range(len(parts)))
 
+    def left_out(self, rel: str, is_dir: bool) -> bool:
+        """Whether a copy of the workspace (an isolated run's, without git) leaves `rel` out:
+        the ignore rules alone. Secrets are copied: the run's tests may read them, and the
+        model never does (the tree's file rules are the workspace's)."""
+        if is_dir:
+            return self._dir_ignored(rel)
+        name = rel.rsplit("/", 1)[-1]
+        if name.startswith(ALWAYS_EXCLUDED_PREFIXES) or self.excludes.check_file(rel).include:
+            return True
+        return self._git_ignored(rel, is_dir=False)
+
     def path_allowed(self, rel: str) -> bool:
         """Name-based rules only (no disk access): gitignore, excludes, secrets."""
         name = rel.rsplit("/", 1)[-1]

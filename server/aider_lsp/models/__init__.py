@@ -65,6 +65,7 @@ from .events import (
 from .history import (
     DeclinedTestCommand,
     IsolatedRun,
+    IsolatedRunManifest,
     Isolation,
     RestoreReport,
     RunAction,
@@ -126,6 +127,7 @@ __all__ = [
     "GetContextArgs",
     "HistoryConfigSettings",
     "IsolatedRun",
+    "IsolatedRunManifest",
     "Isolation",
     "JudgeProblem",
     "MatchItem",

@@ -196,6 +196,18 @@ class IsolatedRun(BaseModel):
     findings: tuple[Finding, ...] = ()
 
 
+class IsolatedRunManifest(BaseModel):
+    """An isolated run as kept on disk (isolation/store.py): its history record, where its tree
+    is, the process running it, and, once it ended, its change file by file: each path's blob
+    at the run's start and in the run's version (None: absent)."""
+
+    record: RunRecord
+    top: str  # the tree's root (a worktree, or a copy)
+    tree_workspace: str  # the user's workspace inside it
+    owner: int | None = None  # the process running it (a crash leaves a dead one)
+    files: dict[str, tuple[str | None, str | None]] = {}
+
+
 class RunAction(BaseModel):
     """What applying, discarding or keeping an isolated run did. Apply writes nothing when one
     file cannot take the change (`skipped`: both changed the same lines, named; unsaved in the

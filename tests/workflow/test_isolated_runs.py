@@ -1,0 +1,210 @@
+"""Isolated workflow runs (#41) with REAL Aider edits in real git worktrees: several at once,
+the user's files untouched until Apply, the user's own edits kept by the merge, a change on the
+user's lines refused by name, discard and keep-as-branch, and a cancelled run leaving nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aider_lsp.app import Application
+from aider_lsp.models import Isolation, RequestContext, RunState, SkipReason, WorkflowRequest, WorkflowRun
+from aider_lsp_testing.apps import scripted_app
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    ScriptedLLMServer,
+    aider_whole,
+    all_of,
+    json_output,
+    last_user_contains,
+    slow,
+)
+
+pytestmark = pytest.mark.aider
+
+# three modules, one bug each, a test file each
+MODULES = {
+    "alpha": (
+        "def alpha():\n    # the first letter\n\n\n    return 'b'\n",
+        "return 'b'",
+        "return 'a'",
+        "'a'",
+    ),
+    "beta": ("def beta():\n    # the second letter\n\n\n    return 'c'\n", "return 'c'", "return 'b'", "'b'"),
+    "gamma": (
+        "def gamma():\n    # the third letter\n\n\n    return 'd'\n",
+        "return 'd'",
+        "return 'g'",
+        "'g'",
+    ),
+}
+USER_LINE = "# edited by the user while the runs worked\n"
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def write_project(tmp_path: Path) -> Path:
+    root = tmp_path / "letters"
+    root.mkdir()
+    for name, (source, _, _, expected) in MODULES.items():
+        (root / f"{name}.py").write_text(source)
+        (root / f"test_{name}.py").write_text(
+            f"import unittest\n\nfrom {name} import {name}\n\n\nclass T(unittest.TestCase):\n"
+            f"    def test_{name}(self):\n        self.assertEqual({name}(), {expected})\n"
+        )
+    git(root, "init", "-q")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "letters")
+    return root
+
+
+def fixed(name: str) -> str:
+    source, bug, fix, _ = MODULES[name]
+    return source.replace(bug, fix)
+
+
+def script_fixes(llm_server: ScriptedLLMServer) -> None:
+    for name in MODULES:
+        llm_server.add_rule(
+            all_of(IS_AIDER, last_user_contains(f"fix {name}")), aider_whole({f"{name}.py": fixed(name)})
+        )
+    llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "done"}))
+
+
+def isolated(name: str) -> WorkflowRequest:
+    return WorkflowRequest(
+        goal=f"fix {name} so that its test passes",
+        test_command=f"{sys.executable} -m unittest test_{name}",
+        file_context=[f"{name}.py"],
+        isolation=Isolation.WORKTREE,
+        max_retries=0,
+    )
+
+
+async def test_three_runs_at_once_apply_keeping_the_users_edit(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    root = write_project(tmp_path)
+    script_fixes(llm_server)
+    app = scripted_app(root, llm_server.base_url)
+    try:
+        runs = [asyncio.create_task(app.run_workflow(isolated(name), RequestContext())) for name in MODULES]
+        await asyncio.sleep(0.5)
+        beta = root / "beta.py"
+        beta.write_text(USER_LINE + beta.read_text())  # the user saves an edit meanwhile
+        done = await asyncio.gather(*runs)
+        for run in done:
+            assert run.ok, run.message
+            assert run.isolated is not None and run.isolated.state is RunState.READY
+        # nothing of the runs on the user's files; the user's edit alone on beta.py
+        assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+        assert beta.read_text() == USER_LINE + MODULES["beta"][0]
+        listed = {record.id: record.state for record in app.history()}
+        assert all(listed[run.isolated.run_id] is RunState.READY for run in done if run.isolated)
+        for run in done:
+            assert run.isolated is not None
+            action = app.apply_run(run.isolated.run_id)
+            assert action.done and action.state is RunState.APPLIED, action
+        assert (root / "alpha.py").read_text() == fixed("alpha")
+        assert beta.read_text() == USER_LINE + fixed("beta")
+        assert (root / "gamma.py").read_text() == fixed("gamma")
+        # an applied run is an ordinary run of the history: undo takes it back, the user's edit stays
+        beta_run = done[1].isolated
+        assert beta_run is not None
+        undone = app.undo(beta_run.run_id)
+        assert undone.status.value == "COMPLETE", undone.content
+        assert beta.read_text() == USER_LINE + MODULES["beta"][0]
+        assert not list((root.parent).glob("*tree*")), "no tree inside or beside the user's folder"
+        assert git(root, "worktree", "list").count("\n") == 1, "every worktree removed"
+        assert "aider-lsp/" not in git(root, "branch")
+    finally:
+        await app.aclose()
+
+
+async def test_a_change_on_the_users_lines_writes_nothing_until_forced(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    root = write_project(tmp_path)
+    script_fixes(llm_server)
+    app = scripted_app(root, llm_server.base_url)
+    try:
+        run = await app.run_workflow(isolated("gamma"), RequestContext())
+        assert run.isolated is not None and run.isolated.state is RunState.READY, run.message
+        gamma = root / "gamma.py"
+        mine = MODULES["gamma"][0].replace("return 'd'", "return 'mine'")
+        gamma.write_text(mine)
+        action = app.apply_run(run.isolated.run_id)
+        assert not action.done and action.state is RunState.READY
+        (skipped,) = action.skipped
+        assert skipped.path == "gamma.py" and skipped.kind is SkipReason.CHANGED_SINCE
+        assert skipped.lines == ((5, 5),)
+        assert gamma.read_text() == mine, "nothing written"
+        forced = app.apply_run(run.isolated.run_id, force=True)
+        assert forced.done and gamma.read_text() == fixed("gamma")
+        assert app.undo(run.isolated.run_id).status.value == "COMPLETE"
+        assert gamma.read_text() == mine, "undo brings the user's version back"
+    finally:
+        await app.aclose()
+
+
+async def test_discard_and_keep_as_branch(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    root = write_project(tmp_path)
+    script_fixes(llm_server)
+    (root / "notes.txt").write_text("uncommitted, untracked\n")
+    app = scripted_app(root, llm_server.base_url)
+    try:
+        first, second = await asyncio.gather(
+            app.run_workflow(isolated("alpha"), RequestContext()),
+            app.run_workflow(isolated("beta"), RequestContext()),
+        )
+        assert first.isolated and second.isolated
+        discarded = app.discard_run(first.isolated.run_id)
+        assert discarded.state is RunState.DISCARDED and discarded.done
+        assert not app.apply_run(first.isolated.run_id).done, "a discarded run cannot be applied"
+        kept = app.keep_run(second.isolated.run_id)
+        assert kept.done and kept.branch == f"aider-lsp/{second.isolated.run_id}", kept
+        assert git(root, "show", f"{kept.branch}:beta.py") == fixed("beta")
+        assert git(root, "show", f"{kept.branch}:notes.txt") == "uncommitted, untracked\n"
+        assert "the files as they were" in git(root, "log", "--format=%s", "-2", kept.branch)
+        assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+        assert (root / "beta.py").read_text() == MODULES["beta"][0]
+        states = {record.id: record.state for record in app.history()}
+        assert states[first.isolated.run_id] is RunState.DISCARDED
+        assert states[second.isolated.run_id] is RunState.KEPT
+        assert git(root, "worktree", "list").count("\n") == 1
+    finally:
+        await app.aclose()
+
+
+async def test_a_cancelled_run_leaves_nothing(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    root = write_project(tmp_path)
+    llm_server.add_rule(IS_AIDER, slow(30, aider_whole({"alpha.py": fixed("alpha")})))
+    app: Application = scripted_app(root, llm_server.base_url)
+    answered: list[WorkflowRun] = []
+    ctx = RequestContext(answer_cancelled=answered.append)
+    try:
+        task = asyncio.create_task(app.run_workflow(isolated("alpha"), ctx))
+        for _ in range(200):
+            await asyncio.sleep(0.1)
+            if "aider-lsp/" in git(root, "branch"):
+                break
+        await asyncio.sleep(1.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (said,) = answered
+        assert said.isolated is not None and said.isolated.state is RunState.DISCARDED
+        assert "your files untouched" in said.message
+        assert git(root, "worktree", "list").count("\n") == 1
+        assert "aider-lsp/" not in git(root, "branch")
+        assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+    finally:
+        await app.aclose()
