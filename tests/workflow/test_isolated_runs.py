@@ -5,8 +5,6 @@ user's lines refused by name, discard and keep-as-branch, and a cancelled run le
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,75 +12,25 @@ import pytest
 from aider_lsp.app import Application
 from aider_lsp.models import Isolation, RequestContext, RunState, SkipReason, WorkflowRequest, WorkflowRun
 from aider_lsp_testing.apps import scripted_app
-from aider_lsp_testing.llm_server import (
-    IS_AIDER,
-    IS_ANALYSIS,
-    ScriptedLLMServer,
-    aider_whole,
-    all_of,
-    json_output,
-    last_user_contains,
-    slow,
+from aider_lsp_testing.letters_project import (
+    MODULES,
+    USER_LINE,
+    fixed,
+    git,
+    goal,
+    script_fixes,
+    test_command,
+    write_letters_project,
 )
+from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, slow
 
 pytestmark = pytest.mark.aider
-
-# three modules, one bug each, a test file each
-MODULES = {
-    "alpha": (
-        "def alpha():\n    # the first letter\n\n\n    return 'b'\n",
-        "return 'b'",
-        "return 'a'",
-        "'a'",
-    ),
-    "beta": ("def beta():\n    # the second letter\n\n\n    return 'c'\n", "return 'c'", "return 'b'", "'b'"),
-    "gamma": (
-        "def gamma():\n    # the third letter\n\n\n    return 'd'\n",
-        "return 'd'",
-        "return 'g'",
-        "'g'",
-    ),
-}
-USER_LINE = "# edited by the user while the runs worked\n"
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
-def write_project(tmp_path: Path) -> Path:
-    root = tmp_path / "letters"
-    root.mkdir()
-    for name, (source, _, _, expected) in MODULES.items():
-        (root / f"{name}.py").write_text(source)
-        (root / f"test_{name}.py").write_text(
-            f"import unittest\n\nfrom {name} import {name}\n\n\nclass T(unittest.TestCase):\n"
-            f"    def test_{name}(self):\n        self.assertEqual({name}(), {expected})\n"
-        )
-    git(root, "init", "-q")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "letters")
-    return root
-
-
-def fixed(name: str) -> str:
-    source, bug, fix, _ = MODULES[name]
-    return source.replace(bug, fix)
-
-
-def script_fixes(llm_server: ScriptedLLMServer) -> None:
-    for name in MODULES:
-        llm_server.add_rule(
-            all_of(IS_AIDER, last_user_contains(f"fix {name}")), aider_whole({f"{name}.py": fixed(name)})
-        )
-    llm_server.add_rule(IS_ANALYSIS, json_output({"verdict": "SUCCESS", "message": "done"}))
 
 
 def isolated(name: str) -> WorkflowRequest:
     return WorkflowRequest(
-        goal=f"fix {name} so that its test passes",
-        test_command=f"{sys.executable} -m unittest test_{name}",
+        goal=goal(name),
+        test_command=test_command(name),
         file_context=[f"{name}.py"],
         isolation=Isolation.WORKTREE,
         max_retries=0,
@@ -92,7 +40,7 @@ def isolated(name: str) -> WorkflowRequest:
 async def test_three_runs_at_once_apply_keeping_the_users_edit(
     tmp_path: Path, llm_server: ScriptedLLMServer
 ) -> None:
-    root = write_project(tmp_path)
+    root = write_letters_project(tmp_path)
     script_fixes(llm_server)
     app = scripted_app(root, llm_server.base_url)
     try:
@@ -132,7 +80,7 @@ async def test_three_runs_at_once_apply_keeping_the_users_edit(
 async def test_a_change_on_the_users_lines_writes_nothing_until_forced(
     tmp_path: Path, llm_server: ScriptedLLMServer
 ) -> None:
-    root = write_project(tmp_path)
+    root = write_letters_project(tmp_path)
     script_fixes(llm_server)
     app = scripted_app(root, llm_server.base_url)
     try:
@@ -156,7 +104,7 @@ async def test_a_change_on_the_users_lines_writes_nothing_until_forced(
 
 
 async def test_discard_and_keep_as_branch(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
-    root = write_project(tmp_path)
+    root = write_letters_project(tmp_path)
     script_fixes(llm_server)
     (root / "notes.txt").write_text("uncommitted, untracked\n")
     app = scripted_app(root, llm_server.base_url)
@@ -185,7 +133,7 @@ async def test_discard_and_keep_as_branch(tmp_path: Path, llm_server: ScriptedLL
 
 
 async def test_a_cancelled_run_leaves_nothing(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
-    root = write_project(tmp_path)
+    root = write_letters_project(tmp_path)
     llm_server.add_rule(IS_AIDER, slow(30, aider_whole({"alpha.py": fixed("alpha")})))
     app: Application = scripted_app(root, llm_server.base_url)
     answered: list[WorkflowRun] = []
