@@ -61,7 +61,7 @@ def goal(name: str) -> str:
     return f"fix {name} so that its test passes"
 
 
-def test_command(name: str) -> str:
+def module_test_command(name: str) -> str:
     """The command that runs the module's own test file."""
     return f"{sys.executable} -m unittest test_{name}"
 

@@ -18,8 +18,8 @@ from aider_lsp_testing.letters_project import (
     fixed,
     git,
     goal,
+    module_test_command,
     script_fixes,
-    test_command,
     write_letters_project,
 )
 from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, slow
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.aider
 def isolated(name: str) -> WorkflowRequest:
     return WorkflowRequest(
         goal=goal(name),
-        test_command=test_command(name),
+        test_command=module_test_command(name),
         file_context=[f"{name}.py"],
         isolation=Isolation.WORKTREE,
         max_retries=0,

@@ -379,7 +379,7 @@ class IsolatedRuns:
             if runs:
                 sides = store.changed_since(runs[-1])
         note = "the server stopped during the run: its change so far"
-        manifest.record = manifest.record.model_copy(update={"note": note})
+        manifest.record = manifest.record.model_copy(update={"note": note, "files": tuple(sides)})
         if not sides:
             self._throw_away(manifest, tree, status="INTERRUPTED")
             return

@@ -1,0 +1,146 @@
+"""Isolated runs over LSP (#41): a real `aider-lsp serve`, real Aider in real git worktrees.
+
+Three runs with different goals started at once while the user saves an edit to one of the
+files, and a fourth on the user's lines: the user's file holds only the user's edit until
+Apply, then each change lands beside it; the fourth is refused with its lines, writing nothing;
+its failing test is on the run, not in the Problems panel. A SIGKILLed server leaves a run the
+next start finds and cleans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aider_lsp_testing.letters_project import (
+    MODULES,
+    USER_LINE,
+    fixed,
+    git,
+    goal,
+    module_test_command,
+    script_fixes,
+    write_letters_project,
+)
+from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, last_user_contains, slow
+from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.waiting import eventually
+
+pytestmark = pytest.mark.aider
+
+FOURTH = "give beta a docstring on its first line"
+FOURTH_VERSION = MODULES["beta"][0].replace("def beta():\n", "def beta():  # the fourth run's\n")
+
+
+def options(llm_server: Any) -> dict[str, Any]:
+    return {
+        "model": "openai:scripted-planner",
+        "baseUrl": llm_server.base_url,
+        "apiKey": "test-key",
+        "aiderModel": "openai/scripted-coder",
+        "aiderServer": {"args": ["--edit-format", "whole"]},
+        "timeouts": {"aider": 120, "test": 60},
+        "maxIsolatedRuns": 4,
+    }
+
+
+def isolated(name: str, the_goal: str | None = None) -> dict[str, Any]:
+    return {
+        "goal": the_goal or goal(name),
+        "test_command": module_test_command(name),
+        "file_context": [f"{name}.py"],
+        "isolation": "worktree",
+        "max_retries": 0,
+    }
+
+
+async def test_four_runs_side_by_side_then_apply(lsp: Any, tmp_path: Path, llm_server: Any) -> None:
+    root = write_letters_project(tmp_path)
+    script_fixes(llm_server)
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains(FOURTH)), aider_whole({"beta.py": FOURTH_VERSION})
+    )
+    beta = root / "beta.py"
+    async with lsp(root, init_options=options(llm_server)) as client:
+        requests = [isolated(name) for name in MODULES] + [isolated("beta", FOURTH)]
+        runs = [asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arg)) for arg in requests]
+        started = await eventually(lambda: git(root, "worktree", "list").count("\n") == 5, 60)
+        assert started, "four worktrees under way"
+        beta.write_text(USER_LINE + beta.read_text())  # the user saves an edit meanwhile
+        *fixes, fourth = await asyncio.gather(*runs)
+        for result in fixes:
+            assert result["status"] == "COMPLETE", result["content"]
+            assert result["notes"]["state"] == "ready" and result["notes"]["isolation"] == "worktree"
+            assert "is ready in its worktree" in result["content"]
+        # the fourth's test fails: on the run, never in the user's Problems panel
+        assert fourth["status"] == "FAILED" and fourth["notes"]["state"] == "ready"
+        assert any(f["path"] == "test_beta.py" for f in fourth["notes"]["findings"]), fourth["notes"]
+        assert all(not found for found in client.diagnostics.values())
+        assert beta.read_text() == USER_LINE + MODULES["beta"][0], "only the user's edit until Apply"
+        listed = await execute(client, "aider-lsp.history.list", {})
+        states = {run["id"]: run["state"] for run in listed["notes"]["runs"]}
+        assert all(states[result["notes"]["run_id"]] == "ready" for result in [*fixes, fourth])
+        for result in fixes:
+            applied = await execute(client, "aider-lsp.runs.apply", {"run_id": result["notes"]["run_id"]})
+            assert applied["status"] == "COMPLETE", applied["content"]
+        for name in ("alpha", "gamma"):
+            assert (root / f"{name}.py").read_text() == fixed(name)
+        assert beta.read_text() == USER_LINE + fixed("beta"), "the change landed, the user's edit stayed"
+        refused = await execute(client, "aider-lsp.runs.apply", {"run_id": fourth["notes"]["run_id"]})
+        assert refused["status"] == "FAILED"
+        (skipped,) = refused["notes"]["skipped"]
+        assert skipped["path"] == "beta.py" and skipped["kind"] == "changed_since" and skipped["lines"]
+        assert "beta.py" in refused["content"] and "line" in refused["content"]
+        assert beta.read_text() == USER_LINE + fixed("beta"), "nothing written"
+        discarded = await execute(client, "aider-lsp.runs.discard", {"run_id": fourth["notes"]["run_id"]})
+        assert discarded["notes"]["state"] == "discarded"
+        assert git(root, "worktree", "list").count("\n") == 1
+        listed = await execute(client, "aider-lsp.history.list", {})
+        states = {run["id"]: run["state"] for run in listed["notes"]["runs"]}
+        assert sorted(states.values()) == ["applied", "applied", "applied", "discarded"]
+
+
+async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
+    lsp: Any, tmp_path: Path, llm_server: Any, user_state: Path
+) -> None:
+    """alpha's Aider never answers before the kill (nothing changed: cleaned); beta's edit is
+    made and its tests hang (a change: ready, and it applies)."""
+    root = write_letters_project(tmp_path)
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("fix alpha")), slow(60, aider_whole({})))
+    llm_server.add_rule(
+        all_of(IS_AIDER, last_user_contains("fix beta")), aider_whole({"beta.py": fixed("beta")})
+    )
+    hanging = {**isolated("beta"), "test_command": f"{sys.executable} -c 'import time; time.sleep(60)'"}
+    async with lsp(root, init_options=options(llm_server)) as client:
+        running = [
+            asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arg))
+            for arg in (isolated("alpha"), hanging)
+        ]
+        trees = "aider-lsp/workspaces/*/runs/*/tree/beta.py"
+        edited = lambda: any(path.read_text() == fixed("beta") for path in user_state.glob(trees))  # noqa: E731
+        assert await eventually(edited, 120), "beta's edit made in its tree"
+        server = client.server_process
+        assert server is not None
+        os.kill(server.pid, signal.SIGKILL)
+        await asyncio.wait_for(server.wait(), 10)
+        client.shutdown_sent, client.exited_process = True, server  # nothing left to shut down
+        for request in running:
+            request.cancel()
+    assert git(root, "worktree", "list").count("\n") == 3, "the killed runs' worktrees are left"
+    async with lsp(root, init_options=options(llm_server)) as client:
+        listed = await execute(client, "aider-lsp.history.list", {})
+        runs = {run["label"].split()[1]: run for run in listed["notes"]["runs"]}
+        assert runs["alpha"]["state"] == "discarded" and runs["alpha"]["status"] == "INTERRUPTED"
+        assert runs["beta"]["state"] == "ready" and runs["beta"]["files"] == ["beta.py"]
+        assert git(root, "worktree", "list").count("\n") == 2, "alpha's cleaned, beta's kept"
+        assert (root / "beta.py").read_text() == MODULES["beta"][0]
+        applied = await execute(client, "aider-lsp.runs.apply", {"run_id": runs["beta"]["id"]})
+        assert applied["status"] == "COMPLETE", applied["content"]
+    assert (root / "beta.py").read_text() == fixed("beta")
+    assert git(root, "worktree", "list").count("\n") == 1
+    assert "aider-lsp/" not in git(root, "branch")
