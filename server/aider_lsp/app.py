@@ -20,6 +20,7 @@ from typing import Any
 from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
+from .aider.spawn import Spawned
 from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
@@ -149,7 +150,6 @@ class Application:
         self.aider_models = self.aider_tools.list_models
         self.set_up_aider = first_run.set_up_or_reason
         self.start_aider = self.aider.warm_up
-        self.warm_up = self.warming.run
         self.kill_children = self.aider.kill  # when `aclose` did not end in time
         # the history undo takes back (run_history.py) and the workflow (workflow/)
         self.undo = self.run_history.undo
@@ -174,6 +174,14 @@ class Application:
         if isolation is Isolation.WORKTREE:
             return await self.isolated_runs.run(request, ctx)
         return await self.workflows.run(request, ctx)
+
+    async def warm_up(self, early: Spawned | None = None, *, aider_first: bool = False) -> bool:
+        """Get ready for the first request (warm_up.py); with the `isolation` setting at
+        `worktree`, a spare tree too, so the first isolated run starts as quickly as the next."""
+        running = await self.warming.run(early, aider_first=aider_first)
+        if self.settings.isolation == Isolation.WORKTREE:
+            await self.isolated_runs.prepare()
+        return running
 
     def _editing_in_place(self) -> bool:
         """An edit or a run in place is under way (undo and apply would write under it)."""
@@ -268,5 +276,6 @@ class Application:
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""
         await self.warming.stop()
+        await self.isolated_runs.aclose()
         await self.aider.aclose()
         await self.memory.aclose()

@@ -34,6 +34,17 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
+def worktree_branches(root: Path) -> set[str]:
+    """The branches of the repository's worktrees other than the main one (a run's, a spare's)."""
+    listed = git(root, "worktree", "list", "--porcelain").split("\n\n")[1:]
+    return {
+        line.removeprefix("branch refs/heads/")
+        for entry in listed
+        for line in entry.splitlines()
+        if line.startswith("branch ")
+    }
+
+
 def write_letters_project(parent: Path) -> Path:
     """The project committed in a new git repository at `parent`/letters."""
     root = parent / "letters"

@@ -25,6 +25,7 @@ from aider_lsp_testing.letters_project import (
     goal,
     module_test_command,
     script_fixes,
+    worktree_branches,
     write_letters_project,
 )
 from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, last_user_contains, slow
@@ -49,6 +50,12 @@ def options(llm_server: Any) -> dict[str, Any]:
     }
 
 
+async def running_runs(client: Any, count: int) -> bool:
+    """Whether the history lists `count` isolated runs running (their trees made)."""
+    listed = await execute(client, "aider-lsp.history.list", {})
+    return [run["state"] for run in listed["notes"]["runs"]].count("running") == count
+
+
 def isolated(name: str, the_goal: str | None = None) -> dict[str, Any]:
     return {
         "goal": the_goal or goal(name),
@@ -69,8 +76,7 @@ async def test_four_runs_side_by_side_then_apply(lsp: Any, tmp_path: Path, llm_s
     async with lsp(root, init_options=options(llm_server)) as client:
         requests = [isolated(name) for name in MODULES] + [isolated("beta", FOURTH)]
         runs = [asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arg)) for arg in requests]
-        started = await eventually(lambda: git(root, "worktree", "list").count("\n") == 5, 60)
-        assert started, "four worktrees under way"
+        assert await eventually(lambda: running_runs(client, 4), 90), "four runs under way in their trees"
         beta.write_text(USER_LINE + beta.read_text())  # the user saves an edit meanwhile
         *fixes, fourth = await asyncio.gather(*runs)
         for result in fixes:
@@ -99,10 +105,14 @@ async def test_four_runs_side_by_side_then_apply(lsp: Any, tmp_path: Path, llm_s
         assert beta.read_text() == USER_LINE + fixed("beta"), "nothing written"
         discarded = await execute(client, "aider-lsp.runs.discard", {"run_id": fourth["notes"]["run_id"]})
         assert discarded["notes"]["state"] == "discarded"
-        assert git(root, "worktree", "list").count("\n") == 1
         listed = await execute(client, "aider-lsp.history.list", {})
         states = {run["id"]: run["state"] for run in listed["notes"]["runs"]}
         assert sorted(states.values()) == ["applied", "applied", "applied", "discarded"]
+        assert not worktree_branches(root) & {f"aider-lsp/{run_id}" for run_id in states}, (
+            "the runs' trees gone"
+        )
+    assert not worktree_branches(root), "the spare tree gone with the server"
+    assert "aider-lsp/" not in git(root, "branch")
 
 
 async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
@@ -131,16 +141,16 @@ async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
         client.shutdown_sent, client.exited_process = True, server  # nothing left to shut down
         for request in running:
             request.cancel()
-    assert git(root, "worktree", "list").count("\n") == 3, "the killed runs' worktrees are left"
+    assert len(worktree_branches(root)) >= 2, "the killed runs' worktrees are left"
     async with lsp(root, init_options=options(llm_server)) as client:
         listed = await execute(client, "aider-lsp.history.list", {})
         runs = {run["label"].split()[1]: run for run in listed["notes"]["runs"]}
         assert runs["alpha"]["state"] == "discarded" and runs["alpha"]["status"] == "INTERRUPTED"
         assert runs["beta"]["state"] == "ready" and runs["beta"]["files"] == ["beta.py"]
-        assert git(root, "worktree", "list").count("\n") == 2, "alpha's cleaned, beta's kept"
+        assert worktree_branches(root) == {f"aider-lsp/{runs['beta']['id']}"}, "alpha's (and a spare) cleaned"
         assert (root / "beta.py").read_text() == MODULES["beta"][0]
         applied = await execute(client, "aider-lsp.runs.apply", {"run_id": runs["beta"]["id"]})
         assert applied["status"] == "COMPLETE", applied["content"]
     assert (root / "beta.py").read_text() == fixed("beta")
-    assert git(root, "worktree", "list").count("\n") == 1
+    assert not worktree_branches(root)
     assert "aider-lsp/" not in git(root, "branch")

@@ -20,6 +20,7 @@ from aider_lsp_testing.letters_project import (
     goal,
     module_test_command,
     script_fixes,
+    worktree_branches,
     write_letters_project,
 )
 from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, slow
@@ -71,10 +72,13 @@ async def test_three_runs_at_once_apply_keeping_the_users_edit(
         assert undone.status.value == "COMPLETE", undone.content
         assert beta.read_text() == USER_LINE + MODULES["beta"][0]
         assert not list((root.parent).glob("*tree*")), "no tree inside or beside the user's folder"
-        assert git(root, "worktree", "list").count("\n") == 1, "every worktree removed"
-        assert "aider-lsp/" not in git(root, "branch")
+        assert not worktree_branches(root) & {
+            f"aider-lsp/{run.isolated.run_id}" for run in done if run.isolated
+        }
     finally:
         await app.aclose()
+    assert not worktree_branches(root), "every worktree removed, the spare's too"
+    assert "aider-lsp/" not in git(root, "branch")
 
 
 async def test_a_change_on_the_users_lines_writes_nothing_until_forced(
@@ -127,7 +131,7 @@ async def test_discard_and_keep_as_branch(tmp_path: Path, llm_server: ScriptedLL
         states = {record.id: record.state for record in app.history()}
         assert states[first.isolated.run_id] is RunState.DISCARDED
         assert states[second.isolated.run_id] is RunState.KEPT
-        assert git(root, "worktree", "list").count("\n") == 1
+        assert f"aider-lsp/{first.isolated.run_id}" not in git(root, "branch")
     finally:
         await app.aclose()
 
@@ -151,8 +155,7 @@ async def test_a_cancelled_run_leaves_nothing(tmp_path: Path, llm_server: Script
         (said,) = answered
         assert said.isolated is not None and said.isolated.state is RunState.DISCARDED
         assert "your files untouched" in said.message
-        assert git(root, "worktree", "list").count("\n") == 1
-        assert "aider-lsp/" not in git(root, "branch")
+        assert f"aider-lsp/{said.isolated.run_id}" not in git(root, "branch"), "its tree and branch gone"
         assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
     finally:
         await app.aclose()

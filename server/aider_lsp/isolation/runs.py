@@ -14,15 +14,12 @@ when it had changed something, and removes it otherwise.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
-import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from ..checkpoints import CheckpointStore, alive_elsewhere, run_record
 from ..files import FileAccessManager
@@ -46,42 +43,21 @@ from ..models import (
 from ..settings import Settings
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
-from .store import FileSides, RunStore, new_run_id
+from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
+from .store import FileSides, RunStore
 from .trees import (
     BRANCH_PREFIX,
     IgnoredCheck,
     RunTree,
     TreeError,
     commit_all,
-    make_tree,
     orphan_worktrees,
     remove_tree,
 )
 
 log = logging.getLogger(__name__)
 
-CLOSE_WAIT_S = 10.0
 BUSY = "an Aider edit or a run in place is under way in this workspace; apply when it has ended"
-
-
-class RunWorkspace(Protocol):
-    """What an isolated run needs of the workspace opened on its tree (an Application)."""
-
-    @property
-    def workspace(self) -> Path: ...
-
-    @property
-    def checkpoints(self) -> CheckpointStore: ...
-
-    def kill_children(self) -> None: ...
-
-    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
-
-    async def aclose(self) -> None: ...
-
-
-OpenTree = Callable[[Path, Path | None], RunWorkspace]  # (the tree's workspace, a seeded index)
-Closer = Callable[[RunWorkspace, float], Awaitable[None]]
 
 
 class IsolatedRuns:
@@ -107,11 +83,17 @@ class IsolatedRuns:
         self.unsaved_files = unsaved_files
         self.busy = busy
         self.pick_test_command = pick_test_command
-        self.open_tree = open_tree
         self.close = close
-        self.index_path = index_path
-        self.ignored = ignored
         self.store = RunStore(workspace, settings().history.max_runs)
+        self.trees = TreePreparer(
+            workspace,
+            self.store,
+            settings,
+            open_tree=open_tree,
+            close=close,
+            index_path=index_path,
+            ignored=ignored,
+        )
         self._under_way: set[str] = set()
         self._recovered = False
 
@@ -136,43 +118,52 @@ class IsolatedRuns:
             return WorkflowRun(refused=refused, declined_test_command=choice)
         command = None if choice is None else choice.command
         inner = request.model_copy(update={"isolation": Isolation.NONE, "test_command": command})
-        manifest = self._started(request)
-        self._under_way.add(manifest.record.id)
         try:
-            return await self._run_in_tree(manifest, inner, ctx)
+            prepared = await self.trees.take()
+        except (TreeError, OSError) as exc:
+            message = f"could not make the run's worktree: {exc}"
+            return WorkflowRun(refused=TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message))
+        manifest = self._started(request, prepared)
+        self._under_way.add(manifest.record.id)
+        if len(self._under_way) < limit:
+            self.trees.keep_spare()  # the next isolated run starts as quickly as this one
+        try:
+            return await self._run_in_tree(manifest, prepared, inner, ctx)
         finally:
             self._under_way.discard(manifest.record.id)
 
-    def _started(self, request: WorkflowRequest) -> IsolatedRunManifest:
-        run_id = new_run_id()
+    async def prepare(self) -> None:
+        """Have a spare tree ready, so that the first isolated run starts quickly too (the
+        warm-up's, when the `isolation` setting says `worktree`)."""
+        self.recover()
+        self.trees.keep_spare()
+
+    async def aclose(self) -> None:
+        """The workspace closes: the spare tree goes (runs under way end with their requests)."""
+        await self.trees.aclose()
+
+    def _started(self, request: WorkflowRequest, prepared: Prepared) -> IsolatedRunManifest:
         record = RunRecord(
-            id=run_id,
+            id=prepared.run_id,
             created=time.time(),
             kind="workflow",
             label=request.goal[:200],
             goal=request.goal,
             state=RunState.RUNNING,
             isolation=Isolation.WORKTREE,
+            branch=prepared.tree.branch,
         )
-        tree = self.store.tree_path(run_id)
+        tree = prepared.tree
         manifest = IsolatedRunManifest(
-            record=record, top=str(tree), tree_workspace=str(tree), owner=os.getpid()
+            record=record, top=str(tree.top), tree_workspace=str(tree.workspace), owner=os.getpid()
         )
         self.store.save(manifest)
         return manifest
 
     async def _run_in_tree(
-        self, manifest: IsolatedRunManifest, request: WorkflowRequest, ctx: RequestContext
+        self, manifest: IsolatedRunManifest, prepared: Prepared, request: WorkflowRequest, ctx: RequestContext
     ) -> WorkflowRun:
-        run_id = manifest.record.id
-        try:
-            tree = await asyncio.to_thread(self._make_tree, manifest)
-        except (TreeError, OSError) as exc:
-            self._end(manifest, RunState.DISCARDED, status="FAILED")
-            message = f"could not make the run's worktree: {exc}"
-            return WorkflowRun(refused=TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message))
-        seeded = await asyncio.to_thread(_copy_index, self.index_path(), self.store.index_path(run_id))
-        workspace = self.open_tree(tree.workspace, self.store.index_path(run_id) if seeded else None)
+        run_id, tree, workspace = prepared.run_id, prepared.tree, prepared.workspace
         findings: list[Finding] = []
         inner_ctx = dataclasses.replace(
             ctx,
@@ -192,14 +183,6 @@ class IsolatedRuns:
             return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
         finally:
             await self.close(workspace, CLOSE_WAIT_S)
-
-    def _make_tree(self, manifest: IsolatedRunManifest) -> RunTree:
-        run_id = manifest.record.id
-        tree = make_tree(self.workspace, self.store.tree_path(run_id), BRANCH_PREFIX + run_id, self.ignored)
-        manifest.top, manifest.tree_workspace = str(tree.top), str(tree.workspace)
-        manifest.record = manifest.record.model_copy(update={"branch": tree.branch})
-        self.store.save(manifest)
-        return tree
 
     def _ended(
         self,
@@ -419,22 +402,3 @@ def _write_side(workspace: Path, contents: dict[str, bytes | None]) -> None:
         else:
             real.parent.mkdir(parents=True, exist_ok=True)
             real.write_bytes(data)
-
-
-def _copy_index(source: Path, dest: Path) -> bool:
-    """The workspace's index copied for the run (its pass then re-reads only what differs):
-    the first edit's files are found at once instead of after a whole first pass."""
-    if not source.is_file():
-        return False
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src,
-            contextlib.closing(sqlite3.connect(dest)) as copy,
-        ):
-            src.backup(copy)
-    except sqlite3.Error as exc:
-        log.info("the run starts without a copy of the index: %s", exc)
-        dest.unlink(missing_ok=True)
-        return False
-    return True

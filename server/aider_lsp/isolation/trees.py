@@ -97,6 +97,20 @@ def make_tree(workspace: Path, dest: Path, branch: str, ignored: IgnoredCheck) -
     return tree
 
 
+def sync_tree(workspace: Path, tree: RunTree) -> None:
+    """Bring a worktree made earlier (a spare, its Aider already up) to the user's files as
+    they are now: reset to the user's HEAD, untracked files cleaned, then `git status`'s
+    files overlaid. Files unchanged since keep their times (Aider's tags cache stays valid)."""
+    top = repository_of(workspace)
+    if top is None or not tree.git:
+        raise TreeError("only a git worktree can be brought up to date")
+    head = git(top, "rev-parse", "HEAD").strip()
+    git(tree.top, "reset", "--hard", "--quiet", head)
+    git(tree.top, "clean", "-fdq")
+    _overlay_status(top, tree.top)
+    _link_environments(workspace, tree.workspace)
+
+
 def _overlay_status(top: Path, dest: Path) -> None:
     """Bring what `git status` lists (changed, deleted, untracked and not ignored) from the
     user's tree into the worktree, byte for byte."""

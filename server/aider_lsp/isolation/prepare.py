@@ -1,0 +1,191 @@
+"""A run's tree and the workspace opened on it, made when the run starts or taken from a spare.
+
+Why a spare: an isolated run's first edit otherwise waits for everything an in-place run's
+warm-up did long before: a new Aider server (its imports, seconds), its repository map's tags
+for every file of a new tree (seconds more on a large repository). After an isolated run starts
+(or at the warm-up, when the `isolation` setting says `worktree`), one more tree is made in the
+background with its Aider server started; the next run brings it up to the user's files as they
+are then (trees.sync_tree: only what changed is rewritten, so Aider's tags stay valid) and goes.
+One spare at most, in git repositories only; it costs one idle Aider server's memory, and is
+dropped when the settings change or the workspace closes. A spare has no record on disk: after
+a crash its folder is a stray the next start removes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..checkpoints import CheckpointStore
+from ..models import RequestContext, WorkflowRequest, WorkflowRun
+from ..settings import Settings
+from .store import RunStore, new_run_id
+from .trees import (
+    BRANCH_PREFIX,
+    IgnoredCheck,
+    RunTree,
+    TreeError,
+    make_tree,
+    remove_tree,
+    repository_of,
+    sync_tree,
+)
+
+log = logging.getLogger(__name__)
+
+CLOSE_WAIT_S = 10.0
+
+
+class RunWorkspace(Protocol):
+    """What an isolated run needs of the workspace opened on its tree (an Application)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def checkpoints(self) -> CheckpointStore: ...
+
+    def kill_children(self) -> None: ...
+
+    async def start_aider(self) -> bool: ...
+
+    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
+
+    async def aclose(self) -> None: ...
+
+
+OpenTree = Callable[[Path, Path | None], RunWorkspace]  # (the tree's workspace, a seeded index)
+Closer = Callable[[RunWorkspace, float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run's tree and the workspace on it, under the run's id."""
+
+    run_id: str
+    tree: RunTree
+    workspace: RunWorkspace
+    settings: Settings
+
+
+class TreePreparer:
+    """Makes runs' trees (and keeps one spare ready) for one workspace."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        store: RunStore,
+        settings: Callable[[], Settings],
+        *,
+        open_tree: OpenTree,
+        close: Closer,
+        index_path: Callable[[], Path],
+        ignored: IgnoredCheck,
+    ) -> None:
+        self.workspace = workspace
+        self.store = store
+        self.settings = settings
+        self.open_tree = open_tree
+        self.close = close
+        self.index_path = index_path
+        self.ignored = ignored
+        self._spare: asyncio.Task[Prepared | None] | None = None
+
+    async def take(self) -> Prepared:
+        """A tree with the user's files as they are now: the spare brought up to date, else a
+        new one (TreeError or OSError when git or the disk fails)."""
+        spare = await self._take_spare()
+        if spare is not None:
+            try:
+                await asyncio.to_thread(sync_tree, self.workspace, spare.tree)
+                return spare
+            except (TreeError, OSError) as exc:
+                log.info("the spare tree could not be brought up to date (%s): making a new one", exc)
+                await self.drop(spare)
+        return await self._make(new_run_id())
+
+    async def _make(self, run_id: str) -> Prepared:
+        tree_path, index = self.store.tree_path(run_id), self.store.index_path(run_id)
+        tree = await asyncio.to_thread(
+            make_tree, self.workspace, tree_path, BRANCH_PREFIX + run_id, self.ignored
+        )
+        seeded = await asyncio.to_thread(copy_index, self.index_path(), index)
+        settings = self.settings()
+        return Prepared(run_id, tree, self.open_tree(tree.workspace, index if seeded else None), settings)
+
+    async def _take_spare(self) -> Prepared | None:
+        """The spare (waited for if still in the making: it started earlier), if its settings
+        are still the ones in force."""
+        task, self._spare = self._spare, None
+        if task is None:
+            return None
+        spare = await task
+        if spare is not None and spare.settings is not self.settings():
+            await self.drop(spare)
+            return None
+        return spare
+
+    def keep_spare(self) -> None:
+        """Start making a spare in the background (one at most; git repositories only)."""
+        if self._spare is None:
+            self._spare = asyncio.ensure_future(self._make_spare())
+
+    async def _make_spare(self) -> Prepared | None:
+        if await asyncio.to_thread(repository_of, self.workspace) is None:
+            return None
+        run_id = new_run_id()
+        try:
+            spare = await self._make(run_id)
+        except (TreeError, OSError, asyncio.CancelledError) as exc:
+            log.info("no spare tree: %s", exc or "the workspace closed")
+            path = self.store.tree_path(run_id)
+            await asyncio.to_thread(remove_tree, self.workspace, RunTree(path, path, BRANCH_PREFIX + run_id))
+            self.store.remove(run_id)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return None
+        await spare.workspace.start_aider()
+        return spare
+
+    async def drop(self, prepared: Prepared) -> None:
+        """Close a tree's workspace and remove the tree (and its folder)."""
+        await self.close(prepared.workspace, CLOSE_WAIT_S)
+        await asyncio.to_thread(remove_tree, self.workspace, prepared.tree)
+        self.store.remove(prepared.run_id)
+
+    async def aclose(self) -> None:
+        """The workspace closes: the spare (or its making) goes."""
+        task, self._spare = self._spare, None
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            spare = await task
+            if spare is not None:
+                await self.drop(spare)
+
+
+def copy_index(source: Path, dest: Path) -> bool:
+    """The workspace's index copied for the run (its pass then re-reads only what differs):
+    the first edit's files are found at once instead of after a whole first pass."""
+    if not source.is_file():
+        return False
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src,
+            contextlib.closing(sqlite3.connect(dest)) as copy,
+        ):
+            src.backup(copy)
+    except sqlite3.Error as exc:
+        log.info("the run starts without a copy of the index: %s", exc)
+        dest.unlink(missing_ok=True)
+        return False
+    return True
