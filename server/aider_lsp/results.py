@@ -15,6 +15,7 @@ from .models import (
     DeclinedTestCommand,
     ErrorReason,
     FixAndRetest,
+    Isolation,
     RestoreReport,
     RunAction,
     RunDiff,
@@ -154,13 +155,18 @@ def already_undone_result(run_id: str, label: str, when: float) -> TaskResult:
     return complete_result(f"{what} was already undone ({at}); nothing to do.", notes={"checkpoint": run_id})
 
 
-def history_result(runs: list[RunRecord]) -> TaskResult:
+def history_result(runs: list[RunRecord], *, apply_command: str = "") -> TaskResult:
     """`aider-lsp.history.list`: one line per run, newest first, and under a workflow run one
-    per iteration; `notes.runs` the records (a run's `steps` its iterations)."""
+    per iteration; `notes.runs` the records (a run's `steps` its iterations). `apply_command`
+    (the CLI's `aider-lsp apply`): a ready run's line names the command that applies it."""
     records = [run.model_dump(mode="json") for run in runs]
     if not runs:
         return complete_result("No runs yet.", notes={"runs": records}, parsed=records)
-    lines = [line for run in runs for line in (history_line(run), *map(step_line, run.steps))]
+    lines = [
+        line
+        for run in runs
+        for line in (history_line(run, apply_command=apply_command), *map(step_line, run.steps))
+    ]
     return complete_result("\n".join(lines), notes={"runs": records}, parsed=records)
 
 
@@ -175,20 +181,35 @@ def run_diff_result(diff: RunDiff) -> TaskResult:
     return complete_result(content, notes=notes, parsed=files)
 
 
-def history_line(run: RunRecord) -> str:
-    """`<id>  2026-11-25 21:30  workflow  SUCCESS in 2 iterations  calc.py  "make the tests pass"`."""
+def history_line(run: RunRecord, *, apply_command: str = "") -> str:
+    """`<id>  2026-11-25 21:30  workflow  SUCCESS in 2 iterations  calc.py  "make the tests pass"`;
+    an isolated run's state after its status (`ready: aider-lsp apply <id>`)."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created))
     status = run.status or "?"
     if run.iterations is not None:
         status += f" in {run.iterations} iteration{'s' if run.iterations != 1 else ''}"
     if run.undone is not None:
         status += " (undone)"
-    parts = [run.id, when, run.kind, status, ", ".join(run.files) or "-", f"“{run.label}”"]
+    parts = [run.id, when, run.kind, status]
+    if run.isolation is Isolation.WORKTREE and run.state is not RunState.UNDONE:  # "(undone)" said it
+        parts.append(isolated_state_words(run, apply_command))
+    parts += [", ".join(run.files) or "-", f"“{run.label}”"]
     if run.spend:
         parts.append(f"spent {run.spend}")
     if run.duration_s is not None:
         parts.append(f"{run.duration_s:.0f} s")
     return "  ".join(parts)
+
+
+def isolated_state_words(run: RunRecord, apply_command: str = "") -> str:
+    """Where an isolated run stands, in a history line: a ready one stands out."""
+    if run.state is RunState.READY:
+        return f"ready: {apply_command} {run.id}" if apply_command else "ready to apply"
+    if run.state is RunState.RUNNING:
+        return "running in its worktree"
+    if run.state is RunState.KEPT:
+        return f"kept on branch {run.branch}"
+    return run.state.value
 
 
 def step_line(step: RunStep) -> str:

@@ -21,13 +21,14 @@ if TYPE_CHECKING:
 
 
 def history_command(workspace: Path, *, as_json: bool = False) -> int:
-    """List the runs and edits of a workspace, newest first (id, when, status, files, spend)."""
+    """List the runs and edits of a workspace, newest first (id, when, status, files, spend);
+    an isolated run's line says where it stands, and a ready one's how to apply it."""
     from ..results import history_result
 
-    app = _application("history", workspace)
+    app = open_application("history", workspace)
     if app is None:
         return EXIT_USAGE
-    return _print(history_result(app.history()), as_json)
+    return print_result(history_result(app.history(), apply_command="aider-lsp apply"), as_json)
 
 
 def undo_command(
@@ -41,14 +42,15 @@ def undo_command(
     """Undo one run or edit (the last by default) as a revert; `force` (`--force`, what the
     refusal's "undo with force" means here) puts overlapping files back as before the run;
     `files` (`--files`) takes back its change to those files only."""
-    app = _application("undo", workspace)
+    app = open_application("undo", workspace)
     if app is None:
         return EXIT_USAGE
-    return _print(app.undo(run_id, force=force, files=files), as_json)
+    return print_result(app.undo(run_id, force=force, files=files), as_json)
 
 
-def _application(command: str, workspace: Path) -> Application | None:
-    """The workspace's Application (nothing started: undo and history read files only)."""
+def open_application(command: str, workspace: Path) -> Application | None:
+    """The workspace's Application (nothing started: undo, history and the decisions on an
+    isolated run read and write files only), or None once the problem is printed."""
     from ..app import Application
 
     try:
@@ -62,6 +64,7 @@ def _application(command: str, workspace: Path) -> Application | None:
     return Application(workspace.resolve(), settings)
 
 
-def _print(result: TaskResult, as_json: bool) -> int:
+def print_result(result: TaskResult, as_json: bool) -> int:
+    """The TaskResult's content (`--json`: the whole TaskResult); the exit code its status says."""
     print(json.dumps(result.to_wire(), indent=1) if as_json else result.content)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE

@@ -1,9 +1,10 @@
-"""Command line: `aider-lsp serve | acp | run | demo | undo | history | doctor | context | login |
-setup-aider`.
+"""Command line: `aider-lsp serve | acp | run | demo | undo | history | apply | discard | keep |
+doctor | context | login | setup-aider`.
 
 The parser and the dispatch only: each subcommand lives in its own module of this package
-(serve.py, acp.py, run.py, history.py (history and undo), demo.py, doctor.py, context.py,
-login.py, setup_aider.py), imported when it runs, so `aider-lsp serve` loads none of the others."""
+(serve.py, acp.py, run.py, history.py (history and undo), runs.py (apply, discard and keep an
+isolated run), demo.py, doctor.py, context.py, login.py, setup_aider.py), imported when it runs,
+so `aider-lsp serve` loads none of the others."""
 
 from __future__ import annotations
 
@@ -103,6 +104,12 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         action="store_true",
         help="ask the planner too (beside the first edit; it shapes the second)",
     )
+    run_parser.add_argument(
+        "--isolated",
+        action="store_true",
+        help="run in a git worktree of its own (a copy without git): your files stay untouched "
+        "until `aider-lsp apply` (default: the isolation setting)",
+    )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run_parser.add_argument(
         "--debug",
@@ -139,6 +146,28 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
     )
     history_parser.add_argument("--workspace", type=_folder, default=Path.cwd())
     history_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    _add_run_decisions(commands)
+
+
+def _add_run_decisions(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`apply`, `discard` and `keep`: what the user does with a ready isolated run."""
+    decisions = {
+        "apply": "lay a ready isolated run's change on your files (your edits made meanwhile stay)",
+        "discard": "throw a ready isolated run away (its worktree and branch are removed)",
+        "keep": "commit a ready isolated run to its own git branch, leaving your files alone",
+    }
+    for name, help_text in decisions.items():
+        decision = commands.add_parser(name, help=help_text)
+        decision.add_argument("run_id", help="the run (`aider-lsp history` lists the ready ones)")
+        decision.add_argument("--workspace", type=_folder, default=Path.cwd())
+        if name == "apply":
+            decision.add_argument(
+                "--force",
+                action="store_true",
+                help="apply anyway where you changed the same lines (the run's version of those "
+                "files wins; `aider-lsp undo RUN_ID` takes it back)",
+            )
+        decision.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
 # how editors start the server: served without building the parser (argparse and its
@@ -164,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve_acp()
     args = build_parser().parse_args(arguments)  # folders given are absolute from here on
     _leave_start_folder(own_entry)
-    terminal = args.command in ("run", "demo", "undo", "history")
+    terminal = args.command in ("run", "demo", "undo", "history", "apply", "discard", "keep")
     if terminal:  # pydantic-ai's banner would break the terminal's progress display
         os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     quiet = terminal and not getattr(args, "debug", False)  # `run --debug` logs at INFO
@@ -281,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         "max_retries": args.max_retries,
         "file_context": args.files,
         "plan": args.plan,
+        "isolation": "worktree" if args.isolated else None,
     }
     return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
 
@@ -303,6 +333,13 @@ def _history(args: argparse.Namespace) -> int:
     return history_command(args.workspace, as_json=args.json)
 
 
+def _decide(args: argparse.Namespace) -> int:
+    from .runs import decide_command
+
+    force = getattr(args, "force", False)
+    return decide_command(args.command, args.workspace, args.run_id, force=force, as_json=args.json)
+
+
 _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": _serve,
     "acp": _acp,
@@ -314,4 +351,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo,
     "undo": _undo,
     "history": _history,
+    "apply": _decide,
+    "discard": _decide,
+    "keep": _decide,
 }

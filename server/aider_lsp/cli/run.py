@@ -5,7 +5,9 @@ script can use it) with one command. Progress goes to stderr (a live line on a t
 iteration, elapsed time, tokens and cost so far); the result, the diff and the analysis go to
 stdout, or the result as JSON with `--json`. Exit codes: 0 SUCCESS, 1 FAILURE, 2 a usage or
 configuration error, 130 cancelled (Ctrl-C: the LLM call, Aider and the test processes are
-stopped; `aider-lsp undo` restores the files).
+stopped; `aider-lsp undo` restores the files). An isolated run (`--isolated`, or the `isolation`
+setting) works in a worktree of its own: the report ends with its id and the commands that apply,
+discard or keep it (runs.py); Ctrl-C removes its worktree.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from ..app import Application
     from ..models import (
         Finding,
+        IsolatedRun,
         WorkflowEvent,
         WorkflowIteration,
         WorkflowRequest,
@@ -172,7 +175,8 @@ async def _checked_run(
         loop.add_signal_handler(signum, this.cancel)
     early: Spawned | None = None
     try:
-        early = await spawn_early(settings, workspace) if workspace.is_dir() else None
+        if workspace.is_dir() and not _isolated(settings, request_fields.get("isolation")):
+            early = await spawn_early(settings, workspace)
         checked = _check(workspace, settings, request_fields)
         if isinstance(checked, int):
             _discard(early)
@@ -185,6 +189,13 @@ async def _checked_run(
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
+
+
+def _isolated(settings: Settings, choice: str | None) -> bool:
+    """Whether the run works in a worktree (the request's choice, else the setting's): then
+    Aider's server is the tree's own, started by the run, and none is spawned for the user's
+    folder (it would only compete with the tree's for the CPU)."""
+    return (choice or settings.isolation) == "worktree"
 
 
 def _ignore() -> None:
@@ -245,7 +256,9 @@ async def _run(
         await app.aclose()
         return checked
     request = checked
-    starting = asyncio.create_task(app.warm_up(early, aider_first=True))
+    isolated = _isolated(settings, request.isolation)
+    # an isolated run starts Aider in its tree itself: nothing to warm up in the user's folder
+    starting = [] if isolated else [asyncio.create_task(app.warm_up(early, aider_first=True))]
     if debug:
         app.set_debug_mode(True)
     start = app.spent()
@@ -254,24 +267,21 @@ async def _run(
     run = asyncio.create_task(app.run_workflow(request, ctx))
     ticker = asyncio.create_task(display.tick())
     loop = asyncio.get_running_loop()
+    stop = _cancel_once(loop, run) if isolated else run.cancel
     for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, run.cancel)
+        loop.add_signal_handler(signum, stop)
     try:
         result = await run
     except asyncio.CancelledError:
         # the user is waiting for the prompt: Aider's server ends now, not after its grace periods
         app.kill_children()
         display.clear()
-        print(
-            "aider-lsp run: cancelled; the LLM call, Aider and the tests were stopped. "
-            f"`aider-lsp undo --workspace {workspace}` restores the files the run changed.",
-            file=sys.stderr,
-        )
+        print(f"aider-lsp run: {_cancelled_message(workspace, isolated)}", file=sys.stderr)
         return EXIT_CANCELLED
     finally:
         for signum in STOP_SIGNALS:  # a second Ctrl-C while closing (well under a second) waits
             loop.add_signal_handler(signum, _ignore)
-        for task in (ticker, starting):
+        for task in (ticker, *starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -284,6 +294,31 @@ async def _run(
     else:
         print_report(result, workspace, sys.stdout)
     return EXIT_SUCCESS if result.ok else EXIT_FAILURE
+
+
+def _cancel_once(loop: asyncio.AbstractEventLoop, run: asyncio.Task[WorkflowRun]) -> Callable[[], None]:
+    """An isolated run's stop signal: the first cancels the run, the next ones wait. Why: the
+    run removes its worktree while it handles the cancel, and a second cancel would stop that
+    removal half-way (the tree left behind until the next start cleans it)."""
+
+    def cancel() -> None:
+        run.cancel()
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, _ignore)
+
+    return cancel
+
+
+def _cancelled_message(workspace: Path, isolated: bool) -> str:
+    if isolated:
+        return (
+            "cancelled; the LLM call, Aider and the tests were stopped and the run's worktree "
+            "removed. Your files were not touched."
+        )
+    return (
+        "cancelled; the LLM call, Aider and the tests were stopped. "
+        f"`aider-lsp undo --workspace {workspace}` restores the files the run changed."
+    )
 
 
 def print_report(result: WorkflowRun, workspace: Path, out: TextIO) -> None:
@@ -303,6 +338,24 @@ def print_report(result: WorkflowRun, workspace: Path, out: TextIO) -> None:
             tests = " ".join(run.judge.test_files)
             command = f"aider-lsp undo --workspace {workspace} --files {tests}"
             print(f"Take back only its changes to the tests: {command}", file=out)
+    if result.isolated is not None:
+        _print_isolated(result.isolated, workspace, out)
+
+
+def _print_isolated(isolated: IsolatedRun, workspace: Path, out: TextIO) -> None:
+    """The report's end for an isolated run: its id, and how to take its change (or that there
+    is none)."""
+    from ..models import RunState
+
+    run_id = isolated.run_id
+    if isolated.state is not RunState.READY:
+        print(f"\nRun {run_id} changed nothing; its worktree is removed.", file=out)
+        return
+    print(f"\nRun {run_id} is ready in its worktree; your files are untouched.", file=out)
+    where = f"--workspace {workspace}"
+    print(f"  apply it:   aider-lsp apply {run_id} {where}", file=out)
+    print(f"  discard it: aider-lsp discard {run_id} {where}", file=out)
+    print(f"  keep it as a branch: aider-lsp keep {run_id} {where}", file=out)
 
 
 def _print_run(run: WorkflowResult, out: TextIO) -> None:
