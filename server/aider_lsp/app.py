@@ -68,13 +68,16 @@ class Application:
         *,
         index_in_child: bool = True,
         index_path: str | None = None,
+        spare_trees: bool = True,
     ) -> None:
         """`unsaved_files` tells which files the editor holds with unsaved changes (asked at
         each edit and undo, which refuse to overwrite them); without an editor there are none.
         `index_in_child`: the index's passes run in a child process, so that a server's
         requests never wait for them; a one-shot run (the CLI) passes False: a child's start
         (a new Python, seconds of CPU under load) would compete with Aider's own start.
-        `index_path`: the index's database elsewhere than the user's state folder."""
+        `index_path`: the index's database elsewhere than the user's state folder.
+        `spare_trees`: keep a spare tree for the next isolated run (isolation/prepare.py); a
+        one-shot run passes False."""
         self.settings = settings
         self.unsaved_files = unsaved_files
         self.files = FileAccessManager(workspace, settings=self.current_settings)
@@ -120,6 +123,7 @@ class Application:
             close=close_within,
             index_path=lambda: self.memory.db_path,
             ignored=IgnoreRules(self.files, excludes=settings.context_excludes).left_out,
+            spares=spare_trees,
         )
         self.run_history = RunHistory(
             self.checkpoints, unsaved_files, self._editing_in_place, self.isolated_runs
@@ -195,6 +199,7 @@ class Application:
             self.settings,
             index_in_child=self._index_in_child,
             index_path=None if seeded_index is None else str(seeded_index),
+            spare_trees=False,
         )
         if seeded_index is not None:
             app.memory.first_query_wait = 0.0

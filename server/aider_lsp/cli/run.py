@@ -249,7 +249,7 @@ async def _run(
     from ..app import Application
     from ..models import RequestContext
 
-    app = Application(workspace, settings, index_in_child=False)
+    app = Application(workspace, settings, index_in_child=False, spare_trees=False)
     checked = await _with_tests(app, request)
     if isinstance(checked, int):
         _discard(early)

@@ -108,16 +108,28 @@ class TreePreparer:
             except (TreeError, OSError) as exc:
                 log.info("the spare tree could not be brought up to date (%s): making a new one", exc)
                 await self.drop(spare)
+            except asyncio.CancelledError:
+                await asyncio.shield(self.drop(spare))
+                raise
         return await self._make(new_run_id())
 
     async def _make(self, run_id: str) -> Prepared:
+        """A new tree and its workspace; what was made is removed when it fails or is cancelled."""
         tree_path, index = self.store.tree_path(run_id), self.store.index_path(run_id)
-        tree = await asyncio.to_thread(
-            make_tree, self.workspace, tree_path, BRANCH_PREFIX + run_id, self.ignored
-        )
-        seeded = await asyncio.to_thread(copy_index, self.index_path(), index)
+        branch = BRANCH_PREFIX + run_id
+        try:
+            tree = await asyncio.to_thread(make_tree, self.workspace, tree_path, branch, self.ignored)
+            seeded = await asyncio.to_thread(copy_index, self.index_path(), index)
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(self._remove, run_id))
+            raise
         settings = self.settings()
         return Prepared(run_id, tree, self.open_tree(tree.workspace, index if seeded else None), settings)
+
+    def _remove(self, run_id: str) -> None:
+        path = self.store.tree_path(run_id)
+        remove_tree(self.workspace, RunTree(path, path, BRANCH_PREFIX + run_id))
+        self.store.remove(run_id)
 
     async def _take_spare(self) -> Prepared | None:
         """The spare (waited for if still in the making: it started earlier), if its settings
@@ -139,16 +151,10 @@ class TreePreparer:
     async def _make_spare(self) -> Prepared | None:
         if await asyncio.to_thread(repository_of, self.workspace) is None:
             return None
-        run_id = new_run_id()
         try:
-            spare = await self._make(run_id)
-        except (TreeError, OSError, asyncio.CancelledError) as exc:
-            log.info("no spare tree: %s", exc or "the workspace closed")
-            path = self.store.tree_path(run_id)
-            await asyncio.to_thread(remove_tree, self.workspace, RunTree(path, path, BRANCH_PREFIX + run_id))
-            self.store.remove(run_id)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+            spare = await self._make(new_run_id())
+        except (TreeError, OSError) as exc:
+            log.info("no spare tree: %s", exc)
             return None
         await spare.workspace.start_aider()
         return spare

@@ -76,8 +76,12 @@ class IsolatedRuns:
         close: Closer,
         index_path: Callable[[], Path],
         ignored: IgnoredCheck,
+        spares: bool = True,
     ) -> None:
+        """`spares`: keep a spare tree ready after a run starts (a server; not a one-shot run,
+        whose spare's Aider start would compete with the run for the machine)."""
         self.workspace = workspace
+        self.spares = spares
         self.settings = settings
         self.checkpoints = checkpoints
         self.unsaved_files = unsaved_files
@@ -125,7 +129,7 @@ class IsolatedRuns:
             return WorkflowRun(refused=TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message))
         manifest = self._started(request, prepared)
         self._under_way.add(manifest.record.id)
-        if len(self._under_way) < limit:
+        if self.spares and len(self._under_way) < limit:
             self.trees.keep_spare()  # the next isolated run starts as quickly as this one
         try:
             return await self._run_in_tree(manifest, prepared, inner, ctx)
@@ -174,10 +178,12 @@ class IsolatedRuns:
         try:
             run = await workspace.run_workflow(request, inner_ctx)
         except asyncio.CancelledError:
-            await self.close(workspace, CLOSE_WAIT_S)
-            self._throw_away(manifest, tree, status="CANCELLED")
-            discarded = IsolatedRun(run_id=run_id, state=RunState.DISCARDED)
-            ctx.answer_cancelled(WorkflowRun(cancelled=True, isolated=discarded))
+            try:
+                await self.close(workspace, CLOSE_WAIT_S)
+            finally:  # a second cancel during the close still removes the tree
+                self._throw_away(manifest, tree, status="CANCELLED")
+                discarded = IsolatedRun(run_id=run_id, state=RunState.DISCARDED)
+                ctx.answer_cancelled(WorkflowRun(cancelled=True, isolated=discarded))
             raise
         try:
             return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
