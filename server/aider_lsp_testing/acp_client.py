@@ -46,6 +46,7 @@ class RecordingClient:
         self.offered: list[list[str]] = []  # the option ids each request offered
         self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
         self.read: list[str] = []  # the paths the agent read through fs/read_text_file
+        self.before_answer: Callable[[], None] | None = None  # what the user does before answering
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -53,6 +54,8 @@ class RecordingClient:
     async def request_permission(
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
     ) -> RequestPermissionResponse:
+        if self.before_answer is not None:
+            self.before_answer()
         self.asked.append(tool_call)
         self.offered.append([option.option_id for option in options])
         chosen = self.answers.pop(0)
