@@ -7,12 +7,13 @@ anyway"; no answer leaves the run ready and says how to apply it later; `/apply`
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp.client.connection import ClientSideConnection
-from acp.schema import ClientCapabilities, FileSystemCapabilities, ToolCallStart
+from acp.schema import ClientCapabilities, FileSystemCapabilities, ToolCallProgress, ToolCallStart
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from aider_lsp.acp.render import file_parts
 from aider_lsp.models import CommandRun, Isolation, WorkflowRequest
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import RUN, SETTINGS, FakeApps, Iteration, Turn
+from aider_lsp_testing.waiting import eventually
 from aider_mcp.snapshots import unified_diff
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
@@ -194,6 +196,26 @@ async def test_no_answer_leaves_the_run_ready_and_apply_asks_again(project: Path
     assert "Applied to your files: calc.py." in again
     assert client.reply() == "No isolated run is ready in this folder."
     assert [start.title for start in client.of(ToolCallStart)] == []
+
+
+async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:
+    fakes = FakeApps(TESTED)
+    two_iterations(fakes, project)
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = await isolated_session(conn, project)
+        client.thinking = asyncio.Event()  # the user has not answered yet
+        prompt = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("make it pass")]))
+        assert await eventually(lambda: client.asked)
+        await conn.cancel(session_id=session_id)
+        answer = await asyncio.wait_for(prompt, 2)
+        await asyncio.sleep(0.1)
+    assert answer.stop_reason == "cancelled"
+    (question,) = [start for start in client.of(ToolCallStart) if start.title == "Apply this change?"]
+    end = [u for u in client.of(ToolCallProgress) if u.tool_call_id == question.tool_call_id][-1]
+    said = end.content[-1].content.text
+    assert end.status == "completed" and said.startswith("Not decided (the prompt was cancelled). Run run-1")
+    assert (project / "calc.py").read_text() == BUGGY
+    assert [record.state.value for record in fakes.built[0].history()] == ["ready"]
 
 
 @given(
