@@ -9,6 +9,7 @@ sees, in milliseconds, with the Application replaced by a fake (fake_app.py).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,6 +47,8 @@ class RecordingClient:
         self.offered: list[list[str]] = []  # the option ids each request offered
         self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
         self.read: list[str] = []  # the paths the agent read through fs/read_text_file
+        self.before_answer: Callable[[], None] | None = None  # what the user does before answering
+        self.thinking: asyncio.Event | None = None  # set: the user answers (unset: not yet)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -53,8 +56,12 @@ class RecordingClient:
     async def request_permission(
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
     ) -> RequestPermissionResponse:
+        if self.before_answer is not None:
+            self.before_answer()
         self.asked.append(tool_call)
         self.offered.append([option.option_id for option in options])
+        if self.thinking is not None:
+            await self.thinking.wait()
         chosen = self.answers.pop(0)
         assert chosen in self.offered[-1], (chosen, self.offered[-1])
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))

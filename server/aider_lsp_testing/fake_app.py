@@ -7,7 +7,10 @@ asks, how a cancel ends a turn) only needs typed answers. This fake satisfies ac
 AcpHost (mypy checks it where the tests build the agent on it). Its answers are scripted:
 edits write real files in a real (temporary) workspace and answer with their diff in the
 bundled server's format; the test command's confirmation is the real one (suite/choose.py);
-a workflow run reports the typed events and returns the real wire result (results.py).
+a workflow run reports the typed events and returns the real wire result (results.py); an
+isolated one (`isolation: worktree`) writes a copy of the workspace instead and ends ready, to be
+applied (all or nothing: a file the user changed since, or holds unsaved, is named), kept
+(a branch when the workspace has `.git`) or discarded.
 Every call is logged in `calls`; a step named in `hold` waits until cancelled.
 """
 
@@ -16,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import shutil
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -38,10 +43,17 @@ from aider_lsp.models import (
     EditStarted,
     EditSummary,
     ErrorReason,
+    IsolatedRun,
+    Isolation,
     MatchItem,
     ReplyCallback,
     RequestContext,
+    RunAction,
     RunChanges,
+    RunRecord,
+    RunState,
+    SkippedFile,
+    SkipReason,
     SuiteScope,
     TaskError,
     TaskResult,
@@ -78,6 +90,14 @@ class Turn:
     tokens: int = 0
 
 
+@dataclass
+class FakeRun:
+    """An isolated run as the fake keeps it: each file at the run's start and in its version."""
+
+    record: RunRecord
+    sides: dict[str, tuple[str | None, str]]
+
+
 @dataclass(frozen=True)
 class Iteration:
     """One scripted workflow iteration: its edit, then its test run (None: nothing to test)."""
@@ -106,6 +126,9 @@ class FakeApplication:
         self.closed = False
         self.killed = False
         self._chats = 0
+        self.isolated: dict[str, FakeRun] = {}  # the isolated runs, by id
+        self._root: Path | None = None  # where edits write (None: the workspace; a run's copy)
+        self._bases: dict[str, str | None] = {}  # an isolated run's files at its start
 
     @property
     def workspace(self) -> Path:
@@ -207,8 +230,10 @@ class FakeApplication:
         """Write the files; their diff, the changed and the created ones."""
         diff, changed, created = "", list[str](), list[str]()
         for rel, text in writes.items():
-            path = self.workspace / rel
+            path = (self._root or self.workspace) / rel
             before = path.read_text(encoding="utf-8") if path.exists() else None
+            if self._root is not None:  # an isolated run: what the file was at its start
+                self._bases.setdefault(rel, before)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             diff += bundled_diff(rel, before, text)
@@ -229,10 +254,43 @@ class FakeApplication:
             refused = TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=choice.message)
             return WorkflowRun(refused=refused, declined_test_command=choice)
         command = choice.command if choice is not None else "pytest"
+        if request.isolation is Isolation.WORKTREE:
+            return await self._isolated_run(command, request, ctx)
+        return _result(await self._iterations(command, request, ctx))
+
+    async def _iterations(
+        self, command: str, request: WorkflowRequest, ctx: RequestContext
+    ) -> list[WorkflowIteration]:
         done: list[WorkflowIteration] = []
         for number, iteration in enumerate(self.runs.popleft(), start=1):
             done.append(await self._iteration(number, iteration, command, request, ctx))
-        return _result(done)
+        return done
+
+    async def _isolated_run(self, command: str, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
+        """The run's edits in a copy of the workspace; ready when it changed a file."""
+        run_id = f"run-{len(self.isolated) + 1}"
+        tree = self.workspace.parent / f"{self.workspace.name}-{run_id}"
+        shutil.copytree(self.workspace, tree)
+        self._root, self._bases = tree, {}
+        try:
+            done = await self._iterations(command, request, ctx)
+        finally:
+            self._root = None
+        sides = {rel: (base, (tree / rel).read_text()) for rel, base in self._bases.items()}
+        sides = {rel: (base, final) for rel, (base, final) in sides.items() if base != final}
+        state = RunState.READY if sides else RunState.DISCARDED
+        branch = f"aider-lsp/{run_id}" if (self.workspace / ".git").exists() else None
+        record = RunRecord(
+            id=run_id, created=time.time(), kind="workflow", label=request.goal, state=state, branch=branch
+        )
+        self.isolated[run_id] = FakeRun(record, sides)
+        changes = RunChanges(
+            changed_files=tuple(rel for rel, (base, _) in sides.items() if base is not None),
+            created_files=tuple(rel for rel, (base, _) in sides.items() if base is None),
+            diff="".join(bundled_diff(rel, base, final) for rel, (base, final) in sides.items()),
+        )
+        run = _result(done).model_copy(update={"changes": changes})
+        return run.model_copy(update={"isolated": IsolatedRun(run_id=run_id, state=state)})
 
     async def _iteration(
         self, number: int, iteration: Iteration, command: str, request: WorkflowRequest, ctx: RequestContext
@@ -292,6 +350,77 @@ class FakeApplication:
     ) -> TaskResult:
         self.calls.append(("undo", files))
         return complete_result("Restored " + ", ".join(files or ["the last edit's files"]) + ".")
+
+    # -- isolated runs --------------------------------------------------------------------------
+    def history(self) -> list[RunRecord]:
+        return [run.record for run in reversed(self.isolated.values())]
+
+    def apply_run(self, run_id: str, *, force: bool = False) -> RunAction:
+        """All or nothing: a file the user changed since the run started (unless `force`) or
+        holds unsaved is named, and nothing is written."""
+        self.calls.append(("apply_run", {"run_id": run_id, "force": force}))
+        run, refused = self._ready(run_id)
+        if run is None:
+            return refused
+        unsaved = set(self.unsaved_files())  # workspace-relative, as the isolated runs compare them
+        skipped = []
+        for rel, (base, final) in run.sides.items():
+            path = self.workspace / rel
+            now = path.read_text() if path.exists() else None
+            if rel in unsaved:
+                skipped.append(SkippedFile(path=rel, reason="unsaved in the editor", kind=SkipReason.UNSAVED))
+            elif now not in (base, final) and not force:
+                why = "you changed the lines the run changed (line 1)"
+                skipped.append(
+                    SkippedFile(path=rel, reason=why, kind=SkipReason.CHANGED_SINCE, lines=((1, 1),))
+                )
+        if skipped:
+            return RunAction(
+                run_id=run_id, state=RunState.READY, label=run.record.label, skipped=tuple(skipped)
+            )
+        for rel, (_, final) in run.sides.items():
+            (self.workspace / rel).write_text(final)
+        self._end(run, RunState.APPLIED)
+        return RunAction(
+            run_id=run_id,
+            state=RunState.APPLIED,
+            label=run.record.label,
+            written=tuple(run.sides),
+            checkpoint_id=run_id,
+        )
+
+    def discard_run(self, run_id: str) -> RunAction:
+        self.calls.append(("discard_run", run_id))
+        run, refused = self._ready(run_id)
+        if run is None:
+            return refused
+        self._end(run, RunState.DISCARDED)
+        return RunAction(run_id=run_id, state=RunState.DISCARDED, label=run.record.label)
+
+    def keep_run(self, run_id: str) -> RunAction:
+        self.calls.append(("keep_run", run_id))
+        run, refused = self._ready(run_id)
+        if run is None:
+            return refused
+        self._end(run, RunState.KEPT)
+        return RunAction(
+            run_id=run_id,
+            state=RunState.KEPT,
+            label=run.record.label,
+            branch=run.record.branch,
+            commit="c0ffee",
+        )
+
+    def _ready(self, run_id: str) -> tuple[FakeRun, RunAction] | tuple[None, RunAction]:
+        run = self.isolated.get(run_id)
+        if run is not None and run.record.state is RunState.READY:
+            return run, RunAction(run_id=run_id, state=RunState.READY)
+        error = TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message=f"run {run_id!r} is not ready")
+        return None, RunAction(run_id=run_id, state=RunState.DISCARDED, refused=error)
+
+    def _end(self, run: FakeRun, state: RunState) -> None:
+        run.record = run.record.model_copy(update={"state": state})
+        shutil.rmtree(self.workspace.parent / f"{self.workspace.name}-{run.record.id}", ignore_errors=True)
 
     # -- the end ---------------------------------------------------------------------------------
     async def aclose(self) -> None:

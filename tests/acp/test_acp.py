@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +119,12 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
     assert answered < 15, answered  # Python, pydantic and the SDK's schema; no Aider, no index
     assert [mode.id for mode in session.modes.available_modes] == ["ask", "edit", "workflow"]
     assert session.modes.current_mode_id == "edit"
-    assert [_option(option).id for option in session.config_options] == ["mode", "aider_model", "max_retries"]
+    assert [_option(option).id for option in session.config_options] == [
+        "mode",
+        "aider_model",
+        "max_retries",
+        "isolation",
+    ]
 
 
 @pytest.mark.aider
@@ -285,6 +292,39 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert client.reply().lower().count("the tests pass") == 1  # the outcome is said once
     assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0
+
+
+@pytest.mark.aider
+async def test_an_isolated_workflow_turn_leaves_the_file_alone_until_applied(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    """The run works in a git worktree of its own: its edits shown on the user's file, which
+    holds the change only once "Apply this change?" is answered "apply"."""
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=calc_project, check=True
+        )
+    script_two_iterations(llm_server)
+    calc = calc_project / "calc.py"
+    env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
+    async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        await conn.set_config_option(config_id="isolation", session_id=session_id, value="worktree")
+        seen_before_answer: list[str] = []
+        client.before_answer = lambda: seen_before_answer.append(calc.read_text())
+        client.answers.append("apply")
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+    assert answer.stop_reason == "end_turn", client.reply()
+    assert seen_before_answer == [BUGGY]  # the run's edits were in its worktree
+    assert calc.read_text() == FIXED  # applied
+    *edits, asked = client.diffs()  # each edit on the user's path; the run's change asked about
+    assert {diff.path for diff in client.diffs()} == {str(calc)}
+    assert edits[0].old_text == BUGGY and edits[-1].new_text == FIXED
+    assert all(edit.old_text == before.new_text for before, edit in pairwise(edits))
+    assert (asked.old_text, asked.new_text) == (BUGGY, FIXED)
+    assert client.offered == [["apply", "keep-branch", "discard"]]
+    assert "The tests pass" in client.reply() and "Applied to your files: calc.py." in client.reply()
 
 
 @pytest.mark.aider

@@ -37,6 +37,7 @@ async def test_a_new_session_offers_the_modes_the_options_and_the_commands(tmp_p
         "mode": "edit",
         "aider_model": "openai/fake-coder",
         "max_retries": "3",
+        "isolation": "none",
     }
     (commands,) = client.of(AvailableCommandsUpdate)
     assert [command.name for command in commands.available_commands] == [
@@ -45,6 +46,7 @@ async def test_a_new_session_offers_the_modes_the_options_and_the_commands(tmp_p
         "test",
         "context",
         "budget",
+        "apply",
     ]
     (app,) = fakes.built
     assert ("warm_up", None) in app.calls and app.closed  # warmed up at the start, closed at the end

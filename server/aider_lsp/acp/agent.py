@@ -170,7 +170,7 @@ class AiderAgent:
             transcript=kept,
         )
         session.reads_buffers, session.held = self.reads_buffers, self.held[workspace]
-        session.max_retries = app.settings.max_retries
+        session.max_retries, session.isolation = app.settings.max_retries, app.settings.isolation
         self.sessions[session_id] = session
         return session
 

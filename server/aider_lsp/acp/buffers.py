@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 
 class HeldFiles:
-    """The files each session's running turn keeps from Aider (absolute paths), for one
-    workspace's Application: its unsaved-files provider, asked at each edit."""
+    """The files each session's running turn keeps from Aider (workspace-relative, as every
+    unsaved-files provider gives them), for one workspace's Application: its unsaved-files
+    provider, asked at each edit, and at the apply of an isolated run (held: not written)."""
 
     def __init__(self) -> None:
         self._by_session: dict[str, set[str]] = {}

@@ -1,5 +1,6 @@
 """Slash commands, offered through `available_commands_update` and run when a prompt's text
-starts with one: `/undo`, `/diff`, `/test`, `/context QUERY`, `/budget`.
+starts with one: `/undo`, `/diff`, `/test`, `/context QUERY`, `/budget`, `/apply [RUN_ID]` (the
+question at the end of an isolated Workflow turn, asked again: ready_run.py).
 
 Each is one Application call rendered like a turn's: `/test` as an `execute` tool call (a
 command found in the workspace asked for first, as in a Workflow turn), `/context` as resource
@@ -26,6 +27,7 @@ from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
 from ..suite.outcome import capitalised, test_outcome
 from . import render
 from .permission import Asked, permission_asker, rejection_note
+from .ready_run import decide, ready_runs
 from .session import AcpSession
 
 CONTEXT_FILES = 8  # /context shows this many files
@@ -39,6 +41,10 @@ _DESCRIPTIONS = {
     "test": ("Run the tests", None),
     "context": ("The workspace files most relevant to a query", "what to look for"),
     "budget": ("What this session has spent, and the budget per run", None),
+    "apply": (
+        "Apply, keep as a branch or discard an isolated run that is ready (default: the newest)",
+        "the run's id (optional)",
+    ),
 }
 
 
@@ -132,10 +138,24 @@ async def _budget(session: AcpSession, argument: str) -> None:
     session.outbox.post(render.message(f"Spent in this agent so far: {spent}.\nBudget per run: {cap}."))
 
 
+async def _apply(session: AcpSession, argument: str) -> None:
+    ready = ready_runs(session.app.history())
+    run_id = argument.split()[0] if argument else (ready[0] if ready else None)
+    if run_id is None:
+        session.outbox.post(render.message("No isolated run is ready in this folder."))
+    elif run_id not in ready:
+        session.outbox.post(
+            render.message(f"No isolated run {run_id!r} is ready: ready now: {', '.join(ready) or 'none'}.")
+        )
+    else:
+        await decide(session, run_id)
+
+
 _RUNNERS: dict[str, Callable[[AcpSession, str], Awaitable[None]]] = {
     "undo": _undo,
     "diff": _diff,
     "test": _test,
     "context": _context,
     "budget": _budget,
+    "apply": _apply,
 }

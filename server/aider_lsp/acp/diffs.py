@@ -4,7 +4,8 @@ per file) → each file's text before and after, for ACP's `diff` tool-call cont
 Why from the diff: the Application answers an edit or a run with its diff and the files are
 on disk now, so the text before is the file now with each hunk taken back. A part that cannot
 be taken back (binary, too large, the file changed since) gives no old text: the client shows
-the file as new rather than a wrong diff.
+the file as new rather than a wrong diff. An isolated run edits a tree the agent does not
+read: there the text after is the text before with each hunk laid on (`text_after`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 class Hunk:
     new_start: int
     new_count: int
+    old_start: int = 0
     old_lines: list[str] = field(default_factory=list)  # with their line ends
     new_lines: list[str] = field(default_factory=list)
 
@@ -61,7 +63,11 @@ def _read_line(
     found = _HUNK.match(text)
     if found:
         count = found.group(4)
-        hunk = Hunk(new_start=int(found.group(3)), new_count=1 if count is None else int(count))
+        hunk = Hunk(
+            new_start=int(found.group(3)),
+            new_count=1 if count is None else int(count),
+            old_start=int(found.group(1)),
+        )
         current.hunks.append(hunk)
         return hunk, []
     if hunk is None:
@@ -105,5 +111,27 @@ def text_before(part: FileDiff, text_now: str) -> str | None:
         out.extend(lines[position:start])
         out.extend(hunk.old_lines)
         position = start + hunk.new_count
+    out.extend(lines[position:])
+    return "".join(out)
+
+
+def text_after(part: FileDiff, text_before: str | None) -> str | None:
+    """The file's text after the edit, from its text before (None: it did not exist) and its
+    part of the diff; "" for a deleted file; None when the hunks do not match the text before."""
+    if not part.readable or part.created != (text_before is None):
+        return None
+    if part.deleted:
+        return ""
+    lines = (text_before or "").splitlines(keepends=True)
+    out: list[str] = []
+    position = 0
+    for hunk in part.hunks:
+        count = len(hunk.old_lines)
+        start = hunk.old_start if count == 0 else hunk.old_start - 1
+        if start < position or lines[start : start + count] != hunk.old_lines:
+            return None
+        out.extend(lines[position:start])
+        out.extend(hunk.new_lines)
+        position = start + count
     out.extend(lines[position:])
     return "".join(out)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
         DeclinedTestCommand,
         ReplyCallback,
         RequestContext,
+        RunAction,
+        RunRecord,
         TaskResult,
         WorkflowRequest,
         WorkflowRun,
@@ -96,6 +98,20 @@ class AcpHost(Protocol):
     def undo(
         self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
     ) -> TaskResult: ...
+
+    def history(self) -> list[RunRecord]:
+        """The runs, newest first (an isolated run's state, its branch when in git)."""
+        ...
+
+    def apply_run(self, run_id: str, *, force: bool = False) -> RunAction:
+        """A ready isolated run's change laid on the user's files (all or nothing unless forced)."""
+        ...
+
+    def discard_run(self, run_id: str) -> RunAction: ...
+
+    def keep_run(self, run_id: str) -> RunAction:
+        """A ready isolated run committed to its branch; the user's files untouched."""
+        ...
 
     async def pick_test_command(
         self, requested: str | None, ctx: RequestContext

@@ -6,7 +6,8 @@ message chunks while it is written.
 
 Why a module of its own: the workflow reports typed events (models/events.py) from inside the
 run; this turns each into its session/updates at once and remembers which tool calls are still
-open, so a cancelled run closes them and the end of the turn repeats none of them.
+open, so a cancelled run closes them and the end of the turn repeats none of them. An isolated
+run's edits are shown the same way, on the user's paths, their texts rebuilt (run_version.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..models import (
     WorkflowEvent,
 )
 from . import render
+from .run_version import RunVersion
 from .session import AcpSession
 
 SCOPES = {
@@ -43,6 +45,7 @@ class LiveRun:
     test: str | None = None  # the open test run's call
     wrote: bool = False  # some of Aider's reply was shown
     new_reply: bool = False  # an edit started since: its reply begins a new paragraph
+    version: RunVersion | None = None  # an isolated run's files (None: the run edits the user's)
 
     def show(self, event: WorkflowEvent) -> None:
         """The event's updates, posted now (called by the run, in order)."""
@@ -97,7 +100,12 @@ class LiveRun:
         call_id = self.edit or self.session.next_call_id("edit")
         parts = render.file_parts(event.diff)
         workspace = self.session.app.workspace
-        self._post(render.run_edit_finished(call_id, event.iteration, parts, workspace, failed=failed))
+        sides = None
+        if self.version is not None:  # every part laid on, even a failed edit's: the next ones follow
+            sides = {rel: self.version.advance(part) for rel, part in parts.items()}
+        self._post(
+            render.run_edit_finished(call_id, event.iteration, parts, workspace, failed=failed, sides=sides)
+        )
         self.edit = None
 
     def _test_finished(self, event: TestRunFinished) -> None:

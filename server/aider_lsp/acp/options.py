@@ -1,9 +1,13 @@
-"""A session's config options: the mode (modes.py), Aider's model and the Workflow's retries.
+"""A session's config options: the mode (modes.py), Aider's model, the Workflow's retries and
+where a Workflow turn edits (its isolation).
 
 Aider's model is the workspace's (the Application's settings: every session on the folder uses
 the one Aider server, which restarts with a new model); its choices are the one the agent's
 environment names and, when no OpenAI-compatible endpoint is set, Aider's own short names for
-the common models. The retries are the session's own (a Workflow turn's `max_retries`).
+the common models. The retries are the session's own (a Workflow turn's `max_retries`), and so
+is the isolation (the `isolation` setting at the start): `worktree` runs each Workflow turn in a
+worktree of its own, whose change the user applies, keeps as a branch or discards at its end
+(ready_run.py).
 """
 
 from __future__ import annotations
@@ -13,10 +17,17 @@ from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
 from .modes import MODE_OPTION, ConfigOptions, config_options, parse_mode
 from .session import AcpSession
 
-AIDER_MODEL_OPTION, RETRIES_OPTION = "aider_model", "max_retries"
+AIDER_MODEL_OPTION, RETRIES_OPTION, ISOLATION_OPTION = "aider_model", "max_retries", "isolation"
 # Aider's aliases (aider/models.py MODEL_ALIASES): offered when no endpoint is configured
 AIDER_ALIASES = ("sonnet", "opus", "haiku", "gpt-4.1", "o3", "gemini", "deepseek")
 RETRY_CHOICES = (0, 1, 2, 3, 5, 10)
+ISOLATION_CHOICES = {
+    "none": ("In place", "A Workflow turn edits your files as it goes (/undo takes a run back)"),
+    "worktree": (
+        "Isolated worktree",
+        "A Workflow turn works in a worktree of its own; at its end you apply, keep or discard its change",
+    ),
+}
 
 
 class OptionError(ValueError):
@@ -25,7 +36,7 @@ class OptionError(ValueError):
 
 def session_options(session: AcpSession) -> ConfigOptions:
     """Every option with the session's current values."""
-    return [*config_options(session.mode), _aider_model(session), _retries(session)]
+    return [*config_options(session.mode), _aider_model(session), _retries(session), _isolation(session)]
 
 
 def _aider_model(session: AcpSession) -> SessionConfigOptionSelect:
@@ -61,6 +72,20 @@ def _retries(session: AcpSession) -> SessionConfigOptionSelect:
     )
 
 
+def _isolation(session: AcpSession) -> SessionConfigOptionSelect:
+    return SessionConfigOptionSelect(
+        id=ISOLATION_OPTION,
+        name="Isolation",
+        description="Where a Workflow turn edits: your files, or a worktree of its own until you apply it",
+        type="select",
+        current_value=session.isolation,
+        options=[
+            SessionConfigSelectOption(value=value, name=name, description=about)
+            for value, (name, about) in ISOLATION_CHOICES.items()
+        ],
+    )
+
+
 def set_option(session: AcpSession, config_id: str, value: object) -> None:
     """Apply one option; OptionError for an unknown option or value."""
     if config_id == MODE_OPTION:
@@ -74,8 +99,13 @@ def set_option(session: AcpSession, config_id: str, value: object) -> None:
         session.app.set_aider_model(str(value))
     elif config_id == RETRIES_OPTION:
         session.max_retries = _retry_count(value)
+    elif config_id == ISOLATION_OPTION:
+        if value == "none" or value == "worktree":
+            session.isolation = value
+        else:
+            raise OptionError(f"unknown isolation {value!r}: none or worktree")
     else:
-        known = ", ".join((MODE_OPTION, AIDER_MODEL_OPTION, RETRIES_OPTION))
+        known = ", ".join((MODE_OPTION, AIDER_MODEL_OPTION, RETRIES_OPTION, ISOLATION_OPTION))
         raise OptionError(f"unknown config option {config_id!r}: this agent has {known}")
 
 

@@ -39,6 +39,7 @@ from acp import (
 
 from ..models import CommandRun, Finding, TestRunFinished, WorkflowUsage
 from .diffs import FileDiff, split_diff, text_before
+from .run_version import Sides
 
 OUTPUT_LINES = 40  # a test run's output keeps its first and last lines
 Update = (
@@ -71,16 +72,26 @@ def run_edit_started(call_id: str, iteration: int, files: Sequence[str], workspa
 
 
 def run_edit_finished(
-    call_id: str, iteration: int, parts: dict[str, FileDiff], workspace: Path, *, failed: str | None = None
+    call_id: str,
+    iteration: int,
+    parts: dict[str, FileDiff],
+    workspace: Path,
+    *,
+    failed: str | None = None,
+    sides: dict[str, Sides | None] | None = None,
 ) -> ToolCallProgress:
     """The edit closed: completed with one `{path, oldText, newText}` a changed file and the
-    changed places as locations, or failed with why."""
+    changed places as locations, or failed with why. `sides`: an isolated run's texts before and
+    after the edit (its files are not the user's: run_version.py), shown on the user's paths."""
     if failed is not None:
         content = [tool_content(text_block(failed))]
         return update_tool_call(
             call_id, title=f"Iteration {iteration}: no edit", status="failed", content=content
         )
-    changes = [_change(part, rel, workspace) for rel, part in parts.items()]
+    changes = [
+        _change(part, rel, workspace) if sides is None else sides_change(rel, workspace, sides.get(rel))
+        for rel, part in parts.items()
+    ]
     locations = [
         ToolCallLocation(path=str(workspace / rel), line=_first_changed_line(part))
         for rel, part in parts.items()
@@ -120,6 +131,17 @@ def _change(part: FileDiff, rel: str, workspace: Path) -> FileEditToolCallConten
     except (OSError, UnicodeDecodeError) as exc:
         return tool_content(text_block(f"{rel} changed but cannot be read now: {exc}"))
     return tool_diff_content(str(path), now, text_before(part, now))
+
+
+def sides_change(
+    rel: str, workspace: Path, sides: Sides | None
+) -> FileEditToolCallContent | ContentToolCallContent:
+    """A file of an isolated run as `{path, oldText, newText}` on the user's path, or why its
+    text cannot be shown (the user changed the file since the run started)."""
+    if sides is None:
+        return tool_content(text_block(f"{rel} changed in the run; you changed it since the run started"))
+    before, after = sides
+    return tool_diff_content(str(workspace / rel), after, before)
 
 
 def _first_changed_line(part: FileDiff | None) -> int | None:

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from acp.schema import AgentMessageChunk, TextContentBlock
 
@@ -97,6 +97,8 @@ class AcpSession:
     title: str | None = None
     last_diff: str = ""  # what the session's last edit or run changed (/diff)
     max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
+    # where a Workflow turn edits: the user's files, or a worktree of its own (a config option)
+    isolation: Literal["none", "worktree"] = "none"
     reads_buffers: bool = False  # the client offers fs/read_text_file (its editor buffers)
     held: HeldFiles = field(default_factory=HeldFiles)  # the workspace's files kept from Aider
     skipped: set[str] = field(default_factory=set)  # this turn's files the user kept from Aider

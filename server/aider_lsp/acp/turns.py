@@ -4,7 +4,8 @@ Ask → `Application.ask` (the session's ask chat); Edit → `Application.edit(c
 session's kept Aider chat, the mentioned files announced as pending edit tool calls first);
 in both, Aider's reply reaches the client as message chunks while Aider writes it;
 Workflow → `Application.run_workflow` (progress as a plan; its edits, test runs and analyses
-shown as they happen, live.py).
+shown as they happen, live.py); in a session whose isolation is `worktree` the run works in a
+worktree of its own and, when its change is ready, the user decides on it (ready_run.py).
 Each returns the stop reason; a cancel arrives as CancelledError and is the caller's.
 """
 
@@ -19,7 +20,9 @@ from acp.schema import StopReason
 from ..models import (
     AiderEditOutcome,
     ErrorReason,
+    Isolation,
     RequestContext,
+    RunState,
     WorkflowEvent,
     WorkflowProgress,
     WorkflowRequest,
@@ -33,6 +36,8 @@ from .live import LiveRun
 from .modes import Mode
 from .permission import Asked, permission_asker, rejection_note
 from .prompt import PromptInput
+from .ready_run import decide
+from .run_version import RunVersion
 from .session import AcpSession
 
 # a run's ending → ACP's stop reason (anything else ends the turn, the text says how)
@@ -74,7 +79,7 @@ async def _editing_turn(session: AcpSession, request: PromptInput) -> StopReason
     skipped = await rejected_buffers(session, named)
     if skipped:
         session.skipped.update(skipped)
-        session.held.hold(session.id, [str(session.app.workspace / rel) for rel in skipped])
+        session.held.hold(session.id, skipped)
         session.outbox.post(
             render.message(
                 "Not edited (its editor buffer differs from the file on disk, and editing it was "
@@ -216,7 +221,9 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
 
     asked = Asked()
     ask = permission_asker(session.client, session, asked) if session.client is not None else None
-    live = LiveRun(session)
+    isolation = Isolation(session.isolation)
+    isolated = isolation is Isolation.WORKTREE
+    live = LiveRun(session, version=RunVersion(session.app.workspace) if isolated else None)
     ctx = RequestContext(
         answer_cancelled=on_cancelled,
         open_files=list(request.files),
@@ -225,7 +232,9 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         report_reply=live.reply,
     )
     files = _session_files(session, request) or None
-    run = WorkflowRequest(goal=request.text, file_context=files, max_retries=session.max_retries)
+    run = WorkflowRequest(
+        goal=request.text, file_context=files, max_retries=session.max_retries, isolation=isolation
+    )
     not_started = await session.mcp.ready()
     if not_started:
         session.outbox.post(
@@ -249,8 +258,23 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         session.outbox.post(render.plan(phases, finished=True))
     live.close_open(result.message)  # a run that ended mid-step (it says why)
     session.outbox.say(_outcome(result))
-    session.last_diff = result.changes.diff or session.last_diff
+    if await _on_users_files(session, result):
+        session.last_diff = result.changes.diff or session.last_diff
     return _stop_reason(result)
+
+
+async def _on_users_files(session: AcpSession, run: WorkflowRun) -> bool:
+    """Whether the run's change is on the user's files now: a run in place's is; an isolated
+    one's once the user applied it (asked here when it is ready)."""
+    if run.isolated is None:
+        return True
+    if run.isolated.state is not RunState.READY:
+        if run.outcome is not None:
+            session.outbox.say("It changed no file: there is nothing to apply, its worktree is removed.")
+        return False
+    session.outbox.say(f"Its change waits in a worktree of its own (run {run.isolated.run_id}).")
+    action = await decide(session, run.isolated.run_id, run.changes.diff)
+    return action is not None and action.state is RunState.APPLIED
 
 
 def _stop_reason(run: WorkflowRun) -> StopReason:

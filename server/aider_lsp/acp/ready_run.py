@@ -1,0 +1,190 @@
+"""What becomes of an isolated run that is ready: "Apply this change?" asked as
+`session/request_permission` (apply / keep as a branch / discard; keep only in git), the
+Application's answer said in the turn's reply.
+
+An apply that wrote nothing (the user changed the lines the run changed, or holds a file unsaved
+in the editor) names each file and why, and asks once more: apply anyway (the run's version of
+those files wins; /undo takes it back), or leave it ready. No answer (a client that cannot ask,
+a failed request, a cancelled prompt) leaves the run ready, and the reply says how to decide
+later: `/apply`, or `aider-lsp apply` in a terminal.
+
+Why a module of its own: the end of an isolated Workflow turn and `/apply` ask the same question;
+the Application does the work (isolation/), this words it for the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from acp.schema import (
+    AllowedOutcome,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PermissionOption,
+    ToolCallLocation,
+    ToolCallUpdate,
+)
+
+from acp import start_tool_call, text_block, tool_content, update_tool_call
+
+from ..models import RunAction, RunState
+from . import render
+from .run_version import RunVersion
+
+if TYPE_CHECKING:
+    from ..models import RunRecord
+    from .session import AcpSession
+
+log = logging.getLogger(__name__)
+
+APPLY, KEEP, DISCARD, FORCE, LEAVE = "apply", "keep-branch", "discard", "apply-anyway", "leave-ready"
+APPLY_OPTION = PermissionOption(option_id=APPLY, name="Apply to my files", kind="allow_once")
+KEEP_OPTION = PermissionOption(option_id=KEEP, name="Keep as a branch", kind="reject_once")
+DISCARD_OPTION = PermissionOption(option_id=DISCARD, name="Discard", kind="reject_once")
+FORCE_OPTIONS = [
+    PermissionOption(option_id=FORCE, name="Apply anyway (the run's version wins)", kind="allow_once"),
+    PermissionOption(option_id=LEAVE, name="Leave it ready", kind="reject_once"),
+]
+Content = list[FileEditToolCallContent | ContentToolCallContent]
+
+
+async def decide(session: AcpSession, run_id: str, diff: str = "") -> RunAction | None:
+    """Ask what becomes of the ready run `run_id` (its `diff` shown on the user's files), do it,
+    and say what was done (None: nothing was done, the run stays ready)."""
+    record = next((run for run in session.app.history() if run.id == run_id), None)
+    options = [APPLY_OPTION, *([KEEP_OPTION] if record and record.branch else []), DISCARD_OPTION]
+    content, locations = _change_shown(session, diff)
+    label = record.label if record is not None and record.label else run_id
+    content.insert(0, tool_content(text_block(f"Run {run_id}: {label}")))
+    chosen = await _ask(session, "Apply this change?", options, content, locations, run_id)
+    if chosen is None:
+        return None
+    action: RunAction | None
+    if chosen == DISCARD:
+        action = session.app.discard_run(run_id)
+    elif chosen == KEEP:
+        action = session.app.keep_run(run_id)
+    else:
+        action = await _apply(session, run_id)
+    if action is not None:
+        session.outbox.say(outcome(action))
+    return action
+
+
+async def _apply(session: AcpSession, run_id: str) -> RunAction | None:
+    """Apply; when a file cannot take the change, name them and ask whether to apply anyway
+    (None: the user left it ready, already said)."""
+    action = session.app.apply_run(run_id)
+    if action.refused is not None or not action.skipped:
+        return action
+    session.outbox.say(_skipped(action))
+    where = [ToolCallLocation(path=str(session.app.workspace / item.path)) for item in action.skipped]
+    question = "Apply anyway? " + "; ".join(f"{item.path}: {item.reason}" for item in action.skipped)
+    chosen = await _ask(session, question, FORCE_OPTIONS, [], where, run_id)
+    if chosen == FORCE:
+        return session.app.apply_run(run_id, force=True)
+    if chosen == LEAVE:
+        session.outbox.say(later(run_id))
+    return None
+
+
+async def _ask(
+    session: AcpSession,
+    title: str,
+    options: list[PermissionOption],
+    content: Content,
+    locations: list[ToolCallLocation],
+    run_id: str,
+) -> str | None:
+    """The option chosen in a pending `edit` tool call (closed with the answer); None when no
+    answer came: the run stays ready, and the reply says how to decide later."""
+    if session.client is None:
+        session.outbox.say(later(run_id))
+        return None
+    call_id = session.next_call_id("permission")
+    session.outbox.post(
+        start_tool_call(
+            call_id, title, kind="edit", status="pending", content=content or None, locations=locations
+        )
+    )
+    await session.outbox.flush()
+    update = ToolCallUpdate(tool_call_id=call_id, title=title, kind="edit", locations=locations)
+    try:
+        answer = await session.client.request_permission(
+            session_id=session.id, tool_call=update, options=options
+        )
+    except asyncio.CancelledError:
+        _close(session, call_id, content, f"Not decided (the prompt was cancelled). {later(run_id)}")
+        raise
+    except Exception as exc:  # the client cannot ask: the run waits
+        log.info("session/request_permission failed: %s", exc)
+        answer = None
+    outcome = None if answer is None else answer.outcome
+    chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+    if chosen not in {option.option_id for option in options}:
+        _close(session, call_id, content, "Not decided.")
+        session.outbox.say(later(run_id))
+        return None
+    name = next(option.name for option in options if option.option_id == chosen)
+    _close(session, call_id, content, f"Chosen: {name}.")
+    return chosen
+
+
+def _close(session: AcpSession, call_id: str, content: Content, said: str) -> None:
+    """The question's call closed with what was chosen (its diffs kept: a new content replaces
+    the old). Completed either way: a decision is no failure."""
+    closing = [*content, tool_content(text_block(said))]
+    session.outbox.post(update_tool_call(call_id, status="completed", content=closing))
+
+
+def _change_shown(session: AcpSession, diff: str) -> tuple[Content, list[ToolCallLocation]]:
+    """The run's change as `{path, oldText, newText}` on the user's files as they are now."""
+    workspace = session.app.workspace
+    version = RunVersion(workspace)
+    content: Content = []
+    locations = []
+    for rel, part in render.file_parts(diff).items():
+        content.append(render.sides_change(rel, workspace, version.advance(part)))
+        locations.append(ToolCallLocation(path=str(workspace / rel)))
+    return content, locations
+
+
+def outcome(action: RunAction) -> str:
+    """What applying, keeping or discarding did, in the reply's words."""
+    stays = f" {later(action.run_id)}" if action.state is RunState.READY else ""
+    if action.refused is not None:
+        return f"Not done: {action.refused.message}.{stays}"
+    if action.skipped:
+        return _skipped(action) + stays
+    if action.state is RunState.APPLIED:
+        files = [*action.written, *(f"{rel} (deleted)" for rel in action.deleted)]
+        return f"Applied to your files: {_names(files)}. `/undo` takes it back."
+    if action.state is RunState.KEPT:
+        commit = f" (commit {action.commit[:12]})" if action.commit else ""
+        return f"Kept on branch `{action.branch}`{commit}; your files are untouched."
+    return "Discarded: its worktree is removed; your files are untouched."
+
+
+def _skipped(action: RunAction) -> str:
+    listed = "; ".join(f"{item.path}: {item.reason}" for item in action.skipped)
+    return f"Not applied, nothing was written: {listed}."
+
+
+def later(run_id: str) -> str:
+    """How to decide on a run that stays ready."""
+    return (
+        f"Run {run_id} stays ready: `/apply {run_id}` here asks again, or in a terminal in this "
+        f"folder `aider-lsp apply {run_id}` applies it and `aider-lsp discard {run_id}` throws it away."
+    )
+
+
+def _names(files: Sequence[str]) -> str:
+    return ", ".join(files) or "no file"
+
+
+def ready_runs(records: Sequence[RunRecord]) -> list[str]:
+    """The ids of the runs that are ready, newest first (as the history lists them)."""
+    return [record.id for record in records if record.state is RunState.READY]
