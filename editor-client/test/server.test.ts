@@ -51,7 +51,7 @@ import {
     type ServerCommandId,
     type TaskResult,
 } from '../src/protocol';
-import { changeNotes, NOTES, RESULT_MODELS, restoreReport, workflowRunNotes } from '../src/protocolResults';
+import { changeNotes, NOTES, RESULT_ENUMS, RESULT_MODELS, restoreReport, workflowRunNotes } from '../src/protocolResults';
 import { presences, type Field } from '../src/wire';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -84,8 +84,19 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional', files: 'optional' },
     'aider-lsp.history.list': {},
     'aider-lsp.history.diff': { run_id: 'required', path: 'optional' },
-    'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional', plan: 'optional' },
+    'aider-lsp.workflow.run': {
+        goal: 'required',
+        context: 'optional',
+        test_command: 'optional',
+        max_retries: 'optional',
+        file_context: 'optional',
+        plan: 'optional',
+        isolation: 'optional',
+    },
     'aider-lsp.diagnostics.clear': {},
+    'aider-lsp.runs.apply': { run_id: 'required', force: 'optional' },
+    'aider-lsp.runs.discard': { run_id: 'required' },
+    'aider-lsp.runs.keepBranch': { run_id: 'required' },
 };
 
 /** The objects inside the arguments, by the name of the server's model (the schemas' `$defs`). */
@@ -96,6 +107,7 @@ const DECLARED_MODELS: { Selection: Shape<Selection>; Range: Shape<Range>; Posit
 };
 
 interface JsonSchema {
+    enum?: unknown[];
     properties?: Record<string, unknown>;
     required?: string[];
     $defs?: Record<string, JsonSchema>;
@@ -290,11 +302,19 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.deepEqual([...server.commands].sort(), declaredIds, 'the commands the server advertises');
         assert.deepEqual(Object.keys(schemas).sort(), declaredIds, 'the server\'s command table');
         const models: Record<string, JsonSchema> = {};
+        const enums: Record<string, unknown[]> = {};
         for (const id of Object.values(ServerCommand)) {
             const { schema, aliases } = schemas[id];
             assert.deepEqual(declaredShape(DECLARED[id], aliases), schemaShape(schema), `the argument of ${id}`);
-            Object.assign(models, schema.$defs ?? {});
+            for (const [name, def] of Object.entries(schema.$defs ?? {})) {
+                if (def.enum === undefined) {
+                    models[name] = def;
+                } else {
+                    enums[name] = def.enum;
+                }
+            }
         }
+        assert.deepEqual(enums, { Isolation: [...RESULT_ENUMS.Isolation] }, 'the enumerations inside the arguments');
         assert.deepEqual(Object.keys(models).sort(), Object.keys(DECLARED_MODELS).sort(), 'the objects inside the arguments');
         for (const [name, shape] of Object.entries(DECLARED_MODELS)) {
             assert.deepEqual(declaredShape(shape), schemaShape(models[name]), `the ${name} object`);
@@ -307,6 +327,11 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
             const schema = results[name];
             assert.ok(schema, `the server has a result model named ${name} (aider_lsp.models)`);
             assert.deepEqual(declaredShape(presences(table)), schemaShape(schema), `the ${name} result`);
+        }
+        // the enumerations the results name: the same values (a state the client does not know would be dropped)
+        const defs = Object.assign({}, ...Object.values(results).map((schema) => schema?.$defs ?? {})) as Record<string, JsonSchema>;
+        for (const [name, values] of Object.entries(RESULT_ENUMS)) {
+            assert.deepEqual(defs[name]?.enum, [...values], `the ${name} values`);
         }
     });
 

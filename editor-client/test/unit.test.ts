@@ -367,7 +367,9 @@ describe('the run history → the Runs view', () => {
     it('reads the records field by field, leaving out what is not a run', () => {
         const runs = runRecords(answer);
         assert.deepEqual(runs.map((run) => run.id), ['r2', 'r1']);
-        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60 });
+        // a server that says no state: a run on the user's files, applied as it edited
+        const defaults = { state: 'applied', isolation: 'none', findings: [] };
+        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60, ...defaults });
         assert.deepEqual(runRecords({ status: 'COMPLETE', content: 'No runs yet.', notes: { runs: [] } }), []);
     });
 

@@ -210,7 +210,7 @@ export const window = {
         return logChannel();
     },
     createStatusBarItem: (): Record<string, unknown> => {
-        const item: Record<string, unknown> = { show: () => undefined, dispose: () => undefined };
+        const item: Record<string, unknown> = { show: () => undefined, hide: () => undefined, dispose: () => undefined };
         return new Proxy(item, {
             set(target, key, value): boolean {
                 target[key as string] = value;
