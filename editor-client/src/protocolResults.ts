@@ -475,17 +475,19 @@ export interface TestCommandNotes {
 
 const RETEST: Fields<Retest> = { command: required(str), exit_code: optional(num), duration_s: optional(num), summary: optional(str) };
 
+const ISOLATED_NOTES = {
+    run_id: optional(str),
+    state: optional(runStateName),
+    isolation: optional(isolation),
+    findings: optional(list(object(FINDING))),
+} satisfies Fields<Omit<WorkflowRunNotes, keyof RunChanges | 'workflow'>>;
+
 /** The hand-built notes' tables, by command (server.test.ts holds the ones it runs to a real answer). */
 export const NOTES = {
     change: { ...RUN_CHANGES, retest: optional(object(RETEST)) } satisfies Fields<ChangeNotes>,
-    workflowRun: {
-        ...RUN_CHANGES,
-        workflow: optional(object(WORKFLOW_RESULT)),
-        run_id: optional(str),
-        state: optional(runStateName),
-        isolation: optional(isolation),
-        findings: optional(list(object(FINDING))),
-    } satisfies Fields<WorkflowRunNotes>,
+    workflowRun: { ...RUN_CHANGES, workflow: optional(object(WORKFLOW_RESULT)), ...ISOLATED_NOTES } satisfies Fields<WorkflowRunNotes>,
+    /** The notes only an isolated run's answer has. */
+    isolatedRun: ISOLATED_NOTES,
     history: { runs: optional(list(object(RUN_RECORD))) } satisfies Fields<HistoryNotes>,
     context: { file_paths: optional(list(str)), context_summary: optional(str), matches: optional(list(object(MATCH_ITEM))) } satisfies Fields<ContextNotes>,
     interactive: { session_id: optional(str) } satisfies Fields<InteractiveNotes>,

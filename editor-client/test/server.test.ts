@@ -1,8 +1,9 @@
 /**
  * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
  * with the same argument shapes the extension sends: getContext, a real Aider edit and a real
- * workflow run answered by the scripted LLM server (Show Diff reads both diffs), and cancelled
- * long commands whose test process must be gone. The argument types of src/protocol.ts and the
+ * workflow run answered by the scripted LLM server (Show Diff reads both diffs), runs in a
+ * worktree (one applied then undone, one discarded), and cancelled long commands whose test
+ * process must be gone. The argument types of src/protocol.ts and the
  * result types of src/protocolResults.ts are compared with the server's own JSON schemas, the
  * hand-built notes with real answers, and the extension's client capabilities get it the "Edit
  * selection with Aider" action.
@@ -38,6 +39,7 @@ import {
 import { fileContext } from '../src/common/arguments';
 import { ClientCommandsFeature } from '../src/common/capabilities';
 import { contentBefore, splitDiff } from '../src/common/diff';
+import { isolatedAnswer } from '../src/common/isolation';
 import { runFileSides, runRecords } from '../src/common/runs';
 import {
     asTaskResult,
@@ -51,7 +53,7 @@ import {
     type ServerCommandId,
     type TaskResult,
 } from '../src/protocol';
-import { changeNotes, NOTES, RESULT_ENUMS, RESULT_MODELS, restoreReport, workflowRunNotes } from '../src/protocolResults';
+import { changeNotes, NOTES, RESULT_ENUMS, RESULT_MODELS, restoreReport, runAction, workflowRunNotes } from '../src/protocolResults';
 import { presences, type Field } from '../src/wire';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -385,7 +387,8 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1 });
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
-        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'a workflow run\'s notes');
+        const inPlace = missingNotes(NOTES.workflowRun, result).filter((key) => !(key in NOTES.isolatedRun));
+        assert.deepEqual(inPlace, [], 'a workflow run\'s notes');
         const notes = workflowRunNotes(result);
         assert.deepEqual(notes.changed_files, ['pkg/calc.py']);
         assert.equal(notes.workflow?.iterations?.length, 1, 'the run\'s history, read as a WorkflowResult');
@@ -396,6 +399,48 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.equal(contentBefore(EDITED, sections.get('pkg/calc.py') ?? ''), ORIGINAL);
         const undo = await server.execute(ServerCommand.undo, {});
         assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('a run in a worktree leaves the files alone until Apply: ready in the history with its diff, then applied, and undone by its id', async (t) => {
+        // a failure here still leaves the next tests the file they start from
+        t.after(() => { fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL); });
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, isolation: 'worktree' });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'an isolated run\'s notes');
+        const answer = isolatedAnswer(result);
+        assert.equal(answer?.state, 'ready');
+        assert.deepEqual(workflowRunNotes(result).changed_files, ['pkg/calc.py'], 'against the files it started from');
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL, 'the user\'s file untouched');
+        const runId = answer?.runId ?? '';
+        const listed = runRecords(await server.execute(ServerCommand.historyList, {})).find((run) => run.id === runId);
+        assert.deepEqual([listed?.state, listed?.isolation, listed?.branch], ['ready', 'worktree', undefined], 'no git here: a copy, no branch');
+        const sides = runFileSides(await server.execute(ServerCommand.historyDiff, { run_id: runId }));
+        assert.deepEqual(sides, [{ path: 'pkg/calc.py', before: ORIGINAL, after: EDITED, existedBefore: true, existsAfter: true, binary: false }]);
+        const kept = await server.execute(ServerCommand.keepRunBranch, { run_id: runId });
+        assert.equal(kept.status, 'FAILED', 'no git: no branch to keep');
+        const applied = await server.execute(ServerCommand.applyRun, { run_id: runId });
+        assert.equal(applied.status, 'COMPLETE', applied.content);
+        assert.deepEqual([runAction(applied).state, runAction(applied).written], ['applied', ['pkg/calc.py']]);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
+        const undo = await server.execute(ServerCommand.undo, { run_id: runId });
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('a ready run discarded is gone from what can be applied; the user\'s files never changed', async (t) => {
+        t.after(() => { fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL); });
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, isolation: 'worktree' });
+        const runId = isolatedAnswer(result)?.runId ?? '';
+        assert.ok(runId, result.content);
+        const discarded = await server.execute(ServerCommand.discardRun, { run_id: runId });
+        assert.equal(discarded.status, 'COMPLETE', discarded.content);
+        assert.equal(runAction(discarded).state, 'discarded');
+        const listed = runRecords(await server.execute(ServerCommand.historyList, {})).find((run) => run.id === runId);
+        assert.equal(listed?.state, 'discarded');
+        assert.equal((await server.execute(ServerCommand.applyRun, { run_id: runId })).status, 'FAILED', 'nothing left to apply');
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
     });
 

@@ -212,6 +212,9 @@ describe('reading the server\'s JSON (wire.ts)', () => {
         assert.equal(decode({ name: 7 }), undefined);
         assert.equal(decode(['a']), undefined);
     });
+    it('reads a list of lists as lists (a SkippedFile\'s [first, last] line ranges), each inner list kept whole', () => {
+        assert.deepEqual(list(list(num))([[3, 5], [9, 9], 'x', [1, 'y']]), [[3, 5], [9, 9], [1]]);
+    });
     it('says which fields are required, as the protocol test compares them with the server\'s schemas', () => {
         assert.deepEqual(presences(RESULT_MODELS.RunFileDiff), { path: 'required', before: 'optional', after: 'optional', existed_before: 'required', exists_after: 'required', binary: 'optional' });
     });
