@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { isolatedAnswer, quoted } from '../common/isolation';
 import { workflowMessage } from '../common/results';
 import { SECTION } from '../common/settings';
-import { ServerCommand, type CommandArgs } from '../protocol';
+import { ServerCommand, type CommandArgs, type TaskResult } from '../protocol';
 import type { Isolation } from '../protocolResults';
 import { tell, type FlowContext } from '../ui/context';
 import { pickedFiles, placeOf, saveDirtyFiles, type Place } from '../ui/files';
@@ -77,7 +77,7 @@ async function runGoal(ctx: FlowContext, arg: WorkflowArgs, place: Place): Promi
     const isolated = (arg.isolation ?? configuredIsolation(place.folder)) === 'worktree';
     // several may run at once: each notification names its goal
     const title = isolated ? `Aider workflow ${quoted(arg.goal, 40)} in a worktree` : 'Aider workflow';
-    const send = (args: WorkflowArgs): ReturnType<typeof ctx.server.run> => {
+    const send = (args: WorkflowArgs): Promise<TaskResult | undefined> => {
         const work = ctx.server.run(title, ServerCommand.workflowRun, args, place.folder);
         return isolated ? ctx.isolatedRuns.track(work) : work;
     };
