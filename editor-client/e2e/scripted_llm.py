@@ -40,6 +40,11 @@ REVIEW_VERDICT = "The tests still fail: subtract is reversed and average([]) div
 GOAL_AREA = "Make the circle area test pass"
 CONSTANTS = "constants.py"
 CONSTANTS_FIXED = "PI = 3.14159\n"
+# The story of two runs side by side, each in a worktree of its own (isolation.e2e.test.mjs): each
+# fixes one function of the file as it was, its Aider answer held until the test has seen both
+# under way (`release`).
+GOAL_WT_SUBTRACT = "Fix subtract in a worktree"
+GOAL_WT_AVERAGE = "Fix average in a worktree"
 
 
 def replace_once(text: str, old: str, new: str) -> str:
@@ -64,6 +69,11 @@ def versions(original: str) -> dict[str, str]:
         "fixed": fixed,
         "reviewed": reviewed,
         "quick_fixed": quick_fixed,
+        # the two runs side by side, each from the file as it was
+        "wt_subtract": replace_once(original, "return b - a", "return a - b"),
+        "wt_average": replace_once(
+            original, "return sum(values) / len(values)", "return sum(values) / len(values) if values else 0"
+        ),
     }
 
 
@@ -87,6 +97,19 @@ def script(server: Any, original: str, gate: threading.Event) -> None:
     v = versions(original)
     planner, coder = llm.model_is(PLANNER), llm.model_is(CODER)
     analysis, plan = llm.all_of(planner, asks_for_verdict), llm.all_of(planner, llm.not_(asks_for_verdict))
+
+    # The runs side by side: each run's own Aider chat names its goal; a plan, if one is asked, is the goal.
+    def held(text: str) -> Callable[[dict[str, Any]], Any]:
+        def answer(request: dict[str, Any]) -> Any:
+            gate.wait()
+            return llm.aider_whole({FILE: text})
+
+        return answer
+
+    for goal, version in ((GOAL_WT_SUBTRACT, v["wt_subtract"]), (GOAL_WT_AVERAGE, v["wt_average"])):
+        a_plan = {"instructions": goal, "files": [FILE], "test_command": None}
+        server.add_rule(llm.all_of(plan, mentions(goal)), llm.json_output(a_plan))
+        server.add_rule(llm.all_of(coder, mentions(goal)), held(version))
 
     server.add_rule(
         llm.all_of(plan, mentions(GOAL_REVIEW)),

@@ -9,7 +9,7 @@ import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
-import { copyGoal, openRunFile, runAgain, showRunDiff, undoRun } from './flows/runs';
+import { applyRun, copyGoal, discardRun, keepRunBranch, openRunFile, runAgain, showRunDiff, undoRun } from './flows/runs';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
 import { selectModel } from './flows/selectModel';
@@ -48,6 +48,7 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.edit]: trusted('Edit with Aider', (clicked, selected) => edit(host, clicked, selected)),
         [ClientCommand.editSelection]: trusted('Edit Selection with Aider', (arg) => editSelection(host, arg)),
         [ClientCommand.runWorkflow]: trusted('Run Workflow', (clicked, selected) => runWorkflow(host, clicked, selected)),
+        [ClientCommand.runWorkflowInWorktree]: trusted('Run Workflow in a Worktree', (clicked, selected) => runWorkflow(host, clicked, selected, 'worktree')),
         [ClientCommand.undo]: trusted('Undo', () => undo(host)),
         [ClientCommand.findFiles]: withServer(() => findFiles(host)),
         [ClientCommand.interactive]: trusted('Interactive Session', (clicked, selected) => interactive(host, clicked, selected)),
@@ -65,6 +66,9 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.runAgain]: trusted('Run Again', (node) => runAgain(host, node)),
         [ClientCommand.copyGoal]: (node) => copyGoal(node),
         [ClientCommand.openRunFile]: withServer((node) => openRunFile(host, node)),
+        [ClientCommand.applyRun]: trusted('Apply', (node) => applyRun(host, node)),
+        [ClientCommand.discardRun]: trusted('Discard', (node) => discardRun(host, node)),
+        [ClientCommand.keepRunBranch]: trusted('Keep as Branch', (node) => keepRunBranch(host, node)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

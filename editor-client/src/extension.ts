@@ -1,5 +1,5 @@
 /**
- * Activation (in every window, once it has started): the log, the status item, the diff view's
+ * Activation (in every window, once it has started): the log, the status items, the diff view's
  * content, the Runs view, the commands and the settings listener. The server starts later, when
  * the first command or the Runs view needs it (server/lifecycle.ts), so a window that never uses
  * Aider pays nothing. The server's life (start, restart, set-up): server/lifecycle.ts;
@@ -15,6 +15,7 @@ import { ServerCommands } from './server/execute';
 import { ServerLifecycle } from './server/lifecycle';
 import { BEFORE_SCHEME, BeforeContentProvider } from './ui/diffView';
 import { workspaceRoot } from './ui/files';
+import { IsolatedRunsItem } from './ui/isolatedRuns';
 import { LastChange } from './ui/lastChange';
 import { RUNS_VIEW, RunsTree } from './ui/runsView';
 import { activeFolderStatus, StatusItem } from './ui/status';
@@ -26,9 +27,10 @@ export function activate(context: vscode.ExtensionContext): void {
     const log = vscode.window.createOutputChannel(info.name, { log: true });
     const chat = vscode.window.createOutputChannel('Aider Chat');
     const status = new StatusItem();
+    const isolatedRuns = new IsolatedRunsItem();
     const beforeContent = new BeforeContentProvider();
     const router = new ProgressRouter();
-    context.subscriptions.push(log, chat, status);
+    context.subscriptions.push(log, chat, status, isolatedRuns);
     context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, beforeContent));
 
     const server = new ServerLifecycle(context, info, log, status, {
@@ -53,6 +55,7 @@ export function activate(context: vscode.ExtensionContext): void {
         beforeContent,
         secrets: context.secrets,
         lastChange: new LastChange(),
+        isolatedRuns,
         runs,
         restartServer,
         setupServer: () => server.setupServer().finally(() => { runs.refresh(); }),

@@ -8,7 +8,7 @@
  * required or not), so they cannot drift apart.
  */
 
-import { contextNotes, decodeTaskError, decodeTaskResult, type TaskError, type TaskStatus } from './protocolResults';
+import { contextNotes, decodeTaskError, decodeTaskResult, type Isolation, type TaskError, type TaskStatus } from './protocolResults';
 
 /** Server command ids (workspace/executeCommand). */
 export const ServerCommand = {
@@ -26,6 +26,10 @@ export const ServerCommand = {
     historyDiff: 'aider-lsp.history.diff',
     workflowRun: 'aider-lsp.workflow.run',
     clearDiagnostics: 'aider-lsp.diagnostics.clear',
+    // an isolated run that is ready (its change waits in its worktree): take it, drop it, or keep it
+    applyRun: 'aider-lsp.runs.apply',
+    discardRun: 'aider-lsp.runs.discard',
+    keepRunBranch: 'aider-lsp.runs.keepBranch',
 } as const;
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
 
@@ -34,6 +38,7 @@ export const ClientCommand = {
     edit: 'aider-lsp.client.edit',
     editSelection: 'aider-lsp.client.editSelection',
     runWorkflow: 'aider-lsp.client.runWorkflow',
+    runWorkflowInWorktree: 'aider-lsp.client.runWorkflowInWorktree',
     undo: 'aider-lsp.client.undo',
     findFiles: 'aider-lsp.client.findFiles',
     interactive: 'aider-lsp.client.interactive',
@@ -52,6 +57,9 @@ export const ClientCommand = {
     runAgain: 'aider-lsp.client.runs.runAgain',
     copyGoal: 'aider-lsp.client.runs.copyGoal',
     openRunFile: 'aider-lsp.client.runs.openFile',
+    applyRun: 'aider-lsp.client.runs.apply',
+    discardRun: 'aider-lsp.client.runs.discard',
+    keepRunBranch: 'aider-lsp.client.runs.keepBranch',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 
@@ -102,6 +110,18 @@ interface WorkflowRunArgs {
     file_context?: string[];
     /** Ask for a plan (it runs beside the first edit and shapes the second). */
     plan?: boolean;
+    /** Where the run edits: the user's files, or a worktree of its own (absent: the `isolation` setting). */
+    isolation?: Isolation;
+}
+
+interface RunIdArgs {
+    /** The isolated run (`notes.run_id` of its workflow.run answer, or `aider-lsp.history.list`). */
+    run_id: string;
+}
+
+interface ApplyRunArgs extends RunIdArgs {
+    /** Apply anyway: the run's version of files the user changed on the same lines wins (undo takes it back). */
+    force?: boolean;
 }
 
 interface RunTestsArgs {
@@ -147,6 +167,9 @@ export interface CommandArgs {
     'aider-lsp.history.diff': HistoryDiffArgs;
     'aider-lsp.workflow.run': WorkflowRunArgs;
     'aider-lsp.diagnostics.clear': EmptyArgs;
+    'aider-lsp.runs.apply': ApplyRunArgs;
+    'aider-lsp.runs.discard': RunIdArgs;
+    'aider-lsp.runs.keepBranch': RunIdArgs;
 }
 
 /**

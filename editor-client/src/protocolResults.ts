@@ -144,6 +144,38 @@ const RUN_CHANGES: Fields<RunChanges> = {
 
 // --- the run history (server models/history.py) ---
 
+/** Isolation: where a workflow run edits, the user's files (`none`) or a worktree of its own. */
+export const ISOLATIONS = ['none', 'worktree'] as const;
+export type Isolation = (typeof ISOLATIONS)[number];
+
+/** RunState: where a run of the history stands (an isolated one: running, then ready until the user acts). */
+export const RUN_STATES = ['running', 'ready', 'applied', 'discarded', 'kept', 'undone'] as const;
+export type RunStateName = (typeof RUN_STATES)[number];
+
+/** Finding (server models/commands.py): one problem in a file; `line` and `column` 1-based, 0 = the whole file. */
+export interface Finding {
+    path: string;
+    line?: number;
+    column?: number;
+    message: string;
+    /** "error", "warning", "information" or "hint". */
+    severity?: string;
+    /** The tool that said it: pytest, unittest, ruff, analysis, … */
+    source?: string;
+}
+
+const isolation = oneOf<Isolation>(...ISOLATIONS);
+const runStateName = oneOf<RunStateName>(...RUN_STATES);
+
+const FINDING: Fields<Finding> = {
+    path: required(str),
+    line: optional(num),
+    column: optional(num),
+    message: required(str),
+    severity: optional(str),
+    source: optional(str),
+};
+
 /** StepEdit: an iteration's Aider edit as the history keeps it. */
 export interface StepEdit {
     changed_files?: string[];
@@ -192,6 +224,13 @@ export interface RunRecord {
     undone?: number;
     steps?: RunStep[];
     note?: string;
+    /** Where the run stands (absent from an older server: `applied`). */
+    state?: RunStateName;
+    isolation?: Isolation;
+    /** An isolated run's git branch (kept: where its commit is); absent in a folder without git. */
+    branch?: string;
+    /** An isolated run's last test failures: shown on the run, never in the Problems panel. */
+    findings?: Finding[];
 }
 
 /** RunFileDiff: one file of a run, its text before and after (aider-lsp.history.diff). */
@@ -245,6 +284,10 @@ const RUN_RECORD: Fields<RunRecord> = {
     undone: optional(num),
     steps: optional(list(object(RUN_STEP))),
     note: optional(str),
+    state: optional(runStateName),
+    isolation: optional(isolation),
+    branch: optional(str),
+    findings: optional(list(object(FINDING))),
 };
 
 const RUN_FILE_DIFF: Fields<RunFileDiff> = {
@@ -290,6 +333,48 @@ const RESTORE_REPORT: Fields<RestoreReport> = {
     skipped: optional(list(object(SKIPPED_FILE))),
 };
 
+// --- isolated runs (server models/history.py) ---
+
+/** IsolatedRun: an isolated run as its workflow answer names it. */
+export interface IsolatedRun {
+    run_id: string;
+    state: RunStateName;
+    findings?: Finding[];
+}
+
+/**
+ * RunAction: the notes of aider-lsp.runs.apply, .discard and .keepBranch. An apply that meets a
+ * file the user changed on the same lines (or left unsaved) writes nothing: `skipped` names them.
+ */
+export interface RunAction {
+    run_id: string;
+    state: RunStateName;
+    label?: string;
+    written?: string[];
+    deleted?: string[];
+    skipped?: SkippedFile[];
+    branch?: string;
+    commit?: string;
+    /** The applied run in the history (undo takes it back). */
+    checkpoint_id?: string;
+    refused?: TaskError;
+}
+
+const ISOLATED_RUN: Fields<IsolatedRun> = { run_id: required(str), state: required(runStateName), findings: optional(list(object(FINDING))) };
+
+const RUN_ACTION: Fields<RunAction> = {
+    run_id: required(str),
+    state: required(runStateName),
+    label: optional(str),
+    written: optional(list(str)),
+    deleted: optional(list(str)),
+    skipped: optional(list(object(SKIPPED_FILE))),
+    branch: optional(str),
+    commit: optional(str),
+    checkpoint_id: optional(str),
+    refused: optional(object(TASK_ERROR)),
+};
+
 // --- context (server models/context.py) ---
 
 /** MatchItem: one relevant file of aider-lsp.system.getContext (`notes.matches`). */
@@ -311,6 +396,9 @@ const MATCH_ITEM: Fields<MatchItem> = {
     metadata: optional(opaque),
 };
 
+/** The enumerations the declared types name, under the names of the server's enums (the protocol test compares their values). */
+export const RESULT_ENUMS = { Isolation: ISOLATIONS, RunState: RUN_STATES } as const;
+
 /** The declared result types under the names of the server's models (aider_lsp.models), for the protocol test. */
 export const RESULT_MODELS = {
     TaskResult: TASK_RESULT,
@@ -328,6 +416,9 @@ export const RESULT_MODELS = {
     RunDiff: RUN_DIFF,
     SkippedFile: SKIPPED_FILE,
     RestoreReport: RESTORE_REPORT,
+    Finding: FINDING,
+    IsolatedRun: ISOLATED_RUN,
+    RunAction: RUN_ACTION,
     MatchItem: MATCH_ITEM,
 } as const;
 
@@ -346,9 +437,17 @@ export interface ChangeNotes extends RunChanges {
     retest?: Retest;
 }
 
-/** The notes of aider-lsp.workflow.run (results.py workflow_result): its changes and its history. */
+/**
+ * The notes of aider-lsp.workflow.run (results.py workflow_result): its changes and its history;
+ * an isolated run adds its id, its state (ready, or discarded) and its last test failures, and
+ * its changes are against the files it started from (they wait in its worktree).
+ */
 export interface WorkflowRunNotes extends RunChanges {
     workflow?: WorkflowResult;
+    run_id?: string;
+    state?: RunStateName;
+    isolation?: Isolation;
+    findings?: Finding[];
 }
 
 /** The notes of aider-lsp.history.list (results.py history_result). */
@@ -376,10 +475,19 @@ export interface TestCommandNotes {
 
 const RETEST: Fields<Retest> = { command: required(str), exit_code: optional(num), duration_s: optional(num), summary: optional(str) };
 
+const ISOLATED_NOTES = {
+    run_id: optional(str),
+    state: optional(runStateName),
+    isolation: optional(isolation),
+    findings: optional(list(object(FINDING))),
+} satisfies Fields<Omit<WorkflowRunNotes, keyof RunChanges | 'workflow'>>;
+
 /** The hand-built notes' tables, by command (server.test.ts holds the ones it runs to a real answer). */
 export const NOTES = {
     change: { ...RUN_CHANGES, retest: optional(object(RETEST)) } satisfies Fields<ChangeNotes>,
-    workflowRun: { ...RUN_CHANGES, workflow: optional(object(WORKFLOW_RESULT)) } satisfies Fields<WorkflowRunNotes>,
+    workflowRun: { ...RUN_CHANGES, workflow: optional(object(WORKFLOW_RESULT)), ...ISOLATED_NOTES } satisfies Fields<WorkflowRunNotes>,
+    /** The notes only an isolated run's answer has. */
+    isolatedRun: ISOLATED_NOTES,
     history: { runs: optional(list(object(RUN_RECORD))) } satisfies Fields<HistoryNotes>,
     context: { file_paths: optional(list(str)), context_summary: optional(str), matches: optional(list(object(MATCH_ITEM))) } satisfies Fields<ContextNotes>,
     interactive: { session_id: optional(str) } satisfies Fields<InteractiveNotes>,
@@ -402,6 +510,7 @@ export const contextNotes = notesReader<ContextNotes>(NOTES.context);
 export const interactiveNotes = notesReader<InteractiveNotes>(NOTES.interactive);
 export const testCommandNotes = notesReader<TestCommandNotes>(NOTES.testCommand);
 export const restoreReport = notesReader<RestoreReport>(RESTORE_REPORT);
+export const runAction = notesReader<RunAction>(RUN_ACTION);
 
 const decodeRunDiff = object(RUN_DIFF);
 

@@ -55,9 +55,14 @@ export function oneOf<S extends string>(...choices: readonly S[]): Decoder<S> {
     return (value) => choices.find((choice) => choice === value);
 }
 
+function wrapped<T>(read: T | undefined): T[] {
+    return read === undefined ? [] : [read];
+}
+
 /** A list: the items of the item's shape, the others left out. */
 export function list<T>(item: Decoder<T>): Decoder<T[]> {
-    return (value) => (Array.isArray(value) ? value.flatMap((each) => item(each) ?? []) : undefined);
+    // each read item wrapped: an item that is itself a list stays one item (flatMap would spread it)
+    return (value) => (Array.isArray(value) ? value.flatMap((each) => wrapped(item(each))) : undefined);
 }
 
 /** An object of the shape `fields` describes; absent or null fields are left out, never `key: undefined`. */

@@ -620,6 +620,104 @@ describe('activate', () => {
         assert.equal(recorded.shown.length, 0);
     });
 
+    describe('runs in a worktree', () => {
+        /** A workflow.run answer of an isolated run as the server writes it (results.py): `state` ready or discarded. */
+        function isolatedAnswer(runId: string, state: string, files: string[] = ['calculator.py']): Record<string, unknown> {
+            const test = { command: 'python -m unittest', scope: 'whole', exit_code: 0, timed_out: false, summary: 'OK' };
+            return {
+                status: 'COMPLETE',
+                content: 'done',
+                notes: {
+                    workflow: { status: 'SUCCESS', content: 'done', iterations: [{ iteration: 1, prompt: 'p', files: [], test }] },
+                    changed_files: files,
+                    created_files: [],
+                    diff: 'D',
+                    checkpoint_id: null,
+                    run_id: runId,
+                    state,
+                    isolation: 'worktree',
+                    findings: [],
+                },
+            };
+        }
+
+        it('Run Workflow in a Worktree… asks the same questions and sends isolation "worktree"; two run at once, each with its notification, the status item counting them', async () => {
+            recorded.inputs.push('fix average', '', 'fix subtract', 'pytest -q');
+            const fake = client();
+            const count = fake.sent.length;
+            const first = run(ClientCommand.runWorkflowInWorktree);
+            const a = await nextRequest(fake, count + 1);
+            const second = run(ClientCommand.runWorkflowInWorktree);
+            const b = await nextRequest(fake, count + 2);
+            assert.deepEqual(a.params.arguments, [{ goal: 'fix average', isolation: 'worktree' }]);
+            assert.deepEqual(b.params.arguments, [{ goal: 'fix subtract', isolation: 'worktree', test_command: 'pytest -q' }]);
+            assert.notEqual(a.params.workDoneToken, b.params.workDoneToken, 'each its own progress');
+            assert.deepEqual(recorded.progress.map((entry) => entry.title), ['Aider workflow “fix average” in a worktree', 'Aider workflow “fix subtract” in a worktree']);
+            assert.equal(recorded.statusTexts.at(-1), '$(git-branch) 2 runs');
+
+            a.answer(isolatedAnswer('r1', 'ready'));
+            await first;
+            assert.deepEqual(recorded.shown.at(-1), {
+                kind: 'info',
+                text: 'Aider: “fix average” is ready: goal reached in 1 iteration; the tests pass (python -m unittest: OK). Changed calculator.py.',
+                items: ['Apply', 'Show Diff', 'Discard'],
+            });
+            assert.equal(recorded.statusTexts.at(-1), '$(git-branch) 1 run');
+
+            b.answer({ ...isolatedAnswer('r2', 'discarded', []), status: 'FAILED', notes: { ...(isolatedAnswer('r2', 'discarded', []).notes as object), error: { reason: 'cancelled', message: 'cancelled' } } });
+            await second;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Aider: “fix subtract”: cancelled. Your files are untouched.', items: [] });
+            assert.deepEqual(recorded.statusHidden, ['$(git-branch) 1 run'], 'hidden once none runs');
+        });
+
+        it('Apply on the ready message: the run\'s change applied; over the user\'s changes on the same lines, the question names them and "Apply Anyway" forces it', async () => {
+            recorded.inputs.push('fix average', '');
+            recorded.answers.push('Apply');
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runWorkflowInWorktree);
+            (await nextRequest(fake, count + 1)).answer(isolatedAnswer('r7', 'ready'));
+            const apply = await nextRequest(fake, count + 2);
+            assert.equal(apply.params.command, ServerCommand.applyRun);
+            assert.deepEqual(apply.params.arguments, [{ run_id: 'r7' }]);
+            assert.equal(recorded.progress.at(-1)?.title, 'Applying “fix average”');
+            recorded.answers.push('Apply Anyway');
+            const skipped = [{ path: 'calculator.py', reason: 'you changed lines 3-5 since the run started', kind: 'changed_since', lines: [[3, 5]] }];
+            apply.answer({
+                status: 'FAILED',
+                content: '“fix average” was not applied',
+                notes: { error: { reason: 'input_validation_failure', message: 'not applied' }, run_id: 'r7', state: 'ready', written: [], deleted: [], skipped, checkpoint_id: null },
+            });
+            const forced = await nextRequest(fake, count + 3);
+            assert.deepEqual(forced.params.arguments, [{ run_id: 'r7', force: true }]);
+            const question = recorded.shown.at(-1);
+            assert.equal(question?.text, 'Aider: “fix average” was not applied: your changes to calculator.py meet the run\'s. Nothing was written.');
+            assert.deepEqual(question?.items, ['Open the Merge', 'Apply Anyway']);
+            assert.match(question?.detail ?? '', /^calculator\.py: you changed lines 3–5 too\n/);
+            forced.answer({ status: 'COMPLETE', content: 'Applied “fix average”: calculator.py', notes: { run_id: 'r7', state: 'applied', written: ['calculator.py'], deleted: [], skipped: [], checkpoint_id: 'r7' } });
+            await done;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Applied “fix average”: calculator.py', items: ['Undo'] });
+        });
+
+        it('the isolation setting makes Run Workflow… a run in a worktree too: counted, and told as one', async () => {
+            recorded.configuration['aiderLsp.isolation'] = 'worktree';
+            try {
+                recorded.inputs.push('fix average', '');
+                const fake = client();
+                const count = fake.sent.length;
+                const done = run(ClientCommand.runWorkflow);
+                const request = await nextRequest(fake, count + 1);
+                assert.deepEqual(request.params.arguments, [{ goal: 'fix average' }], 'the setting is the server\'s to apply');
+                assert.equal(recorded.statusTexts.at(-1), '$(git-branch) 1 run');
+                request.answer(isolatedAnswer('r9', 'ready'));
+                await done;
+                assert.deepEqual(recorded.shown.at(-1)?.items, ['Apply', 'Show Diff', 'Discard']);
+            } finally {
+                delete recorded.configuration['aiderLsp.isolation'];
+            }
+        });
+    });
+
     it('progress that belongs to no command goes to VS Code\'s default handling', () => {
         const route = client().clientOptions.middleware.handleWorkDoneProgress;
         assert.ok(route);
@@ -859,6 +957,89 @@ describe('activate', () => {
             assert.deepEqual(request.params.arguments, [{ goal: long.goal }]);
             request.answer({ status: 'COMPLETE', content: 'done', notes: { workflow: { status: 'SUCCESS', content: 'done', iterations: [] } } });
             await done;
+        });
+
+        const ready = {
+            ...newer,
+            id: '00000000000000000003-cccccccc',
+            label: 'Fix average',
+            goal: 'Fix average',
+            state: 'ready',
+            isolation: 'worktree',
+            branch: 'aider-lsp/run-cccccccc',
+            files: ['calculator.py'],
+            findings: [{ path: 'test_calculator.py', line: 12, column: 0, message: 'AssertionError: 2 != 3\nmore', severity: 'error', source: 'unittest' }],
+        };
+
+        it('a ready run stands out, open, its findings and files under it; a running one has no diff to click yet', async () => {
+            const [, readyNode, runningNode] = await listed([newer, ready, { ...ready, id: 'r-running', state: 'running', status: null, findings: [] }]);
+            const item = provider().getTreeItem(readyNode);
+            assert.equal(item.contextValue, 'aiderRun.workflow.ready.git');
+            assert.equal(item.iconPath?.id, 'git-pull-request');
+            assert.equal(item.collapsibleState, TreeItemCollapsibleState.Expanded, 'open, though not the newest');
+            assert.match(String(item.description), /^ready to apply · goal reached/);
+            const children = (await provider().getChildren(readyNode)).map((node) => provider().getTreeItem(node));
+            assert.deepEqual(children.map((child) => [child.label, child.description, child.iconPath?.id]), [
+                ['test_calculator.py:12', 'AssertionError: 2 != 3', 'error'],
+                ['calculator.py', '', undefined],
+            ]);
+            assert.equal(children[1]?.command?.command, ClientCommand.openRunFile, 'its file opens the run\'s diff');
+            const running = provider().getTreeItem(runningNode);
+            assert.equal(running.contextValue, 'aiderRun.workflow.running');
+            assert.equal(running.iconPath?.id, 'loading~spin');
+            const [runningFile] = await provider().getChildren(runningNode);
+            assert.equal(provider().getTreeItem(runningFile).command, undefined);
+        });
+
+        it('Apply from the view over the user\'s change: "Open the Merge" opens the run\'s version beside the user\'s file', async () => {
+            const [readyNode] = await listed([ready]);
+            let refreshed = 0;
+            provider().onDidChangeTreeData?.(() => { refreshed += 1; });
+            const fake = client();
+            const count = fake.sent.length;
+            recorded.answers.push('Open the Merge');
+            const done = run(ClientCommand.applyRun, readyNode);
+            const apply = await nextRequest(fake, count + 1);
+            assert.deepEqual([apply.params.command, apply.params.arguments], [ServerCommand.applyRun, [{ run_id: ready.id }]]);
+            const skipped = [{ path: 'calculator.py', reason: 'changed since', kind: 'changed_since', lines: [[4, 4]] }];
+            apply.answer({ status: 'FAILED', content: 'not applied', notes: { error: { reason: 'input_validation_failure', message: 'not applied' }, run_id: ready.id, state: 'ready', skipped } });
+            const diff = await nextRequest(fake, count + 2);
+            assert.deepEqual([diff.params.command, diff.params.arguments], [ServerCommand.historyDiff, [{ run_id: ready.id, path: 'calculator.py' }]]);
+            const theirs = 'def average(values):\n    return sum(values) / len(values) if values else 0\n';
+            diff.answer({ status: 'COMPLETE', content: '', notes: { run: ready, files: [{ path: 'calculator.py', before: 'x', after: theirs, existed_before: true, exists_after: true }] } });
+            await done;
+            const opened = commands.executed.filter((call) => call.id === 'vscode.diff').at(-1);
+            assert.ok(opened, 'the merge opened');
+            const [left, right, title] = opened.args as [Uri, Uri, string];
+            assert.equal(recorded.contentProviders.get(left.scheme)?.provideTextDocumentContent(left), theirs);
+            assert.equal(right.toString(), Uri.joinPath(Uri.file(root), 'calculator.py').toString(), 'the user\'s own file, to edit');
+            assert.equal(title, 'calculator.py (“Fix average” ↔ yours)');
+            assert.ok(refreshed > 0, 'the view reads the history again');
+        });
+
+        it('Discard asks first, then discards; Keep as Branch keeps it; both tell what the server did', async () => {
+            const [readyNode] = await listed([ready]);
+            const fake = client();
+            let count = fake.sent.length;
+            recorded.answers.push(undefined); // "Discard?" dismissed: nothing sent
+            await run(ClientCommand.discardRun, readyNode);
+            assert.equal(fake.sent.length, count);
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Discard “Fix average”?', items: ['Discard'], detail: 'Its change is thrown away with its worktree. Your files are not touched.' });
+            recorded.answers.push('Discard');
+            const discarding = run(ClientCommand.discardRun, readyNode);
+            const discard = await nextRequest(fake, count + 1);
+            assert.deepEqual([discard.params.command, discard.params.arguments], [ServerCommand.discardRun, [{ run_id: ready.id }]]);
+            discard.answer({ status: 'COMPLETE', content: 'Discarded “Fix average”.', notes: { run_id: ready.id, state: 'discarded' } });
+            await discarding;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Discarded “Fix average”.', items: [] });
+
+            count = fake.sent.length;
+            const keeping = run(ClientCommand.keepRunBranch, readyNode);
+            const keep = await nextRequest(fake, count + 1);
+            assert.deepEqual([keep.params.command, keep.params.arguments], [ServerCommand.keepRunBranch, [{ run_id: ready.id }]]);
+            keep.answer({ status: 'COMPLETE', content: 'Kept “Fix average” on branch aider-lsp/run-cccccccc (abc1234).', notes: { run_id: ready.id, state: 'kept', branch: ready.branch, commit: 'abc1234' } });
+            await keeping;
+            assert.equal(recorded.shown.at(-1)?.text, 'Aider: Kept “Fix average” on branch aider-lsp/run-cccccccc (abc1234).');
         });
 
         it('with no run, the welcome says so; with no server, that it is not running', async () => {

@@ -1,8 +1,9 @@
 /**
  * The protocol against the REAL Python server over stdio (vscode-languageserver-protocol/node),
  * with the same argument shapes the extension sends: getContext, a real Aider edit and a real
- * workflow run answered by the scripted LLM server (Show Diff reads both diffs), and cancelled
- * long commands whose test process must be gone. The argument types of src/protocol.ts and the
+ * workflow run answered by the scripted LLM server (Show Diff reads both diffs), runs in a
+ * worktree (one applied then undone, one discarded), and cancelled long commands whose test
+ * process must be gone. The argument types of src/protocol.ts and the
  * result types of src/protocolResults.ts are compared with the server's own JSON schemas, the
  * hand-built notes with real answers, and the extension's client capabilities get it the "Edit
  * selection with Aider" action.
@@ -38,6 +39,7 @@ import {
 import { fileContext } from '../src/common/arguments';
 import { ClientCommandsFeature } from '../src/common/capabilities';
 import { contentBefore, splitDiff } from '../src/common/diff';
+import { isolatedAnswer } from '../src/common/isolation';
 import { runFileSides, runRecords } from '../src/common/runs';
 import {
     asTaskResult,
@@ -51,7 +53,7 @@ import {
     type ServerCommandId,
     type TaskResult,
 } from '../src/protocol';
-import { changeNotes, NOTES, RESULT_MODELS, restoreReport, workflowRunNotes } from '../src/protocolResults';
+import { changeNotes, NOTES, RESULT_ENUMS, RESULT_MODELS, restoreReport, runAction, workflowRunNotes } from '../src/protocolResults';
 import { presences, type Field } from '../src/wire';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -84,8 +86,19 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.workflow.undo': { run_id: 'optional', force: 'optional', files: 'optional' },
     'aider-lsp.history.list': {},
     'aider-lsp.history.diff': { run_id: 'required', path: 'optional' },
-    'aider-lsp.workflow.run': { goal: 'required', context: 'optional', test_command: 'optional', max_retries: 'optional', file_context: 'optional', plan: 'optional' },
+    'aider-lsp.workflow.run': {
+        goal: 'required',
+        context: 'optional',
+        test_command: 'optional',
+        max_retries: 'optional',
+        file_context: 'optional',
+        plan: 'optional',
+        isolation: 'optional',
+    },
     'aider-lsp.diagnostics.clear': {},
+    'aider-lsp.runs.apply': { run_id: 'required', force: 'optional' },
+    'aider-lsp.runs.discard': { run_id: 'required' },
+    'aider-lsp.runs.keepBranch': { run_id: 'required' },
 };
 
 /** The objects inside the arguments, by the name of the server's model (the schemas' `$defs`). */
@@ -96,6 +109,7 @@ const DECLARED_MODELS: { Selection: Shape<Selection>; Range: Shape<Range>; Posit
 };
 
 interface JsonSchema {
+    enum?: unknown[];
     properties?: Record<string, unknown>;
     required?: string[];
     $defs?: Record<string, JsonSchema>;
@@ -290,11 +304,19 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.deepEqual([...server.commands].sort(), declaredIds, 'the commands the server advertises');
         assert.deepEqual(Object.keys(schemas).sort(), declaredIds, 'the server\'s command table');
         const models: Record<string, JsonSchema> = {};
+        const enums: Record<string, unknown[]> = {};
         for (const id of Object.values(ServerCommand)) {
             const { schema, aliases } = schemas[id];
             assert.deepEqual(declaredShape(DECLARED[id], aliases), schemaShape(schema), `the argument of ${id}`);
-            Object.assign(models, schema.$defs ?? {});
+            for (const [name, def] of Object.entries(schema.$defs ?? {})) {
+                if (def.enum === undefined) {
+                    models[name] = def;
+                } else {
+                    enums[name] = def.enum;
+                }
+            }
         }
+        assert.deepEqual(enums, { Isolation: [...RESULT_ENUMS.Isolation] }, 'the enumerations inside the arguments');
         assert.deepEqual(Object.keys(models).sort(), Object.keys(DECLARED_MODELS).sort(), 'the objects inside the arguments');
         for (const [name, shape] of Object.entries(DECLARED_MODELS)) {
             assert.deepEqual(declaredShape(shape), schemaShape(models[name]), `the ${name} object`);
@@ -307,6 +329,11 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
             const schema = results[name];
             assert.ok(schema, `the server has a result model named ${name} (aider_lsp.models)`);
             assert.deepEqual(declaredShape(presences(table)), schemaShape(schema), `the ${name} result`);
+        }
+        // the enumerations the results name: the same values (a state the client does not know would be dropped)
+        const defs = Object.assign({}, ...Object.values(results).map((schema) => schema?.$defs ?? {})) as Record<string, JsonSchema>;
+        for (const [name, values] of Object.entries(RESULT_ENUMS)) {
+            assert.deepEqual(defs[name]?.enum, [...values], `the ${name} values`);
         }
     });
 
@@ -360,7 +387,8 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1 });
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
-        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'a workflow run\'s notes');
+        const inPlace = missingNotes(NOTES.workflowRun, result).filter((key) => !(key in NOTES.isolatedRun));
+        assert.deepEqual(inPlace, [], 'a workflow run\'s notes');
         const notes = workflowRunNotes(result);
         assert.deepEqual(notes.changed_files, ['pkg/calc.py']);
         assert.equal(notes.workflow?.iterations?.length, 1, 'the run\'s history, read as a WorkflowResult');
@@ -371,6 +399,48 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.equal(contentBefore(EDITED, sections.get('pkg/calc.py') ?? ''), ORIGINAL);
         const undo = await server.execute(ServerCommand.undo, {});
         assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('a run in a worktree leaves the files alone until Apply: ready in the history with its diff, then applied, and undone by its id', async (t) => {
+        // a failure here still leaves the next tests the file they start from
+        t.after(() => { fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL); });
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, isolation: 'worktree' });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'an isolated run\'s notes');
+        const answer = isolatedAnswer(result);
+        assert.equal(answer?.state, 'ready');
+        assert.deepEqual(workflowRunNotes(result).changed_files, ['pkg/calc.py'], 'against the files it started from');
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL, 'the user\'s file untouched');
+        const runId = answer?.runId ?? '';
+        const listed = runRecords(await server.execute(ServerCommand.historyList, {})).find((run) => run.id === runId);
+        assert.deepEqual([listed?.state, listed?.isolation, listed?.branch], ['ready', 'worktree', undefined], 'no git here: a copy, no branch');
+        const sides = runFileSides(await server.execute(ServerCommand.historyDiff, { run_id: runId }));
+        assert.deepEqual(sides, [{ path: 'pkg/calc.py', before: ORIGINAL, after: EDITED, existedBefore: true, existsAfter: true, binary: false }]);
+        const kept = await server.execute(ServerCommand.keepRunBranch, { run_id: runId });
+        assert.equal(kept.status, 'FAILED', 'no git: no branch to keep');
+        const applied = await server.execute(ServerCommand.applyRun, { run_id: runId });
+        assert.equal(applied.status, 'COMPLETE', applied.content);
+        assert.deepEqual([runAction(applied).state, runAction(applied).written], ['applied', ['pkg/calc.py']]);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
+        const undo = await server.execute(ServerCommand.undo, { run_id: runId });
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('a ready run discarded is gone from what can be applied; the user\'s files never changed', async (t) => {
+        t.after(() => { fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL); });
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, isolation: 'worktree' });
+        const runId = isolatedAnswer(result)?.runId ?? '';
+        assert.ok(runId, result.content);
+        const discarded = await server.execute(ServerCommand.discardRun, { run_id: runId });
+        assert.equal(discarded.status, 'COMPLETE', discarded.content);
+        assert.equal(runAction(discarded).state, 'discarded');
+        const listed = runRecords(await server.execute(ServerCommand.historyList, {})).find((run) => run.id === runId);
+        assert.equal(listed?.state, 'discarded');
+        assert.equal((await server.execute(ServerCommand.applyRun, { run_id: runId })).status, 'FAILED', 'nothing left to apply');
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
     });
 

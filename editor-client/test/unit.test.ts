@@ -212,6 +212,9 @@ describe('reading the server\'s JSON (wire.ts)', () => {
         assert.equal(decode({ name: 7 }), undefined);
         assert.equal(decode(['a']), undefined);
     });
+    it('reads a list of lists as lists (a SkippedFile\'s [first, last] line ranges), each inner list kept whole', () => {
+        assert.deepEqual(list(list(num))([[3, 5], [9, 9], 'x', [1, 'y']]), [[3, 5], [9, 9], [1]]);
+    });
     it('says which fields are required, as the protocol test compares them with the server\'s schemas', () => {
         assert.deepEqual(presences(RESULT_MODELS.RunFileDiff), { path: 'required', before: 'optional', after: 'optional', existed_before: 'required', exists_after: 'required', binary: 'optional' });
     });
@@ -367,7 +370,9 @@ describe('the run history → the Runs view', () => {
     it('reads the records field by field, leaving out what is not a run', () => {
         const runs = runRecords(answer);
         assert.deepEqual(runs.map((run) => run.id), ['r2', 'r1']);
-        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60 });
+        // a server that says no state: a run on the user's files, applied as it edited
+        const defaults = { state: 'applied', isolation: 'none', findings: [] };
+        assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60, ...defaults });
         assert.deepEqual(runRecords({ status: 'COMPLETE', content: 'No runs yet.', notes: { runs: [] } }), []);
     });
 

@@ -71,6 +71,25 @@ export interface RunRecord {
     steps: RunStep[];
     /** What the run could not do and went on without (e.g. no plan was made). */
     note?: string;
+    /** Where it stands: an isolated run is running, then ready until applied, discarded or kept. */
+    state: wire.RunStateName;
+    /** `worktree`: it ran in a worktree of its own (a copy where there is no git). */
+    isolation: wire.Isolation;
+    /** An isolated run's git branch (none: the folder has no git, so no Keep as Branch). */
+    branch?: string;
+    /** An isolated run's last test failures, shown under it (never in the Problems panel). */
+    findings: RunFinding[];
+}
+
+/** One failure of an isolated run's last test run (the server's Finding), its defaults filled in. */
+export interface RunFinding {
+    path: string;
+    /** 1-based; 0: the whole file. */
+    line: number;
+    column: number;
+    message: string;
+    severity: string;
+    source: string;
 }
 
 /** One file of a run: its text before the run and after the run's last edit. */
@@ -120,6 +139,18 @@ function runStep(step: wire.RunStep): RunStep {
     };
 }
 
+/** A Finding with its defaults (the server's) filled in. */
+export function runFinding(finding: wire.Finding): RunFinding {
+    return {
+        path: finding.path,
+        line: finding.line ?? 0,
+        column: finding.column ?? 0,
+        message: finding.message,
+        severity: finding.severity ?? 'error',
+        source: finding.source ?? 'tests',
+    };
+}
+
 function runRecord(run: wire.RunRecord): RunRecord {
     const optional = present({
         goal: run.goal,
@@ -129,9 +160,12 @@ function runRecord(run: wire.RunRecord): RunRecord {
         durationS: run.duration_s,
         undone: run.undone,
         note: run.note,
+        branch: run.branch,
     });
     const known = { id: run.id, created: run.created, kind: run.kind, label: run.label, files: run.files ?? [] };
-    return { ...known, steps: (run.steps ?? []).map(runStep), ...optional };
+    // an older server sends no state: its runs are all in place, applied as they edit
+    const isolation = { state: run.state ?? 'applied', isolation: run.isolation ?? 'none', findings: (run.findings ?? []).map(runFinding) } as const;
+    return { ...known, steps: (run.steps ?? []).map(runStep), ...isolation, ...optional };
 }
 
 /** The runs of a history.list answer (`notes.runs`), newest first as the server sends them. */
@@ -177,11 +211,23 @@ export function statusWords(run: RunRecord): string {
     return run.status === undefined ? 'unfinished' : (STATUS_WORDS[run.status] ?? run.status.toLowerCase());
 }
 
-/** What a state of the run's icon is: passed, failed, cancelled, undone or unfinished. */
-export type RunState = 'passed' | 'failed' | 'cancelled' | 'undone' | 'unfinished';
+/**
+ * What a state of the run's icon is: passed, failed, cancelled, undone or unfinished; an
+ * isolated run's while it is not on the user's files: running, ready, discarded or kept.
+ */
+export type RunState = 'passed' | 'failed' | 'cancelled' | 'undone' | 'unfinished' | 'running' | 'ready' | 'discarded' | 'kept';
 
 export function runState(run: RunRecord): RunState {
-    if (run.undone !== undefined) {
+    switch (run.state) {
+        case 'running':
+        case 'ready':
+        case 'discarded':
+        case 'kept':
+            return run.state;
+        default:
+            break;
+    }
+    if (isUndone(run)) {
         return 'undone';
     }
     switch (run.status) {
@@ -220,13 +266,43 @@ function spendHeadline(spend: string): string {
     return spend.split(' (')[0] ?? spend;
 }
 
+/** Taken back by an undo (an older server says so by `undone` alone). */
+export function isUndone(run: RunRecord): boolean {
+    return run.undone !== undefined || run.state === 'undone';
+}
+
+/** How an isolated run stands, first in its line: "running in a worktree", "ready to apply", "kept on branch aider/x"; '' once applied. */
+export function isolationWords(run: RunRecord): string {
+    if (run.isolation !== 'worktree') {
+        return '';
+    }
+    switch (run.state) {
+        case 'running':
+            return 'running in a worktree';
+        case 'ready':
+            return 'ready to apply';
+        case 'discarded':
+            return 'discarded';
+        case 'kept':
+            return run.branch === undefined ? 'kept' : `kept on branch ${run.branch}`;
+        default:
+            return '';
+    }
+}
+
 /** The line beside the run's label: "undone · goal reached · 2 iterations · 1500 tokens · $0.01 · 3 min ago". */
 export function runDescription(run: RunRecord, now: number): string {
     const parts: string[] = [];
-    if (run.undone !== undefined) {
+    const isolated = isolationWords(run);
+    if (isolated) {
+        parts.push(isolated);
+    }
+    if (isUndone(run)) {
         parts.push('undone');
     }
-    parts.push(statusWords(run));
+    if (run.state !== 'running') {
+        parts.push(statusWords(run));
+    }
     if (run.iterations !== undefined) {
         parts.push(plural(run.iterations, 'iteration'));
     }
@@ -256,6 +332,10 @@ export function runTooltip(run: RunRecord): string {
     if (run.note) {
         lines.push(run.note);
     }
+    const isolated = isolatedTooltip(run);
+    if (isolated) {
+        lines.push(isolated);
+    }
     lines.push(run.files.length > 0 ? `Changed ${run.files.join(', ')}` : 'Changed no file');
     if (run.spend) {
         lines.push(`Spent ${run.spend}`);
@@ -268,6 +348,62 @@ export function runTooltip(run: RunRecord): string {
     }
     lines.push(`Run id ${run.id}`);
     return lines.join('\n');
+}
+
+/** What the tooltip says of an isolated run: where its change is and what the user can do with it. */
+function isolatedTooltip(run: RunRecord): string {
+    if (run.isolation !== 'worktree') {
+        return '';
+    }
+    const where = run.branch === undefined ? 'a copy of the folder' : `a worktree on branch ${run.branch}`;
+    switch (run.state) {
+        case 'running':
+            return `Running in ${where}: your files are not touched`;
+        case 'ready':
+            return `Ready in ${where}: Apply lays its change on your files; Discard drops it${run.branch === undefined ? '' : '; Keep as Branch commits it there'}`;
+        case 'discarded':
+            return 'Discarded: its change was thrown away, your files untouched';
+        case 'kept':
+            return `Kept: committed to ${run.branch ?? 'its branch'}, your files untouched`;
+        default:
+            return `Ran in ${where}, then applied to your files`;
+    }
+}
+
+/**
+ * The run item's contextValue, which package.json's menus read: `aiderRun.<kind>` for a run on
+ * the user's files (Undo, Show Diff), `.undone` once taken back (Show Diff, no Undo); an
+ * isolated run's state (`.running`: nothing to show yet; `.ready`: Apply, Discard, Show Diff,
+ * and `.ready.git` Keep as Branch too; `.discarded`, `.kept`: its tree is gone, no diff).
+ */
+export function runContextValue(run: RunRecord): string {
+    const base = `aiderRun.${run.kind === 'workflow' ? 'workflow' : 'edit'}`;
+    switch (run.state) {
+        case 'running':
+        case 'discarded':
+        case 'kept':
+            return `${base}.${run.state}`;
+        case 'ready':
+            return `${base}.ready${run.branch === undefined ? '' : '.git'}`;
+        default:
+            return isUndone(run) ? `${base}.undone` : base;
+    }
+}
+
+/** Whether the run's diff can be shown: on the user's files (applied, undone) or ready in its worktree. */
+export function hasDiff(run: RunRecord): boolean {
+    return run.state !== 'running' && run.state !== 'discarded' && run.state !== 'kept';
+}
+
+/** A finding's leaf: "calculator.py:12" (the file alone when it is about the whole file). */
+export function findingLabel(finding: RunFinding): string {
+    return finding.line > 0 ? `${finding.path}:${String(finding.line)}` : finding.path;
+}
+
+/** Its tooltip: where, what said it, and the whole message. */
+export function findingTooltip(finding: RunFinding): string {
+    const at = finding.line > 0 ? `${finding.path}, line ${String(finding.line)}${finding.column > 0 ? `, column ${String(finding.column)}` : ''}` : finding.path;
+    return `${at} (${finding.source}, ${finding.severity})\n\n${finding.message}`;
 }
 
 /** What an iteration's edit did: "changed calc.py", "changed a.py, created b.py", "changed nothing". */

@@ -21,6 +21,8 @@ export const SERVER_SETTING_KEYS = [
     'testShell',
     'pythonInterpreter',
     'maxRetries',
+    'isolation',
+    'maxIsolatedRuns',
     'analyseGreenTests',
     'testsBeforeFirstEdit',
     'failingTestsFirst',

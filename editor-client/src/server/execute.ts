@@ -88,17 +88,17 @@ export class ServerCommands {
     }
 
     /**
-     * A quick read for a view (the run history, a run's diff): no notification, no cancel
-     * button, no message. Undefined when the server is not running or the request failed
+     * A quick read for a view (the run history, a run's diff), in `folder` when given: no
+     * notification, no cancel button, no message. Undefined when the server is not running or the request failed
      * (logged); a FAILED answer is the caller's to tell.
      */
-    async query<C extends ServerCommandId>(command: C, arg: CommandArgs[C]): Promise<TaskResult | undefined> {
+    async query<C extends ServerCommandId>(command: C, arg: CommandArgs[C], folder?: vscode.Uri): Promise<TaskResult | undefined> {
         const client = this.host.client();
         if (client === undefined || !client.isRunning()) {
             return undefined;
         }
         try {
-            const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] });
+            const answer: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [withFolder(arg, folder?.toString())] });
             const result = asTaskResult(answer);
             if (result === undefined) {
                 this.host.log.error(`${command}: the server's answer is not a TaskResult`);

@@ -18,6 +18,8 @@ export interface FlowContext {
     readonly beforeContent: BeforeContentProvider;
     readonly secrets: vscode.SecretStorage;
     readonly lastChange: LastChange;
+    /** Counts the isolated runs under way (the status item, ui/isolatedRuns.ts). */
+    readonly isolatedRuns: { track<T>(work: Promise<T>): Promise<T> };
     restartServer(): Promise<void>;
 }
 

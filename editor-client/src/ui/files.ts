@@ -93,15 +93,18 @@ export async function placeOf(uris: vscode.Uri[], hint?: vscode.Uri): Promise<Pl
     return { folder: choice.folder, root, files: relative(uris, root) };
 }
 
-/** Saves dirty files in the workspace first, after asking: the server never meets a dirty buffer by surprise. */
-export async function saveDirtyFiles(): Promise<boolean> {
+/**
+ * Saves dirty files in the workspace first, after asking: the server never meets a dirty buffer
+ * by surprise. `why` says why the question is asked (default: Aider edits files on disk).
+ */
+export async function saveDirtyFiles(why = 'Aider edits files on disk.'): Promise<boolean> {
     const dirty = vscode.workspace.textDocuments.filter((doc) => doc.isDirty && doc.uri.scheme === 'file');
     if (dirty.length === 0) {
         return true;
     }
     const names = dirty.map((doc) => vscode.workspace.asRelativePath(doc.uri)).join(', ');
     const choice = await vscode.window.showWarningMessage(
-        `Aider edits files on disk. Save ${names} first?`,
+        `${why} Save ${names} first?`,
         { modal: true },
         'Save and Continue',
     );

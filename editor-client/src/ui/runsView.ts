@@ -3,7 +3,10 @@
  * (`aider-lsp.history.list`, so it survives a reload) with what was asked, how it ended, its
  * iterations and spend, and under it its iterations (each with what its edit did, its test
  * run and its analysis as leaves) and the files it changed; a click on a file opens its diff
- * (flows/runs.ts). It reads the history again after every command that can change it, while a
+ * (flows/runs.ts). Runs in worktrees of their own are listed while they run and once ready
+ * (their icon and line say so, a ready one open with its actions: Apply, Discard, Show Diff,
+ * Keep as Branch), their last test failures under them, never in the Problems panel.
+ * It reads the history again after every command that can change it, while a
  * run reports progress (its files appear as it edits them), after a server (re)start, and on
  * its refresh button. With no run the view's welcome text (package.json `viewsWelcome`) shows,
  * chosen by the `aiderLsp.runs` context key.
@@ -12,6 +15,10 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
     analysisTooltip,
+    findingLabel,
+    findingTooltip,
+    hasDiff,
+    runContextValue,
     runDescription,
     runRecords,
     runState,
@@ -22,6 +29,7 @@ import {
     stepTooltip,
     testLabel,
     testTooltip,
+    type RunFinding,
     type RunRecord,
     type RunState,
     type RunStep,
@@ -41,12 +49,21 @@ export type RunNode =
     | { kind: 'iteration'; run: RunRecord; step: RunStep }
     | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
     | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
+    | { kind: 'finding'; run: RunRecord; index: number; finding: RunFinding }
     | { kind: 'file'; run: RunRecord; path: string };
 
-const KINDS = new Set<unknown>(['run', 'iteration', 'test', 'analysis', 'file']);
+const KINDS = new Set<unknown>(['run', 'iteration', 'test', 'analysis', 'finding', 'file']);
 
-/** The commands after which the history may hold another run, or a run undone. */
-const CHANGES_HISTORY = new Set<ServerCommandId>([ServerCommand.automatic, ServerCommand.interactive, ServerCommand.workflowRun, ServerCommand.undo]);
+/** The commands after which the history may hold another run, or a run undone, applied, discarded or kept. */
+const CHANGES_HISTORY = new Set<ServerCommandId>([
+    ServerCommand.automatic,
+    ServerCommand.interactive,
+    ServerCommand.workflowRun,
+    ServerCommand.undo,
+    ServerCommand.applyRun,
+    ServerCommand.discardRun,
+    ServerCommand.keepRunBranch,
+]);
 
 /** While a run reports progress, the history is read again at most this often. */
 const LIVE_REFRESH_MS = 1500;
@@ -57,6 +74,11 @@ const ICONS: Record<RunState, { id: string; color?: string }> = {
     cancelled: { id: 'circle-slash' },
     undone: { id: 'discard' },
     unfinished: { id: 'circle-outline' }, // still running, or interrupted: no outcome recorded
+    // runs in worktrees: a ready one stands out, it waits for the user
+    running: { id: 'loading~spin' },
+    ready: { id: 'git-pull-request', color: 'charts.blue' },
+    discarded: { id: 'trash' },
+    kept: { id: 'git-branch' },
 };
 
 /** The value VS Code passes a view item's command: one of this view's nodes, else undefined. */
@@ -110,6 +132,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
             const { run } = node;
             return [
                 ...run.steps.map((step): RunNode => ({ kind: 'iteration', run, step })),
+                ...run.findings.map((finding, index): RunNode => ({ kind: 'finding', run, index, finding })),
                 ...run.files.map((file): RunNode => ({ kind: 'file', run, path: file })),
             ];
         }
@@ -144,19 +167,22 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
                 return testItem(node.run, node.iteration, node.test);
             case 'analysis':
                 return analysisItem(node.run, node.iteration, node.analysis);
+            case 'finding':
+                return findingItem(node.run, node.index, node.finding);
         }
     }
 
     private runItem(run: RunRecord, newest: boolean): vscode.TreeItem {
         const { None, Collapsed, Expanded } = vscode.TreeItemCollapsibleState;
-        const empty = run.files.length === 0 && run.steps.length === 0;
-        const item = new vscode.TreeItem(shortLabel(run), empty ? None : newest ? Expanded : Collapsed);
+        const empty = run.files.length === 0 && run.steps.length === 0 && run.findings.length === 0;
+        // the newest run and every ready one are open: a ready one waits for the user
+        const item = new vscode.TreeItem(shortLabel(run), empty ? None : newest || run.state === 'ready' ? Expanded : Collapsed);
         item.id = run.id;
         item.description = runDescription(run, this.now());
         item.tooltip = runTooltip(run);
         item.iconPath = stateIcon(runState(run));
-        // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: not undone)
-        item.contextValue = `aiderRun.${run.kind === 'workflow' ? 'workflow' : 'edit'}${run.undone === undefined ? '' : '.undone'}`;
+        // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: on the user's files, not undone; Apply…: ready)
+        item.contextValue = runContextValue(run);
         return item;
     }
 
@@ -169,9 +195,14 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         if (root !== undefined) {
             item.resourceUri = vscode.Uri.joinPath(root, file); // the file's own icon
         }
-        item.tooltip = `${file}: before ↔ after “${shortLabel(run)}”`;
         item.contextValue = 'aiderRunFile';
-        item.command = { command: ClientCommand.openRunFile, title: 'Show Diff', arguments: [{ kind: 'file', run, path: file } satisfies RunNode] };
+        // a running run has no diff yet; a discarded or kept one's tree is gone
+        if (hasDiff(run)) {
+            item.tooltip = `${file}: before ↔ after “${shortLabel(run)}”`;
+            item.command = { command: ClientCommand.openRunFile, title: 'Show Diff', arguments: [{ kind: 'file', run, path: file } satisfies RunNode] };
+        } else {
+            item.tooltip = file;
+        }
         return item;
     }
 
@@ -213,6 +244,15 @@ function leaf(id: string, label: string, description: string, tooltip: string, i
 function testItem(run: RunRecord, iteration: number, test: StepTestRun): vscode.TreeItem {
     const item = leaf(`${run.id}:iteration:${String(iteration)}:test`, testLabel(test), test.summary, testTooltip(test), 'beaker');
     item.contextValue = 'aiderRunTests';
+    return item;
+}
+
+/** A failure of the run's last test run (an isolated run's: not in the Problems panel): "calculator.py:12" and the message's first line. */
+function findingItem(run: RunRecord, index: number, finding: RunFinding): vscode.TreeItem {
+    const firstLine = finding.message.split('\n')[0] ?? '';
+    const icon = finding.severity === 'error' ? 'error' : finding.severity === 'warning' ? 'warning' : 'info';
+    const item = leaf(`${run.id}:finding:${String(index)}`, findingLabel(finding), firstLine, findingTooltip(finding), icon);
+    item.contextValue = 'aiderRunFinding';
     return item;
 }
 

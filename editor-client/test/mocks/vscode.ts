@@ -137,6 +137,8 @@ export const recorded = {
     answers: [] as (string | undefined)[],
     progress: [] as { title: string; messages: string[]; cancel: CancellationTokenSource }[],
     statusTexts: [] as string[],
+    /** The text of a status item each time it was hidden. */
+    statusHidden: [] as string[],
     configuration: {} as Record<string, unknown>,
     configurationTargets: [] as (ConfigurationTarget | undefined)[],
     treeViews: new Map<string, FakeTreeDataProvider>(),
@@ -157,6 +159,7 @@ export const recorded = {
         this.answers.length = 0;
         this.progress.length = 0;
         this.statusTexts.length = 0;
+        this.statusHidden.length = 0;
         this.folderPicks.length = 0;
         this.folderPickAsked = 0;
         this.quickPicks.length = 0;
@@ -211,6 +214,7 @@ export const window = {
     },
     createStatusBarItem: (): Record<string, unknown> => {
         const item: Record<string, unknown> = { show: () => undefined, dispose: () => undefined };
+        item.hide = (): void => void recorded.statusHidden.push(String(item.text));
         return new Proxy(item, {
             set(target, key, value): boolean {
                 target[key as string] = value;
