@@ -36,8 +36,21 @@ from typing import Any
 from aider_lsp.app import Application
 from aider_lsp.models import Isolation, RequestContext, WorkflowRequest
 from aider_lsp_testing.apps import scripted_app
-from aider_lsp_testing.letters_project import MODULES, goal, module_test_command, script_fixes, write_letters_project
-from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, ScriptedLLMServer, aider_whole, json_output
+from aider_lsp_testing.letters_project import (
+    MODULES,
+    goal,
+    module_test_command,
+    script_fixes,
+    write_letters_project,
+)
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    IS_PLAN,
+    ScriptedLLMServer,
+    aider_whole,
+    json_output,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PASS = f"{sys.executable} -c pass"
@@ -73,7 +86,9 @@ async def time_to_first_call(app: Application, calls: FirstCalls, isolation: Iso
     return calls.times[before] - started
 
 
-async def first_call_costs(root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int) -> dict[str, list[float]]:
+async def first_call_costs(
+    root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int
+) -> dict[str, list[float]]:
     app = scripted_app(root, server.base_url)
     try:
         await app.index_workspace()
@@ -137,13 +152,17 @@ async def three_runs(where: Path, server: ScriptedLLMServer, at_once: bool) -> t
     try:
         await app.index_workspace()
         requests = [
-            WorkflowRequest(goal=goal(name), test_command=module_test_command(name), isolation=Isolation.WORKTREE)
+            WorkflowRequest(
+                goal=goal(name), test_command=module_test_command(name), isolation=Isolation.WORKTREE
+            )
             for name in MODULES
         ]
         with peak_memory() as peak:
             started = time.monotonic()
             if at_once:
-                runs = await asyncio.gather(*(app.run_workflow(request, RequestContext()) for request in requests))
+                runs = await asyncio.gather(
+                    *(app.run_workflow(request, RequestContext()) for request in requests)
+                )
             else:
                 runs = [await app.run_workflow(request, RequestContext()) for request in requests]
             wall = time.monotonic() - started
@@ -164,7 +183,9 @@ def scripted_server(calls: FirstCalls) -> ScriptedLLMServer:
 
 
 def files_in(root: Path) -> int:
-    return len(subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.splitlines())
+    return len(
+        subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.splitlines()
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -179,15 +200,18 @@ async def main(args: argparse.Namespace) -> None:
                 root = clone(source, Path(scratch))
                 seconds = await first_call_costs(root, server, calls, args.repeat)
                 in_place, isolated = (statistics.median(seconds[key]) for key in ("none", "worktree"))
+                name = "aider-lsp" if source == REPO else source.name
+                every = [[round(value, 2) for value in seconds[key]] for key in ("none", "worktree")]
                 print(
-                    f"{source.name if source != REPO else 'aider-lsp'} ({files_in(root)} files): request → Aider's "
-                    f"first call in place {in_place:.2f} s, isolated {isolated:.2f} s, +{isolated - in_place:.2f} s "
-                    f"(all: {[round(s, 2) for s in seconds['none']]} / {[round(s, 2) for s in seconds['worktree']]})"
+                    f"{name} ({files_in(root)} files): request → Aider's first call "
+                    f"in place {in_place:.2f} s, isolated {isolated:.2f} s, +{isolated - in_place:.2f} s "
+                    f"(all: {every[0]} / {every[1]})"
                 )
             for at_once in (False, True):
                 wall, peak = await three_runs(Path(tempfile.mkdtemp(dir=scratch)), server, at_once)
                 label = "at once" if at_once else "one after the other"
-                print(f"three isolated runs {label}: {wall:.1f} s wall, peak {peak / 1024:.0f} MB (this process and its children)")
+                memory = f"peak {peak / 1024:.0f} MB (this process and its children)"
+                print(f"three isolated runs {label}: {wall:.1f} s wall, {memory}")
             print(f"load average {os.getloadavg()[0]:.2f}")
     finally:
         server.stop()

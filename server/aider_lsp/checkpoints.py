@@ -438,7 +438,7 @@ class CheckpointStore:
     ) -> RestoreReport:
         """Undo each file (`undo_file`) but those open with unsaved changes (`skip`): what was
         written, deleted and left alone, and why."""
-        unsaved = self._relative_paths(skip)
+        unsaved = self.relative_paths(skip)
         done: dict[_Restored, list[str]] = {outcome: [] for outcome in _Restored}
         skipped: list[SkippedFile] = []
         for rel in paths:
@@ -461,7 +461,7 @@ class CheckpointStore:
             skipped=tuple(skipped),
         )
 
-    def _relative_paths(self, paths: Collection[str]) -> set[str]:
+    def relative_paths(self, paths: Collection[str]) -> set[str]:
         """Workspace-relative forms of `paths` (those outside the workspace are not ours)."""
         relative = set()
         for path in paths:

@@ -118,6 +118,7 @@ class TreePreparer:
         tree_path, index = self.store.tree_path(run_id), self.store.index_path(run_id)
         branch = BRANCH_PREFIX + run_id
         try:
+            self.store.claim(run_id)
             tree = await asyncio.to_thread(make_tree, self.workspace, tree_path, branch, self.ignored)
             seeded = await asyncio.to_thread(copy_index, self.index_path(), index)
         except BaseException:

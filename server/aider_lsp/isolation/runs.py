@@ -252,7 +252,7 @@ class IsolatedRuns:
             return refused
         if self.busy():
             return _refused(run_id, RunState.READY, BUSY)
-        unsaved = set(self.unsaved_files())
+        unsaved = self.checkpoints.relative_paths(self.unsaved_files())
         merged = merge_onto_user_files(self.checkpoints, self.store.change(manifest), unsaved, force=force)
         label = manifest.record.label
         if merged.skipped:
@@ -354,8 +354,9 @@ class IsolatedRuns:
             tree = folder / "tree"
             remove_tree(self.workspace, RunTree(tree, tree, BRANCH_PREFIX + folder.name))
             self.store.remove(folder.name)
+        strays = {folder / "tree" for folder in self.store.strays()}
         for path in orphan_worktrees(self.workspace, self.store.root):
-            if path not in known:
+            if path not in known and (path in strays or not path.parent.exists()):
                 remove_tree(self.workspace, RunTree(path, path, BRANCH_PREFIX + path.parent.name))
         self.store.prune()
 

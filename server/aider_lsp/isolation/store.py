@@ -22,12 +22,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..checkpoints import alive_elsewhere
 from ..models import IsolatedRunManifest, RunState
 from ..state import user_state_dir
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "run.json"
+OWNER = "owner.pid"  # the process making the run's tree, before its record exists
 # path → (bytes at the run's start, bytes in the run's version); None: absent
 FileSides = dict[str, tuple[bytes | None, bytes | None]]
 OVER = frozenset({RunState.APPLIED, RunState.DISCARDED, RunState.KEPT, RunState.UNDONE})
@@ -79,12 +81,20 @@ class RunStore:
         found = [run for folder in self.root.iterdir() if (run := self.load(folder.name)) is not None]
         return sorted(found, key=lambda run: (run.record.created, run.record.id))
 
+    def claim(self, run_id: str) -> None:
+        """Mark the run's folder as this process's before its tree is made (another process's
+        recovery leaves a folder whose maker lives alone)."""
+        folder = self.folder(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / OWNER).write_text(str(os.getpid()))
+
     def strays(self) -> list[Path]:
-        """Run folders without a readable manifest (a start the server did not finish)."""
+        """Run folders without a readable manifest whose maker is gone (a start a stopped server
+        did not finish, a spare of one)."""
         if not self.root.is_dir():
             return []
         folders = [folder for folder in self.root.iterdir() if folder.is_dir()]
-        return [folder for folder in folders if self.load(folder.name) is None]
+        return [folder for folder in folders if self.load(folder.name) is None and not _maker_alive(folder)]
 
     # -- the change ----------------------------------------------------------------------------
     def put_change(self, manifest: IsolatedRunManifest, sides: FileSides) -> None:
@@ -117,6 +127,14 @@ class RunStore:
         over = [run for run in self.all() if run.record.state in OVER]
         for old in over[: max(0, len(over) - self.max_kept)]:
             self.remove(old.record.id)
+
+
+def _maker_alive(folder: Path) -> bool:
+    try:
+        pid = int((folder / OWNER).read_text())
+    except (OSError, ValueError):
+        return False
+    return pid == os.getpid() or alive_elsewhere(pid)
 
 
 def _put(folder: Path, name: str, data: bytes | None) -> str | None:
