@@ -5,6 +5,9 @@ user's lines refused by name, discard and keep-as-branch, and a cancelled run le
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,5 +160,54 @@ async def test_a_cancelled_run_leaves_nothing(tmp_path: Path, llm_server: Script
         assert "your files untouched" in said.message
         assert f"aider-lsp/{said.isolated.run_id}" not in git(root, "branch"), "its tree and branch gone"
         assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+    finally:
+        await app.aclose()
+
+
+async def test_a_folder_without_git_runs_in_a_copy(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
+    root = write_letters_project(tmp_path)
+    shutil.rmtree(root / ".git")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "huge.bin").write_bytes(b"\0" * 1024)
+    script_fixes(llm_server)
+    app = scripted_app(root, llm_server.base_url)
+    try:
+        run = await app.run_workflow(isolated("alpha"), RequestContext())
+        assert run.ok and run.isolated is not None and run.isolated.state is RunState.READY, run.message
+        assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+        copies = list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree"))
+        assert copies and not any((copy / "build").exists() for copy in copies), "ignored files left out"
+        kept = app.keep_run(run.isolated.run_id)
+        assert kept.refused is not None and "git" in kept.refused.message
+        assert app.apply_run(run.isolated.run_id).done
+        assert (root / "alpha.py").read_text() == fixed("alpha")
+    finally:
+        await app.aclose()
+    assert not list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree"))
+
+
+async def test_runs_beyond_the_limit_are_refused_by_name(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    root = write_letters_project(tmp_path)
+    llm_server.add_rule(IS_AIDER, slow(30, aider_whole({})))
+    app = scripted_app(root, llm_server.base_url, maxIsolatedRuns=1)
+    try:
+        first = asyncio.create_task(app.run_workflow(isolated("alpha"), RequestContext()))
+        for _ in range(300):
+            await asyncio.sleep(0.1)
+            if app.isolated_runs.under_way:
+                break
+        second = await app.run_workflow(isolated("beta"), RequestContext())
+        assert second.refused is not None and "maxIsolatedRuns" in second.refused.message
+        in_place = await app.run_workflow(
+            WorkflowRequest(goal="check", test_command=f"{sys.executable} -c pass", max_retries=0),
+            RequestContext(),
+        )
+        assert in_place.refused is None, "a run in place goes beside the isolated one"
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
     finally:
         await app.aclose()
