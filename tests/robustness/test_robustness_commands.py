@@ -197,7 +197,7 @@ def test_commands_without_a_workspace_say_so(tmp_path: Path) -> None:
                 arguments = {"prompt": "x"}
             elif spec.id == "aider-lsp.workflow.run":
                 arguments = {"goal": "x"}
-            elif spec.id == "aider-lsp.history.diff":
+            elif spec.id == "aider-lsp.history.diff" or spec.id.startswith("aider-lsp.runs."):
                 arguments = {"run_id": "x"}
             else:
                 arguments = {}

@@ -185,10 +185,8 @@ class IsolatedRuns:
                 discarded = IsolatedRun(run_id=run_id, state=RunState.DISCARDED)
                 ctx.answer_cancelled(WorkflowRun(cancelled=True, isolated=discarded))
             raise
-        try:
-            return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
-        finally:
-            await self.close(workspace, CLOSE_WAIT_S)
+        await self.close(workspace, CLOSE_WAIT_S)  # its processes end before its tree may go
+        return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
 
     def _ended(
         self,

@@ -127,9 +127,14 @@ def _child_main(spec: PassSpec, sending: Connection, requested: Any, parent: int
     if requested.value:  # asked before the child was up: stop at the first batch
         stop.set()
     threading.Thread(target=_watch_parent, args=(parent, stop, requested), daemon=True).start()
-    files = FileAccessManager(
-        spec.root, max_file_bytes=spec.max_file_bytes, secret_patterns=spec.secret_patterns
-    )
+    try:
+        files = FileAccessManager(
+            spec.root, max_file_bytes=spec.max_file_bytes, secret_patterns=spec.secret_patterns
+        )
+    except OSError as exc:  # the workspace went away before the pass began (a run's tree removed)
+        sending.send(("failed", f"{type(exc).__name__}: {exc}"))
+        sending.close()
+        return
     store = IndexStore(spec.db_path)
     indexer = indexer_module.Indexer(
         files,
