@@ -1,13 +1,16 @@
 """The cost of isolation (#41): a workflow run in a worktree of its own against one in place.
 
 1. Time from the request to Aider's first model call, in place (the workspace's Aider server
-   warm, as in an editor after its warm-up) against isolated (a worktree made, the index
-   copied, a new Application and Aider server on the tree), alternated in one process on one
+   warm, as in an editor after its warm-up) against isolated, alternated in one process on one
    scripted model server, on this repository and on a repository of >= 2,000 files (`--big`:
-   a git clone of sphinx-doc/sphinx, fetched once; nothing is downloaded here). Each run's goal
-   names no file: the index chooses the first edit's files in both, and Aider answers with no
-   change, so the run ends after one green test run (`python -c pass`). Printed: the median of
-   each, and the difference (goal: <= 0.5 s more).
+   a git clone of sphinx-doc/sphinx, fetched once; nothing is downloaded here). Isolated twice:
+   from a spare tree that had `--settle` seconds to get ready (isolation/prepare.py: what runs
+   started at a user's pace meet, and the first one when `isolation` is the default), and with
+   no spare (a session's first isolated run otherwise: a worktree made, the index copied, a new
+   Aider server and its repository map on the tree). Each run's goal names no file: the index
+   chooses the first edit's files, and Aider answers with no change, so the run ends after one
+   green test run (`python -c pass`). Printed: the medians and the differences (goal: <= 0.5 s
+   more).
 2. Three isolated runs at once against the same three one after the other (the letters
    project: one fix each, its own test): wall time, and the peak memory of this process and
    all its children (the Aider servers), sampled every 50 ms from /proc.
@@ -15,7 +18,8 @@
 Other processes share the machine: the load average is printed beside the figures.
 Needs the Aider environment (`aider-lsp setup-aider`).
 
-    .venv/bin/python bench/isolation.py [--repeat 3] [--big /work/.mirror/sphinx-doc+sphinx/repo]
+    .venv/bin/python bench/isolation.py [--repeat 3] [--settle 20]
+        [--big /work/.mirror/sphinx-doc+sphinx/repo]
 """
 
 from __future__ import annotations
@@ -87,17 +91,26 @@ async def time_to_first_call(app: Application, calls: FirstCalls, isolation: Iso
 
 
 async def first_call_costs(
-    root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int
+    root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int, settle: float
 ) -> dict[str, list[float]]:
+    """Each repeat: in place; isolated with no spare tree (a session's first isolated run);
+    isolated with a spare that had `settle` seconds to get ready (runs started at a user's pace)."""
     app = scripted_app(root, server.base_url)
+    runs = app.isolated_runs
     try:
         await app.index_workspace()
         await app.start_aider()
         await time_to_first_call(app, calls, Isolation.NONE)  # the first edit's own warm-up
-        seconds: dict[str, list[float]] = {"none": [], "worktree": []}
+        seconds: dict[str, list[float]] = {"none": [], "cold": [], "spare": []}
         for _ in range(repeat):
-            for isolation in (Isolation.NONE, Isolation.WORKTREE):
-                seconds[isolation.value].append(await time_to_first_call(app, calls, isolation))
+            seconds["none"].append(await time_to_first_call(app, calls, Isolation.NONE))
+            await runs.aclose()  # no spare: made at the request
+            runs.spares = False
+            seconds["cold"].append(await time_to_first_call(app, calls, Isolation.WORKTREE))
+            runs.spares = True
+            await runs.prepare()
+            await asyncio.sleep(settle)
+            seconds["spare"].append(await time_to_first_call(app, calls, Isolation.WORKTREE))
         return seconds
     finally:
         await app.aclose()
@@ -198,14 +211,16 @@ async def main(args: argparse.Namespace) -> None:
             print(f"load average {os.getloadavg()[0]:.2f}; {args.repeat} runs each, alternated")
             for source in sources:
                 root = clone(source, Path(scratch))
-                seconds = await first_call_costs(root, server, calls, args.repeat)
-                in_place, isolated = (statistics.median(seconds[key]) for key in ("none", "worktree"))
+                seconds = await first_call_costs(root, server, calls, args.repeat, args.settle)
+                medians = {key: statistics.median(values) for key, values in seconds.items()}
+                every = {key: [round(value, 2) for value in values] for key, values in seconds.items()}
                 name = "aider-lsp" if source == REPO else source.name
-                every = [[round(value, 2) for value in seconds[key]] for key in ("none", "worktree")]
                 print(
-                    f"{name} ({files_in(root)} files): request → Aider's first call "
-                    f"in place {in_place:.2f} s, isolated {isolated:.2f} s, +{isolated - in_place:.2f} s "
-                    f"(all: {every[0]} / {every[1]})"
+                    f"{name} ({files_in(root)} files), request → Aider's first call: in place "
+                    f"{medians['none']:.2f} s; isolated from a spare tree {medians['spare']:.2f} s "
+                    f"(+{medians['spare'] - medians['none']:.2f} s); isolated with no spare (a session's "
+                    f"first) {medians['cold']:.2f} s (+{medians['cold'] - medians['none']:.2f} s); "
+                    f"all: {every}"
                 )
             for at_once in (False, True):
                 wall, peak = await three_runs(Path(tempfile.mkdtemp(dir=scratch)), server, at_once)
@@ -220,6 +235,7 @@ async def main(args: argparse.Namespace) -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds a spare tree gets before a run")
     parser.add_argument("--big", default=None, help="a git repository of >= 2,000 files (e.g. sphinx's)")
     return parser.parse_args()
 

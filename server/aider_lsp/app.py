@@ -111,7 +111,6 @@ class Application:
             self.tools, self.files, self.shell, self.memory, self.current_settings, self.aider_tools
         )
         self.workflows = WorkflowRuns(self, self.tests.pick)
-        self._index_in_child = index_in_child
         self.isolated_runs = IsolatedRuns(
             self.workspace,
             self.current_settings,
@@ -193,11 +192,12 @@ class Application:
 
     def _open_tree(self, tree: Path, seeded_index: Path | None) -> Application:
         """The workspace an isolated run works in: its tree, its own Aider server and index
-        (seeded from this workspace's: the first query answers from it while it refreshes)."""
+        (seeded from this workspace's: the first query answers from it while it refreshes, in a
+        thread: a child process's start would cost more than the pass, beside Aider's start)."""
         app = Application(
             tree,
             self.settings,
-            index_in_child=self._index_in_child,
+            index_in_child=False,  # a pass over a copied index is light: no new Python for it
             index_path=None if seeded_index is None else str(seeded_index),
             spare_trees=False,
         )
