@@ -12,8 +12,10 @@
    green test run (`python -c pass`). Printed: the medians and the differences (goal: <= 0.5 s
    more).
 2. Three isolated runs at once against the same three one after the other (the letters
-   project: one fix each, its own test): wall time, and the peak memory of this process and
-   all its children (the Aider servers), sampled every 50 ms from /proc.
+   project: one fix each, its own test; every model call answered after `--latency` seconds,
+   as a real model's): wall time, and the peak memory of this process and all its children
+   (the Aider servers, a spare's), sampled every 50 ms from /proc. And what one idle Aider
+   server holds: this process tree's memory before and after one starts and warms up.
 
 Other processes share the machine: the load average is printed beside the figures.
 Needs the Aider environment (`aider-lsp setup-aider`).
@@ -99,7 +101,12 @@ async def first_call_costs(
     runs = app.isolated_runs
     try:
         await app.index_workspace()
+        before = tree_rss_kb(os.getpid())
         await app.start_aider()
+        await asyncio.sleep(settle)
+        print(
+            f"  one Aider server, idle after its warm-up: {(tree_rss_kb(os.getpid()) - before) / 1024:.0f} MB"
+        )
         await time_to_first_call(app, calls, Isolation.NONE)  # the first edit's own warm-up
         seconds: dict[str, list[float]] = {"none": [], "cold": [], "spare": []}
         for _ in range(repeat):
@@ -222,6 +229,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"first) {medians['cold']:.2f} s (+{medians['cold'] - medians['none']:.2f} s); "
                     f"all: {every}"
                 )
+            server.latency = args.latency  # a real model's answers take seconds: runs at once overlap them
             for at_once in (False, True):
                 wall, peak = await three_runs(Path(tempfile.mkdtemp(dir=scratch)), server, at_once)
                 label = "at once" if at_once else "one after the other"
@@ -236,6 +244,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--settle", type=float, default=20.0, help="seconds a spare tree gets before a run")
+    parser.add_argument("--latency", type=float, default=3.0, help="seconds per model call in the three runs")
     parser.add_argument("--big", default=None, help="a git repository of >= 2,000 files (e.g. sphinx's)")
     return parser.parse_args()
 
