@@ -55,6 +55,8 @@ class RunWorkspace(Protocol):
 
     async def start_aider(self) -> bool: ...
 
+    async def index_workspace(self) -> object: ...
+
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
 
     async def aclose(self) -> None: ...
@@ -96,6 +98,7 @@ class TreePreparer:
         self.index_path = index_path
         self.ignored = ignored
         self._spare: asyncio.Task[Prepared | None] | None = None
+        self._refreshing: set[asyncio.Future[object]] = set()
 
     async def take(self) -> Prepared:
         """A tree with the user's files as they are now: the spare brought up to date, else a
@@ -104,6 +107,7 @@ class TreePreparer:
         if spare is not None:
             try:
                 await asyncio.to_thread(sync_tree, self.workspace, spare.tree)
+                self._refresh(spare)
                 return spare
             except (TreeError, OSError) as exc:
                 log.info("the spare tree could not be brought up to date (%s): making a new one", exc)
@@ -144,6 +148,13 @@ class TreePreparer:
             return None
         return spare
 
+    def _refresh(self, spare: Prepared) -> None:
+        """Re-index what the sync changed, in the background (the run's first query does not
+        wait: the spare's index already answers for every file that did not change)."""
+        task = asyncio.ensure_future(_index_quietly(spare.workspace))
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
+
     def keep_spare(self) -> None:
         """Start making a spare in the background (one at most; git repositories only)."""
         if self._spare is None:
@@ -158,6 +169,7 @@ class TreePreparer:
             log.info("no spare tree: %s", exc)
             return None
         await spare.workspace.start_aider()
+        await spare.workspace.index_workspace()  # its tree's own times: a later pass reads what changed
         return spare
 
     async def drop(self, prepared: Prepared) -> None:
@@ -177,6 +189,15 @@ class TreePreparer:
             spare = await task
             if spare is not None:
                 await self.drop(spare)
+
+
+async def _index_quietly(workspace: RunWorkspace) -> object:
+    """A background pass of a run's index; one that fails or is stopped (the run ended) is logged."""
+    try:
+        return await workspace.index_workspace()
+    except Exception as exc:
+        log.debug("a run's index pass ended early: %s", exc)
+        return None
 
 
 def copy_index(source: Path, dest: Path) -> bool:
