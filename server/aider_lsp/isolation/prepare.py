@@ -40,6 +40,7 @@ from .trees import (
 log = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 10.0
+SPARE_DELAY_S = 5.0  # after a run starts, before its spare's making competes with it
 
 
 class RunWorkspace(Protocol):
@@ -98,6 +99,7 @@ class TreePreparer:
         self.index_path = index_path
         self.ignored = ignored
         self._spare: asyncio.Task[Prepared | None] | None = None
+        self._spare_begun = False  # its making began (before: a run makes its own tree instead)
         self._refreshing: set[asyncio.Future[object]] = set()
 
     async def take(self) -> Prepared:
@@ -142,6 +144,9 @@ class TreePreparer:
         task, self._spare = self._spare, None
         if task is None:
             return None
+        if not task.done() and not self._spare_begun:  # still waiting its turn: not worth waiting for
+            task.cancel()
+            return None
         spare = await task
         if spare is not None and spare.settings is not self.settings():
             await self.drop(spare)
@@ -155,12 +160,17 @@ class TreePreparer:
         self._refreshing.add(task)
         task.add_done_callback(self._refreshing.discard)
 
-    def keep_spare(self) -> None:
-        """Start making a spare in the background (one at most; git repositories only)."""
+    def keep_spare(self, delay: float = SPARE_DELAY_S) -> None:
+        """Make a spare in the background after `delay` seconds (one at most; git repositories
+        only). Why the delay after a run starts: a spare's making (a worktree, a new Python and
+        Aider's imports) would compete with that run's first edit for the machine."""
         if self._spare is None:
-            self._spare = asyncio.ensure_future(self._make_spare())
+            self._spare_begun = False
+            self._spare = asyncio.ensure_future(self._make_spare(delay))
 
-    async def _make_spare(self) -> Prepared | None:
+    async def _make_spare(self, delay: float) -> Prepared | None:
+        await asyncio.sleep(delay)
+        self._spare_begun = True
         if await asyncio.to_thread(repository_of, self.workspace) is None:
             return None
         try:

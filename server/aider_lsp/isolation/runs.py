@@ -140,7 +140,7 @@ class IsolatedRuns:
         """Have a spare tree ready, so that the first isolated run starts quickly too (the
         warm-up's, when the `isolation` setting says `worktree`)."""
         self.recover()
-        self.trees.keep_spare()
+        self.trees.keep_spare(delay=0.0)
 
     async def aclose(self) -> None:
         """The workspace closes: the spare tree goes (runs under way end with their requests)."""
