@@ -131,7 +131,7 @@ async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
             asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arg))
             for arg in (isolated("alpha"), hanging)
         ]
-        trees = "aider-lsp/workspaces/*/runs/*/tree/beta.py"
+        trees = "aider-lsp/workspaces/*/runs/*/tree-*/beta.py"
         edited = lambda: any(path.read_text() == fixed("beta") for path in user_state.glob(trees))  # noqa: E731
         assert await eventually(edited, 120), "beta's edit made in its tree"
         server = client.server_process

@@ -176,7 +176,7 @@ async def test_a_folder_without_git_runs_in_a_copy(tmp_path: Path, llm_server: S
         run = await app.run_workflow(isolated("alpha"), RequestContext())
         assert run.ok and run.isolated is not None and run.isolated.state is RunState.READY, run.message
         assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
-        copies = list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree"))
+        copies = list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree-*"))
         assert copies and not any((copy / "build").exists() for copy in copies), "ignored files left out"
         kept = app.keep_run(run.isolated.run_id)
         assert kept.refused is not None and "git" in kept.refused.message
@@ -184,7 +184,7 @@ async def test_a_folder_without_git_runs_in_a_copy(tmp_path: Path, llm_server: S
         assert (root / "alpha.py").read_text() == fixed("alpha")
     finally:
         await app.aclose()
-    assert not list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree"))
+    assert not list(Path(os.environ["XDG_STATE_HOME"]).glob("aider-lsp/workspaces/*/runs/*/tree-*"))
 
 
 async def test_runs_beyond_the_limit_are_refused_by_name(

@@ -178,8 +178,12 @@ class TreePreparer:
         except (TreeError, OSError) as exc:
             log.info("no spare tree: %s", exc)
             return None
-        await spare.workspace.start_aider()
-        await spare.workspace.index_workspace()  # its tree's own times: a later pass reads what changed
+        try:
+            await spare.workspace.start_aider()
+            await spare.workspace.index_workspace()  # its tree's own times: a later pass reads what changed
+        except BaseException:  # the workspace closed meanwhile (or the pass failed): nothing left
+            await asyncio.shield(self.drop(spare))
+            raise
         return spare
 
     async def drop(self, prepared: Prepared) -> None:

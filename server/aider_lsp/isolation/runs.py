@@ -44,7 +44,7 @@ from ..settings import Settings
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
 from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
-from .store import FileSides, RunStore
+from .store import FileSides, RunStore, tree_name
 from .trees import (
     BRANCH_PREFIX,
     IgnoredCheck,
@@ -349,10 +349,10 @@ class IsolatedRuns:
                 self._recover_one(manifest)
         for folder in self.store.strays():
             log.info("removing %s: a run's folder without its record", folder)
-            tree = folder / "tree"
+            tree = folder / tree_name(folder.name)
             remove_tree(self.workspace, RunTree(tree, tree, BRANCH_PREFIX + folder.name))
             self.store.remove(folder.name)
-        strays = {folder / "tree" for folder in self.store.strays()}
+        strays = {folder / tree_name(folder.name) for folder in self.store.strays()}
         for path in orphan_worktrees(self.workspace, self.store.root):
             if path not in known and (path in strays or not path.parent.exists()):
                 remove_tree(self.workspace, RunTree(path, path, BRANCH_PREFIX + path.parent.name))

@@ -12,7 +12,6 @@ the user's until they decide.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -52,7 +51,7 @@ class RunStore:
         return self.root / run_id
 
     def tree_path(self, run_id: str) -> Path:
-        return self.folder(run_id) / "tree"
+        return self.folder(run_id) / tree_name(run_id)
 
     def index_path(self, run_id: str) -> Path:
         return self.folder(run_id) / "index.sqlite3"
@@ -129,6 +128,12 @@ class RunStore:
             self.remove(old.record.id)
 
 
+def tree_name(run_id: str) -> str:
+    """A run's tree's folder name, unique per run: git names a worktree's admin folder after it,
+    and two worktrees added at once under one name race for it."""
+    return f"tree-{run_id.rsplit('-', 1)[-1]}"
+
+
 def _maker_alive(folder: Path) -> bool:
     try:
         pid = int((folder / OWNER).read_text())
@@ -146,8 +151,3 @@ def _put(folder: Path, name: str, data: bytes | None) -> str | None:
 
 def _get(folder: Path, name: str | None) -> bytes | None:
     return None if name is None else (folder / name).read_bytes()
-
-
-def describe(manifest: IsolatedRunManifest) -> str:
-    """One line for the log: the run, its state and its tree."""
-    return json.dumps({"run": manifest.record.id, "state": manifest.record.state, "tree": manifest.top})
