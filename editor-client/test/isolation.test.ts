@@ -234,7 +234,7 @@ describe('package.json for isolated runs', () => {
         assert.deepEqual([isolation?.enum, isolation?.default], [['none', 'worktree'], 'none']);
         assert.deepEqual([max?.default, max?.minimum, max?.maximum], [3, 1, 16]);
         for (const setting of [isolation, max]) {
-            assert.match(setting?.markdownDescription ?? '', /Aider server .*150–250 MB/);
+            assert.match(setting?.markdownDescription ?? '', /Aider server .*330 MB/);
         }
     });
 });
