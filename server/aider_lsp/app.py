@@ -173,8 +173,7 @@ class Application:
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
         """A workflow run in place (workflow/runs.py), or in a worktree of its own when the
         request (else the `isolation` setting) says so (isolation/runs.py)."""
-        isolation = request.isolation or Isolation(self.settings.isolation)
-        if isolation is Isolation.WORKTREE:
+        if self.settings.isolation_for(request.isolation) == Isolation.WORKTREE:
             return await self.isolated_runs.run(request, ctx)
         return await self.workflows.run(request, ctx)
 

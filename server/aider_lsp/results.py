@@ -15,6 +15,7 @@ from .models import (
     DeclinedTestCommand,
     ErrorReason,
     FixAndRetest,
+    IsolatedRun,
     Isolation,
     RestoreReport,
     RunAction,
@@ -291,7 +292,7 @@ def workflow_run_result(run: WorkflowRun) -> TaskResult:
         "checkpoint_id": run.changes.checkpoint_id,
     }
     if run.isolated is not None:
-        notes.update(isolated_notes(run))
+        notes.update(isolated_notes(run.isolated))
     outcome = run.outcome
     if outcome is None:
         return failed_result(ErrorReason.CANCELLED, run.message, notes=notes)
@@ -306,13 +307,16 @@ def workflow_run_result(run: WorkflowRun) -> TaskResult:
     )
 
 
-def isolated_notes(run: WorkflowRun) -> dict[str, Any]:
+def isolated_notes(isolated: IsolatedRun) -> dict[str, Any]:
     """An isolated run's notes: its id, state and test failures (kept on the run, never shown
     as the user's Problems); nothing of it is on the user's files yet (no checkpoint)."""
-    assert run.isolated is not None
-    findings = [finding.model_dump(mode="json") for finding in run.isolated.findings]
-    state = run.isolated.state.value
-    return {"run_id": run.isolated.run_id, "state": state, "isolation": "worktree", "findings": findings}
+    findings = [finding.model_dump(mode="json") for finding in isolated.findings]
+    return {
+        "run_id": isolated.run_id,
+        "state": isolated.state.value,
+        "isolation": "worktree",
+        "findings": findings,
+    }
 
 
 FORCE_ADVICE = "Apply anyway (force) to take the run's version of those files; undo can take it back."

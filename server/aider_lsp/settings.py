@@ -205,6 +205,12 @@ class Settings(_Camel):
         "secret_patterns",
     )(_no_nul)
 
+    def isolation_for(self, requested: str | None) -> Literal["none", "worktree"]:
+        """Where a workflow run edits: the request's choice, else this setting's (the
+        Application dispatches on it; `aider-lsp run` asks it before the Application exists, to
+        start no Aider in the user's folder for a run that will have its own)."""
+        return "worktree" if (requested or self.isolation) == "worktree" else "none"
+
     def name(self, path: str) -> str:
         """`path` (`timeouts.llm`) as this front end's user sets it (`setting_name`)."""
         return setting_name(path, self.names)

@@ -29,7 +29,7 @@ from aider_lsp_testing.letters_project import (
     write_letters_project,
 )
 from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, last_user_contains, slow
-from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.lsp_session import cancel_command, execute, start_command
 from aider_lsp_testing.waiting import eventually
 
 pytestmark = pytest.mark.aider
@@ -154,3 +154,26 @@ async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
     assert (root / "beta.py").read_text() == fixed("beta")
     assert not worktree_branches(root)
     assert "aider-lsp/" not in git(root, "branch")
+
+
+async def test_a_cancelled_isolated_run_leaves_nothing(lsp: Any, tmp_path: Path, llm_server: Any) -> None:
+    """$/cancelRequest on an isolated run while Aider works: its worktree and branch go, the
+    user's file is untouched, and the server answers the next request."""
+    root = write_letters_project(tmp_path)
+    llm_server.add_rule(IS_AIDER, slow(60, aider_whole({"alpha.py": fixed("alpha")})))
+    async with lsp(root, init_options=options(llm_server)) as client:
+        msg_id, pending = start_command(client, "aider-lsp.workflow.run", isolated("alpha"))
+        assert await eventually(lambda: running_runs(client, 1), 60), "the run under way in its tree"
+        assert await eventually(lambda: len(llm_server.requests) > 0, 90), "Aider asked its model"
+        await cancel_command(client, msg_id, pending)
+
+        async def discarded() -> bool:  # the answer comes first; the run's Aider then closes
+            listed = await execute(client, "aider-lsp.history.list", {})
+            return [run["state"] for run in listed["notes"]["runs"]] == ["discarded"]
+
+        assert await eventually(discarded, 30), "the cancelled run discarded"
+        (run,) = (await execute(client, "aider-lsp.history.list", {}))["notes"]["runs"]
+        assert run["status"] == "CANCELLED"
+        assert f"aider-lsp/{run['id']}" not in git(root, "branch")
+    assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
+    assert not worktree_branches(root)

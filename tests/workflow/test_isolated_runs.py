@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.app import Application
+from aider_lsp.isolation.trees import RunTree, TreeError, commit_all, sync_tree
 from aider_lsp.models import Isolation, RequestContext, RunState, SkipReason, WorkflowRequest, WorkflowRun
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.letters_project import (
@@ -211,3 +212,20 @@ async def test_runs_beyond_the_limit_are_refused_by_name(
             await first
     finally:
         await app.aclose()
+
+
+def test_git_never_acts_on_an_enclosing_repository(tmp_path: Path) -> None:
+    """A run's tree whose worktree is gone, inside another repository (a home folder kept in
+    git): syncing or committing it is refused, the enclosing repository's files untouched."""
+    home = write_letters_project(tmp_path)
+    (home / "notes.txt").write_text("the user's untracked notes\n")
+    (home / "alpha.py").write_text("the user's uncommitted work\n")
+    lost = home / "state" / "runs" / "x" / "tree-x"
+    lost.mkdir(parents=True)
+    tree = RunTree(lost, lost, "aider-lsp/x")
+    for act in (lambda: sync_tree(home, tree), lambda: commit_all(tree, "x")):
+        with pytest.raises(TreeError, match="not the run's worktree"):
+            act()
+    assert (home / "notes.txt").read_text() == "the user's untracked notes\n"
+    assert (home / "alpha.py").read_text() == "the user's uncommitted work\n"
+    assert git(home, "log", "--format=%s") == "letters\n"

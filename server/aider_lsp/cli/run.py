@@ -192,10 +192,10 @@ async def _checked_run(
 
 
 def _isolated(settings: Settings, choice: str | None) -> bool:
-    """Whether the run works in a worktree (the request's choice, else the setting's): then
-    Aider's server is the tree's own, started by the run, and none is spawned for the user's
-    folder (it would only compete with the tree's for the CPU)."""
-    return (choice or settings.isolation) == "worktree"
+    """Whether the run works in a worktree (Settings.isolation_for): then Aider's server is the
+    tree's own, started by the run, and none is spawned for the user's folder (it would only
+    compete with the tree's for the CPU)."""
+    return settings.isolation_for(choice) == "worktree"
 
 
 def _ignore() -> None:

@@ -105,6 +105,7 @@ def sync_tree(workspace: Path, tree: RunTree) -> None:
     if top is None or not tree.git:
         raise TreeError("only a git worktree can be brought up to date")
     head = git(top, "rev-parse", "HEAD").strip()
+    _own_worktree(tree)
     git(tree.top, "reset", "--hard", "--quiet", head)
     git(tree.top, "clean", "-fdq")
     _overlay_status(top, tree.top)
@@ -175,12 +176,25 @@ def remove_tree(workspace: Path, tree: RunTree, *, keep_branch: bool = False) ->
 
 def commit_all(tree: RunTree, message: str) -> str | None:
     """Commit everything in the tree to its branch; the new commit (None: nothing to commit)."""
+    _own_worktree(tree)
     git(tree.top, "add", "-A")
     if not git(tree.top, "diff", "--cached", "--name-only").strip():
         return None
     identity = () if _has_identity(tree.top) else DEFAULT_IDENTITY
     git(tree.top, *identity, "commit", "--quiet", "--no-verify", "-m", message)
     return git(tree.top, "rev-parse", "HEAD").strip()
+
+
+def _own_worktree(tree: RunTree) -> None:
+    """TreeError unless git in `tree.top` is the run's worktree itself. Why: in a folder whose
+    worktree was removed, git walks up to an enclosing repository (a home folder kept in git),
+    and a reset, clean or `add -A` there would act on the user's own files."""
+    try:
+        top = git(tree.top, "rev-parse", "--show-toplevel").strip()
+    except (TreeError, OSError) as exc:
+        raise TreeError(f"{tree.top} is not the run's worktree: {exc}") from exc
+    if not top or Path(top).resolve() != tree.top.resolve():
+        raise TreeError(f"{tree.top} is not the run's worktree (git answers for {top or 'nothing'})")
 
 
 def _has_identity(cwd: Path) -> bool:
