@@ -499,3 +499,38 @@ def test_a_file_the_question_mentions_by_name_ranks_first(tmp_path: Path) -> Non
     # `e.g.` and `Settings.model_validate` name no file
     assert rank.file_mentions("e.g. Settings.model_validate and v1.2.3") == []
     memory.close()
+
+
+def test_a_goal_that_names_a_module_finds_it(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "blog/settings.py",
+        '"""Settings."""\n\nfrom typing import Any\n\n'
+        "def read_settings(path: str) -> dict[str, Any]:\n    # type hints for every setting\n"
+        "    return {}\n",
+    )
+    _write(
+        tmp_path,
+        "blog/contents.py",
+        '"""Articles and pages."""\n\n\nclass Content:\n    def __init__(self, text):\n'
+        "        self.text = text\n",
+    )
+    _write(tmp_path, "blog/_compat.py", "def shim():\n    return None\n")
+    _write(tmp_path, "blog/util/compat.py", "def shim2():\n    return None\n")
+    memory = _indexed(tmp_path)
+    goal = "Add type hints for contents module"
+
+    def first(query: str, *, edit_goal: bool) -> str:
+        asked = ContextGenerationInput(query=query, max_results=5, edit_goal=edit_goal)
+        return memory.search(asked).matches[0].source_path or ""
+
+    # looked up as text, the words "type hints" win; asked as a change goal, the module it names
+    assert first(goal, edit_goal=False) == "blog/settings.py"
+    assert first(goal, edit_goal=True) == "blog/contents.py"
+    best = memory.search(ContextGenerationInput(query=goal, max_results=5, edit_goal=True)).matches[0]
+    assert best.metadata and best.metadata["why"]["module"] is True
+    # a name two modules have is shared between them: neither gets the whole boost
+    result = memory.search(ContextGenerationInput(query="Drop a compat shim", max_results=5, edit_goal=True))
+    shares = {m.source_path: (m.metadata or {})["signals"]["module"] for m in result.matches}
+    assert shares["blog/_compat.py"] == shares["blog/util/compat.py"] == 0.5
+    memory.close()

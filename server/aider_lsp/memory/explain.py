@@ -27,6 +27,8 @@ def why_ranked(item: rank.Scored, words: list[str], definitions: list[tuple[str,
         why["named"] = True
     if item.mentioned:
         why["mentioned"] = True
+    if item.module:
+        why["module"] = True
     if item.open:
         why["open"] = True
     return why
@@ -39,6 +41,8 @@ def describe_why(why: dict[str, Any]) -> str:
         parts.append("named by you")
     if why.get("mentioned"):
         parts.append("the question mentions it")
+    if why.get("module"):
+        parts.append("the goal names its module")
     if why.get("definitions"):
         parts.append("defines " + ", ".join(why["definitions"]))
     if why.get("terms"):
@@ -93,6 +97,7 @@ def match_item(item: rank.Scored, words: list[str], definitions: list[tuple[str,
                 "fresh": round(item.fresh, 4),
                 "target": item.target,
                 "mentioned": round(item.mentioned, 4),
+                "module": round(item.module, 4),
                 "open": item.open,
             },
         },

@@ -12,6 +12,9 @@ Each gives bm25 scores, made relative to its own best hit; per file
               + 0.20 × history + 1.0 if the caller named the file + 0.10 if it is open
               + 0.50 if the question names it (`run.py`, `src/flask/typing.py`), shared
                 among the files of that name
+              + 0.50 if a change goal calls it by its module name ("the contents module"
+                → `contents.py`), shared among the modules of that name (goals only:
+                prose that describes one module names others)
 
 `changes`: past commits whose messages match the query changed the file (weighted by how
 specific a change of it is: a file most commits touch says little); `recent`: the latest
@@ -50,6 +53,9 @@ MAX_TESTED_FILES = 3
 LINKED_TESTS = 15  # the tests among this many best file matches lend to the code they test
 TARGET_BOOST = 1.0
 MENTION_BOOST = 0.5  # the question names the file (shared among the files of that name)
+# A change goal names the module to change by its name ("type hints for the contents module"):
+# shared among the modules of that name; only for goals (`ContextGenerationInput.edit_goal`).
+MODULE_BOOST = 0.5
 OPEN_BOOST = 0.10
 HISTORY_WEIGHT = 0.20
 # Past commits whose messages match the query lend to the files they changed (history.py).
@@ -331,6 +337,7 @@ class Scored:
     fresh: float = 0.0  # how lately a commit changed it (0..1, log scale of commits since)
     target: bool = False
     mentioned: float = 0.0  # the share of a mention by name in the question (`mentions`)
+    module: float = 0.0  # the share of a goal word that is this module's name (`module_name`)
     open: bool = False
     prior: float = 1.0  # below 1 for tests, docs, changelogs, … unless the query is about them
     units: list[UnitHit] = field(default_factory=list)  # the definitions that matched, best first
@@ -374,6 +381,7 @@ class Scored:
             + HISTORY_WEIGHT * self.history
             + (TARGET_BOOST if self.target else 0.0)
             + MENTION_BOOST * self.mentioned
+            + MODULE_BOOST * self.module
             + (OPEN_BOOST if self.open else 0.0)
         )
 
@@ -393,6 +401,20 @@ def path_score(terms: QueryTerms, path: str) -> float:
         elif norm in all_words:
             hits += 1.0
     return min(1.0, hits / (2.0 * min(len(terms.parts), 3)))
+
+
+def module_name(path: str) -> str:
+    """The name a goal calls a code file by: its stem without leading underscores, a
+    package's folder for its `__init__.py` (`pkg/_compat.py` → compat, `pkg/rate/__init__.py`
+    → rate), plural-folded like the path words."""
+    pure = PurePosixPath(path)
+    stem = pure.parent.name if pure.stem == "__init__" else pure.stem
+    return _norm(stem.lstrip("_"))
+
+
+def module_words(terms: QueryTerms) -> list[str]:
+    """The goal's words that may name a module: whole words of 3+ letters as typed."""
+    return [word.lower() for word in terms.words if len(word) > 2 and word.isidentifier()]
 
 
 @lru_cache(maxsize=65536)
@@ -462,6 +484,7 @@ def score(
     history_rows: list[SearchRow] | None = None,
     target_rows: dict[str, SearchRow] | None = None,
     mentioned_rows: dict[str, tuple[SearchRow, float]] | None = None,
+    module_rows: dict[str, tuple[SearchRow, float]] | None = None,
     open_files: Iterable[str] = (),
     changed: dict[str, ChangedFile] | None = None,
     recent: dict[str, float] | None = None,
@@ -475,6 +498,7 @@ def score(
     history = relative_text_scores(history_rows or [])
     targets = target_rows or {}
     mentioned = mentioned_rows or {}
+    modules = module_rows or {}
     opened = set(open_files)
     changes = changed or {}
     by_path: dict[str, Scored] = {}
@@ -485,6 +509,7 @@ def score(
         *(history_rows or []),
         *targets.values(),
         *(row for row, _share in mentioned.values()),
+        *(row for row, _share in modules.values()),
         *(change.row for change in changes.values()),  # files past commits like this changed
     ]
     for row in candidates:
@@ -504,6 +529,7 @@ def score(
             fresh=(fresh or {}).get(row.path, 0.0),
             target=row.path in targets,
             mentioned=mentioned[row.path][1] if row.path in mentioned else 0.0,
+            module=modules[row.path][1] if row.path in modules else 0.0,
             open=row.path in opened,
             prior=kind_prior(terms, row.kind, row.path),
             units=units_by_file.get(row.path, []),

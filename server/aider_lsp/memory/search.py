@@ -73,6 +73,7 @@ class Searcher:
         history_rows = self._history_rows(store, request.history, limit)
         target_rows = self._target_rows(store, request.target_files)
         mentioned_rows = self._mentioned_rows(store, query)
+        module_rows = self._module_rows(store, terms) if request.edit_goal else {}
         history_on = self._history_on()
         changed = self._changed(store, terms) if history_on else {}
         candidates = found.paths(history_rows, target_rows, mentioned_rows, changed) if history_on else set()
@@ -85,6 +86,7 @@ class Searcher:
             history_rows=history_rows,
             target_rows=target_rows,
             mentioned_rows=mentioned_rows,
+            module_rows=module_rows,
             open_files=[rel for raw in request.open_files if (rel := relative_path(self.files, raw))],
             changed=changed,
             recent=history.recent_files(store) if history_on else {},
@@ -157,6 +159,25 @@ class Searcher:
                 if row.path not in mentioned or mentioned[row.path][1] < share:
                     mentioned[row.path] = (row, share)
         return mentioned
+
+    @staticmethod
+    def _module_rows(store: IndexStore, terms: rank.QueryTerms) -> dict[str, tuple[rank.SearchRow, float]]:
+        """The code files a goal names by their module name ("the contents module" →
+        `contents.py`), each with its share of the word: a name several modules have is
+        shared among them."""
+        named: dict[str, tuple[rank.SearchRow, float]] = {}
+        for word in rank.module_words(terms):
+            wanted = rank.module_name(word)
+            rows = [
+                row
+                for row in store.search(rank.mention_expression(word), MENTION_CANDIDATES)
+                if row.kind == "code" and rank.module_name(row.path) == wanted
+            ]
+            for row in rows:
+                share = 1 / len(rows)
+                if row.path not in named or named[row.path][1] < share:
+                    named[row.path] = (row, share)
+        return named
 
     def _target_rows(self, store: IndexStore, targets: list[str]) -> dict[str, rank.SearchRow]:
         """Named files: their index rows, or a stub when they exist but are not indexed."""

@@ -42,6 +42,9 @@ class ContextGenerationInput(BaseModel):
     target_files: list[str] = Field(default_factory=list)
     open_files: list[str] = Field(default_factory=list)
     max_results: int = Field(default=10, ge=1, le=200)
+    # The query is a change to make (a workflow's goal), not a text to look up: a file the goal
+    # calls by its module name counts more ("type hints for the contents module").
+    edit_goal: bool = False
 
     @property
     def effective_query(self) -> str:
