@@ -113,11 +113,17 @@ def plan(instructions: str, files: Sequence[str], test_command: str | None = "py
 
 
 def indexed(
-    path: str, score: float, *, definition: float = 0.0, text: float = 1.0, uncapped: float | None = None
+    path: str,
+    score: float,
+    *,
+    definition: float = 0.0,
+    text: float = 1.0,
+    uncapped: float | None = None,
+    size: int = 0,
 ) -> MatchItem:
     """One file as the index answers it: its score (capped to 0..1; `uncapped` the score before
-    the cap, `score` when not given) and the signals that found it (a `definition` match makes
-    the index confident, text alone does not)."""
+    the cap, `score` when not given), its size in bytes, and the signals that found it (a
+    `definition` match makes the index confident, text alone does not)."""
     signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False}
     return MatchItem(
         id=path,
@@ -125,7 +131,7 @@ def indexed(
         relevance_score=score,
         content_type="file_summary",
         source_path=path,
-        metadata={"signals": signals, "score": score if uncapped is None else uncapped},
+        metadata={"signals": signals, "score": score if uncapped is None else uncapped, "size": size},
     )
 
 

@@ -399,13 +399,21 @@ async def test_the_users_files_are_the_first_edits_even_when_the_index_is_asked(
     assert result.iterations[0].files == ["calc.py"]
 
 
-async def test_the_first_edit_takes_at_most_six_of_the_indexs_files(host: RecordingHost) -> None:
-    host.matches = [indexed(f"m{n}.py", 0.9 - n / 100, definition=1.0) for n in range(8)]
+@pytest.mark.parametrize(
+    ("tokens_each", "taken"),
+    [(10_000, 6), (3_000, 10), (6_000, 6)],  # 6 large; 10 small (30k); 7 x 6k would pass 40k
+)
+async def test_a_flat_ranking_gives_the_first_edit_six_files_or_up_to_ten_that_fit_40k_tokens(
+    host: RecordingHost, tokens_each: int, taken: int
+) -> None:
+    size = tokens_each * 4  # bytes: Aider sends a file whole, about 4 characters a token
+    host.matches = [indexed(f"m{n}.py", 0.9 - n / 100, definition=1.0, size=size) for n in range(12)]
     host.edits.append(writes("m0.py", FIXED))
     host.test_runs.append(green_run())
     result = await goal_alone(host).run(RequestContext())
-    assert result.iterations[0].files == [f"m{n}.py" for n in range(6)]
-    assert host.context_requests[0].max_results >= 6  # the index is asked for as many
+    assert result.iterations[0].files == [f"m{n}.py" for n in range(taken)]
+    asked = host.context_requests[0]
+    assert asked.max_results >= 10 and asked.edit_goal  # as many, asked as a change goal
 
 
 async def test_the_first_edit_leaves_out_files_under_half_the_bests_uncapped_score(

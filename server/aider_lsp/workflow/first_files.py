@@ -19,8 +19,11 @@ from ..models import ContextGenerationInput, MatchItem, OptionalPathList
 from .host import WorkflowHost
 
 MEMORY_FILES = 5  # the index's files the planner is told of
-INDEX_FILES = 6  # at most this many of the index's files start the first edit
-PICK_SHARE = 0.5  # ... those whose uncapped score is at least this share of the best's
+PICK_SHARE = 0.5  # the first edit takes the index's files scoring this share of the best's
+INDEX_FILES = 6  # ... at most this many
+MORE_FILES = 10  # ... or this many where the ranking is flat, while the files fit:
+MORE_FILES_TOKENS = 40_000  # the first edit's files in tokens, for a file beyond INDEX_FILES
+CHARS_PER_TOKEN = 4  # what a file costs: Aider sends it whole
 CONFIDENT_SCORE = 0.5  # the best must score this much (and match specifically) to skip the plan
 CONFIDENT_FILES = 3  # ... and one of this many first files match specifically
 
@@ -68,10 +71,11 @@ def pick(matches: Sequence[MatchItem]) -> tuple[list[str], bool]:
     """The index's files for the first edit and whether it is confident about them.
 
     The files: those whose uncapped score (`raw_score`) is at least PICK_SHARE of the best's,
-    at most INDEX_FILES. Aider sends each whole, so a file costs its text; the share keeps the
-    count low when one file stands out and lets it grow where the ranking is flat, which is
-    where the file to change is often fourth to sixth (docs/workflow.md, "Which files the
-    first edit takes").
+    at most INDEX_FILES, then up to MORE_FILES while all of them fit MORE_FILES_TOKENS. Aider
+    sends each whole, so a file costs its text; the share keeps the count low when one file
+    stands out and lets it grow where the ranking is flat, which is where the file to change
+    is often fourth to tenth; the budget keeps a flat ranking of large files from filling the
+    model's context (docs/workflow.md, "Which files the first edit takes").
     Confident: the best scores at least CONFIDENT_SCORE and one of the first CONFIDENT_FILES
     files matched the goal by a definition (the goal names a function or class the file
     defines) or by its name (the goal mentions the file). Words of the text or the path alone
@@ -81,7 +85,16 @@ def pick(matches: Sequence[MatchItem]) -> tuple[list[str], bool]:
     if not ranked:
         return [], False
     floor = raw_score(ranked[0]) * PICK_SHARE
-    picked = [m for m in ranked[:INDEX_FILES] if raw_score(m) >= floor]
+    picked: list[MatchItem] = []
+    tokens = 0
+    for match in ranked[:MORE_FILES]:
+        if raw_score(match) < floor:
+            continue
+        cost = file_tokens(match)
+        if len(picked) >= INDEX_FILES and tokens + cost > MORE_FILES_TOKENS:
+            break
+        picked.append(match)
+        tokens += cost
     first_few = picked[:CONFIDENT_FILES]
     confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(specific(m) for m in first_few)
     return [m.source_path for m in picked if m.source_path], confident
@@ -92,6 +105,12 @@ def raw_score(match: MatchItem) -> float:
     match carries none, as an LLM re-ranking's or another source's)."""
     score = (match.metadata or {}).get("score")
     return float(score) if isinstance(score, int | float) else match.relevance_score
+
+
+def file_tokens(match: MatchItem) -> int:
+    """About what the file costs in Aider's request: its size as indexed, in tokens."""
+    size = (match.metadata or {}).get("size")
+    return int(size) // CHARS_PER_TOKEN if isinstance(size, int | float) else 0
 
 
 def specific(match: MatchItem) -> bool:
@@ -115,7 +134,11 @@ async def index_matches(
     """The index's best files for the goal; the files open in the editor are candidates (a
     small boost), never the answer: the file that merely happens to be open is a hint."""
     request = ContextGenerationInput(
-        query=goal, open_files=open_files, target_files=chosen, max_results=max(MEMORY_FILES, INDEX_FILES)
+        query=goal,
+        open_files=open_files,
+        target_files=chosen,
+        max_results=max(MEMORY_FILES, MORE_FILES),
+        edit_goal=True,
     )
     found = await host.find_context(request)
     return list(found.matches)
