@@ -30,9 +30,13 @@ Usage: python bench/first_edit.py --repos DIR [DIR …] [--tuning DIR …] [--co
        [--dump FILE] [--load FILE]
 A DIR is a git directory, a clone, or a fetched mirror (`/work/.mirror/owner+name`).
 Issue #43's figures (--commits 50; each repository's newest qualifying commits, listed by the
-run): held out urllib3/urllib3, mkdocs/mkdocs, python-websockets/websockets, and a second
-held-out set httpie/cli, getpelican/pelican, Bogdanp/dramatiq (never looked at before the rules
-were written); tuning nedbat/coveragepy, andialbrecht/sqlparse, jazzband/tablib.
+run; docs/workflow.md "Which files the first edit takes"): tuning (every set once looked at)
+nedbat/coveragepy, andialbrecht/sqlparse, jazzband/tablib, urllib3/urllib3, mkdocs/mkdocs,
+python-websockets/websockets, httpie/cli, getpelican/pelican, Bogdanp/dramatiq, PyCQA/pyflakes,
+davidhalter/parso, spulec/freezegun, hynek/structlog, agronholm/anyio, celery/kombu; held out
+python-attrs/attrs, jd/tenacity, pypa/packaging, Delgan/loguru (set 5) and jpadilla/pyjwt,
+python-poetry/tomlkit, arrow-py/arrow, pytest-dev/pluggy (set 6, run once). A new change
+needs a new held-out set: fetch it, run it before looking at it.
 --dump writes every case with its matches (JSON lines); --load measures the rules on such a
 file without running anything again (seconds instead of minutes).
 """
