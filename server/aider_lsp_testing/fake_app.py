@@ -45,6 +45,7 @@ from aider_lsp.models import (
     ErrorReason,
     IsolatedRun,
     Isolation,
+    JudgeProblem,
     MatchItem,
     ReplyCallback,
     RequestContext,
@@ -100,10 +101,12 @@ class FakeRun:
 
 @dataclass(frozen=True)
 class Iteration:
-    """One scripted workflow iteration: its edit, then its test run (None: nothing to test)."""
+    """One scripted workflow iteration: its edit, then its test run (None: nothing to test),
+    and the judge's refusal of passing tests the edit changed (suite/judge.py)."""
 
     edit: Turn
     tests: CommandRun | None = None
+    judge: JudgeProblem | None = None
 
 
 class FakeApplication:
@@ -322,7 +325,10 @@ class FakeApplication:
         run = iteration.tests
         ctx.report_event(_finished(number, run))
         test = DecidingRun(command=run.command, scope=SuiteScope.WHOLE, exit_code=run.exit_code)
-        return WorkflowIteration(iteration=number, prompt=request.goal, files=files, aider=summary, test=test)
+        judge = iteration.judge
+        return WorkflowIteration(
+            iteration=number, prompt=request.goal, files=files, aider=summary, test=test, judge=judge
+        )
 
     async def pick_test_command(
         self, requested: str | None, ctx: RequestContext
@@ -496,9 +502,11 @@ def _finished(number: int, run: CommandRun) -> TestRunFinished:
 
 
 def _result(iterations: list[WorkflowIteration]) -> WorkflowRun:
-    """The typed run as workflow/runs.py returns it: green when the last test passed."""
+    """The typed run as workflow/runs.py returns it: green when the last test passed and the
+    judge did not refuse them (its refusal is the run's)."""
     last = iterations[-1].test if iterations else None
-    green = last is not None and last.exit_code == 0
+    judge = iterations[-1].judge if iterations else None
+    green = last is not None and last.exit_code == 0 and judge is None
     diff = "".join(it.aider.diff for it in iterations if it.aider is not None)
     outcome = WorkflowResult(
         status=WorkflowStatus.SUCCESS if green else WorkflowStatus.FAILURE,
@@ -508,6 +516,7 @@ def _result(iterations: list[WorkflowIteration]) -> WorkflowRun:
         analysis_result=CombinedAnalysisResult(
             verdict=Verdict.SUCCESS if green else Verdict.FAILURE, message=""
         ),
+        judge=judge,
     )
     return WorkflowRun(outcome=outcome, changes=RunChanges(diff=diff))
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from acp import RequestError, resource_link_block, text_block
 from aider_lsp.acp.diffs import text_after
 from aider_lsp.acp.render import file_parts
-from aider_lsp.models import CommandRun, Isolation, WorkflowRequest
+from aider_lsp.models import CommandRun, Isolation, JudgeProblem, WorkflowRequest
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import RUN, SETTINGS, FakeApps, Iteration, Turn
 from aider_lsp_testing.waiting import eventually
@@ -216,6 +216,36 @@ async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:
     assert end.status == "completed" and said.startswith("Not decided (the prompt was cancelled). Run run-1")
     assert (project / "calc.py").read_text() == BUGGY
     assert [record.state.value for record in fakes.built[0].history()] == ["ready"]
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+async def test_tests_the_judge_refused_are_offered_to_undo_only_when_the_run_is_in_place(
+    project: Path, isolated: bool
+) -> None:
+    """A run that emptied the tests: in place, `/undo test_calc.py` takes back only that; an
+    isolated run's change waits in its worktree (undo reaches nothing there): its reply warns
+    that applying it takes the tests' change too."""
+    (project / "test_calc.py").write_text("def test_add():\n    assert add(1, 2) == 3\n")
+    refused = JudgeProblem(message="the edits changed the tests", test_files=["test_calc.py"])
+    fakes = FakeApps(TESTED)
+    emptied = Iteration(Turn(writes={"calc.py": FIXED, "test_calc.py": ""}), GREEN, judge=refused)
+    fakes.app(project).runs.append([emptied])
+    async with in_process_agent(fakes) as (conn, client, _):
+        if isolated:
+            session_id = await isolated_session(conn, project)
+            client.answers.append("discard")
+        else:
+            session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+    reply = client.reply()
+    assert answer.stop_reason != "end_turn"  # not a success: the tests were changed
+    if isolated:
+        assert "/undo" not in reply
+        assert "Its change to test_calc.py is part of what applying it takes" in reply
+        assert (project / "test_calc.py").read_text().startswith("def test_add")  # discarded
+    else:
+        assert "`/undo test_calc.py` takes back only the run's changes to the tests." in reply
 
 
 @given(

@@ -287,17 +287,18 @@ def _stop_reason(run: WorkflowRun) -> StopReason:
 
 def _outcome(run: WorkflowRun) -> str:
     """How the run ended, said once: the run's own words, then only what they leave out: the
-    last test run's state when they do not say it (`WorkflowRun.names_the_tests`), or the undo
-    of the tests the judge refused (the edits and test runs were shown as they happened: the
-    reply repeats none of them)."""
+    last test run's state when they do not say it (`WorkflowRun.names_the_tests`), or what to
+    do with the tests the judge refused: `/undo` of them for a run in place, a warning for an
+    isolated one, whose change (the tests' with it) waits in its worktree, where `/undo`
+    reaches nothing (the edits and test runs were shown as they happened: the reply repeats
+    none of them)."""
     said = _sentence(run.message)
     outcome = run.outcome
     if outcome is None:
         return said
     judge = outcome.judge or next((it.judge for it in reversed(outcome.iterations) if it.test), None)
     if judge is not None:
-        files = " ".join(judge.test_files)
-        offer = f"`/undo {files}` takes back only the run's changes to the tests." if files else ""
+        offer = _judged_tests_offer(judge.test_files, isolated=run.isolated is not None)
         return f"{said}\n\n{offer}" if offer else said
     if run.names_the_tests:
         return said
@@ -308,6 +309,16 @@ def _outcome(run: WorkflowRun) -> str:
         test.exit_code, command=test.command, timed_out=test.timed_out, summary=test.summary
     )
     return f"{said}\n\n{capitalised(clause)}."
+
+
+def _judged_tests_offer(test_files: list[str], *, isolated: bool) -> str:
+    """What the user can do about the test files the judge refused (none named: nothing)."""
+    if not test_files:
+        return ""
+    if isolated:
+        names = ", ".join(test_files)
+        return f"Its change to {names} is part of what applying it takes: read its diff first."
+    return f"`/undo {' '.join(test_files)}` takes back only the run's changes to the tests."
 
 
 def _sentence(text: str) -> str:
