@@ -24,7 +24,9 @@ from .aider.spawn import Spawned
 from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
+from .isolation.prepare import TreePreparer
 from .isolation.runs import IsolatedRuns
+from .isolation.store import RunStore
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
 from .memory import IndexStats, MemorySystem, template_reranker
@@ -111,17 +113,23 @@ class Application:
             self.tools, self.files, self.shell, self.memory, self.current_settings, self.aider_tools
         )
         self.workflows = WorkflowRuns(self, self.tests.pick)
+        trees = TreePreparer(
+            self.workspace,
+            RunStore(self.workspace, settings.history.max_runs),
+            self.current_settings,
+            open_tree=self._open_tree,
+            close=close_within,
+            index_path=lambda: self.memory.db_path,
+            ignored=IgnoreRules(self.files, excludes=settings.context_excludes).left_out,
+        )
         self.isolated_runs = IsolatedRuns(
             self.workspace,
             self.current_settings,
             self.checkpoints,
             unsaved_files,
+            trees=trees,
             busy=self._editing_in_place,
             pick_test_command=self.tests.pick,
-            open_tree=self._open_tree,
-            close=close_within,
-            index_path=lambda: self.memory.db_path,
-            ignored=IgnoreRules(self.files, excludes=settings.context_excludes).left_out,
             spares=spare_trees,
         )
         self.run_history = RunHistory(

@@ -43,11 +43,10 @@ from ..models import (
 from ..settings import Settings
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
-from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
-from .store import FileSides, RunStore, tree_name
+from .prepare import CLOSE_WAIT_S, Prepared, TreePreparer
+from .store import FileSides, tree_name
 from .trees import (
     BRANCH_PREFIX,
-    IgnoredCheck,
     RunTree,
     TreeError,
     commit_all,
@@ -70,16 +69,14 @@ class IsolatedRuns:
         checkpoints: CheckpointStore,
         unsaved_files: UnsavedFiles,
         *,
+        trees: TreePreparer,
         busy: Callable[[], bool],
         pick_test_command: PickTestCommand,
-        open_tree: OpenTree,
-        close: Closer,
-        index_path: Callable[[], Path],
-        ignored: IgnoredCheck,
         spares: bool = True,
     ) -> None:
-        """`spares`: keep a spare tree ready after a run starts (a server; not a one-shot run,
-        whose spare's Aider start would compete with the run for the machine)."""
+        """`trees` makes the runs' trees (and keeps their records: `trees.store`); `spares`:
+        keep a spare tree ready after a run starts (a server; not a one-shot run, whose
+        spare's Aider start would compete with the run for the machine)."""
         self.workspace = workspace
         self.spares = spares
         self.settings = settings
@@ -87,17 +84,9 @@ class IsolatedRuns:
         self.unsaved_files = unsaved_files
         self.busy = busy
         self.pick_test_command = pick_test_command
-        self.close = close
-        self.store = RunStore(workspace, settings().history.max_runs)
-        self.trees = TreePreparer(
-            workspace,
-            self.store,
-            settings,
-            open_tree=open_tree,
-            close=close,
-            index_path=index_path,
-            ignored=ignored,
-        )
+        self.trees = trees
+        self.store = trees.store
+        self.close = trees.close
         self._under_way: set[str] = set()
         self._recovered = False
 
