@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -63,6 +64,7 @@ from aider_lsp.aider.spawn import Spawned
 from aider_lsp.app import Application
 from aider_lsp.models import (
     AiderEditOutcome,
+    AssociativeMatchResult,
     ContextGenerationInput,
     ErrorReason,
     MatchItem,
@@ -110,6 +112,7 @@ class Measured:
     readonly: list[str]
     matches: list[MatchItem]
     tuning: bool = False
+    query_s: tuple[float, float] = (0.0, 0.0)  # the index's answer: as a change goal, as a lookup
 
 
 def is_goal(subject: str) -> bool:
@@ -231,12 +234,23 @@ async def measure_repository(name: str, git_dir: Path, cases: list[Case], work: 
             else:  # HEAD moved: an editor's file watcher reports .git/HEAD with the files
                 await app.files_changed([*written, ".git/HEAD"], removed)
             editable, readonly = await first_edit(app, case.goal)
-            asked = ContextGenerationInput(query=case.goal, max_results=TOP, edit_goal=True)  # as runs ask
-            found = await app.find_context(asked)
-            measured.append(Measured(case, editable, readonly, list(found.matches)))
+            found, goal_s = await timed_query(app, case.goal, edit_goal=True)  # as runs ask
+            _, lookup_s = await timed_query(app, case.goal, edit_goal=False)
+            measured.append(
+                Measured(case, editable, readonly, list(found.matches), query_s=(goal_s, lookup_s))
+            )
     finally:
         await app.aclose()
     return measured
+
+
+async def timed_query(
+    app: Application, goal: str, *, edit_goal: bool
+) -> tuple[AssociativeMatchResult, float]:
+    """The index's top matches for `goal` and the seconds the answer took."""
+    start = time.perf_counter()
+    found = await app.find_context(ContextGenerationInput(query=goal, max_results=TOP, edit_goal=edit_goal))
+    return found, time.perf_counter() - start
 
 
 # -- candidate rules ----------------------------------------------------------------------------
@@ -464,6 +478,14 @@ def report(measured: list[Measured], say: Callable[[str], None] = print) -> None
             f"each file after the first (held-out, real choice): median {statistics.median(extra):.0f}, "
             f"mean {statistics.mean(extra):.0f} tokens ({len(extra)} files; whole text / {CHARS_PER_TOKEN})"
         )
+    timed = [item.query_s for item in measured if item.query_s[0]]
+    if timed:
+        goal_p50 = statistics.median(goal for goal, _ in timed) * 1000
+        lookup_p50 = statistics.median(lookup for _, lookup in timed) * 1000
+        say(
+            f"the index's answer, p50: {goal_p50:.1f} ms asked as a change goal, {lookup_p50:.1f} ms as a "
+            f"lookup (x{goal_p50 / max(lookup_p50, 1e-9):.2f}; {len(timed)} goals, one after the other)"
+        )
     clipped = sum(all(m.relevance_score >= 1.0 for m in item.matches[:3]) for item in measured)
     best = sum(bool(item.matches) and item.matches[0].relevance_score >= 1.0 for item in measured)
     say(f"relevance 1.0 (clipped): the best file in {best}/{len(measured)} cases, the best 3 in {clipped}")
@@ -550,6 +572,7 @@ def dump(measured: list[Measured], target: Path) -> None:
                 "editable": item.editable,
                 "readonly": item.readonly,
                 "tuning": item.tuning,
+                "query_s": list(item.query_s),
                 "matches": [m.model_dump(mode="json") for m in item.matches],
             }
             handle.write(json.dumps(line) + "\n")
@@ -561,7 +584,14 @@ def load(source: Path) -> list[Measured]:
         data = json.loads(line)
         matches = [MatchItem.model_validate(m) for m in data["matches"]]
         measured.append(
-            Measured(Case(**data["case"]), data["editable"], data["readonly"], matches, data["tuning"])
+            Measured(
+                Case(**data["case"]),
+                data["editable"],
+                data["readonly"],
+                matches,
+                data["tuning"],
+                tuple(data.get("query_s", (0.0, 0.0))),
+            )
         )
     return measured
 
