@@ -43,7 +43,7 @@ from .models import (
     WorkflowRun,
     WorkflowUsage,
 )
-from .run_history import RunHistory
+from .run_history import RunHistory, stored_runs
 from .settings import Settings
 from .shell import CommandExecutor
 from .suite.runner import TestRunner
@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 
 class Application:
     """Everything one workspace needs, wired once."""
+
+    # a folder's history read from disk without opening it (no index, no Aider server)
+    stored_history = staticmethod(stored_runs)
 
     def __init__(
         self,
@@ -164,7 +167,7 @@ class Application:
         self.kill_children = self.aider.kill  # when `aclose` did not end in time
         # the history undo takes back (run_history.py) and the workflow (workflow/)
         self.undo = self.run_history.undo
-        self.history = self.run_history.runs
+        self.history = self.run_history.runs  # stored_history: a folder not opened, from disk
         self.run_diff = self.run_history.diff
         # the runs in worktrees (isolation/): the user's decision on a ready one
         self.apply_run = self.isolated_runs.apply

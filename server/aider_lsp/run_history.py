@@ -9,10 +9,12 @@ front ends call these through the Application.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from .checkpoints import CheckpointStore, file_diff, run_record
-from .isolation.store import FileSides
+from .files import FileAccessManager
+from .isolation.store import FileSides, RunStore
 from .models import ErrorReason, RunDiff, RunRecord, TaskResult, UnsavedFiles, failed_result
 from .results import already_undone_result, run_diff_result, undo_result
 
@@ -48,10 +50,8 @@ class RunHistory:
     def runs(self) -> list[RunRecord]:
         """The runs and edits undo can take back, and the isolated runs not applied yet, newest
         first (the history's bound applies)."""
-        records = [run_record(checkpoint) for checkpoint in self.checkpoints.saved()]
-        if self.isolated is not None:
-            records.extend(self.isolated.records())
-        return sorted(records, key=lambda run: (run.created, run.id), reverse=True)
+        isolated = self.isolated.records() if self.isolated is not None else []
+        return newest_first([*map(run_record, self.checkpoints.saved()), *isolated])
 
     def undo(
         self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None
@@ -113,3 +113,17 @@ def _no_such_run(run_id: str | None) -> TaskResult:
         ErrorReason.INPUT_VALIDATION_FAILURE,
         f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
     )
+
+
+def newest_first(records: list[RunRecord]) -> list[RunRecord]:
+    return sorted(records, key=lambda run: (run.created, run.id), reverse=True)
+
+
+def stored_runs(workspace: Path) -> list[RunRecord]:
+    """A folder's history as it is on disk, read without opening the folder (no index, no
+    Aider server): how an editor lists the runs of every folder of its window without starting
+    each one. Runs a dead process left are listed as their records say; their recovery waits
+    for the folder's opening."""
+    files = FileAccessManager(workspace)
+    in_place = [run_record(checkpoint) for checkpoint in CheckpointStore(files).saved()]
+    return newest_first([*in_place, *RunStore(files.root, 0).listed()])

@@ -16,9 +16,11 @@ from lsprotocol import types
 from aider_lsp_testing import fake_aider_mcp
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request
 from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.recorded_edits import record_edit
 from aider_lsp_testing.waiting import eventually
 
 READ = "aider-lsp.system.readFiles"
+HISTORY = "aider-lsp.history.list"
 
 
 @pytest.fixture
@@ -86,6 +88,27 @@ async def test_each_folder_is_served_with_its_own_files_and_settings(
         refused = await read(client, str(stray))
         assert refused["status"] == "FAILED" and str(stray) in refused["content"], refused
         assert "SECRET_STRAY" not in refused["content"]
+
+
+async def test_a_folders_runs_are_listed_without_opening_it(lsp: Any, folders: tuple[Path, Path]) -> None:
+    """The Runs view of a window of several folders lists each folder's runs: a folder not
+    used yet answers from its history on disk, its index and Aider server not started."""
+    app, lib = folders
+    lib_run = record_edit(lib, "shout LIB", {"main.py": b"LIB = 2\n"})
+    async with lsp(app, more_folders=[lib]) as client:
+        await asyncio.sleep(1)  # the first folder's start-up settles
+        listed = await execute(client, HISTORY, {"folder": lib.as_uri()})
+        assert listed["status"] == "COMPLETE", listed
+        assert [(run["id"], run["label"]) for run in listed["notes"]["runs"]] == [(lib_run, "shout LIB")]
+        assert (await execute(client, HISTORY, {"folder": app.as_uri()}))["notes"]["runs"] == []
+        await asyncio.sleep(1)
+        assert not (lib / ".aider-lsp" / "index.sqlite3").exists(), "listing its runs opened the folder"
+
+        # used, the folder opens (its index starts); its Application lists the same runs
+        assert "LIB = 2" in (await read(client, "main.py", folder=lib))["content"]
+        assert await eventually(lambda: (lib / ".aider-lsp" / "index.sqlite3").exists())
+        opened = await execute(client, HISTORY, {"folder": lib.as_uri()})
+        assert [run["id"] for run in opened["notes"]["runs"]] == [lib_run]
 
 
 async def test_folders_added_and_removed_while_the_window_is_open(

@@ -7,26 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aider_lsp.checkpoints import CheckpointStore, snapshot_files
-from aider_lsp.files import FileAccessManager
 from aider_lsp_testing.lsp_session import execute
+from aider_lsp_testing.recorded_edits import record_edit
 
 LINES = "".join(f"line {n}\n" for n in range(1, 11))
-
-
-def record_edit(root: Path, label: str, changes: dict[str, bytes | None]) -> str:
-    """One edit as the executors record it: checkpoint, the bytes before, the write, the record."""
-    store = CheckpointStore(FileAccessManager(root))
-    checkpoint = store.create(list(changes), label=label)
-    before = snapshot_files(store.files.resolve, list(changes))
-    for rel, data in changes.items():
-        if data is None:
-            (root / rel).unlink()
-        else:
-            (root / rel).write_bytes(data)
-    store.record_after(checkpoint)
-    store.record_edit(checkpoint, before, created=[rel for rel in changes if before.get(rel) is None])
-    return checkpoint.id
 
 
 def by_path(result: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -135,6 +135,8 @@ async def test_discard_and_keep_as_branch(tmp_path: Path, llm_server: ScriptedLL
         states = {record.id: record.state for record in app.history()}
         assert states[first.isolated.run_id] is RunState.DISCARDED
         assert states[second.isolated.run_id] is RunState.KEPT
+        # read from disk without an Application (a folder an editor has not opened): the same
+        assert {record.id: record.state for record in Application.stored_history(root)} == states
         assert f"aider-lsp/{first.isolated.run_id}" not in git(root, "branch")
     finally:
         await app.aclose()

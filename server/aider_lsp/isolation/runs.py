@@ -310,10 +310,10 @@ class IsolatedRuns:
 
     # -- the history -----------------------------------------------------------------------------
     def records(self) -> list[RunRecord]:
-        """The isolated runs the history lists beside the runs in place (an applied one is listed
-        there, as the checkpoint under the same id)."""
+        """The isolated runs the history lists beside the runs in place (`RunStore.listed`),
+        those a dead process left recovered first."""
         self.recover()
-        return [run.record for run in self.store.all() if run.record.state is not RunState.APPLIED]
+        return self.store.listed()
 
     def diff_sides(self, run_id: str) -> tuple[RunRecord, FileSides] | None:
         """A ready run's files at its start and in its version (None: no ready run by that id)."""

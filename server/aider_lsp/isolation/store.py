@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..checkpoints import alive_elsewhere
-from ..models import IsolatedRunManifest, RunState
+from ..models import IsolatedRunManifest, RunRecord, RunState
 from ..state import user_state_dir
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,11 @@ class RunStore:
             return []
         found = [run for folder in self.root.iterdir() if (run := self.load(folder.name)) is not None]
         return sorted(found, key=lambda run: (run.record.created, run.record.id))
+
+    def listed(self) -> list[RunRecord]:
+        """The runs the history lists beside the runs in place: all but the applied ones (an
+        applied run is listed there, as the checkpoint under the same id)."""
+        return [run.record for run in self.all() if run.record.state is not RunState.APPLIED]
 
     def claim(self, run_id: str) -> None:
         """Mark the run's folder as this process's before its tree is made (another process's

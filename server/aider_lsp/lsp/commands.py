@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,7 @@ from ..models import (
     AiderAutomaticArgs,
     AiderInteractiveArgs,
     DeclinedTestCommand,
+    ErrorReason,
     GetContextArgs,
     ReadFilesArgs,
     RequestContext,
@@ -25,6 +27,7 @@ from ..models import (
     TaskResult,
     WorkflowRequest,
     complete_result,
+    failed_result,
 )
 from ..results import (
     declined_test_command_result,
@@ -129,6 +132,8 @@ class CommandSpec:
     title: str
     long_running: bool = False
     any_folder: bool = False  # about no folder in particular: any folder's Application answers
+    # how it answers for a folder not open, without opening it (None: the folder is opened)
+    unopened: Callable[[Path], TaskResult] | None = None
 
 
 def task_command(identifier: str) -> CommandRunner:
@@ -231,6 +236,15 @@ async def _history_list(app: Application, params: NoParams, ctx: RequestContext)
     return history_result(app.history())
 
 
+def _stored_history(root: Path) -> TaskResult:
+    """The history of a folder not open in this server, read from disk: a window of several
+    folders lists every folder's runs without opening each (its index, its Aider server)."""
+    try:
+        return history_result(Application.stored_history(root))
+    except OSError as exc:
+        return failed_result(ErrorReason.UNEXPECTED_ERROR, f"cannot read the runs of {root}: {exc}")
+
+
 async def _history_diff(app: Application, params: HistoryDiffParams, ctx: RequestContext) -> TaskResult:
     """A run's files before the run and after its last edit, for the editor's diff view."""
     return app.run_diff(params.run_id, params.path)
@@ -285,7 +299,9 @@ COMMANDS: list[CommandSpec] = [
     CommandSpec(CommandId.RUNS_APPLY, ApplyRunParams, _apply_run, "Apply an isolated run"),
     CommandSpec(CommandId.RUNS_DISCARD, RunIdParams, _discard_run, "Discard an isolated run"),
     CommandSpec(CommandId.RUNS_KEEP_BRANCH, RunIdParams, _keep_run, "Keep an isolated run as a branch"),
-    CommandSpec(CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs"),
+    CommandSpec(
+        CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs", unopened=_stored_history
+    ),
     CommandSpec(CommandId.HISTORY_DIFF, HistoryDiffParams, _history_diff, "Show an Aider run's diff"),
     CommandSpec(CommandId.RUN_TESTS, RunTestsParams, _run_tests, "Running tests", long_running=True),
     CommandSpec(

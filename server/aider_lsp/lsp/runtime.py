@@ -89,6 +89,8 @@ async def execute_command(ls: AiderLanguageServer, command_id: str, args: tuple[
     root = routing.route(ls.folders, raw, folder, any_folder=spec.any_folder)
     if isinstance(root, routing.Refusal):
         return failed_result(ErrorReason.CONFIGURATION_ERROR, root.message).to_wire()
+    if spec.unopened is not None and ls.folders.apps.alive(root) is None:
+        return spec.unopened(root).to_wire()  # read without opening the folder
     app = await workspace.application(ls, root)
     if app is None:
         return failed_result(
