@@ -14,7 +14,6 @@ import { runFromCodeAction } from './flows/codeAction';
 import { ServerCommands } from './server/execute';
 import { ServerLifecycle } from './server/lifecycle';
 import { BEFORE_SCHEME, BeforeContentProvider } from './ui/diffView';
-import { workspaceRoot } from './ui/files';
 import { IsolatedRunsItem } from './ui/isolatedRuns';
 import { LastChange } from './ui/lastChange';
 import { RUNS_VIEW, RunsTree } from './ui/runsView';
@@ -39,7 +38,7 @@ export function activate(context: vscode.ExtensionContext): void {
         executeCommand: (command, args) => runFromCodeAction(host, command, args),
     });
     const commands = new ServerCommands({ client: () => server.client(), router, log, restartServer: () => restartServer() });
-    const runs = new RunsTree(commands, () => workspaceRoot(), () => server.wake());
+    const runs = new RunsTree(commands, () => vscode.workspace.workspaceFolders ?? [], () => server.wake());
     // a run's progress: the status bar says the phase, the Runs view shows its files as it edits them
     router.onPhase = (phase) => {
         status.setPhase(phase);
@@ -71,7 +70,10 @@ export function activate(context: vscode.ExtensionContext): void {
                 showFolder();
             }
         }),
-        vscode.workspace.onDidChangeWorkspaceFolders(showFolder),
+        vscode.workspace.onDidChangeWorkspaceFolders(() => {
+            showFolder();
+            runs.refresh(); // one folder or several: the view's top level changes
+        }),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (event.affectsConfiguration(`${SECTION}.server`)) {
                 void server.settingsChanged().then(() => { runs.refresh(); });

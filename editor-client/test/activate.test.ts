@@ -1054,6 +1054,131 @@ describe('activate', () => {
                 fake.running = true;
             }
         });
+
+        describe('in a window of two folders', () => {
+            const lib = path.join(root, 'lib');
+            const wsUri = Uri.file(root).toString();
+            const libUri = Uri.file(lib).toString();
+            let single: typeof workspace.workspaceFolders = [];
+            before(() => {
+                single = workspace.workspaceFolders;
+                fs.mkdirSync(lib, { recursive: true });
+                workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+            });
+            after(() => {
+                workspace.workspaceFolders = single;
+            });
+
+            /** The top level as VS Code asks for it: each folder's history asked with that folder, answered with `runs[its URI]`. */
+            async function listedByFolder(runs: Record<string, unknown[]>): Promise<Node[]> {
+                const fake = client();
+                const count = fake.sent.length;
+                const children = provider().getChildren();
+                const requests = [await nextRequest(fake, count + 1), await nextRequest(fake, count + 2)];
+                assert.deepEqual(requests.map((request) => [request.params.command, request.params.arguments]), [
+                    [ServerCommand.historyList, [{ folder: wsUri }]],
+                    [ServerCommand.historyList, [{ folder: libUri }]],
+                ], 'each folder\'s history, asked with its folder');
+                for (const [index, request] of requests.entries()) {
+                    const list = runs[index === 0 ? wsUri : libUri] ?? [];
+                    request.answer({ status: 'COMPLETE', content: '', notes: { runs: list }, parsedContent: list });
+                }
+                return children;
+            }
+
+            it('the top level is one node per folder, its runs\' count beside it, its own runs under it; with one folder again, the runs as before', async () => {
+                const [wsNode, libNode, ...rest] = await listedByFolder({ [wsUri]: [newer, older], [libUri]: [ready] });
+                assert.equal(rest.length, 0);
+                const [wsItem, libItem] = [wsNode, libNode].map((node) => provider().getTreeItem(node));
+                assert.deepEqual([wsItem?.label, wsItem?.description, wsItem?.collapsibleState], ['ws', '2 runs', TreeItemCollapsibleState.Expanded]);
+                assert.deepEqual([libItem?.label, libItem?.description, libItem?.collapsibleState], ['lib', '1 run', TreeItemCollapsibleState.Expanded]);
+                assert.equal(state(), 'listed');
+                const wsRuns = (await provider().getChildren(wsNode)).map((node) => provider().getTreeItem(node));
+                assert.deepEqual(wsRuns.map((item) => [item.label, item.collapsibleState]), [['Make the tests pass', TreeItemCollapsibleState.Expanded], ['Add a docstring to add', TreeItemCollapsibleState.Collapsed]]);
+                const [libRun, ...none] = await provider().getChildren(libNode);
+                assert.equal(none.length, 0);
+                assert.equal(provider().getTreeItem(libRun).contextValue, 'aiderRun.workflow.ready.git');
+                const file = (await provider().getChildren(libRun)).map((node) => provider().getTreeItem(node)).at(-1);
+                assert.equal(file?.label, 'calculator.py');
+                assert.equal(file?.resourceUri?.toString(), Uri.joinPath(Uri.file(lib), 'calculator.py').toString(), 'relative to its own folder');
+
+                // the same run id in both folders: still one item id each (ids are the whole tree's)
+                const [wsAgain, libAgain] = await listedByFolder({ [wsUri]: [], [libUri]: [newer] });
+                assert.deepEqual([provider().getTreeItem(wsAgain).description, provider().getTreeItem(wsAgain).collapsibleState], ['no runs', TreeItemCollapsibleState.None]);
+                const [libNewer] = await provider().getChildren(libAgain);
+                assert.notEqual(provider().getTreeItem(libNewer).id, newer.id);
+                assert.deepEqual(await listedByFolder({}), [], 'no run in any folder: the welcome\'s "No runs yet"');
+                assert.equal(state(), 'empty');
+
+                workspace.workspaceFolders = single;
+                try {
+                    const fake = client();
+                    const count = fake.sent.length;
+                    const children = provider().getChildren();
+                    const request = await nextRequest(fake, count + 1);
+                    assert.deepEqual(request.params.arguments, [{}], 'one folder: the server\'s, not named');
+                    request.answer({ status: 'COMPLETE', content: '', notes: { runs: [newer] }, parsedContent: [newer] });
+                    const [only] = await children;
+                    assert.equal(provider().getTreeItem(only).id, newer.id, 'a run at the top, as before');
+                } finally {
+                    workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+                }
+            });
+
+            it('Show Diff, a file\'s click, Undo This Run, Apply (and its Undo), Discard, Keep as Branch and Run Again on a run of the second folder send that folder', async () => {
+                const [, libNode] = await listedByFolder({ [wsUri]: [newer], [libUri]: [ready, older] });
+                const [readyNode, olderNode] = await provider().getChildren(libNode);
+                let refreshed = 0;
+                provider().onDidChangeTreeData?.(() => { refreshed += 1; });
+                const fake = client();
+                /** Runs a client command and answers the one request it sends; resolves to [its command, its arguments]. */
+                const sent = async (id: string, node: unknown, answer: Record<string, unknown>): Promise<[string, unknown[]]> => {
+                    const count = fake.sent.length;
+                    const done = run(id, node);
+                    const request = await nextRequest(fake, count + 1);
+                    request.answer(answer);
+                    await done;
+                    return [request.params.command, request.params.arguments];
+                };
+                const noFiles = { status: 'COMPLETE', content: '', notes: { run: ready, files: [] } };
+                assert.deepEqual(await sent(ClientCommand.showRunDiff, readyNode, noFiles), [ServerCommand.historyDiff, [{ run_id: ready.id, folder: libUri }]]);
+                const file = (await provider().getChildren(readyNode)).at(-1);
+                const click = provider().getTreeItem(file).command;
+                assert.equal(click?.command, ClientCommand.openRunFile);
+                assert.deepEqual(await sent(click.command, click.arguments?.[0], noFiles), [ServerCommand.historyDiff, [{ run_id: ready.id, path: 'calculator.py', folder: libUri }]]);
+
+                const reverted = { status: 'COMPLETE', content: 'Reverted pkg/calc.py.', notes: { checkpoint: older.id, restored: ['pkg/calc.py'] } };
+                assert.deepEqual(await sent(ClientCommand.undoRun, olderNode, reverted), [ServerCommand.undo, [{ run_id: older.id, folder: libUri }]]);
+                assert.equal(recorded.folderPickAsked, 0, 'the run says which folder');
+
+                // Apply, then the Undo its message offers: both in the run's folder
+                recorded.answers.push('Undo');
+                let count = fake.sent.length;
+                const applying = run(ClientCommand.applyRun, readyNode);
+                const apply = await nextRequest(fake, count + 1);
+                assert.deepEqual([apply.params.command, apply.params.arguments], [ServerCommand.applyRun, [{ run_id: ready.id, folder: libUri }]]);
+                apply.answer({ status: 'COMPLETE', content: 'Applied “Fix average”: calculator.py', notes: { run_id: ready.id, state: 'applied', written: ['calculator.py'], deleted: [], skipped: [], checkpoint_id: ready.id } });
+                const undoApplied = await nextRequest(fake, count + 2);
+                assert.deepEqual([undoApplied.params.command, undoApplied.params.arguments], [ServerCommand.undo, [{ run_id: ready.id, folder: libUri }]]);
+                undoApplied.answer(reverted);
+                await applying;
+                assert.equal(recorded.folderPickAsked, 0);
+
+                recorded.answers.push('Discard');
+                assert.deepEqual(await sent(ClientCommand.discardRun, readyNode, { status: 'COMPLETE', content: 'Discarded.', notes: { run_id: ready.id, state: 'discarded' } }), [ServerCommand.discardRun, [{ run_id: ready.id, folder: libUri }]]);
+                assert.deepEqual(await sent(ClientCommand.keepRunBranch, readyNode, { status: 'COMPLETE', content: 'Kept.', notes: { run_id: ready.id, state: 'kept', branch: ready.branch, commit: 'abc1234' } }), [ServerCommand.keepRunBranch, [{ run_id: ready.id, folder: libUri }]]);
+
+                count = fake.sent.length;
+                const again = run(ClientCommand.runAgain, readyNode);
+                const workflow = await nextRequest(fake, count + 1);
+                assert.deepEqual([workflow.params.command, workflow.params.arguments], [ServerCommand.workflowRun, [{ goal: ready.goal, folder: libUri }]]);
+                workflow.answer({ status: 'COMPLETE', content: 'done', notes: { workflow: { status: 'SUCCESS', content: 'done', iterations: [] } } });
+                await again;
+                assert.equal(recorded.folderPickAsked, 0, 'Run Again runs in the run\'s folder, not the one asked');
+                assert.ok(refreshed > 0, 'the view reads the history again');
+                await listedByFolder({ [wsUri]: [newer], [libUri]: [older] }); // and reads every folder's
+            });
+        });
     });
 
     it('says the server is not running instead of failing', async () => {

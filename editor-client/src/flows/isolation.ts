@@ -158,6 +158,6 @@ async function tellAction(ctx: FlowContext, title: string, result: TaskResult, r
         return;
     }
     if ((await vscode.window.showInformationMessage(text, UNDO)) === UNDO) {
-        await undo(ctx, runAction(result).checkpoint_id ?? run.id);
+        await undo(ctx, runAction(result).checkpoint_id ?? run.id, run.folder);
     }
 }

@@ -3,7 +3,8 @@
  * run's diff, Undo This Run (the undo flow, with the run's id), Run Again (the workflow flow,
  * with the run's goal) and Copy Goal; on a ready isolated run Apply, Discard and Keep as Branch
  * (flows/isolation.ts). The diffs are the run's own change, before the run ↔ after its last
- * edit (ui/runDiff.ts), whatever happened to the files since.
+ * edit (ui/runDiff.ts), whatever happened to the files since. In a multi-root window every
+ * action goes to the folder of the item it was chosen on (its `folder`).
  */
 import * as vscode from 'vscode';
 import { goalOf, shortLabel, type RunRecord } from '../common/runs';
@@ -23,17 +24,21 @@ function diffRef(run: RunRecord): { id: string; title: string } {
     return { id: run.id, title: shortLabel(run, 40) };
 }
 
-/** The isolated run of the item (its folder: the server's, as the view lists it). */
+/** The isolated run of the item, in the item's folder. */
 function isolatedOf(node: unknown): IsolatedRunRef | undefined {
-    const run = runOf(node);
-    return run === undefined ? undefined : { id: run.id, label: run.label };
+    const chosen = asRunNode(node);
+    if (chosen === undefined) {
+        return undefined;
+    }
+    const { run, folder } = chosen;
+    return { id: run.id, label: run.label, ...(folder === undefined ? {} : { folder }) };
 }
 
 /** A click on a file of a run: its diff, before the run ↔ after it. */
 export async function openRunFile(ctx: FlowContext, node: unknown): Promise<void> {
     const chosen = asRunNode(node);
     if (chosen?.kind === 'file') {
-        await showDiffs(ctx, diffRef(chosen.run), chosen.path);
+        await showDiffs(ctx, diffRef(chosen.run), chosen.path, chosen.folder);
     }
 }
 
@@ -41,21 +46,22 @@ export async function openRunFile(ctx: FlowContext, node: unknown): Promise<void
 export async function showRunDiff(ctx: FlowContext, node: unknown): Promise<void> {
     const chosen = asRunNode(node);
     if (chosen !== undefined) {
-        await showDiffs(ctx, diffRef(chosen.run), chosen.kind === 'file' ? chosen.path : undefined);
+        await showDiffs(ctx, diffRef(chosen.run), chosen.kind === 'file' ? chosen.path : undefined, chosen.folder);
     }
 }
 
 export async function undoRun(ctx: FlowContext, node: unknown): Promise<void> {
-    const run = runOf(node);
-    if (run !== undefined) {
-        await undo(ctx, run.id);
+    const chosen = asRunNode(node);
+    if (chosen !== undefined) {
+        await undo(ctx, chosen.run.id, chosen.folder);
     }
 }
 
+/** "Run Again": the run's goal, in the run's folder. */
 export async function runAgain(ctx: FlowContext, node: unknown): Promise<void> {
-    const run = runOf(node);
-    if (run !== undefined) {
-        await runWorkflowAgain(ctx, goalOf(run));
+    const chosen = asRunNode(node);
+    if (chosen !== undefined) {
+        await runWorkflowAgain(ctx, goalOf(chosen.run), chosen.folder);
     }
 }
 

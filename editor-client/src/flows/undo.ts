@@ -43,10 +43,13 @@ function list(paths: readonly string[]): string {
     return paths.join(', ');
 }
 
-/** Undoes the run `runId` of the history, else the last one not undone yet. */
-export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
-    // the folder of the change just told, else of the active editor, else the user's pick
-    const place = await placeOf([], ctx.lastChange.current?.root ?? vscode.window.activeTextEditor?.document.uri);
+/**
+ * Undoes the run `runId` of the history, else the last one not undone yet, in `folder` (a
+ * multi-root window's folder the run is of: the Runs view, a run applied there).
+ */
+export async function undo(ctx: FlowContext, runId?: string, folder?: vscode.Uri): Promise<void> {
+    // the run's folder, else that of the change just told, else of the active editor, else the user's pick
+    const place = folder !== undefined ? { folder, root: folder } : await placeOf([], ctx.lastChange.current?.root ?? vscode.window.activeTextEditor?.document.uri);
     if (!place) {
         return;
     }
@@ -61,7 +64,7 @@ export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
         .filter((item) => dirty.has(item.path) || USERS_WORK.has(item.kind ?? ''))
         .map((item) => item.path);
     if (result.status !== 'FAILED' || kept.length === 0) {
-        return finish(ctx, result);
+        return finish(ctx, result, place.root);
     }
     const unsaved = kept.filter((path) => dirty.has(path));
     const { message, detail } = question(result, kept, unsaved);
@@ -79,7 +82,7 @@ export async function undo(ctx: FlowContext, runId?: string): Promise<void> {
     }
     const forced = await ctx.server.run(title, ServerCommand.undo, { ...which, force: true }, place.folder);
     if (forced) {
-        await finish(ctx, forced);
+        await finish(ctx, forced, place.root);
     }
 }
 
@@ -97,10 +100,10 @@ function question(result: TaskResult, kept: readonly string[], unsaved: readonly
     return { message: `${head}Undoing ${list(kept)} would discard your later changes.`, detail };
 }
 
-/** Tells the undo's outcome; once the files are back, the last change's diff is gone (if it was that run's). */
-async function finish(ctx: FlowContext, result: TaskResult): Promise<void> {
+/** Tells the undo's outcome (about files of `root`); once the files are back, the last change's diff is gone (if it was that run's). */
+async function finish(ctx: FlowContext, result: TaskResult, root: vscode.Uri | undefined): Promise<void> {
     if (result.status === 'COMPLETE') {
         ctx.lastChange.forget(restoreReport(result).checkpoint);
     }
-    await tell(ctx, resultMessage('Undo', result));
+    await tell(ctx, resultMessage('Undo', result), root);
 }

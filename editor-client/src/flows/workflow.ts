@@ -59,9 +59,12 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     await runGoal(ctx, arg, place);
 }
 
-/** "Run Again" in the Runs view: a past run's goal, run as the palette runs it (its files saved first). */
-export async function runAgain(ctx: FlowContext, goal: string): Promise<void> {
-    const place = await placeOf([], vscode.window.activeTextEditor?.document.uri);
+/**
+ * "Run Again" in the Runs view: a past run's goal, run as the palette runs it (its files saved
+ * first), in `folder` (the run's, in a multi-root window) else where the palette would.
+ */
+export async function runAgain(ctx: FlowContext, goal: string, folder?: vscode.Uri): Promise<void> {
+    const place = folder !== undefined ? { folder, root: folder, files: [] } : await placeOf([], vscode.window.activeTextEditor?.document.uri);
     if (place && (await saveDirtyFiles())) {
         await runGoal(ctx, { goal }, place);
     }

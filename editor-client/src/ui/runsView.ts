@@ -6,10 +6,13 @@
  * (flows/runs.ts). Runs in worktrees of their own are listed while they run and once ready
  * (their icon and line say so, a ready one open with its actions: Apply, Discard, Show Diff,
  * Keep as Branch), their last test failures under them, never in the Problems panel.
- * It reads the history again after every command that can change it, while a
- * run reports progress (its files appear as it edits them), after a server (re)start, and on
- * its refresh button. With no run the view's welcome text (package.json `viewsWelcome`) shows,
- * chosen by the `aiderLsp.runs` context key.
+ * In a window of several workspace folders the top level is one node per folder (its runs'
+ * count beside it), each listing its own history (`history.list {folder}`); every node under
+ * a folder knows it, so each action goes to that folder's server side (flows/runs.ts).
+ * It reads the history (every folder's) again after every command that can change it, while a
+ * run reports progress (its files appear as it edits them), after a server (re)start, when
+ * folders come or go, and on its refresh button. With no run the view's welcome text
+ * (package.json `viewsWelcome`) shows, chosen by the `aiderLsp.runs` context key.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -43,14 +46,38 @@ export const RUNS_VIEW = 'aider-lsp.runs';
 /** What the view's welcome says: `listed` (none), `empty` (No runs yet…), `unavailable` (no server). */
 const STATE_KEY = 'aiderLsp.runs';
 
+/** The workspace folder a node is under, in a window of several (none: one folder, the server's). */
+interface InFolder {
+    folder?: vscode.Uri;
+}
+
 /** A run of the history, one of its iterations (or that iteration's test run or analysis), or one file it changed. */
-export type RunNode =
-    | { kind: 'run'; run: RunRecord; newest: boolean }
-    | { kind: 'iteration'; run: RunRecord; step: RunStep }
-    | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
-    | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
-    | { kind: 'finding'; run: RunRecord; index: number; finding: RunFinding }
-    | { kind: 'file'; run: RunRecord; path: string };
+export type RunNode = InFolder &
+    (
+        | { kind: 'run'; run: RunRecord; newest: boolean }
+        | { kind: 'iteration'; run: RunRecord; step: RunStep }
+        | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
+        | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
+        | { kind: 'finding'; run: RunRecord; index: number; finding: RunFinding }
+        | { kind: 'file'; run: RunRecord; path: string }
+    );
+
+/** A workspace folder at the top of a multi-root window's view: its runs, or why they could not be read. */
+export interface FolderNode {
+    kind: 'folder';
+    folder: RunsFolder;
+    runs: RunRecord[];
+    /** Why its history could not be read (a FAILED answer, or none). */
+    problem?: string;
+}
+
+/** What the view needs of a workspace folder. */
+export interface RunsFolder {
+    readonly uri: vscode.Uri;
+    readonly name: string;
+}
+
+type ViewNode = FolderNode | RunNode;
 
 const KINDS = new Set<unknown>(['run', 'iteration', 'test', 'analysis', 'finding', 'file']);
 
@@ -89,15 +116,23 @@ export function asRunNode(value: unknown): RunNode | undefined {
     return KINDS.has((value as { kind: unknown }).kind) ? (value as RunNode) : undefined;
 }
 
-export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Disposable {
-    private readonly changed = new vscode.EventEmitter<RunNode | undefined>();
+/** A folder's history as read: its runs, or why there are none to show. */
+interface Listing {
+    runs: RunRecord[];
+    /** undefined: read; else why not (the server is not running, or its answer). */
+    problem?: string;
+}
+
+export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Disposable {
+    private readonly changed = new vscode.EventEmitter<ViewNode | undefined>();
     readonly onDidChangeTreeData = this.changed.event;
     private readonly subscription: vscode.Disposable;
     private timer: NodeJS.Timeout | undefined;
 
     constructor(
         private readonly server: ServerCommands,
-        private readonly root: () => vscode.Uri | undefined,
+        /** The window's workspace folders: one (or none) lists the server's history as it is; several, one node each. */
+        private readonly folders: () => readonly RunsFolder[],
         /** Starts the server if it is idle: the view shown is the user asking for their runs. */
         private readonly wake: () => Promise<void>,
         private readonly now: () => number = Date.now,
@@ -124,60 +159,97 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         }
     }
 
-    async getChildren(node?: RunNode): Promise<RunNode[]> {
+    async getChildren(node?: ViewNode): Promise<ViewNode[]> {
         if (node === undefined) {
-            return this.runs();
+            return this.top();
         }
+        if (node.kind === 'folder') {
+            return runNodes(node.runs, node.folder.uri);
+        }
+        // a node under a folder hands it on to its children (the actions send it)
+        const where = node.folder === undefined ? {} : { folder: node.folder };
         if (node.kind === 'run') {
             const { run } = node;
             return [
-                ...run.steps.map((step): RunNode => ({ kind: 'iteration', run, step })),
-                ...run.findings.map((finding, index): RunNode => ({ kind: 'finding', run, index, finding })),
-                ...run.files.map((file): RunNode => ({ kind: 'file', run, path: file })),
+                ...run.steps.map((step): RunNode => ({ kind: 'iteration', run, step, ...where })),
+                ...run.findings.map((finding, index): RunNode => ({ kind: 'finding', run, index, finding, ...where })),
+                ...run.files.map((file): RunNode => ({ kind: 'file', run, path: file, ...where })),
             ];
         }
         if (node.kind === 'iteration') {
             const { run, step: { iteration, test, analysis } } = node;
             return [
-                ...(test === undefined ? [] : [{ kind: 'test', run, iteration, test } as const]),
-                ...(analysis === undefined ? [] : [{ kind: 'analysis', run, iteration, analysis } as const]),
+                ...(test === undefined ? [] : [{ kind: 'test', run, iteration, test, ...where } as const]),
+                ...(analysis === undefined ? [] : [{ kind: 'analysis', run, iteration, analysis, ...where } as const]),
             ];
         }
         return [];
     }
 
-    private async runs(): Promise<RunNode[]> {
+    /** The top level: the runs of the one folder, or one node per folder of a multi-root window. */
+    private async top(): Promise<ViewNode[]> {
         await this.wake();
-        const result = await this.server.query(ServerCommand.historyList, {});
-        const runs = result?.status === 'COMPLETE' ? runRecords(result) : [];
-        const state = result?.status !== 'COMPLETE' ? 'unavailable' : runs.length === 0 ? 'empty' : 'listed';
-        await vscode.commands.executeCommand('setContext', STATE_KEY, state);
-        return runs.map((run, index) => ({ kind: 'run', run, newest: index === 0 }));
+        const folders = this.folders();
+        if (folders.length <= 1) {
+            const listing = await this.listing();
+            await this.setState(listing.problem !== undefined ? 'unavailable' : listing.runs.length === 0 ? 'empty' : 'listed');
+            return runNodes(listing.runs);
+        }
+        const listings = await Promise.all(folders.map((folder) => this.listing(folder.uri)));
+        const nodes = folders.map((folder, index): FolderNode => {
+            const { runs, problem } = listings[index] ?? { runs: [] };
+            return problem === undefined ? { kind: 'folder', folder, runs } : { kind: 'folder', folder, runs, problem };
+        });
+        // no folder read: the server is not running; none with a run: the welcome's "No runs yet"
+        if (nodes.every((node) => node.problem !== undefined)) {
+            await this.setState('unavailable');
+            return [];
+        }
+        const none = nodes.every((node) => node.runs.length === 0 && node.problem === undefined);
+        await this.setState(none ? 'empty' : 'listed');
+        return none ? [] : nodes;
     }
 
-    getTreeItem(node: RunNode): vscode.TreeItem {
+    /** One folder's history (none: the server's, in a window of one folder). */
+    private async listing(folder?: vscode.Uri): Promise<Listing> {
+        const result = await this.server.query(ServerCommand.historyList, {}, folder);
+        if (result === undefined) {
+            return { runs: [], problem: 'The Aider server is not running.' };
+        }
+        return result.status === 'COMPLETE' ? { runs: runRecords(result) } : { runs: [], problem: result.content };
+    }
+
+    private async setState(state: 'listed' | 'empty' | 'unavailable'): Promise<void> {
+        await vscode.commands.executeCommand('setContext', STATE_KEY, state);
+    }
+
+    getTreeItem(node: ViewNode): vscode.TreeItem {
+        if (node.kind === 'folder') {
+            return folderItem(node);
+        }
+        const key = runKey(node.run, node.folder);
         switch (node.kind) {
             case 'run':
-                return this.runItem(node.run, node.newest);
+                return this.runItem(node.run, key, node.newest);
             case 'file':
-                return this.fileItem(node.run, node.path);
+                return this.fileItem(node, key);
             case 'iteration':
-                return iterationItem(node.run, node.step);
+                return iterationItem(key, node.step);
             case 'test':
-                return testItem(node.run, node.iteration, node.test);
+                return testItem(key, node.iteration, node.test);
             case 'analysis':
-                return analysisItem(node.run, node.iteration, node.analysis);
+                return analysisItem(key, node.iteration, node.analysis);
             case 'finding':
-                return findingItem(node.run, node.index, node.finding);
+                return findingItem(key, node.index, node.finding);
         }
     }
 
-    private runItem(run: RunRecord, newest: boolean): vscode.TreeItem {
+    private runItem(run: RunRecord, key: string, newest: boolean): vscode.TreeItem {
         const { None, Collapsed, Expanded } = vscode.TreeItemCollapsibleState;
         const empty = run.files.length === 0 && run.steps.length === 0 && run.findings.length === 0;
         // the newest run and every ready one are open: a ready one waits for the user
         const item = new vscode.TreeItem(shortLabel(run), empty ? None : newest || run.state === 'ready' ? Expanded : Collapsed);
-        item.id = run.id;
+        item.id = key;
         item.description = runDescription(run, this.now());
         item.tooltip = runTooltip(run);
         item.iconPath = stateIcon(runState(run));
@@ -186,12 +258,13 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         return item;
     }
 
-    private fileItem(run: RunRecord, file: string): vscode.TreeItem {
+    private fileItem(node: RunNode & { kind: 'file' }, key: string): vscode.TreeItem {
+        const { run, path: file } = node;
         const item = new vscode.TreeItem(path.posix.basename(file), vscode.TreeItemCollapsibleState.None);
-        item.id = `${run.id}/${file}`;
-        const folder = path.posix.dirname(file);
-        item.description = folder === '.' ? '' : folder;
-        const root = this.root();
+        item.id = `${key}/${file}`;
+        const dir = path.posix.dirname(file);
+        item.description = dir === '.' ? '' : dir;
+        const root = node.folder ?? this.folders()[0]?.uri;
         if (root !== undefined) {
             item.resourceUri = vscode.Uri.joinPath(root, file); // the file's own icon
         }
@@ -199,7 +272,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
         // a running run has no diff yet; a discarded or kept one's tree is gone
         if (hasDiff(run)) {
             item.tooltip = `${file}: before ↔ after “${shortLabel(run)}”`;
-            item.command = { command: ClientCommand.openRunFile, title: 'Show Diff', arguments: [{ kind: 'file', run, path: file } satisfies RunNode] };
+            item.command = { command: ClientCommand.openRunFile, title: 'Show Diff', arguments: [node satisfies RunNode] };
         } else {
             item.tooltip = file;
         }
@@ -213,16 +286,47 @@ export class RunsTree implements vscode.TreeDataProvider<RunNode>, vscode.Dispos
     }
 }
 
+/** The run nodes of a history (newest first), each knowing its folder in a multi-root window. */
+function runNodes(runs: readonly RunRecord[], folder?: vscode.Uri): RunNode[] {
+    return runs.map((run, index): RunNode => (folder === undefined ? { kind: 'run', run, newest: index === 0 } : { kind: 'run', run, newest: index === 0, folder }));
+}
+
+/** A run's item id: its own in a window of one folder; with its folder's in one of several (ids are the whole tree's). */
+function runKey(run: RunRecord, folder: vscode.Uri | undefined): string {
+    return folder === undefined ? run.id : `${folder.toString()}#${run.id}`;
+}
+
+/** "2 runs", "1 run", "no runs" (or that its history could not be read). */
+function folderDescription(node: FolderNode): string {
+    if (node.problem !== undefined) {
+        return 'runs not available';
+    }
+    const count = node.runs.length;
+    return count === 0 ? 'no runs' : `${String(count)} ${count === 1 ? 'run' : 'runs'}`;
+}
+
+/** A workspace folder of a multi-root window: its name, its runs' count, open when it has runs. */
+function folderItem(node: FolderNode): vscode.TreeItem {
+    const { None, Expanded } = vscode.TreeItemCollapsibleState;
+    const item = new vscode.TreeItem(node.folder.name, node.runs.length === 0 ? None : Expanded);
+    item.id = `folder:${node.folder.uri.toString()}`;
+    item.description = folderDescription(node);
+    item.tooltip = node.problem === undefined ? node.folder.uri.fsPath : `${node.folder.uri.fsPath}\n\n${node.problem}`;
+    item.iconPath = new vscode.ThemeIcon('root-folder');
+    item.contextValue = 'aiderRunsFolder';
+    return item;
+}
+
 function stateIcon(state: RunState): vscode.ThemeIcon {
     const icon = ICONS[state];
     return new vscode.ThemeIcon(icon.id, icon.color === undefined ? undefined : new vscode.ThemeColor(icon.color));
 }
 
 /** "Iteration 1" with what happened in it beside ("changed calc.py · tests fail (1 failed) · analysis: RETRY"). */
-function iterationItem(run: RunRecord, step: RunStep): vscode.TreeItem {
+function iterationItem(key: string, step: RunStep): vscode.TreeItem {
     const leaves = step.test !== undefined || step.analysis !== undefined;
     const item = new vscode.TreeItem(`Iteration ${String(step.iteration)}`, leaves ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
-    item.id = `${run.id}:iteration:${String(step.iteration)}`;
+    item.id = `${key}:iteration:${String(step.iteration)}`;
     item.description = stepDescription(step);
     item.tooltip = stepTooltip(step);
     item.iconPath = stateIcon(stepState(step));
@@ -241,25 +345,25 @@ function leaf(id: string, label: string, description: string, tooltip: string, i
 }
 
 /** An iteration's test run: "Tests: 1 failed" with the runner's last line beside it. */
-function testItem(run: RunRecord, iteration: number, test: StepTestRun): vscode.TreeItem {
-    const item = leaf(`${run.id}:iteration:${String(iteration)}:test`, testLabel(test), test.summary, testTooltip(test), 'beaker');
+function testItem(key: string, iteration: number, test: StepTestRun): vscode.TreeItem {
+    const item = leaf(`${key}:iteration:${String(iteration)}:test`, testLabel(test), test.summary, testTooltip(test), 'beaker');
     item.contextValue = 'aiderRunTests';
     return item;
 }
 
 /** A failure of the run's last test run (an isolated run's: not in the Problems panel): "calculator.py:12" and the message's first line. */
-function findingItem(run: RunRecord, index: number, finding: RunFinding): vscode.TreeItem {
+function findingItem(key: string, index: number, finding: RunFinding): vscode.TreeItem {
     const firstLine = finding.message.split('\n')[0] ?? '';
     const icon = finding.severity === 'error' ? 'error' : finding.severity === 'warning' ? 'warning' : 'info';
-    const item = leaf(`${run.id}:finding:${String(index)}`, findingLabel(finding), firstLine, findingTooltip(finding), icon);
+    const item = leaf(`${key}:finding:${String(index)}`, findingLabel(finding), firstLine, findingTooltip(finding), icon);
     item.contextValue = 'aiderRunFinding';
     return item;
 }
 
 /** An iteration's analysis: "Analysis: RETRY" with the first line of its message beside it. */
-function analysisItem(run: RunRecord, iteration: number, analysis: StepAnalysis): vscode.TreeItem {
+function analysisItem(key: string, iteration: number, analysis: StepAnalysis): vscode.TreeItem {
     const firstLine = analysis.message.split('\n')[0] ?? '';
-    const item = leaf(`${run.id}:iteration:${String(iteration)}:analysis`, `Analysis: ${analysis.verdict}`, firstLine, analysisTooltip(analysis), 'comment-discussion');
+    const item = leaf(`${key}:iteration:${String(iteration)}:analysis`, `Analysis: ${analysis.verdict}`, firstLine, analysisTooltip(analysis), 'comment-discussion');
     item.contextValue = 'aiderRunAnalysis';
     return item;
 }
