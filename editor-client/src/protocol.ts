@@ -30,6 +30,8 @@ export const ServerCommand = {
     applyRun: 'aider-lsp.runs.apply',
     discardRun: 'aider-lsp.runs.discard',
     keepRunBranch: 'aider-lsp.runs.keepBranch',
+    // a worktree made ready while the user types the goal of a run in one (it then starts at once)
+    prepareRuns: 'aider-lsp.runs.prepare',
 } as const;
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
 
@@ -170,6 +172,7 @@ export interface CommandArgs {
     'aider-lsp.runs.apply': ApplyRunArgs;
     'aider-lsp.runs.discard': RunIdArgs;
     'aider-lsp.runs.keepBranch': RunIdArgs;
+    'aider-lsp.runs.prepare': EmptyArgs;
 }
 
 /**

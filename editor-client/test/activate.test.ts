@@ -641,14 +641,24 @@ describe('activate', () => {
             };
         }
 
+        /** The request `count`: a worktree made ready while the user types the goal (answered as the server does). */
+        async function prepared(fake: FakeLanguageClient, count: number): Promise<void> {
+            const request = await nextRequest(fake, count);
+            assert.equal(request.params.command, ServerCommand.prepareRuns, 'a worktree made ready before the goal is asked');
+            assert.equal(request.params.workDoneToken, undefined, 'a quiet request: no notification');
+            request.answer({ status: 'COMPLETE', content: 'A worktree is being made ready for the next isolated run.' });
+        }
+
         it('Run Workflow in a Worktree… asks the same questions and sends isolation "worktree"; two run at once, each with its notification, the status item counting them', async () => {
             recorded.inputs.push('fix average', '', 'fix subtract', 'pytest -q');
             const fake = client();
             const count = fake.sent.length;
             const first = run(ClientCommand.runWorkflowInWorktree);
-            const a = await nextRequest(fake, count + 1);
+            await prepared(fake, count + 1);
+            const a = await nextRequest(fake, count + 2);
             const second = run(ClientCommand.runWorkflowInWorktree);
-            const b = await nextRequest(fake, count + 2);
+            await prepared(fake, count + 3);
+            const b = await nextRequest(fake, count + 4);
             assert.deepEqual(a.params.arguments, [{ goal: 'fix average', isolation: 'worktree' }]);
             assert.deepEqual(b.params.arguments, [{ goal: 'fix subtract', isolation: 'worktree', test_command: 'pytest -q' }]);
             assert.notEqual(a.params.workDoneToken, b.params.workDoneToken, 'each its own progress');
@@ -676,8 +686,9 @@ describe('activate', () => {
             const fake = client();
             const count = fake.sent.length;
             const done = run(ClientCommand.runWorkflowInWorktree);
-            (await nextRequest(fake, count + 1)).answer(isolatedAnswer('r7', 'ready'));
-            const apply = await nextRequest(fake, count + 2);
+            await prepared(fake, count + 1);
+            (await nextRequest(fake, count + 2)).answer(isolatedAnswer('r7', 'ready'));
+            const apply = await nextRequest(fake, count + 3);
             assert.equal(apply.params.command, ServerCommand.applyRun);
             assert.deepEqual(apply.params.arguments, [{ run_id: 'r7' }]);
             assert.equal(recorded.progress.at(-1)?.title, 'Applying “fix average”');
@@ -688,7 +699,7 @@ describe('activate', () => {
                 content: '“fix average” was not applied',
                 notes: { error: { reason: 'input_validation_failure', message: 'not applied' }, run_id: 'r7', state: 'ready', written: [], deleted: [], skipped, checkpoint_id: null },
             });
-            const forced = await nextRequest(fake, count + 3);
+            const forced = await nextRequest(fake, count + 4);
             assert.deepEqual(forced.params.arguments, [{ run_id: 'r7', force: true }]);
             const question = recorded.shown.at(-1);
             assert.equal(question?.text, 'Aider: “fix average” was not applied: your changes to calculator.py meet the run\'s. Nothing was written.');
@@ -706,7 +717,8 @@ describe('activate', () => {
                 const fake = client();
                 const count = fake.sent.length;
                 const done = run(ClientCommand.runWorkflow);
-                const request = await nextRequest(fake, count + 1);
+                await prepared(fake, count + 1);
+                const request = await nextRequest(fake, count + 2);
                 assert.deepEqual(request.params.arguments, [{ goal: 'fix average' }], 'the setting is the server\'s to apply');
                 assert.equal(recorded.statusTexts.at(-1), '$(git-branch) 1 run');
                 request.answer(isolatedAnswer('r9', 'ready'));

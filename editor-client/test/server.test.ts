@@ -99,6 +99,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
     'aider-lsp.runs.apply': { run_id: 'required', force: 'optional' },
     'aider-lsp.runs.discard': { run_id: 'required' },
     'aider-lsp.runs.keepBranch': { run_id: 'required' },
+    'aider-lsp.runs.prepare': {},
 };
 
 /** The objects inside the arguments, by the name of the server's model (the schemas' `$defs`). */

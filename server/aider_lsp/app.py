@@ -173,6 +173,7 @@ class Application:
         self.apply_run = self.isolated_runs.apply
         self.discard_run = self.isolated_runs.discard
         self.keep_run = self.isolated_runs.keep
+        self.prepare_isolated = self.isolated_runs.prepare  # a spare tree for the next one
         # the workspace's files (files.py, the index)
         self.resolve_path = self.files.resolve
         self.relative_path = self.files.relative

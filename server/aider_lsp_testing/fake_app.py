@@ -159,6 +159,10 @@ class FakeApplication:
         self.calls.append(("warm_up", None))
         return True
 
+    async def prepare_isolated(self) -> str:
+        self.calls.append(("prepare_isolated", None))
+        return "A worktree is being made ready for the next isolated run."
+
     async def index_workspace(self) -> IndexStats:
         return IndexStats()
 

@@ -76,6 +76,7 @@ async def test_the_isolation_option_defaults_to_the_setting_and_reaches_the_run(
     assert _values(changed.config_options)["isolation"] == "none"
     requests = [call for name, call in fakes.built[0].calls if name == RUN]
     assert [request.isolation for request in requests] == [Isolation.WORKTREE, Isolation.NONE]
+    assert "prepare_isolated" not in [name for name, _ in fakes.built[0].calls]  # "none" prepares nothing
     assert isinstance(requests[0], WorkflowRequest)
     # a run that changed nothing leaves nothing to decide: no question asked
     assert not client.asked and "nothing to apply" in client.reply()
@@ -107,6 +108,9 @@ async def test_an_isolated_turn_shows_its_edits_on_the_users_paths_and_applies_w
     assert reply.count("The tests pass") == 1
     assert "Applied to your files: calc.py." in reply and "/undo" in reply
     assert ("apply_run", {"run_id": "run-1", "force": False}) in fakes.built[0].calls
+    # choosing "worktree" made a spare worktree ready before the turn (it starts at once)
+    names = [name for name, _ in fakes.built[0].calls]
+    assert names.index("prepare_isolated") < names.index(RUN)
 
 
 async def test_keep_as_a_branch_is_offered_in_git_and_discard_leaves_the_files(project: Path) -> None:

@@ -177,3 +177,22 @@ async def test_a_cancelled_isolated_run_leaves_nothing(lsp: Any, tmp_path: Path,
         assert f"aider-lsp/{run['id']}" not in git(root, "branch")
     assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
     assert not worktree_branches(root)
+
+
+async def test_prepare_makes_the_first_isolated_run_start_from_a_ready_worktree(
+    lsp: Any, tmp_path: Path, llm_server: Any
+) -> None:
+    """The editor sends `runs.prepare` while the user types the goal of a first run in a
+    worktree: a spare tree (its Aider started) is made at once, and the run takes it."""
+    root = write_letters_project(tmp_path)
+    script_fixes(llm_server)
+    async with lsp(root, init_options=options(llm_server)) as client:
+        assert not worktree_branches(root), "no spare before it is asked for (isolation: none)"
+        prepared = await execute(client, "aider-lsp.runs.prepare", {})
+        assert prepared["status"] == "COMPLETE" and "being made ready" in prepared["content"], prepared
+        assert await eventually(lambda: bool(worktree_branches(root)), 60), "a spare worktree made"
+        (spare,) = worktree_branches(root)
+        result = await execute(client, "aider-lsp.workflow.run", isolated("alpha"))
+        assert result["notes"]["state"] == "ready", result["content"]
+        assert f"aider-lsp/{result['notes']['run_id']}" == spare, "the run took the prepared tree"
+        assert (root / "alpha.py").read_text() == MODULES["alpha"][0]  # ready, not applied

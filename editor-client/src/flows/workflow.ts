@@ -30,6 +30,10 @@ export async function runWorkflow(ctx: FlowContext, clicked?: unknown, selected?
     if (!(await saveDirtyFiles(isolated ? 'The run in a worktree starts from your files as saved.' : undefined))) {
         return;
     }
+    if (isolated) {
+        // its worktree made ready while the user types: the run then starts at once
+        void ctx.server.query(ServerCommand.prepareRuns, {}, folder);
+    }
     const title = isolation === 'worktree' ? 'Run Aider Workflow in a Worktree' : 'Run Aider Workflow';
     const goal = await vscode.window.showInputBox({
         title: `${title} (1/2)`,

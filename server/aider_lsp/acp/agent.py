@@ -54,7 +54,7 @@ from .commands import available_commands
 from .host import AcpHost
 from .mcp_servers import McpServers
 from .modes import MODE_OPTION, Mode, mode_state, parse_mode
-from .options import OptionError, session_options, set_option
+from .options import ISOLATION_OPTION, OptionError, session_options, set_option
 from .session import AcpSession, Outbox
 
 if TYPE_CHECKING:
@@ -259,6 +259,8 @@ class AiderAgent:
         except OptionError as exc:
             raise invalid_params(str(exc)) from exc
         session.keep_meta()
+        if config_id == ISOLATION_OPTION and value == "worktree":  # the next turn starts at once
+            self._keep(asyncio.create_task(session.app.prepare_isolated(), name="spare-worktree"))
         if config_id == MODE_OPTION:
             session.outbox.post(
                 CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)

@@ -113,6 +113,10 @@ class AcpHost(Protocol):
         """A ready isolated run committed to its branch; the user's files untouched."""
         ...
 
+    async def prepare_isolated(self) -> str:
+        """A spare worktree made ready for the next isolated run (says what it does)."""
+        ...
+
     async def pick_test_command(
         self, requested: str | None, ctx: RequestContext
     ) -> ChosenTestCommand | DeclinedTestCommand | None:

@@ -125,11 +125,15 @@ class IsolatedRuns:
         finally:
             self._under_way.discard(manifest.record.id)
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> str:
         """Have a spare tree ready, so that the first isolated run starts quickly too (the
-        warm-up's, when the `isolation` setting says `worktree`)."""
+        warm-up's, when the `isolation` setting says `worktree`; an editor's, while the user
+        types a goal for one). Says what it does."""
         self.recover()
+        if not self.spares:
+            return "No spare worktree is kept here: each isolated run makes its own."
         self.trees.keep_spare(delay=0.0)
+        return "A worktree is being made ready for the next isolated run (git repositories only)."
 
     async def aclose(self) -> None:
         """The workspace closes: the spare tree goes (runs under way end with their requests)."""

@@ -25,6 +25,7 @@ class CommandId(StrEnum):
     RUNS_APPLY = "aider-lsp.runs.apply"
     RUNS_DISCARD = "aider-lsp.runs.discard"
     RUNS_KEEP_BRANCH = "aider-lsp.runs.keepBranch"
+    RUNS_PREPARE = "aider-lsp.runs.prepare"
     HISTORY_LIST = "aider-lsp.history.list"
     HISTORY_DIFF = "aider-lsp.history.diff"
     RUN_TESTS = "aider-lsp.system.runTests"

@@ -236,6 +236,12 @@ async def _history_list(app: Application, params: NoParams, ctx: RequestContext)
     return history_result(app.history())
 
 
+async def _prepare_runs(app: Application, params: NoParams, ctx: RequestContext) -> TaskResult:
+    """A worktree made ready now for the isolated run the user is about to start (the editor
+    sends it when it asks for the goal): that run then starts as quickly as the next ones."""
+    return complete_result(await app.prepare_isolated())
+
+
 def _stored_history(root: Path) -> TaskResult:
     """The history of a folder not open in this server, read from disk: a window of several
     folders lists every folder's runs without opening each (its index, its Aider server)."""
@@ -299,6 +305,7 @@ COMMANDS: list[CommandSpec] = [
     CommandSpec(CommandId.RUNS_APPLY, ApplyRunParams, _apply_run, "Apply an isolated run"),
     CommandSpec(CommandId.RUNS_DISCARD, RunIdParams, _discard_run, "Discard an isolated run"),
     CommandSpec(CommandId.RUNS_KEEP_BRANCH, RunIdParams, _keep_run, "Keep an isolated run as a branch"),
+    CommandSpec(CommandId.RUNS_PREPARE, NoParams, _prepare_runs, "Prepare a worktree for an isolated run"),
     CommandSpec(
         CommandId.HISTORY_LIST, NoParams, _history_list, "List the Aider runs", unopened=_stored_history
     ),
