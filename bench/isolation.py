@@ -7,7 +7,9 @@
    from a spare tree that had `--settle` seconds to get ready (isolation/prepare.py: what runs
    started at a user's pace meet, and the first one when `isolation` is the default), and with
    no spare (a session's first isolated run otherwise: a worktree made, the index copied, a new
-   Aider server and its repository map on the tree). Each run's goal names no file: the index
+   Aider server and its repository map on the tree); and prepared `--typing` seconds before
+   (`runs.prepare`, what an editor sends while the user types the goal of a session's first
+   run in a worktree). Each run's goal names no file: the index
    chooses the first edit's files, and Aider answers with no change, so the run ends after one
    green test run (`python -c pass`). Printed: the medians and the differences (goal: <= 0.5 s
    more).
@@ -93,10 +95,12 @@ async def time_to_first_call(app: Application, calls: FirstCalls, isolation: Iso
 
 
 async def first_call_costs(
-    root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int, settle: float
+    root: Path, server: ScriptedLLMServer, calls: FirstCalls, repeat: int, settle: float, typing: float
 ) -> dict[str, list[float]]:
     """Each repeat: in place; isolated with no spare tree (a session's first isolated run);
-    isolated with a spare that had `settle` seconds to get ready (runs started at a user's pace)."""
+    isolated with a spare prepared `typing` seconds before (the editor's `runs.prepare` while the
+    goal is typed); isolated with a spare that had `settle` seconds to get ready (runs started at
+    a user's pace)."""
     app = scripted_app(root, server.base_url)
     runs = app.isolated_runs
     try:
@@ -108,13 +112,17 @@ async def first_call_costs(
             f"  one Aider server, idle after its warm-up: {(tree_rss_kb(os.getpid()) - before) / 1024:.0f} MB"
         )
         await time_to_first_call(app, calls, Isolation.NONE)  # the first edit's own warm-up
-        seconds: dict[str, list[float]] = {"none": [], "cold": [], "spare": []}
+        seconds: dict[str, list[float]] = {"none": [], "cold": [], "typed": [], "spare": []}
         for _ in range(repeat):
             seconds["none"].append(await time_to_first_call(app, calls, Isolation.NONE))
             await runs.aclose()  # no spare: made at the request
             runs.spares = False
             seconds["cold"].append(await time_to_first_call(app, calls, Isolation.WORKTREE))
+            await runs.aclose()  # the spare made after that run: gone, as in a new session
             runs.spares = True
+            await runs.prepare()  # the editor's, when it asks for the goal
+            await asyncio.sleep(typing)
+            seconds["typed"].append(await time_to_first_call(app, calls, Isolation.WORKTREE))
             await runs.prepare()
             await asyncio.sleep(settle)
             seconds["spare"].append(await time_to_first_call(app, calls, Isolation.WORKTREE))
@@ -218,7 +226,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"load average {os.getloadavg()[0]:.2f}; {args.repeat} runs each, alternated")
             for source in sources:
                 root = clone(source, Path(scratch))
-                seconds = await first_call_costs(root, server, calls, args.repeat, args.settle)
+                seconds = await first_call_costs(root, server, calls, args.repeat, args.settle, args.typing)
                 medians = {key: statistics.median(values) for key, values in seconds.items()}
                 every = {key: [round(value, 2) for value in values] for key, values in seconds.items()}
                 name = "aider-lsp" if source == REPO else source.name
@@ -227,6 +235,8 @@ async def main(args: argparse.Namespace) -> None:
                     f"{medians['none']:.2f} s; isolated from a spare tree {medians['spare']:.2f} s "
                     f"(+{medians['spare'] - medians['none']:.2f} s); isolated with no spare (a session's "
                     f"first) {medians['cold']:.2f} s (+{medians['cold'] - medians['none']:.2f} s); "
+                    f"prepared while its goal is typed ({args.typing:g} s) {medians['typed']:.2f} s "
+                    f"(+{medians['typed'] - medians['none']:.2f} s); "
                     f"all: {every}"
                 )
             server.latency = args.latency  # a real model's answers take seconds: runs at once overlap them
@@ -244,6 +254,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--settle", type=float, default=20.0, help="seconds a spare tree gets before a run")
+    parser.add_argument("--typing", type=float, default=8.0, help="seconds a user types a first run's goal")
     parser.add_argument("--latency", type=float, default=3.0, help="seconds per model call in the three runs")
     parser.add_argument("--big", default=None, help="a git repository of >= 2,000 files (e.g. sphinx's)")
     return parser.parse_args()
