@@ -1190,6 +1190,33 @@ describe('activate', () => {
                 assert.ok(refreshed > 0, 'the view reads the history again');
                 await listedByFolder({ [wsUri]: [newer], [libUri]: [older] }); // and reads every folder's
             });
+
+            it('Apply Anyway on a run of the second folder saves that folder\'s unsaved file first, not the file of the same name in the other folder', async () => {
+                const [, libNode] = await listedByFolder({ [wsUri]: [], [libUri]: [ready] });
+                const [readyNode] = await provider().getChildren(libNode);
+                const theirs = document('lib/calculator.py', 'def average(xs): ...  # the user, unsaved\n', true);
+                const other = document('calculator.py', 'OTHER = 1  # another folder\'s, unsaved\n', true);
+                workspace.textDocuments = [theirs, other];
+                try {
+                    const fake = client();
+                    const count = fake.sent.length;
+                    recorded.answers.push('Apply Anyway');
+                    const applying = run(ClientCommand.applyRun, readyNode);
+                    const skipped = [{ path: 'calculator.py', reason: 'open in the editor with unsaved changes', kind: 'unsaved', lines: [] }];
+                    (await nextRequest(fake, count + 1)).answer({
+                        status: 'FAILED',
+                        content: 'not applied',
+                        notes: { error: { reason: 'input_validation_failure', message: 'not applied' }, run_id: ready.id, state: 'ready', written: [], deleted: [], skipped, checkpoint_id: null },
+                    });
+                    const forced = await nextRequest(fake, count + 2);
+                    assert.deepEqual(forced.params.arguments, [{ run_id: ready.id, force: true, folder: libUri }]);
+                    assert.deepEqual([theirs.isDirty, other.isDirty], [false, true], 'only the run\'s folder\'s file saved');
+                    forced.answer({ status: 'COMPLETE', content: 'Applied.', notes: { run_id: ready.id, state: 'applied', written: ['calculator.py'], deleted: [], skipped: [], checkpoint_id: ready.id } });
+                    await applying;
+                } finally {
+                    workspace.textDocuments = [];
+                }
+            });
         });
     });
 

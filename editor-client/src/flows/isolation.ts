@@ -20,7 +20,7 @@ import { runFileSides } from '../common/runs';
 import { ServerCommand, type TaskResult } from '../protocol';
 import { runAction } from '../protocolResults';
 import type { FlowContext } from '../ui/context';
-import { workspaceRoot } from '../ui/files';
+import { dirtyIn, workspaceRoot } from '../ui/files';
 import { showDiffs } from '../ui/runDiff';
 import { showWithLog } from '../ui/showLog';
 import { undo } from './undo';
@@ -84,11 +84,11 @@ export async function applyRun(ctx: FlowContext, run: IsolatedRunRef): Promise<v
 
 /** "Apply Anyway": unsaved files saved first (the server never writes under an unsaved buffer), then the run's version wins. */
 async function applyAnyway(ctx: FlowContext, run: IsolatedRunRef, title: string, paths: readonly string[]): Promise<void> {
-    const wanted = new Set(paths);
-    const dirty = vscode.workspace.textDocuments.filter((doc) => doc.isDirty && doc.uri.scheme === 'file' && wanted.has(vscode.workspace.asRelativePath(doc.uri, false)));
-    const saved = await Promise.all(dirty.map((doc) => doc.save()));
+    const held = dirtyIn(run.folder);
+    const dirty = paths.filter((path) => held.has(path));
+    const saved = await Promise.all(dirty.map((path) => held.get(path)?.save() ?? Promise.resolve(true)));
     if (!saved.every(Boolean)) {
-        void vscode.window.showWarningMessage(`Aider: ${dirty.map((doc) => vscode.workspace.asRelativePath(doc.uri, false)).join(', ')} could not be saved: nothing applied.`);
+        void vscode.window.showWarningMessage(`Aider: ${dirty.join(', ')} could not be saved: nothing applied.`);
         return;
     }
     const forced = await ctx.server.run(title, ServerCommand.applyRun, { run_id: run.id, force: true }, run.folder);

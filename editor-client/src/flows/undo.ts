@@ -9,7 +9,7 @@ import { resultMessage } from '../common/results';
 import { ServerCommand, type TaskResult } from '../protocol';
 import { restoreReport } from '../protocolResults';
 import { tell, type FlowContext } from '../ui/context';
-import { placeOf } from '../ui/files';
+import { dirtyIn, placeOf } from '../ui/files';
 
 const TITLE = 'Undoing the last Aider change';
 const TITLE_RUN = 'Undoing an Aider run';
@@ -18,17 +18,6 @@ const UNDO_ANYWAY = 'Undo Anyway (discard my changes)';
 
 /** The files an "Undo Anyway" would overwrite: the user's later work, saved or not. */
 const USERS_WORK = new Set(['changed_since', 'unsaved']);
-
-/** The open documents with unsaved changes, by workspace-relative path. */
-function dirtyDocuments(): Map<string, vscode.TextDocument> {
-    const dirty = new Map<string, vscode.TextDocument>();
-    for (const doc of vscode.workspace.textDocuments) {
-        if (doc.isDirty && doc.uri.scheme === 'file') {
-            dirty.set(vscode.workspace.asRelativePath(doc.uri, false), doc);
-        }
-    }
-    return dirty;
-}
 
 /** "before “fix the parser”": the change by its label's first line, kept short (it may be a whole prompt). */
 function describeChange(label: string | undefined): string {
@@ -59,7 +48,7 @@ export async function undo(ctx: FlowContext, runId?: string, folder?: vscode.Uri
     if (!result) {
         return;
     }
-    const dirty = dirtyDocuments();
+    const dirty = dirtyIn(place.root);
     const kept = (restoreReport(result).skipped ?? [])
         .filter((item) => dirty.has(item.path) || USERS_WORK.has(item.kind ?? ''))
         .map((item) => item.path);

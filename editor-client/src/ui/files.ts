@@ -72,6 +72,22 @@ export function relative(uris: vscode.Uri[], root: vscode.Uri | undefined): stri
     return root ? fileContext(uris.map((uri) => uri.fsPath), root.fsPath) : [];
 }
 
+/**
+ * The open documents with unsaved changes among the files of `root` (default: the first
+ * folder), by path relative to it: what the server calls them in that folder. A dirty file of
+ * the same name in another folder of the window is not one of them.
+ */
+export function dirtyIn(root: vscode.Uri | undefined): Map<string, vscode.TextDocument> {
+    const dirty = new Map<string, vscode.TextDocument>();
+    for (const doc of vscode.workspace.textDocuments) {
+        const [rel] = doc.isDirty && doc.uri.scheme === 'file' ? relative([doc.uri], root ?? workspaceRoot()) : [];
+        if (rel !== undefined) {
+            dirty.set(rel, doc);
+        }
+    }
+    return dirty;
+}
+
 /** Where a flow runs: the folder to name to the server (multi-root only), its root, its files. */
 export interface Place {
     folder?: vscode.Uri;
