@@ -74,6 +74,25 @@ async function nextRequest(fake: FakeLanguageClient, count: number): Promise<Sen
     return until(() => (fake.sent.length >= count ? fake.sent[count - 1] : undefined));
 }
 
+/**
+ * A window of two folders for the tests of the calling describe block: the workspace and `lib`
+ * inside it (restored to the one folder after them). `single`/`both` switch between the two.
+ */
+function twoFolders(): { lib: string; single(): typeof workspace.workspaceFolders; both(): typeof workspace.workspaceFolders } {
+    const lib = path.join(root, 'lib');
+    let single: typeof workspace.workspaceFolders = [];
+    const both = (): typeof workspace.workspaceFolders => [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+    before(() => {
+        single = workspace.workspaceFolders;
+        fs.mkdirSync(lib, { recursive: true });
+        workspace.workspaceFolders = both();
+    });
+    after(() => {
+        workspace.workspaceFolders = single;
+    });
+    return { lib, single: () => single, both };
+}
+
 function run(id: string, ...args: unknown[]): Promise<unknown> {
     const handler = recorded.commands.get(id);
     assert.ok(handler, `${id} is registered`);
@@ -425,16 +444,7 @@ describe('activate', () => {
     });
 
     describe('in a window of two folders', () => {
-        const lib = path.join(root, 'lib');
-        let single: typeof workspace.workspaceFolders = [];
-        before(() => {
-            single = workspace.workspaceFolders;
-            fs.mkdirSync(lib, { recursive: true });
-            workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
-        });
-        after(() => {
-            workspace.workspaceFolders = single;
-        });
+        const { lib } = twoFolders();
 
         it('the status item follows the active editor\'s folder: its name, its model, its test command', () => {
             workspace.folderConfiguration.set(Uri.file(lib).path, { 'aiderLsp.aiderModel': 'openai/lib-coder', 'aiderLsp.testCommand': 'make test' });
@@ -1068,18 +1078,10 @@ describe('activate', () => {
         });
 
         describe('in a window of two folders', () => {
-            const lib = path.join(root, 'lib');
+            const folders = twoFolders();
+            const { lib } = folders;
             const wsUri = Uri.file(root).toString();
             const libUri = Uri.file(lib).toString();
-            let single: typeof workspace.workspaceFolders = [];
-            before(() => {
-                single = workspace.workspaceFolders;
-                fs.mkdirSync(lib, { recursive: true });
-                workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
-            });
-            after(() => {
-                workspace.workspaceFolders = single;
-            });
 
             /** The top level as VS Code asks for it: each folder's history asked with that folder, answered with `runs[its URI]`. */
             async function listedByFolder(runs: Record<string, unknown[]>): Promise<Node[]> {
@@ -1122,7 +1124,7 @@ describe('activate', () => {
                 assert.deepEqual(await listedByFolder({}), [], 'no run in any folder: the welcome\'s "No runs yet"');
                 assert.equal(state(), 'empty');
 
-                workspace.workspaceFolders = single;
+                workspace.workspaceFolders = folders.single();
                 try {
                     const fake = client();
                     const count = fake.sent.length;
@@ -1133,7 +1135,7 @@ describe('activate', () => {
                     const [only] = await children;
                     assert.equal(provider().getTreeItem(only).id, newer.id, 'a run at the top, as before');
                 } finally {
-                    workspace.workspaceFolders = [...single, { uri: Uri.file(lib), name: 'lib', index: 1 }];
+                    workspace.workspaceFolders = folders.both();
                 }
             });
 
