@@ -1,7 +1,7 @@
 // A multi-root window (a `.code-workspace` with two folders) in a real VS Code workbench, used as
 // a user would: an edit and a workflow in the SECOND folder (its own test command, its own
-// diagnostics; the first folder untouched), then a folder removed and one added while the window
-// is open. Same machinery as aider.e2e.test.mjs: code-server, the repository's server, the real
+// diagnostics; the first folder untouched), the Runs view with a node per folder and an undo from
+// it in the second folder, then a folder removed and one added while the window is open. Same machinery as aider.e2e.test.mjs: code-server, the repository's server, the real
 // bundled Aider, the scripted models of scripted_llm.py (pointed at the second folder).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -148,7 +148,20 @@ describe('a multi-root window: every folder served by the one server', () => {
         assert.equal(fs.readFileSync(path.join(app, 'calculator.py'), 'utf8'), appText);
     });
 
-    step(3, 'a folder removed closes its Aider server; a folder added is served at once', 'folders-changed', async () => {
+    step(3, 'the Runs view lists each folder with its own runs; "Undo This Run" on the second folder\'s workflow undoes it there', 'folders-runs', async () => {
+        await wb.showRuns();
+        await wb.runsRow(/app\s*no runs/).waitFor({ timeout: 30_000 });
+        await wb.runsRow(/lib\s*2 runs/).waitFor({ timeout: 30_000 }); // the edit and the workflow
+        await wb.screenshot('folders-runs-view');
+        await wb.runsViewAction(wb.runsRow(GOAL_FIX), 'Undo This Run');
+        assert.match(await wb.waitForToast(/Aider: Undo/), /calculator\.py|restored|reverted/i);
+        await wb.runsRow(GOAL_FIX).filter({ hasText: 'undone' }).waitFor({ timeout: 30_000 });
+        assert.equal(fs.readFileSync(path.join(lib, 'calculator.py'), 'utf8'), text.documented); // the edit kept
+        assert.equal(fs.readFileSync(path.join(app, 'calculator.py'), 'utf8'), appText);
+        await wb.runCommand('View: Show Explorer'); // the sidebar back to the folders
+    });
+
+    step(4, 'a folder removed closes its Aider server; a folder added is served at once', 'folders-changed', async () => {
         assert.ok(aiderServersOf(codeServer, lib).length > 0, 'no Aider server for the second folder');
         await wb.runCommand('Remove Folder from Workspace');
         await wb.quickInput().locator('.monaco-list-row', { hasText: 'lib' }).first().click();
