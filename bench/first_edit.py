@@ -88,6 +88,7 @@ NOT_A_GOAL = re.compile(
 SCANNED_COMMITS = 3000  # the newest commits looked at for cases
 TOP = 10  # the index's matches each rule chooses from
 CHARS_PER_TOKEN = 4
+MAP_TOKENS = 1024  # Aider's repository map (aiderMapTokens' default): the bench's folders are git roots
 NEVER_CALLED = "http://127.0.0.1:9/v1"  # the discard port: nothing answers, nothing is spent
 
 
@@ -327,7 +328,7 @@ def raw(match: MatchItem) -> float:
 
 def today(goal: str, matches: list[MatchItem]) -> Choice:
     """Today's rule, the real one (workflow/first_files.py `pick`) on the bench's matches."""
-    return Choice(pick(matches)[0])
+    return Choice(pick(matches, map_tokens=MAP_TOKENS).files)
 
 
 def top(k: int) -> Rule:

@@ -120,11 +120,13 @@ def indexed(
     text: float = 1.0,
     uncapped: float | None = None,
     size: int = 0,
+    prior: float = 1.0,
 ) -> MatchItem:
     """One file as the index answers it: its score (capped to 0..1; `uncapped` the score before
     the cap, `score` when not given), its size in bytes, and the signals that found it (a
-    `definition` match makes the index confident, text alone does not)."""
-    signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False}
+    `definition` match makes the index confident, text alone does not; a `prior` below 1: a
+    test or doc file the goal is not about)."""
+    signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False, "prior": prior}
     return MatchItem(
         id=path,
         content=path,

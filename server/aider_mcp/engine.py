@@ -225,6 +225,75 @@ def _uses_crlf(filename: Any) -> bool:
         return False
 
 
+@dataclass
+class Meter:
+    """What Aider's own token count leaves out: how many requests a coder sent (each attempt,
+    a reflection's and an "add these files" round trip's included) and the prompt tokens the
+    provider read from its cache."""
+
+    requests: int = 0
+    cached_tokens: int = 0
+
+
+def _meter(coder: Any) -> None:
+    """Count each request the coder sends (`send`, one call per request) and the cached
+    prompt tokens each answer reports (`calculate_and_show_tokens_and_cost`, where Aider reads
+    the answer's usage)."""
+    meter = Meter()
+    send, count = coder.send, coder.calculate_and_show_tokens_and_cost
+
+    def counted_send(messages: Any, model: Any = None, functions: Any = None) -> Any:
+        meter.requests += 1
+        return send(messages, model, functions)
+
+    def counted_usage(messages: Any, completion: Any = None) -> Any:
+        meter.cached_tokens += cached_prompt_tokens(getattr(completion, "usage", None))
+        return count(messages, completion)
+
+    coder.send = counted_send
+    coder.calculate_and_show_tokens_and_cost = counted_usage
+    coder.aider_lsp_meter = meter
+
+
+def cached_prompt_tokens(usage: Any) -> int:
+    """The prompt tokens an answer says came from the provider's cache, in whichever name the
+    provider uses (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    `cache_read_input_tokens`, DeepSeek's `prompt_cache_hit_tokens`); 0 when none is said."""
+    if usage is None:
+        return 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    for value in (
+        getattr(details, "cached_tokens", None),
+        getattr(usage, "cache_read_input_tokens", None),
+        getattr(usage, "prompt_cache_hit_tokens", None),
+    ):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
+@contextlib.contextmanager
+def _added_on_request_only(coder: Any, message: str, widening: bool) -> Iterator[None]:
+    """On a turn that may widen the chat: files the model's reply asks for join it, files the
+    turn's own message names do not. Aider offers both ("Add file to the chat?"), but a
+    workflow's message names files on purpose without sending them (the first edit's other
+    candidates, which the repository map then shows; the files in a test's output): adding
+    them would send each whole with every request of the chat."""
+    if not widening:
+        yield
+        return
+    original = coder.check_for_file_mentions
+
+    def check(content: str) -> Any:
+        return None if content == message else original(content)
+
+    coder.check_for_file_mentions = check
+    try:
+        yield
+    finally:
+        coder.__dict__.pop("check_for_file_mentions", None)  # the class's method again
+
+
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
@@ -470,7 +539,12 @@ class AiderEngine:
             auto_test=False,
             stream=False,  # per message: streamed_reply
             show_diffs=False,
+            # providers that cache prompts by marked breakpoints (Anthropic's cache_control) get
+            # them after the stable parts (system prompt, repo map, files); OpenAI-style prefix
+            # caches need no marks, only the stable order Aider already keeps
+            cache_prompts=True,
         )
+        _meter(coder)
         if coder.repo is None:
             coder.root = str(self.root)  # paths relative to the workspace, not the files' common dir
         if self.config.secret_patterns:
@@ -503,25 +577,34 @@ class AiderEngine:
 
     # -- edits -----------------------------------------------------------------------------
     @staticmethod
-    def _spent(coder: Any) -> tuple[int, int, float]:
-        """The coder's tokens sent and received and cost so far. Aider adds a message's tokens
-        to its totals only when it prints the usage report: count the pending ones too."""
+    def _spent(coder: Any) -> tuple[int, int, float, int, int]:
+        """The coder's tokens sent and received, cost, requests and cached prompt tokens so
+        far. Aider adds a message's tokens to its totals only when it prints the usage report:
+        count the pending ones too."""
+        meter: Meter = coder.aider_lsp_meter
         return (
             int(coder.total_tokens_sent) + int(coder.message_tokens_sent),
             int(coder.total_tokens_received) + int(coder.message_tokens_received),
             float(coder.total_cost),
+            meter.requests,
+            meter.cached_tokens,
         )
 
     @classmethod
-    def _usage_since(cls, coder: Any, before: tuple[int, int, float]) -> dict[str, Any]:
+    def _usage_since(cls, coder: Any, before: tuple[int, int, float, int, int]) -> dict[str, Any]:
         """This run's usage (the contract's extension): cost is None when Aider knows no price
-        for the model (a local or unknown one), never a made-up zero."""
-        sent, received, cost = cls._spent(coder)
+        for the model (a local or unknown one), never a made-up zero; `requests` counts every
+        request Aider made (its reflections and the "add these files" round trips too),
+        `cached_tokens` the prompt tokens the provider said it read from its cache (priced as
+        such by litellm's cost)."""
+        sent, received, cost, requests, cached = cls._spent(coder)
         priced = bool(coder.main_model.info.get("input_cost_per_token"))
         return {
             "prompt_tokens": sent - before[0],
             "completion_tokens": received - before[1],
             "cost": round(cost - before[2], 8) if priced else None,
+            "requests": requests - before[3],
+            "cached_tokens": cached - before[4],
         }
 
     def _run_confined(
@@ -678,7 +761,8 @@ class AiderEngine:
             io = session.coder.io
             io.may_join = self._joiner(unsaved_files or []) if allow_outside_files and not ask else None
             try:
-                result = self._run(session.coder, message, snapshot, read_only=ask, on_text=on_text)
+                with _added_on_request_only(session.coder, message, io.may_join is not None):
+                    result = self._run(session.coder, message, snapshot, read_only=ask, on_text=on_text)
             finally:
                 io.may_join = None
             result["session_id"] = session_id

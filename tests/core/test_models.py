@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from aider_lsp import models
 from aider_lsp.models import (
+    CallKinds,
     CallUsage,
     CombinedAnalysisResult,
     ContextGenerationInput,
@@ -94,8 +95,21 @@ def test_one_calls_usage_reads_and_writes_each_wire() -> None:
         "requests": 2,
         "tool_calls": 1,
         "estimated_tokens": 0,  # the tokens no answer reported, estimated (none here)
+        "cached_tokens": 0,
         "cost": 0.5,
     }
+    # the bundled server's extension: Aider's requests in one edit, its prompt tokens read from cache
+    counted = CallUsage.model_validate(
+        {"prompt_tokens": 900, "completion_tokens": 9, "requests": 3, "cached_tokens": 600}
+    )
+    assert counted.aider_wire() == {
+        "prompt_tokens": 900,
+        "completion_tokens": 9,
+        "cost": None,
+        "requests": 3,
+        "cached_tokens": 600,
+    }
+    assert Spend().plus(counted).describe() == "909 tokens (600 of them cached) · cost n/a"
     with pytest.raises(ValidationError):
         CallUsage.model_validate({"prompt_tokens": -1})
 
@@ -127,13 +141,18 @@ def test_a_runs_usage_shows_both_spends_apart_and_together() -> None:
 def test_a_runs_usage_keeps_the_wire_clients_read() -> None:
     aider = Spend().plus(CallUsage(input_tokens=300, output_tokens=100)).plus(None)
     run = WorkflowUsage(planning=Spend(input_tokens=100, output_tokens=10, requests=1, calls=1), aider=aider)
+    calls = CallKinds().plus("plan", CallUsage(input_tokens=100, output_tokens=10, requests=1))
+    calls = calls.plus("edit", CallUsage(input_tokens=300, output_tokens=100, requests=2)).plus("edit", None)
+    run = run.model_copy(update={"calls": calls})
     wire = run.model_dump(mode="json")
+    nothing = dict.fromkeys(("input_tokens", "cached_tokens", "output_tokens", "estimated_tokens"), 0)
     assert wire == {
         "input_tokens": 100,
         "output_tokens": 10,
         "total_tokens": 110,
         "requests": 1,
         "estimated_tokens": 0,
+        "cached_tokens": 0,
         "cost": None,
         "aider": {
             "prompt_tokens": 300,
@@ -142,9 +161,36 @@ def test_a_runs_usage_keeps_the_wire_clients_read() -> None:
             "cost": None,
             "edits": 1,
             "unreported": 1,
+            "requests": 0,
+            "cached_tokens": 0,
         },
-        "all": {"total_tokens": 510, "cost": None},
+        "all": {"total_tokens": 510, "cached_tokens": 0, "cost": None},
+        "calls": {
+            "plan": {
+                **nothing,
+                "input_tokens": 100,
+                "output_tokens": 10,
+                "requests": 1,
+                "calls": 1,
+                "unreported": 0,
+                "cost": None,
+            },
+            "edit": {
+                **nothing,
+                "input_tokens": 300,
+                "output_tokens": 100,
+                "requests": 2,
+                "calls": 1,
+                "unreported": 1,
+                "cost": None,
+            },
+            "analysis": {**nothing, "requests": 0, "calls": 0, "unreported": 0, "cost": None},
+        },
     }
+    assert calls.describe() == (
+        "plan: 1 call(s), 1 request(s), 110 tokens · cost n/a; "
+        "Aider: 2 edit(s), 2 request(s), 400 tokens · cost n/a"
+    )
     assert WorkflowUsage.model_validate(wire).model_dump(mode="json") == wire  # read back (the CLI)
     assert WorkflowUsage.model_validate({}) == WorkflowUsage()
 
@@ -153,7 +199,7 @@ def test_an_edits_usage_is_written_under_the_aider_servers_names() -> None:
     usage = CallUsage(input_tokens=7, output_tokens=3, cost=0.25)
     summary = EditSummary(status=TaskStatus.COMPLETE, usage=usage)
     wire = summary.model_dump(mode="json")
-    assert wire["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "cost": 0.25}
+    assert wire["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "cost": 0.25}  # no requests said
     assert EditSummary.model_validate(wire).usage == usage
     assert EditSummary(status=TaskStatus.FAILED).model_dump(mode="json")["usage"] is None
 

@@ -338,12 +338,20 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
         "cost": None,
         "edits": 1,
         "unreported": 0,
+        "requests": 1,  # Aider's own requests, as the bundled server counted them
+        "cached_tokens": 0,
     }
-    assert usage["all"] == {"total_tokens": 510, "cost": None}
+    assert usage["all"] == {"total_tokens": 510, "cached_tokens": 0, "cost": None}
+    # by kind of call: the plan and the one edit (the run stopped before any analysis)
+    calls = usage["calls"]
+    assert calls["plan"]["input_tokens"] == 100 and calls["plan"]["calls"] == 1
+    assert calls["edit"]["input_tokens"] == 300 and calls["edit"]["requests"] == 1
+    assert calls["analysis"]["calls"] == 0
     assert run["iterations"][0]["aider"]["usage"] == {
         "prompt_tokens": 300,
         "completion_tokens": 100,
         "cost": None,
+        "requests": 1,
     }
     assert "Aider: 400 tokens" in seen.progress[-1]  # the progress shows the spend
     # what was done stays undoable

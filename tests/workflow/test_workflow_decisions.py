@@ -455,6 +455,60 @@ async def test_an_index_file_unsaved_in_the_editor_is_left_out_of_the_first_edit
     assert result.iterations[0].files == ["calc.py"]  # the user's buffer is not Aider's to edit
 
 
+def in_a_git_root(host: FakeHost) -> FakeHost:
+    """The workspace as the root of a git repository: Aider's repository map is on (the
+    default `aiderMapTokens`), so the first edit sends fewer files whole."""
+    (host.workspace / ".git").mkdir()
+    return host
+
+
+async def test_beside_the_repo_map_the_first_edit_sends_a_clear_winner_alone_and_names_the_rest(
+    host: FakeHost,
+) -> None:
+    in_a_git_root(host)
+    host.matches = [
+        indexed("calc.py", 0.9, definition=1.0, size=8_000),
+        indexed("ops.py", 0.8, uncapped=0.8, size=40_000),  # close, but 10k tokens: named only
+        indexed("test_calc.py", 0.8, prior=0.7),  # a test the goal is not about: neither
+        indexed("x.py", 0.3),
+    ]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert result.iterations[0].files == ["calc.py"]
+    assert host.prompts[0].startswith("multiply multiplies\n\n")
+    assert "not in the chat: ops.py, x.py." in host.prompts[0]
+    assert "test_calc.py" not in host.prompts[0]
+
+
+async def test_beside_the_repo_map_a_close_small_second_file_is_sent_whole_too(host: FakeHost) -> None:
+    in_a_git_root(host)
+    host.matches = [
+        indexed("calc.py", 0.9, definition=1.0, size=8_000),
+        indexed("helpers.py", 0.8, uncapped=0.8, size=1_200),  # 300 tokens: within a quarter
+        indexed("test_calc.py", 0.8, prior=1.0),  # a test the index takes the goal to be about
+    ]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["calc.py", "helpers.py", "test_calc.py"]
+    assert "not in the chat" not in host.prompts[0]
+
+
+async def test_without_a_repo_map_the_first_edit_sends_its_candidates_whole(host: FakeHost) -> None:
+    host.matches = [
+        indexed("calc.py", 0.9, definition=1.0, size=8_000),
+        indexed("ops.py", 0.8, uncapped=0.8, size=40_000),
+        indexed("test_calc.py", 0.8, prior=0.7),
+    ]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["calc.py", "ops.py"]  # the model could not see ops.py else
+    assert host.prompts[0] == "multiply multiplies"
+
+
 async def test_an_index_without_a_confident_answer_plans_beside_the_first_edit(host: FakeHost) -> None:
     host.matches = [indexed("test_calc.py", 0.7), indexed("calc.py", 0.5)]  # words alone, no definition
     host.plans.append(plan("use * in multiply", ["calc.py", "helpers.py"]))

@@ -6,6 +6,7 @@ unsaved, or a secret, is still refused. One-shot `aider:automatic` keeps refusin
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from aider_lsp.app import Application, RequestContext
 from aider_lsp.models import TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_options
-from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output
+from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output, text
 
 pytestmark = pytest.mark.aider
 
@@ -128,3 +129,46 @@ async def test_a_goal_alone_reaches_green_when_the_fix_is_in_a_file_the_index_di
     assert (root / "constants.py").read_text() == PI_FIXED
     (only,) = result.notes["workflow"]["iterations"]
     assert "constants.py" in only["files"] and result.notes["changed_files"] == ["constants.py"]
+
+
+def git_project(root: Path) -> None:
+    """The project as a git repository: Aider's repository map is on and its files can be asked for."""
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start"],
+    ):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+async def test_a_file_the_message_names_stays_out_of_the_chat_until_the_model_asks_for_it(
+    project: Path, llm_server: Any
+) -> None:
+    """A workflow's message names files without sending them (the first edit's other
+    candidates, a test's output): Aider does not add them on its own; the model's reply asks
+    for area.py, Aider adds it (one more request, counted in the edit's usage) and the fix lands."""
+    (project / ".env").unlink()
+    git_project(project)
+    llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
+    llm_server.add_rule(
+        IS_AIDER, text("To fix this I need to edit area.py. Please add it to the chat."), times=1
+    )
+    llm_server.add_rule(IS_AIDER, aider_whole({"area.py": AREA_FIXED}))
+    app = app_on(project, llm_server)
+    try:
+        request = WorkflowRequest(
+            goal="Make the circle area test pass; the bug may be in area.py",
+            test_command=COMMAND,
+            file_context=["units.py"],
+            max_retries=1,
+        )
+        result = await run_workflow_on_wire(app, request, RequestContext())
+    finally:
+        await app.aclose()
+    assert result.status is TaskStatus.COMPLETE, result.content
+    first, second = [request for request in llm_server.chat_requests() if IS_AIDER(request)][:2]
+    assert "return 3.14159 * r" not in str(first["messages"])  # named in the message, not sent
+    assert "return 3.14159 * r" in str(second["messages"])  # asked for: sent whole
+    (only,) = result.notes["workflow"]["iterations"]
+    assert only["aider"]["usage"]["requests"] == 2
+    assert result.notes["workflow"]["usage"]["calls"]["edit"]["requests"] == 2

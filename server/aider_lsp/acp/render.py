@@ -264,6 +264,10 @@ def turn_usage(spent: WorkflowUsage) -> Usage:
     """What one turn spent, for the prompt's answer (planning/analysis and Aider together)."""
     input_tokens = max(spent.all.input_tokens, 0)
     output_tokens = max(spent.all.output_tokens, 0)
+    cached = max(spent.all.cached_tokens, 0)
     return Usage(
-        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+        cached_read_tokens=cached or None,
     )

@@ -106,6 +106,7 @@ def _call_usage(run_usage: Any, messages: Sequence[Any], meter: Meter | None = N
         requests=max(int(getattr(run_usage, "requests", 0) or 0), meter.requests if meter else 0),
         tool_calls=int(getattr(run_usage, "tool_calls", 0) or 0),
         estimated_tokens=meter.estimated_tokens() if meter else 0,
+        cached_tokens=int(getattr(run_usage, "cache_read_tokens", 0) or 0),
     )
 
 

@@ -96,7 +96,7 @@ from .runs import (
     WorkflowResult,
     WorkflowStatus,
 )
-from .usage import AiderCallUsage, CallUsage, Spend, WorkflowUsage
+from .usage import AiderCallUsage, CallKind, CallKinds, CallUsage, Spend, WorkflowUsage
 
 __all__ = [
     "AiderAutomaticArgs",
@@ -107,6 +107,8 @@ __all__ = [
     "Answer",
     "AskCallback",
     "AssociativeMatchResult",
+    "CallKind",
+    "CallKinds",
     "CallUsage",
     "Choice",
     "CombinedAnalysisResult",

@@ -16,7 +16,7 @@ cost}`, a run's usage with the planning side's keys at the top, `aider` and `all
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -51,18 +51,27 @@ class CallUsage(BaseModel):
     # tokens of requests the provider reported nothing for (timed out, cancelled, a stream
     # without usage), estimated from their bytes: counted in the total and by the budget
     estimated_tokens: int = Field(default=0, ge=0)
+    # of `input_tokens`, those the provider read from its prompt cache (priced lower: the cost
+    # already counts them at their price)
+    cached_tokens: int = Field(default=0, ge=0)
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.estimated_tokens
 
     def aider_wire(self) -> dict[str, Any]:
-        """An Aider edit's usage as the MCP contract says it."""
-        return {
+        """An Aider edit's usage as the MCP contract says it (with the bundled server's
+        `requests` and `cached_tokens` when it reported them)."""
+        wire: dict[str, Any] = {
             "prompt_tokens": self.input_tokens,
             "completion_tokens": self.output_tokens,
             "cost": self.cost,
         }
+        if self.requests:
+            wire["requests"] = self.requests
+        if self.cached_tokens:
+            wire["cached_tokens"] = self.cached_tokens
+        return wire
 
     def llm_wire(self, model: str) -> dict[str, Any]:
         """A planning/analysis call's `notes.usage`, naming the model that spent it."""
@@ -74,6 +83,7 @@ class CallUsage(BaseModel):
             "requests": self.requests,
             "tool_calls": self.tool_calls,
             "estimated_tokens": self.estimated_tokens,
+            "cached_tokens": self.cached_tokens,
             "cost": self.cost,
         }
 
@@ -101,6 +111,7 @@ class Spend(BaseModel):
     calls: int = Field(default=0, validation_alias=AliasChoices("calls", "edits"))
     unreported: int = 0
     estimated_tokens: int = 0  # of requests whose usage no answer reported (CallUsage's)
+    cached_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
 
     @property
     def total_tokens(self) -> int:
@@ -124,6 +135,7 @@ class Spend(BaseModel):
             calls=self.calls + 1,
             unreported=self.unreported,
             estimated_tokens=self.estimated_tokens + usage.estimated_tokens,
+            cached_tokens=self.cached_tokens + usage.cached_tokens,
         )
 
     def together(self, other: Spend) -> Spend:
@@ -137,6 +149,7 @@ class Spend(BaseModel):
             calls=self.calls + other.calls,
             unreported=self.unreported + other.unreported,
             estimated_tokens=self.estimated_tokens + other.estimated_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
     def since(self, start: Spend) -> Spend:
@@ -150,6 +163,7 @@ class Spend(BaseModel):
             calls=self.calls - start.calls,
             unreported=self.unreported - start.unreported,
             estimated_tokens=self.estimated_tokens - start.estimated_tokens,
+            cached_tokens=self.cached_tokens - start.cached_tokens,
         )
 
     def describe(self) -> str:
@@ -158,7 +172,22 @@ class Spend(BaseModel):
         if not self.reported:
             return "not reported"
         estimate = f" (~{self.estimated_tokens} estimated, not reported)" if self.estimated_tokens else ""
-        return f"{self.total_tokens} tokens{estimate} · {_money(self.cost)}"
+        cached = f" ({self.cached_tokens} of them cached)" if self.cached_tokens else ""
+        return f"{self.total_tokens} tokens{estimate}{cached} · {_money(self.cost)}"
+
+    def wire(self) -> dict[str, Any]:
+        """One kind of call's spend (`CallKinds`): tokens in (cached apart) and out, requests,
+        calls, cost."""
+        return {
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "output_tokens": self.output_tokens,
+            "estimated_tokens": self.estimated_tokens,
+            "requests": self.requests,
+            "calls": self.calls,
+            "unreported": self.unreported,
+            "cost": self.cost,
+        }
 
     def aider_wire(self) -> dict[str, Any]:
         """Aider's side of a run's usage as clients have always read it."""
@@ -169,7 +198,49 @@ class Spend(BaseModel):
             "cost": self.cost,
             "edits": self.calls,
             "unreported": self.unreported,
+            "requests": self.requests,
+            "cached_tokens": self.cached_tokens,
         }
+
+
+CallKind = Literal["plan", "edit", "analysis"]
+
+
+class CallKinds(BaseModel):
+    """What a run spent by the kind of call: the plan, Aider's edits (each edit's requests:
+    its reflections and "add these files" round trips), the analyses. Counted from each
+    call's own usage as it answers: a call stopped before its answer (a plan or an analysis
+    made moot by green tests) is in the run's planning total only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    plan: Spend = Field(default_factory=Spend)
+    edit: Spend = Field(default_factory=Spend)
+    analysis: Spend = Field(default_factory=Spend)
+
+    def plus(self, kind: CallKind, usage: CallUsage | None) -> CallKinds:
+        """These and one more call of `kind` (None: its server reported no usage)."""
+        return self.model_copy(update={kind: getattr(self, kind).plus(usage)})
+
+    @property
+    def any(self) -> bool:
+        return any(spend.calls or spend.unreported for spend in (self.plan, self.edit, self.analysis))
+
+    def describe(self) -> str:
+        """`plan: 300 tokens · $0.0010; Aider: 2 edits, 3 requests, 1200 tokens (800 of them
+        cached) · $0.0090; analysis: 1 call, …`: where the money went."""
+        parts = []
+        for label, spend, unit in (
+            ("plan", self.plan, "call"),
+            ("Aider", self.edit, "edit"),
+            ("analysis", self.analysis, "call"),
+        ):
+            if not (spend.calls or spend.unreported):
+                continue
+            count = spend.calls + spend.unreported
+            requests = f", {spend.requests} request(s)" if spend.requests else ""
+            parts.append(f"{label}: {count} {unit}(s){requests}, {spend.describe()}")
+        return "; ".join(parts)
 
 
 def _sum_costs(first: float | None, second: float | None) -> float | None:
@@ -189,13 +260,14 @@ class WorkflowUsage(BaseModel):
 
     planning: Spend = Field(default_factory=Spend)
     aider: Spend = Field(default_factory=Spend)
+    calls: CallKinds = Field(default_factory=CallKinds)  # a run's: by kind of call (the loop's count)
 
     @property
     def all(self) -> Spend:
         return self.planning.together(self.aider)
 
     def since(self, start: WorkflowUsage) -> WorkflowUsage:
-        """What was spent between `start` and these totals."""
+        """What was spent between `start` and these totals (the session's: no kinds)."""
         return WorkflowUsage(
             planning=self.planning.since(start.planning), aider=self.aider.since(start.aider)
         )
@@ -217,8 +289,18 @@ class WorkflowUsage(BaseModel):
             "requests": planning.requests,
             "estimated_tokens": planning.estimated_tokens,
             "cost": planning.cost,
+            "cached_tokens": planning.cached_tokens,
             "aider": self.aider.aider_wire(),
-            "all": {"total_tokens": together.total_tokens, "cost": together.cost},
+            "all": {
+                "total_tokens": together.total_tokens,
+                "cached_tokens": together.cached_tokens,
+                "cost": together.cost,
+            },
+            "calls": {
+                "plan": self.calls.plan.wire(),
+                "edit": self.calls.edit.wire(),
+                "analysis": self.calls.analysis.wire(),
+            },
         }
 
     @model_validator(mode="before")
@@ -227,6 +309,10 @@ class WorkflowUsage(BaseModel):
         """The wire's shape read back: the planning side's keys at the top level."""
         if not isinstance(data, dict) or "planning" in data:
             return data
-        keys = ("input_tokens", "output_tokens", "requests", "estimated_tokens", "cost")
+        keys = ("input_tokens", "output_tokens", "requests", "estimated_tokens", "cached_tokens", "cost")
         planning = {key: data[key] for key in keys if key in data}
-        return {"planning": planning, "aider": data.get("aider") or Spend()}
+        return {
+            "planning": planning,
+            "aider": data.get("aider") or Spend(),
+            "calls": data.get("calls") or CallKinds(),
+        }

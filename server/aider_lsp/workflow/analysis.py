@@ -45,6 +45,7 @@ class Analyses:
             it, goal=self.goal, context=self.context, command=command, max_iterations=it.of
         )
         result = await self.host.handle_task_command(ANALYSIS_TEMPLATE, params)
+        self.report.spent_by("analysis", result)
         if not result.ok:
             return step_failed(result, "the analysis failed")
         analysis = result.parsed_content

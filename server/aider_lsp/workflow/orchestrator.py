@@ -135,7 +135,7 @@ class CodingWorkflowOrchestrator:
             return await self._plan_first(chosen, open_files, first.relevant)
         if self._needs_plan(chosen, first.confident):
             self.planning.start_beside(chosen, open_files, first.relevant)
-        return self._first(prompts.first_prompt(self.goal, self.context), first.files)
+        return self._first(prompts.first_prompt(self.goal, self.context, first.mentioned), first.files)
 
     def _needs_plan(self, chosen: list[str], confident: bool) -> bool:
         command_known = bool(self.tests.command)
@@ -250,6 +250,8 @@ class CodingWorkflowOrchestrator:
             it.prompt, it.files, chat=True, session_id=chat, on_reply=reply, retell=retell
         )
         self.final_aider = outcome
+        if outcome.server_success is not None or outcome.usage is not None:  # Aider was asked
+            self.report.spent("edit", outcome.usage)
         self.report.event(records.edit_finished(it, outcome))
         self._chat = outcome.session_id or self._chat
         it.outcome = outcome
@@ -289,7 +291,8 @@ class CodingWorkflowOrchestrator:
 
     def usage(self) -> WorkflowUsage:
         """Tokens and cost this run spent so far, each model apart and together (a live display)."""
-        return WorkflowUsage() if self._budget is None else self._budget.usage()
+        usage = WorkflowUsage() if self._budget is None else self._budget.usage()
+        return usage.model_copy(update={"calls": self.report.calls})
 
     def changes(self) -> RunChanges:
         """What the run changed against the files before it, its diff in the edits' format."""

@@ -43,6 +43,7 @@ class Planning:
         """The planner's plan, or the end of the run with its reason."""
         params = plan_params(self.goal, self.context, chosen, open_files, relevant)
         result = await self.host.handle_task_command(PLAN_TEMPLATE, params)
+        self.report.spent_by("plan", result)
         if not result.ok:
             return step_failed(result, "planning failed")
         plan = result.parsed_content

@@ -7,6 +7,7 @@ when to ask, this module what is said.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..models import AiderEditOutcome, CombinedAnalysisResult, CommandRun, JudgeProblem, Verdict
@@ -16,14 +17,22 @@ PLAN_TEMPLATE = "user:generate-plan-from-goal"
 ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
 OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
 OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
+MENTIONED = (
+    "Other files that may be involved, not in the chat: {files}. "
+    "If you need to see or change one of them, ask me to add it to the chat."
+)
 # what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
 RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
 
 
-def first_prompt(goal: str, context: str) -> str:
-    """The first edit's message: the goal and the user's context."""
-    context = context.strip()
-    return f"{goal}\n\n{context}" if context else goal
+def first_prompt(goal: str, context: str, mentioned: Sequence[str] = ()) -> str:
+    """The first edit's message: the goal, the user's context, and the files the index found
+    but did not send whole (first_files.py): named, Aider's repository map ranks them up and
+    shows their signatures, and the model asks for the one it must see or change."""
+    parts = [goal, context.strip()]
+    if mentioned:
+        parts.append(MENTIONED.format(files=", ".join(mentioned)))
+    return "\n\n".join(part for part in parts if part)
 
 
 def plan_params(

@@ -9,15 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..models import Finding, RequestContext, WorkflowEvent, WorkflowProgress, WorkflowUsage
+from ..models import (
+    CallKind,
+    CallKinds,
+    CallUsage,
+    Finding,
+    RequestContext,
+    TaskResult,
+    WorkflowEvent,
+    WorkflowProgress,
+    WorkflowUsage,
+)
 
 
 class RunReport:
-    """The caller's sinks for one run; `usage` says what the run spent so far."""
+    """The caller's sinks for one run; `usage` says what the run spent so far, `calls` by the
+    kind of call (each step adds its call's own usage as it answers)."""
 
     def __init__(self, usage: Callable[[], WorkflowUsage]) -> None:
         self.ctx = RequestContext()
         self._usage = usage
+        self.calls = CallKinds()
+
+    def spent(self, kind: CallKind, usage: CallUsage | None) -> None:
+        """One call of `kind` answered, having spent `usage` (None: not reported)."""
+        self.calls = self.calls.plus(kind, usage)
+
+    def spent_by(self, kind: CallKind, result: TaskResult) -> None:
+        """A template call's answer: its usage from `notes.usage` (the LLM layer's)."""
+        wire = (result.notes or {}).get("usage")
+        self.spent(kind, CallUsage.model_validate(wire) if isinstance(wire, dict) else None)
 
     def progress(self, phase: str, percentage: int) -> None:
         """Where the run is, as a typed event and as one sentence (worded by the event)."""
