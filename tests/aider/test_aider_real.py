@@ -320,14 +320,21 @@ async def test_the_edit_reports_aiders_own_usage(app: Application, workspace: Pa
         "aider:automatic", {"prompt": "mark add as edited", "file_context": ["pkg/calc.py"]}
     )
     assert result.status is TaskStatus.COMPLETE, result.content
-    assert result.notes["usage"] == {"prompt_tokens": 1234, "completion_tokens": 56, "cost": None}
+    # `requests`: Aider's own requests in the edit (one here: no reflection, no file asked for)
+    usage = {"prompt_tokens": 1234, "completion_tokens": 56, "cost": None, "requests": 1}
+    assert result.notes["usage"] == usage
     # a second edit reports its own call only, not the server's running total
     llm_server.add_rule(any_request, replace(reply, usage={"prompt_tokens": 1000, "completion_tokens": 7}))
     (workspace / "pkg" / "calc.py").write_text(ORIGINAL)
     again = await app.handle_task_command(
         "aider:automatic", {"prompt": "mark add as edited again", "file_context": ["pkg/calc.py"]}
     )
-    assert again.notes["usage"] == {"prompt_tokens": 1000, "completion_tokens": 7, "cost": None}
+    assert again.notes["usage"] == {
+        "prompt_tokens": 1000,
+        "completion_tokens": 7,
+        "cost": None,
+        "requests": 1,
+    }
 
 
 async def test_a_streamed_edit_hands_on_the_reply_in_order_and_keeps_the_usage(
