@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -547,8 +547,9 @@ def repo_name(location: Path) -> str:
     return name.replace("+", "/")
 
 
-async def collect(locations: list[Path], tuning: set[Path], count: int, work: Path) -> list[Measured]:
-    measured: list[Measured] = []
+def repository_cases(locations: list[Path], count: int) -> Iterator[tuple[Path, str, Path, list[Case]]]:
+    """Each repository's location, name, git directory and cases (acceptance ones skipped),
+    its commit span printed as it is reached."""
     for location in locations:
         name = repo_name(location)
         if any(word in name.lower() for word in ACCEPTANCE_REPOS):
@@ -559,6 +560,12 @@ async def collect(locations: list[Path], tuning: set[Path], count: int, work: Pa
         head = str(git(git_dir, "rev-parse", "HEAD")).strip()
         span = f"{cases[0].sha[:10]}..{cases[-1].sha[:10]}" if cases else "-"
         print(f"{name}: {len(cases)} cases, commits {span} (HEAD {head[:10]})", flush=True)
+        yield location, name, git_dir, cases
+
+
+async def collect(locations: list[Path], tuning: set[Path], count: int, work: Path) -> list[Measured]:
+    measured: list[Measured] = []
+    for location, name, git_dir, cases in repository_cases(locations, count):
         for item in await measure_repository(name, git_dir, cases, work):
             item.tuning = location in tuning
             measured.append(item)

@@ -83,8 +83,8 @@ from aider_lsp_testing.llm_server import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from context import ACCEPTANCE_REPOS, TreeMirror, git, percentile
-from first_edit import Case, git_dir_of, list_cases, repo_name
+from context import TreeMirror, percentile
+from first_edit import Case, repository_cases
 
 CHARS_PER_TOKEN = 4
 PLANNER = "bench-planner"  # the run's own model (plan, analysis): answered, never measured
@@ -437,16 +437,7 @@ async def collect(
     server = scripted_server(model.split("/", 1)[1], coder)
     measured: list[Measured] = []
     try:
-        for location in locations:
-            name = repo_name(location)
-            if any(word in name.lower() for word in ACCEPTANCE_REPOS):
-                print(f"{name}: kept for acceptance, not used")
-                continue
-            git_dir = git_dir_of(location)
-            cases = list_cases(name, git_dir, count)
-            head = str(git(git_dir, "rev-parse", "HEAD")).strip()
-            span = f"{cases[0].sha[:10]}..{cases[-1].sha[:10]}" if cases else "-"
-            print(f"{name}: {len(cases)} cases, commits {span} (HEAD {head[:10]})", flush=True)
+        for location, name, git_dir, cases in repository_cases(locations, count):
             if not cases:
                 continue
             started = time.perf_counter()

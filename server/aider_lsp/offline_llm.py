@@ -133,7 +133,9 @@ def _estimate_tokens(s: str) -> int:
     return max(1, len(s) // 4) if s else 0
 
 
-def _usage(request: dict[str, Any], content: str | None, calls: list[dict[str, Any]]) -> dict[str, int]:
+def estimated_usage(
+    request: dict[str, Any], content: str | None, calls: list[dict[str, Any]]
+) -> dict[str, int]:
     """A plausible token count (about four characters a token), so usage accounting has figures."""
     prompt = sum(_estimate_tokens(message_text(m)) for m in request.get("messages", [])) + 1
     completion = (
@@ -232,7 +234,7 @@ class ChatHandler(BaseHTTPRequestHandler):
     def respond(self, request: dict[str, Any], reply: Any) -> None:
         """Answer with ``reply`` (a Reply here; subclasses add their own kinds)."""
         content, calls, finish = message_parts(request, reply)
-        usage = reply.usage or _usage(request, content, calls)
+        usage = reply.usage or estimated_usage(request, content, calls)
         head = self.head(request)
         if request.get("stream"):
             self._stream(request, head, content, calls, finish, usage)
