@@ -1408,7 +1408,8 @@ describe('zero set-up', () => {
         assert.ok(!texts.some((text) => text.includes('not running')), JSON.stringify(texts));
         const messages = recorded.progress.find((entry) => entry.title === 'Aider: setting up the server')?.messages ?? [];
         assert.ok(messages.includes('3/3 installing Aider (pip, a few minutes)'), JSON.stringify(messages));
-        assert.ok(messages.some((message) => /^3\/3 installing Aider .* — 1 s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
+        // the step's latest line with its elapsed time (how many seconds depends on the machine's load)
+        assert.ok(messages.some((message) => /^3\/3 installing Aider .* — \d+ s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
     });
 
     it('runs one set-up at a time: a second palette command during the set-up joins it', async () => {
