@@ -21,9 +21,11 @@ files, is measured, never re-implemented:
   "I have *added these files to the chat*" or its read-only files message: the path, then
   its fenced text) it answers prose with no edit ("No change is needed."), which ends the
   edit; else when one is in the repo map (Aider's "Here are summaries of some files …"
-  message, not the user's own message) it asks for it, as a model would ("To make this
-  change I need to edit <path>. Please add it to the chat."), Aider adds it and asks again;
-  else the same prose (a miss: nothing in the request leads to the file);
+  message, not the user's own message) or named in the user's message with what matched in
+  it (a line "- <path>: …", the run's list of files it did not send) it asks for it, as a
+  model would ("To make this change I need to edit <path>. Please add it to the chat."),
+  Aider adds it and asks again; else the same prose (a miss: nothing in the request leads
+  to the file);
 - per run: the Aider requests of the first edit, the first request's tokens, the changed file
   whole in it or in its map, the files whole in it (and how many are tests or docs), the
   tokens of all the edit's requests (the round trip included).
@@ -101,7 +103,9 @@ TOKEN_RULE = (
 )
 RECALL_RULE = (
     "recall whole = a changed file (either of two) sent whole in the first request (chat or "
-    "read-only files); reachable = whole, or a line of Aider's repo map message"
+    "read-only files); map = not whole, a line of Aider's repo map message; named = neither, "
+    "a line of the user's message (the files the run named, each with what matched in it); "
+    "reach = any of the three"
 )
 TEST_DOC_RULE = (
     "test/doc = under tests/ test/ testing/ docs/ doc/, test_*.py, *_test.py, conftest.py, *.md, *.rst"
@@ -116,12 +120,14 @@ class Seen:
     tokens: int
     whole: list[str]  # workspace files sent whole (chat files, then read-only ones)
     mapped: set[str]  # workspace files named in the repo map message
+    named: set[str]  # workspace files the user's message lists ("- <path>: …")
 
 
 def read_request(request: dict[str, Any], tree: set[str]) -> Seen:
     characters = 0
     whole: list[str] = []
     mapped: set[str] = set()
+    named: set[str] = set()
     for message in request.get("messages", []):
         content = message_text(message)
         characters += len(content)
@@ -136,7 +142,9 @@ def read_request(request: dict[str, Any], tree: set[str]) -> Seen:
             ]
         elif content.startswith(REPO_MAP):  # "<path>:" then its lines, or "<path>" alone
             mapped |= {line.removesuffix(":") for line in lines} & tree
-    return Seen(round(characters / CHARS_PER_TOKEN), whole, mapped)
+        else:  # the user's own message: its list of files not sent
+            named |= {line[2:].split(": ", 1)[0] for line in lines if line.startswith("- ")} & tree
+    return Seen(round(characters / CHARS_PER_TOKEN), whole, mapped, named)
 
 
 def test_or_doc(path: str) -> bool:
@@ -149,7 +157,8 @@ def test_or_doc(path: str) -> bool:
 
 class ScriptedCoder:
     """The scripted model's answer to Aider: prose once a changed file is whole, a request for
-    it while only the map shows it, prose when nothing leads to it (the edit ends there)."""
+    it while only the map or the message's list shows it, prose when nothing leads to it (the
+    edit ends there)."""
 
     def __init__(self) -> None:
         self.targets: list[str] = []
@@ -159,7 +168,7 @@ class ScriptedCoder:
         seen = read_request(request, self.tree)
         if set(self.targets) & set(seen.whole):
             return text(NO_CHANGE)
-        wanted = [path for path in self.targets if path in seen.mapped]
+        wanted = [path for path in self.targets if path in seen.mapped | seen.named]
         if wanted:
             return text(f"To make this change I need to edit {wanted[0]}. Please add it to the chat.")
         return text(NO_CHANGE)
@@ -191,6 +200,7 @@ class FirstEdit:
     whole: list[str]  # files whole in the first request
     target_whole: bool
     target_mapped: bool
+    target_named: bool
     test_doc: int  # of `whole`, tests and docs
     ended: str  # how the run ended (its status; the reason when it failed otherwise)
 
@@ -213,7 +223,7 @@ def first_edit_of(
 ) -> FirstEdit:
     seen = [read_request(request, tree) for request in requests]
     if not seen:
-        return FirstEdit(0, 0, 0, [], False, False, 0, ended)
+        return FirstEdit(0, 0, 0, [], False, False, False, 0, ended)
     first = seen[0]
     wanted = set(targets)
     return FirstEdit(
@@ -223,6 +233,7 @@ def first_edit_of(
         whole=first.whole,
         target_whole=bool(wanted & set(first.whole)),
         target_mapped=bool(wanted & first.mapped),
+        target_named=bool(wanted & first.named),
         test_doc=sum(test_or_doc(path) for path in first.whole),
         ended=ended,
     )
@@ -305,12 +316,20 @@ async def measure_repository(
     return measured
 
 
+def where(edit: FirstEdit) -> str:
+    """Where the first request has a changed file: whole, in the map, named in the message."""
+    if edit.target_whole:
+        return "whole"
+    if edit.target_mapped:
+        return "map"
+    return "named" if edit.target_named else "MISS"
+
+
 def progress_line(item: Measured) -> str:
     goal, named = item.goal_only, item.named
-    where = "whole" if goal.target_whole else "map" if goal.target_mapped else "MISS"
     ratio = f"{goal.first_tokens / named.first_tokens:.2f}x" if item.ok else "n/a"
     return (
-        f"{item.case.sha[:8]} {where:5} first {goal.first_tokens}/{named.first_tokens} tok ({ratio}), "
+        f"{item.case.sha[:8]} {where(goal):5} first {goal.first_tokens}/{named.first_tokens} tok ({ratio}), "
         f"edit {goal.edit_tokens}/{named.edit_tokens}, requests {goal.requests}/{named.requests}, "
         f"{len(goal.whole)} whole ({goal.test_doc} test/doc), {item.seconds:.0f} s: {item.case.goal[:60]!r}"
         + ("" if item.ok else f" [ended: {goal.ended} / {named.ended}]")
@@ -323,6 +342,8 @@ class Figures:
     cases: int
     failed: int  # a run without an Aider request (left out of the ratios)
     recall: float
+    mapped: float  # not whole, in the map
+    named: float  # neither, in the message's list
     reachable: float
     first: list[float]  # goal-only / named, first request
     edit: list[float]  # … the whole first edit
@@ -340,7 +361,9 @@ def figures(items: list[Measured]) -> Figures:
         cases=len(items),
         failed=len(items) - len(ok),
         recall=sum(m.goal_only.target_whole for m in ok) / n,
-        reachable=sum(m.goal_only.target_whole or m.goal_only.target_mapped for m in ok) / n,
+        mapped=sum(not m.goal_only.target_whole and m.goal_only.target_mapped for m in ok) / n,
+        named=sum(where(m.goal_only) == "named" for m in ok) / n,
+        reachable=sum(where(m.goal_only) != "MISS" for m in ok) / n,
         first=[m.goal_only.first_tokens / m.named.first_tokens for m in ok],
         edit=[m.goal_only.edit_tokens / m.named.edit_tokens for m in ok],
         files=sum(len(m.goal_only.whole) for m in ok) / n,
@@ -385,19 +408,20 @@ def report(measured: list[Measured], aider_model: str, say: Callable[[str], None
     say(f"  {RECALL_RULE}")
     say(f"  ratios: goal-only / goal + the first changed file named, per case; {TEST_DOC_RULE}")
     say(
-        f"\n{'':40}{'n':>4}{'fail':>5}{'recall':>8}{'reach':>7}{'1st x med':>11}{'p90':>6}"
-        f"{'edit x med':>12}{'p90':>6}{'whole':>7}{'t/d':>5}{'req':>10}"
+        f"\n{'':40}{'n':>4}{'fail':>5}{'whole':>7}{'map':>6}{'named':>7}{'reach':>7}"
+        f"{'1st x med':>11}{'p90':>6}{'edit x med':>12}{'p90':>6}{'files':>7}{'t/d':>5}{'req':>10}"
     )
     groups = groups_of(measured)
     for label, items in groups:
         f = figures(items)
         requests = f"{f.requests[0]:.2f}/{f.requests[1]:.2f}"
         say(
-            f"{label:40}{f.cases:>4}{f.failed:>5}{f.recall:>8.2f}{f.reachable:>7.2f}{med(f.first):>11.2f}"
+            f"{label:40}{f.cases:>4}{f.failed:>5}{f.recall:>7.2f}{f.mapped:>6.2f}{f.named:>7.2f}"
+            f"{f.reachable:>7.2f}{med(f.first):>11.2f}"
             f"{p90(f.first):>6.2f}{med(f.edit):>12.2f}{p90(f.edit):>6.2f}{f.files:>7.2f}"
             f"{f.test_doc_cases:>5}{requests:>10}"
         )
-    say("  (whole: mean files whole in the goal-only first request; t/d: cases with a test or doc file")
+    say("  (files: mean files whole in the goal-only first request; t/d: cases with a test or doc file")
     say("   whole in it; req: mean Aider requests of the first edit, goal-only / named)")
     say(f"\nTokens, goal-only / named: {'mean':>26}{'median':>20}")
     say(f"{'':40}{'first request':>16}{'first edit':>16}{'first request':>16}{'first edit':>16}")
@@ -425,7 +449,8 @@ def verdicts(f: Figures) -> str:
     return (
         f"first request median {first}, p90 {mark(p90(f.first), TARGETS['p90'])}; "
         f"first edit median {edit}, p90 {mark(p90(f.edit), TARGETS['p90'])}; "
-        f"recall whole {mark(f.recall, TARGETS['recall'], True)} (reachable {f.reachable:.2f})"
+        f"reach {mark(f.reachable, TARGETS['recall'], True)} (whole {f.recall:.2f}, map {f.mapped:.2f}, "
+        f"named {f.named:.2f})"
     )
 
 

@@ -121,19 +121,28 @@ def indexed(
     uncapped: float | None = None,
     size: int = 0,
     prior: float = 1.0,
+    defines: Sequence[str] = (),
+    summary: str = "",
 ) -> MatchItem:
     """One file as the index answers it: its score (capped to 0..1; `uncapped` the score before
-    the cap, `score` when not given), its size in bytes, and the signals that found it (a
+    the cap, `score` when not given), its size in bytes, the signals that found it (a
     `definition` match makes the index confident, text alone does not; a `prior` below 1: a
-    test or doc file the goal is not about)."""
+    test or doc file the goal is not about), the definitions in it that matched (`defines`)
+    and its summary."""
     signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False, "prior": prior}
+    why = {"kind": "code", "definitions": [f"{name} (line 1)" for name in defines]}
     return MatchItem(
         id=path,
-        content=path,
+        content=summary or path,
         relevance_score=score,
         content_type="file_summary",
         source_path=path,
-        metadata={"signals": signals, "score": score if uncapped is None else uncapped, "size": size},
+        metadata={
+            "signals": signals,
+            "score": score if uncapped is None else uncapped,
+            "size": size,
+            "why": why,
+        },
     )
 
 

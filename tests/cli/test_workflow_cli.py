@@ -145,7 +145,7 @@ def test_run_succeeds_exits_0_and_undo_restores(project: Path, llm_server: Any) 
     assert "Iteration 1/3: running the whole suite" in done.stderr and "tokens" in done.stderr  # progress
     # the spend, planning/analysis and Aider apart and together, live and in the report
     assert "planning/analysis:" in done.stderr and "; Aider: " in done.stderr
-    assert "Spent: " in done.stdout and "Aider: " in done.stdout and "1 Aider edit(s)" in done.stdout
+    assert "Spent: " in done.stdout and "Aider: 1 edit(s)" in done.stdout  # by kind of call
     assert (project / "mathx.py").read_text() == FIXED
     undo = run_cli("undo", "--workspace", str(project), env=clean_env())
     assert undo.returncode == 0, undo.stderr

@@ -188,8 +188,7 @@ def test_a_runs_usage_keeps_the_wire_clients_read() -> None:
         },
     }
     assert calls.describe() == (
-        "plan: 1 call(s), 1 request(s), 110 tokens · cost n/a; "
-        "Aider: 2 edit(s), 2 request(s), 400 tokens · cost n/a"
+        "plan: 1 call(s), 110 tokens · cost n/a; Aider: 2 edit(s), 2 request(s), 400 tokens · cost n/a"
     )
     assert WorkflowUsage.model_validate(wire).model_dump(mode="json") == wire  # read back (the CLI)
     assert WorkflowUsage.model_validate({}) == WorkflowUsage()

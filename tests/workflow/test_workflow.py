@@ -163,7 +163,7 @@ async def test_failing_iteration_then_retry_reaches_success(
         ("whole", []),
     ]
     assert not any("2/3: analysing the result" in phase for phase in phases(seen))  # green: no analysis
-    assert "Aider:" in seen.progress[-1] and "planning/analysis:" in seen.progress[-1]
+    assert "(plan: 1 call(s)" in seen.progress[-1] and "; Aider: 2 edit(s)" in seen.progress[-1]  # by kind
     assert result.notes["changed_files"] == ["calc.py"]
     assert "+    return a * b" in result.notes["diff"]
     # the run's diff has the format of an edit's: one `diff --aider-mcp a/X b/X` section per file

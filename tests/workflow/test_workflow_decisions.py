@@ -468,9 +468,9 @@ async def test_beside_the_repo_map_the_first_edit_sends_a_clear_winner_alone_and
     in_a_git_root(host)
     host.matches = [
         indexed("calc.py", 0.9, definition=1.0, size=8_000),
-        indexed("ops.py", 0.8, uncapped=0.8, size=40_000),  # close, but 10k tokens: named only
+        indexed("ops.py", 0.8, uncapped=0.8, size=40_000, defines=["multiply_all", "Ops"]),  # 10k tokens
         indexed("test_calc.py", 0.8, prior=0.7),  # a test the goal is not about: neither
-        indexed("x.py", 0.3),
+        indexed("x.py", 0.3, summary="Number formatting helpers."),
     ]
     host.edits.append(writes("calc.py", FIXED))
     host.test_runs.append(green_run())
@@ -478,7 +478,12 @@ async def test_beside_the_repo_map_the_first_edit_sends_a_clear_winner_alone_and
     assert result.status is WorkflowStatus.SUCCESS
     assert result.iterations[0].files == ["calc.py"]
     assert host.prompts[0].startswith("multiply multiplies\n\n")
-    assert "not in the chat: ops.py, x.py." in host.prompts[0]
+    # the others named, each with what matched in it (else its summary): the model asks for one
+    assert host.prompts[0].endswith(
+        "ask me to add it to the chat):\n"
+        "- ops.py: defines multiply_all, Ops\n"
+        "- x.py: Number formatting helpers."
+    )
     assert "test_calc.py" not in host.prompts[0]
 
 
@@ -494,6 +499,33 @@ async def test_beside_the_repo_map_a_close_small_second_file_is_sent_whole_too(h
     result = await goal_alone(host).run(RequestContext())
     assert result.iterations[0].files == ["calc.py", "helpers.py", "test_calc.py"]
     assert "not in the chat" not in host.prompts[0]
+
+
+async def test_beside_the_repo_map_a_large_best_file_without_a_clear_lead_is_named_not_sent(
+    host: FakeHost,
+) -> None:
+    in_a_git_root(host)
+    host.matches = [
+        indexed("core.py", 0.9, definition=1.0, size=100_000, defines=["Logger"]),  # 25k tokens, a hub
+        indexed("calc.py", 0.8, uncapped=0.8, definition=1.0, size=4_000),
+    ]
+    host.edits.append(writes("calc.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["calc.py"]
+    assert host.prompts[0].endswith("\n- core.py: defines Logger")  # the model asks for it if needed
+
+
+async def test_beside_the_repo_map_a_large_file_that_leads_clearly_is_sent_whole(host: FakeHost) -> None:
+    in_a_git_root(host)
+    host.matches = [
+        indexed("core.py", 1.0, definition=1.0, uncapped=2.0, size=100_000),
+        indexed("calc.py", 1.0, uncapped=1.2, size=4_000),  # a candidate, well behind: small, it comes along
+    ]
+    host.edits.append(writes("core.py", FIXED))
+    host.test_runs.append(green_run())
+    result = await goal_alone(host).run(RequestContext())
+    assert result.iterations[0].files == ["core.py", "calc.py"]
 
 
 async def test_without_a_repo_map_the_first_edit_sends_its_candidates_whole(host: FakeHost) -> None:

@@ -367,15 +367,7 @@ def _print_run(run: WorkflowResult, out: TextIO) -> None:
         print(f"\n{title}: {run.plan.instructions}\n  files: {files}", file=out)
     for item in run.iterations:
         _print_iteration(item, out)
-    usage = run.usage
-    aider_requests = f" ({usage.aider.requests} request(s))" if usage.aider.requests else ""
-    print(
-        f"\nSpent: {usage.describe()}; {usage.planning.requests} request(s) to the planning model, "
-        f"{usage.aider.calls + usage.aider.unreported} Aider edit(s){aider_requests}",
-        file=out,
-    )
-    if usage.calls.any:
-        print(f"  by call: {usage.calls.describe()}", file=out)
+    print(f"\nSpent: {run.usage.describe()}", file=out)
 
 
 def _print_iteration(item: WorkflowIteration, out: TextIO) -> None:

@@ -227,8 +227,8 @@ class CallKinds(BaseModel):
         return any(spend.calls or spend.unreported for spend in (self.plan, self.edit, self.analysis))
 
     def describe(self) -> str:
-        """`plan: 300 tokens · $0.0010; Aider: 2 edits, 3 requests, 1200 tokens (800 of them
-        cached) · $0.0090; analysis: 1 call, …`: where the money went."""
+        """`plan: 1 call(s), 300 tokens · $0.0010; Aider: 2 edit(s), 3 request(s), 1200 tokens
+        (800 of them cached) · $0.0090; analysis: 1 call(s), …`: where the money went."""
         parts = []
         for label, spend, unit in (
             ("plan", self.plan, "call"),
@@ -238,7 +238,8 @@ class CallKinds(BaseModel):
             if not (spend.calls or spend.unreported):
                 continue
             count = spend.calls + spend.unreported
-            requests = f", {spend.requests} request(s)" if spend.requests else ""
+            # requests beside calls only where they differ (Aider's reflections, added files)
+            requests = f", {spend.requests} request(s)" if spend.requests not in (0, spend.calls) else ""
             parts.append(f"{label}: {count} {unit}(s){requests}, {spend.describe()}")
         return "; ".join(parts)
 
@@ -273,7 +274,11 @@ class WorkflowUsage(BaseModel):
         )
 
     def describe(self) -> str:
-        """`1500 tokens · $0.0100 (planning/analysis: 300 tokens · $0.0010; Aider: 1200 tokens · …)`."""
+        """The total, then where it went: a run's by kind of call (`1500 tokens · $0.0100 (plan:
+        1 call(s), 300 tokens · $0.0010; Aider: 1 edit(s), 2 request(s), 1200 tokens · …)`),
+        else (a session's, a turn's) the planning/analysis model's and Aider's apart."""
+        if self.calls.any:
+            return f"{self.all.describe()} ({self.calls.describe()})"
         return (
             f"{self.all.describe()} "
             f"(planning/analysis: {self.planning.describe()}; Aider: {self.aider.describe()})"

@@ -34,6 +34,9 @@ CHARS_PER_TOKEN = 4  # what a file costs: Aider sends it whole
 EXTRA_SHARE = 0.25
 WHOLE_FILES = 3
 AIDER_PROMPT_TOKENS = 2_000  # Aider's system prompt and its edit format's examples, about
+LARGE_SHARE = 2.0  # a file over twice Aider's prompt and map is large: whole only when it leads
+CLEAR_LEAD = 1.5  # ... a smaller candidate's score by this much (else that one, the large named)
+SUMMARY_CHARS = 100  # of a named file's summary, where no definition of it matched the goal
 CONFIDENT_SCORE = 0.5  # the best must score this much (and match specifically) to skip the plan
 CONFIDENT_FILES = 3  # ... and one of this many first files match specifically
 
@@ -47,7 +50,16 @@ class FirstFiles:
     files: list[str]
     confident: bool
     relevant: list[str]
-    mentioned: list[str] = field(default_factory=list)  # named in the first message, not sent whole
+    mentioned: list[Named] = field(default_factory=list)  # named in the first message, not sent whole
+
+
+@dataclass(frozen=True)
+class Named:
+    """A file the first message names without sending it, with what the index found in it for
+    the goal: the model sees why it may matter and asks for it when it does."""
+
+    path: str
+    found: str  # its definitions that matched the goal ("defines a, B"), else its summary
 
 
 def user_files(file_context: Sequence[str] | str | None) -> list[str] | str:
@@ -86,7 +98,7 @@ class Pick:
     """The index's choice: files sent whole, files only named, and whether it is confident."""
 
     files: list[str]
-    mentioned: list[str]
+    mentioned: list[Named]
     confident: bool
 
 
@@ -96,11 +108,11 @@ def pick(matches: Sequence[MatchItem], *, map_tokens: int = 0) -> Pick:
     The candidates: the index's best MORE_FILES of a kind the goal is about (tests, docs,
     changelogs only when the goal is about them: the index's kind prior says so), and among
     them those whose uncapped score (`raw_score`) is at least PICK_SHARE of the best's.
-    With Aider's repository map (`map_tokens` > 0) the best is sent whole, the next ones
-    whole only while they add at most EXTRA_SHARE to the request (`beside_map`), and the
-    rest are named in the message: the map shows their signatures, ranked up because the
-    message names them, and the model asks for one it must see whole (Aider adds it: one more
-    request, only then). Without a map the model could not see them at all: the candidates are
+    With Aider's repository map (`map_tokens` > 0) the best is sent whole (a smaller one where
+    a large best does not lead it clearly), the next ones whole only while they add at most
+    EXTRA_SHARE to the request (`beside_map`), and the rest are named in the message, each
+    with what matched in it: the model asks for one it must see whole (Aider adds it: one
+    more request, only then). Without a map the model could not see them at all: the candidates are
     sent whole, at most INDEX_FILES, then up to MORE_FILES while all of them fit
     MORE_FILES_TOKENS (docs/workflow.md, "Which files the first edit takes").
     Confident: the best scores at least CONFIDENT_SCORE and one of the first CONFIDENT_FILES
@@ -119,26 +131,46 @@ def pick(matches: Sequence[MatchItem], *, map_tokens: int = 0) -> Pick:
     confident = ranked[0].relevance_score >= CONFIDENT_SCORE and any(
         specific(m) for m in near[:CONFIDENT_FILES]
     )
-    return Pick(_paths(whole), _paths(named), confident)
+    return Pick(_paths(whole), [named_file(m) for m in named if m.source_path], confident)
 
 
 def beside_map(near: Sequence[MatchItem], map_tokens: int) -> list[MatchItem]:
-    """The best file, and the next ones while together they add at most EXTRA_SHARE of the
-    request that holds the best alone (Aider's prompt, its map, the file): a clear winner is
-    one file; a close second that is small comes along. Tuned on attrs, tenacity and
-    humanize (bench/first_edit.py's dumps): the file to change whole in .86 of the first
-    requests at a median 1.1x the request holding it alone (all five whole files: 5.7x)."""
-    best = near[0]
+    """The first file (`first_whole`), and the next ones while together they add at most
+    EXTRA_SHARE of the request that holds the first alone (Aider's prompt, its map, the file):
+    a clear winner is one file; a close second that is small comes along. Measured by
+    bench/first_request.py (docs/workflow.md): on three repositories nobody tuned on, the
+    file to change within the model's reach in .98 of the first requests, at a median 1.08x
+    (p90 1.63x) the request holding it alone (all five whole files: 5.7x)."""
+    best = first_whole(near, map_tokens)
     allowance = EXTRA_SHARE * (AIDER_PROMPT_TOKENS + map_tokens + file_tokens(best))
     whole, extra = [best], 0
-    for match in near[1:]:
+    for match in near:
         if len(whole) >= WHOLE_FILES:
             break
+        if match is best:
+            continue
         cost = file_tokens(match)
         if extra + cost <= allowance:
             whole.append(match)
             extra += cost
     return whole
+
+
+def first_whole(near: Sequence[MatchItem], map_tokens: int) -> MatchItem:
+    """The file the first request holds whole: the best, unless it is large (over LARGE_SHARE
+    of Aider's request around it, its prompt and map) and does not lead the best smaller
+    candidate by CLEAR_LEAD: then that one, and the large file is named. Why: naming a file
+    that is the one costs one more request the size of the first (the model asks, Aider
+    adds it); sending a large file that is not the one costs the large file, a "hub" module
+    the words of many goals match (loguru's `_logger.py`, 25k tokens, against 1-4k targets)."""
+    best = near[0]
+    large = LARGE_SHARE * (AIDER_PROMPT_TOKENS + map_tokens)
+    if file_tokens(best) <= large:
+        return best
+    smaller = next((match for match in near[1:] if file_tokens(match) <= large), None)
+    if smaller is None or raw_score(best) >= CLEAR_LEAD * raw_score(smaller):
+        return best
+    return smaller
 
 
 def without_map(near: Sequence[MatchItem]) -> list[MatchItem]:
@@ -158,6 +190,19 @@ def without_map(near: Sequence[MatchItem]) -> list[MatchItem]:
 
 def _paths(matches: Sequence[MatchItem]) -> list[str]:
     return [m.source_path for m in matches if m.source_path]
+
+
+def named_file(match: MatchItem) -> Named:
+    """The file as the first message names it: its definitions that matched the goal (their
+    names, which Aider's map also ranks up), else the start of its summary."""
+    why = (match.metadata or {}).get("why", {})
+    definitions = [str(text).split(" (line ")[0] for text in why.get("definitions", [])]
+    if definitions:
+        return Named(match.source_path or "", "defines " + ", ".join(definitions))
+    summary = " ".join(match.content.split())
+    if len(summary) > SUMMARY_CHARS:
+        summary = summary[: SUMMARY_CHARS - 1].rstrip() + "…"
+    return Named(match.source_path or "", summary)
 
 
 def asked_about(match: MatchItem) -> bool:

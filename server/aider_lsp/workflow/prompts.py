@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import AiderEditOutcome, CombinedAnalysisResult, CommandRun, JudgeProblem, Verdict
+from .first_files import Named
 from .iteration import Iteration, changed
 
 PLAN_TEMPLATE = "user:generate-plan-from-goal"
@@ -18,20 +19,24 @@ ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
 OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
 OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
 MENTIONED = (
-    "Other files that may be involved, not in the chat: {files}. "
-    "If you need to see or change one of them, ask me to add it to the chat."
+    "Other files that may be involved, not in the chat "
+    "(if you need to see or change one of them, ask me to add it to the chat):\n{files}"
 )
 # what Aider's own --auto-test loop sends its chat after a failing test (aider/prompts.py run_output)
 RUN_OUTPUT = "I ran this command:\n\n{command}\n\nAnd got this output:\n\n{output}\n"
 
 
-def first_prompt(goal: str, context: str, mentioned: Sequence[str] = ()) -> str:
+def first_prompt(goal: str, context: str, mentioned: Sequence[Named] = ()) -> str:
     """The first edit's message: the goal, the user's context, and the files the index found
-    but did not send whole (first_files.py): named, Aider's repository map ranks them up and
-    shows their signatures, and the model asks for the one it must see or change."""
+    but did not send whole (first_files.py), a line each with what matched the goal in it:
+    the model sees why each may matter (Aider's map ranks the files and names a message
+    mentions up, but shows what fits its budget only) and asks for the one it must see."""
     parts = [goal, context.strip()]
     if mentioned:
-        parts.append(MENTIONED.format(files=", ".join(mentioned)))
+        lines = "\n".join(
+            f"- {named.path}: {named.found}" if named.found else f"- {named.path}" for named in mentioned
+        )
+        parts.append(MENTIONED.format(files=lines))
     return "\n\n".join(part for part in parts if part)
 
 
