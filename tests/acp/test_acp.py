@@ -26,6 +26,7 @@ from acp.schema import (
     McpServerStdio,
     ToolCallProgress,
     ToolCallStart,
+    UsageUpdate,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -60,6 +61,7 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     not_,
     slow,
+    text,
     tool_call,
 )
 from aider_lsp_testing.lsp_session import execute
@@ -224,6 +226,31 @@ async def test_aiders_reply_arrives_in_pieces_while_it_is_written(
     assert "".join(streamed).strip() == answer.content.strip()  # Aider's reply, whole and in order
 
 
+@pytest.mark.aider
+async def test_an_ask_turn_cancelled_while_aider_answers_still_counts_what_it_cost(
+    calc_project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    # the model answers slowly (20 pieces, 0.5 s apart): the user stops it after the first ones
+    answer = text("multiply adds its arguments instead of multiplying them. " * 20)
+    llm_server.add_rule(IS_AIDER, dribbled(answer, pieces=20, every=0.5))
+    calc = calc_project / "calc.py"
+    async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
+        session_id = await new_session(conn, calc_project)
+        await conn.set_config_option(config_id="mode", session_id=session_id, value="ask")
+        prompt = asyncio.create_task(
+            conn.prompt(session_id=session_id, prompt=[text_block("What is wrong?"), link(calc)])
+        )
+        while not client.of(AgentMessageChunk) and not prompt.done():
+            await asyncio.sleep(0.02)
+        await conn.cancel(session_id=session_id)
+        stopped = await prompt
+    assert stopped.stop_reason == "cancelled"
+    # the model was paid for the prompt and the reply so far: estimated (Aider, stopped, reports
+    # nothing), at least Aider's prompt and the file it was shown, never 0
+    assert stopped.usage is not None and stopped.usage.total_tokens > len(calc.read_text()) // 4
+    assert client.of(UsageUpdate)[-1].used == stopped.usage.total_tokens
+
+
 def script_two_iterations(llm_server: Any) -> None:
     """The plan fixes subtract; the failing test's output sent back to Aider fixes multiply."""
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
@@ -292,6 +319,11 @@ async def test_workflow_turn_goes_from_red_to_green(
     assert client.reply().lower().count("the tests pass") == 1  # the outcome is said once
     assert len(client.diffs()) == 2  # the run's diff is not shown again at the end
     assert answer.usage is not None and answer.usage.total_tokens > 0
+    # where the run's spend went, by kind of call, beside the session's total
+    usage = client.of(UsageUpdate)[-1]
+    run = (usage.field_meta or {})["aider-lsp"]["run"]
+    assert run["calls"]["edit"]["calls"] == 2 and run["calls"]["analysis"]["calls"] >= 1
+    assert "Aider: 2 edit(s)" in run["spent"] and usage.used == answer.usage.total_tokens
 
 
 @pytest.mark.aider

@@ -353,7 +353,7 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
         "cost": None,
         "requests": 1,
     }
-    assert "Aider: 400 tokens" in seen.progress[-1]  # the progress shows the spend
+    assert "Aider: 1 edit(s), 400 tokens" in seen.progress[-1]  # the progress shows the spend
     # what was done stays undoable
     assert (calc_project / "calc.py").read_text() == HALF_FIXED
     assert app.undo().ok and (calc_project / "calc.py").read_text() == BUGGY

@@ -238,7 +238,7 @@ async def test_a_server_without_usage_or_chats_shows_aider_not_reported(
     assert result.status is TaskStatus.COMPLETE, result.content
     usage = result.notes["workflow"]["usage"]
     assert usage["aider"]["unreported"] == 1 and usage["aider"]["edits"] == 0 and usage["requests"] == 0
-    assert progress[-1].endswith("Aider: not reported)")
+    assert progress[-1].endswith("Aider: 1 edit(s), not reported)")
     (only,) = result.notes["workflow"]["iterations"]
     assert "session_id" not in only["aider"] and only["aider"]["usage"] is None
 

@@ -248,21 +248,39 @@ def plan(phases: Sequence[str], *, finished: bool) -> AgentPlanUpdate:
     return update_plan(entries)
 
 
-def usage_update(spent: WorkflowUsage, budget_tokens: int | None) -> UsageUpdate:
+def usage_update(
+    spent: WorkflowUsage, budget_tokens: int | None, *, run: WorkflowUsage | None = None
+) -> UsageUpdate:
     """The session's spend: tokens of the planning/analysis model and Aider together, and the
     cost when either knows its price. ACP's `size` is a context window: this agent has no one
-    window, so it is the budget's token cap when one is set, else the tokens used."""
+    window, so it is the budget's token cap when one is set, else the tokens used. After a
+    Workflow turn, `_meta["aider-lsp"].run` says where that run's spend went: by kind of call
+    (plan, Aider's edits, analysis; cached tokens apart) and in words."""
     total = spent.all
     used = max(total.total_tokens, 0)
     cost = None if total.cost is None else Cost(amount=round(total.cost, 6), currency="USD")
+    meta = None
+    if run is not None and run.calls.any:
+        by_kind = {
+            "plan": run.calls.plan.wire(),
+            "edit": run.calls.edit.wire(),
+            "analysis": run.calls.analysis.wire(),
+        }
+        meta = {"aider-lsp": {"run": {"calls": by_kind, "spent": run.describe()}}}
     return UsageUpdate(
-        session_update="usage_update", used=used, size=max(budget_tokens or used, used), cost=cost
+        session_update="usage_update",
+        used=used,
+        size=max(budget_tokens or used, used),
+        cost=cost,
+        field_meta=meta,
     )
 
 
 def turn_usage(spent: WorkflowUsage) -> Usage:
-    """What one turn spent, for the prompt's answer (planning/analysis and Aider together)."""
-    input_tokens = max(spent.all.input_tokens, 0)
+    """What one turn spent, for the prompt's answer (planning/analysis and Aider together).
+    Tokens estimated for calls that reported nothing (one stopped while the model answered)
+    count as input: they are mostly the prompt the model read."""
+    input_tokens = max(spent.all.input_tokens + spent.all.estimated_tokens, 0)
     output_tokens = max(spent.all.output_tokens, 0)
     cached = max(spent.all.cached_tokens, 0)
     return Usage(

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import snapshot_files
 from ..endpoints import ModelRole, name_problem
-from ..files import FileAccessManager
+from ..files import AccessDenied, FileAccessManager
 from ..models import (
     AiderEditOutcome,
     AssociativeMatchResult,
+    CallUsage,
     ContextGenerationInput,
     ErrorReason,
     ReplyCallback,
@@ -38,13 +39,21 @@ from ..models import (
     TaskResult,
 )
 from ..settings import Settings
-from .launch import ConfigurationProblem, LaunchSpec, aider_model_for, launch_spec, launch_spec_for_tool
+from .launch import (
+    AIDER_PROMPT_TOKENS,
+    ConfigurationProblem,
+    LaunchSpec,
+    aider_model_for,
+    launch_spec,
+    launch_spec_for_tool,
+)
 from .results import EDIT_TOOLS, CallFailure, EditedFiles, ToolReply, edit_outcome, tool_result
 from .spawn import Spawned, discard, spawn
 
 log = logging.getLogger(__name__)
 
 SESSION_MODULE = "aider_lsp.aider.session"  # imported on first use (mcp, anyio)
+CHARS_PER_TOKEN = 4
 
 if TYPE_CHECKING:
     from .session import ServerSession
@@ -66,8 +75,19 @@ class AiderBridge:
         self._lock = asyncio.Lock()
         self._session: ServerSession | None = None
         self._file_context: list[str] = []
-        # Aider's own spend over this session's edits (what the servers reported)
-        self.spent = Spend()
+        # Aider's own spend over this session's edits (what the servers reported, and the
+        # estimates of calls stopped while the model answered)
+        self._reported = Spend()
+        self._answering: tuple[dict[str, Any], HeardReply] | None = None  # the call in flight
+
+    @property
+    def spent(self) -> Spend:
+        """Aider's spend so far: what the calls reported, and the estimate of the one the
+        model is answering now (a cancel reports it at once, before the call has stopped)."""
+        if self._answering is None or not self._answering[1].characters:
+            return self._reported
+        params, heard = self._answering
+        return self._reported.plus(self._cancelled_usage(params, heard.characters))
 
     def settings(self) -> Settings:
         """The settings in force now (they change live in the editor)."""
@@ -201,14 +221,43 @@ class AiderBridge:
         `on_reply` reads Aider's reply as it is written (a server that does not stream it
         sends nothing there: the outcome's reply holds it all the same)."""
         editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
-        reply = await self._exchange(tool_name, params, timeout, editable, on_reply)
+        heard = HeardReply(on_reply) if on_reply is not None else None
+        self._answering = (params, heard) if heard is not None else None
+        try:
+            reply = await self._exchange(tool_name, params, timeout, editable, heard)
+        except asyncio.CancelledError:
+            self._reported = self.spent  # the model was answering (its estimate): it was paid
+            raise
+        finally:
+            self._answering = None
         if isinstance(reply, CallFailure):
             return reply.as_edit(tool_name)
         answer, files, spec = reply
         outcome = edit_outcome(tool_name, answer, files, bundled=spec.bundled)
         if outcome.server_success is not None:  # a well-formed answer: Aider ran
-            self.spent = self.spent.plus(outcome.usage)
+            self._reported = self._reported.plus(outcome.usage)
         return self._endpoint_named(outcome)
+
+    def _cancelled_usage(self, params: dict[str, Any], reply_characters: int) -> CallUsage:
+        """What a call stopped while the model answered cost at least, estimated (its server,
+        stopped with it, reports nothing): Aider's prompt, the message, the files it sent
+        whole, the reply so far. A chat's earlier turns and the repo map are left out: a floor."""
+        message = params.get("ai_coding_prompt") or params.get("message") or ""
+        files = [
+            path
+            for key in ("relative_editable_files", "relative_readonly_files")
+            for path in params.get(key) or []
+            if isinstance(path, str)
+        ]
+        characters = len(str(message)) + reply_characters + sum(map(self._size, files))
+        return CallUsage(requests=1, estimated_tokens=AIDER_PROMPT_TOKENS + characters // CHARS_PER_TOKEN)
+
+    def _size(self, relative: str) -> int:
+        """A workspace file's size in bytes (0: gone, or not the workspace's)."""
+        try:
+            return self.files.resolve(relative).stat().st_size
+        except (OSError, ValueError, AccessDenied):
+            return 0
 
     def _endpoint_named(self, outcome: AiderEditOutcome) -> AiderEditOutcome:
         """An edit that changed nothing because Aider's model endpoint refused it (Aider prints
@@ -250,6 +299,19 @@ class AiderBridge:
                 return _named(reply, settings, timed=timeout is None)
             after = snapshot_files(self.files.resolve, editable)
         return reply, EditedFiles(editable, before, after), spec
+
+
+class HeardReply:
+    """The reply pieces handed on to the caller, counted: a call cancelled after the first
+    piece reached the model (see `AiderBridge._cancelled_usage`)."""
+
+    def __init__(self, on_reply: ReplyCallback) -> None:
+        self._on_reply = on_reply
+        self.characters = 0
+
+    def __call__(self, text: str) -> None:
+        self.characters += len(text)
+        self._on_reply(text)
 
 
 def _named(failure: CallFailure, settings: Settings, *, timed: bool) -> CallFailure:

@@ -35,6 +35,9 @@ PASS_ENV_NAMES = (
     "AIDER_LSP_AIDER_ENV",
 )
 KEYLESS_TOOLS = frozenset({"list_models"})  # listing models calls no LLM: no key needed
+# what each request of an edit carries before the user's message, files and map: Aider's
+# system prompt and its edit format's examples, about (for a choice of files, an estimate)
+AIDER_PROMPT_TOKENS = 2_000
 
 
 class ConfigurationProblem(Exception):

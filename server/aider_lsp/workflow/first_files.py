@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..aider.launch import repo_map_args
+from ..aider.launch import AIDER_PROMPT_TOKENS, repo_map_args
 from ..files import AccessDenied
 from ..models import ContextGenerationInput, MatchItem, OptionalPathList
 from ..settings import Settings
@@ -33,7 +33,6 @@ CHARS_PER_TOKEN = 4  # what a file costs: Aider sends it whole
 # its map and the best file), at most WHOLE_FILES in all.
 EXTRA_SHARE = 0.25
 WHOLE_FILES = 3
-AIDER_PROMPT_TOKENS = 2_000  # Aider's system prompt and its edit format's examples, about
 LARGE_SHARE = 2.0  # a file over twice Aider's prompt and map is large: whole only when it leads
 CLEAR_LEAD = 1.5  # ... a smaller candidate's score by this much (else that one, the large named)
 SUMMARY_CHARS = 100  # of a named file's summary, where no definition of it matched the goal
