@@ -1,7 +1,8 @@
 """A raw ACP client over a real `aider-lsp acp` subprocess: newline-delimited JSON-RPC, written
 and read as bytes, so a test can send what a typed SDK client cannot (a malformed
-notification) and drive a turn from plain threads. Requests from the agent (permission,
-files) are answered "method not found": the client declares no capability for them."""
+notification) and drive a turn from plain threads. A permission request is answered by
+`choose` (none: cancelled); other requests from the agent (files, terminals) are answered
+"method not found": the client declares no capability for them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 AGENT_COMMAND = [sys.executable, "-m", "aider_lsp", "acp"]
+# a permission request's params → the option id chosen (None: the question is cancelled)
+Choose = Callable[[dict[str, Any]], str | None]
 
 
 class RawAcpClient:
@@ -36,6 +40,7 @@ class RawAcpClient:
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
         self.eof = False
+        self.choose: Choose | None = None
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -87,6 +92,19 @@ class RawAcpClient:
         with self._cond:
             return [m["params"]["update"] for m in self.messages if m.get("method") == "session/update"]
 
+    def around(self, msg_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The session/updates' updates that came before the answer to `msg_id`, and after it."""
+        with self._cond:
+            messages = list(self.messages)
+        answer = next(i for i, m in enumerate(messages) if m.get("id") == msg_id and "method" not in m)
+        update = [m["params"]["update"] if m.get("method") == "session/update" else None for m in messages]
+        return [u for u in update[:answer] if u], [u for u in update[answer:] if u]
+
+    def questions(self) -> list[dict[str, Any]]:
+        """Every session/request_permission's params, in order."""
+        with self._cond:
+            return [m["params"] for m in self.messages if m.get("method") == "session/request_permission"]
+
     def stderr_text(self) -> str:
         if not self._stderr.closed:
             self._stderr.flush()
@@ -111,12 +129,20 @@ class RawAcpClient:
                 message = json.loads(line)
             except ValueError:
                 continue
-            if "method" in message and "id" in message:  # a request from the agent
-                error = {"code": -32601, "message": "not offered by this client"}
-                self.send({"id": message["id"], "error": error})
             with self._cond:
                 self.messages.append(message)
                 self._cond.notify_all()
+            if "method" in message and "id" in message:  # a request from the agent
+                self.send({"id": message["id"], **self._answer(message)})
         with self._cond:
             self.eof = True
             self._cond.notify_all()
+
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A request's answer: the option `choose` picks for a permission, else an error."""
+        if request["method"] != "session/request_permission" or self.choose is None:
+            return {"error": {"code": -32601, "message": "not offered by this client"}}
+        chosen = self.choose(request["params"])
+        if chosen is None:
+            return {"result": {"outcome": {"outcome": "cancelled"}}}
+        return {"result": {"outcome": {"outcome": "selected", "optionId": chosen}}}

@@ -1,21 +1,35 @@
 """Each message a turn sends stands on its own as markdown, whatever came before it: a cancel
 notice after Aider's reply stopped inside a code block is not rendered inside that block; a
-test run we stopped on purpose is not shown as a failure."""
+test run we stopped on purpose is not shown as a failure.
+
+And a turn ends as closed markdown, however it ends, before its answer, with nothing of it after
+the answer: a client renders the turn's chunks up to the answer as one text and writes the
+user's next prompt after it (CodeCompanion parsed a next prompt into a code block a cancelled
+reply left open, and sent the cancelled prompt again instead of it)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
-from acp.schema import TextContentBlock
+from acp.schema import ResourceContentBlock, TextContentBlock, ToolCallProgress, ToolCallStart
 
+from acp import RequestError, resource_link_block, text_block
 from aider_lsp.acp import render
 from aider_lsp.acp.said import SaidSoFar
 from aider_lsp.models import CommandRun, ErrorReason, SuiteScope, TaskError, TestRunFinished
+from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.apps import scripted_environment
 from aider_lsp_testing.calc_project import HALF_FIXED, TEST_COMMAND
-from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, dribbled
+from aider_lsp_testing.fake_app import FakeApps
+from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, aider_whole, dribbled, text
 from aider_lsp_testing.raw_acp import RawAcpClient
+
+# what a turn shows (not the session's state: usage, modes, options, commands)
+TURN_UPDATES = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+NO_DIFF_YET = "No edit or run in this session has changed a file yet."
 
 
 def _said(*pieces: str) -> str:
@@ -32,10 +46,38 @@ def test_the_separator_closes_an_open_code_block_and_leaves_a_blank_line() -> No
     assert _said("```python\nx = 1\n```") == "\n\n"  # the block was closed, without a newline
     assert _said("```py", "thon\nx = 1\n``", "`\n") == "\n"  # fences split across chunks
     assert _said("Done.\n\n") == ""
+    # a fence closes only on its own character, as long or longer, with nothing after it
+    assert _said("~~~\nx\n```\n") == "~~~\n\n"
+    assert _said("````md\n```py\nx\n```\n") == "````\n\n"
+    assert _said("```\nx\n```py\n") == "```\n\n"
+    assert _said("``` a`b\n") == "\n"  # not a fence: a backtick fence's info has no backtick
 
 
 def _fences_before(text: str, end: int) -> int:
     return sum(1 for line in text[:end].split("\n") if line.lstrip().startswith("```"))
+
+
+def rendered(updates: list[dict[str, Any]]) -> str:
+    """The message chunks as a client renders them: one markdown text."""
+    chunks = [u for u in updates if u.get("sessionUpdate") == "agent_message_chunk"]
+    return "".join(chunk["content"].get("text", "") for chunk in chunks)
+
+
+def closed(markdown: str) -> bool:
+    """No code block is left open (the replies here fence with three backticks)."""
+    return _fences_before(markdown, len(markdown)) % 2 == 0
+
+
+def of_turns(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [u for u in updates if u.get("sessionUpdate") in TURN_UPDATES]
+
+
+def link(path: Path) -> dict[str, str]:
+    return {"type": "resource_link", "name": path.name, "uri": path.as_uri()}
+
+
+def link_block(path: Path) -> ResourceContentBlock:
+    return resource_link_block(path.name, path.as_uri())
 
 
 @pytest.mark.aider
@@ -60,11 +102,93 @@ def test_a_cancel_notice_after_a_reply_cut_inside_a_code_block_renders_outside_i
         assert client.wait_response(turn, timeout=30)["result"]["stopReason"] == "cancelled"
     finally:
         client.close()
-    text = reply()
-    notice = text.find("cancelled")
+    before, after = client.around(turn)
+    text = rendered(before)  # the notice comes before the answer, or never
+    notice = text.lower().find("cancelled")
     assert notice > 0, text
     assert _fences_before(text, notice) % 2 == 0, f"the notice is inside a code block:\n{text}"
+    assert closed(text) and not of_turns(after), after
     assert "Traceback" not in client.stderr_text()
+
+
+@pytest.mark.aider
+def test_a_cancel_inside_a_code_block_closes_it_before_the_answer_and_the_next_prompt_is_the_one_run(
+    calc_project: Path, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """An Edit turn cancelled while Aider's reply streams a code block: what the client renders
+    up to the answer is closed markdown, nothing of the turn follows the answer, and the prompt
+    the user sends right after it is the one answered (not refused while the cancelled turn
+    still stops Aider)."""
+    llm_server.add_rule(IS_AIDER, dribbled(aider_whole({"calc.py": HALF_FIXED}), pieces=40, every=0.25))
+    client = RawAcpClient(tmp_path / "agent.log", scripted_environment(llm_server.base_url))
+    try:
+        session = client.open_session(calc_project, mode="edit")
+        prompt = [{"type": "text", "text": "Fix subtract"}, link(calc_project / "calc.py")]
+        turn = client.start_request("session/prompt", {"sessionId": session, "prompt": prompt})
+        client.wait_for(lambda _: not closed(rendered(client.updates())), timeout=120)
+        client.send({"method": "session/cancel", "params": {"sessionId": session}})
+        assert client.wait_response(turn, timeout=30)["result"]["stopReason"] == "cancelled"
+        next_prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "/diff"}]}
+        following = client.start_request("session/prompt", next_prompt)
+        answer = client.wait_response(following, timeout=60)
+    finally:
+        client.close()
+    before, _ = client.around(turn)
+    assert "```" in rendered(before) and closed(rendered(before)), rendered(before)
+    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    between, _ = client.around(following)
+    shown = of_turns(between[len(before) :])  # after the cancelled turn's answer, up to the next's
+    assert rendered(shown) == NO_DIFF_YET and len(shown) == 1, shown  # only the next prompt's reply
+    assert "Traceback" not in client.stderr_text()
+
+
+@pytest.mark.aider
+def test_a_reply_that_ends_inside_a_code_block_is_closed_before_the_answer(
+    calc_project: Path, llm_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Aider's answer stops inside a code block (the model never closed it): the turn ends
+    normally, its text closed before the answer."""
+    unclosed = "Make subtract return a - b:\n\n```python\ndef subtract(a, b):\n    return a - b\n"
+    llm_server.add_rule(IS_AIDER, text(unclosed))
+    client = RawAcpClient(tmp_path / "agent.log", scripted_environment(llm_server.base_url))
+    try:
+        session = client.open_session(calc_project, mode="ask")
+        prompt = [{"type": "text", "text": "How do I fix subtract?"}, link(calc_project / "calc.py")]
+        turn = client.start_request("session/prompt", {"sessionId": session, "prompt": prompt})
+        assert client.wait_response(turn, timeout=120)["result"]["stopReason"] == "end_turn"
+    finally:
+        client.close()
+    before, after = client.around(turn)
+    assert "def subtract" in rendered(before) and closed(rendered(before)), rendered(before)
+    assert not of_turns(after), after
+
+
+async def test_a_turn_that_failed_is_closed_before_its_error_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected error ends the turn with a JSON-RPC error: what it showed is closed first
+    (the code block its reply left open, the file's tool call), nothing of it after. In-process:
+    the SDK's pair carries the JSON-RPC a client reads, and a fake Application can break."""
+    calc = tmp_path / "calc.py"
+    calc.write_text("x = 0\n")
+    fakes = FakeApps()
+
+    async def breaks(*args: Any, on_reply: Any = None, **kwargs: Any) -> None:
+        on_reply("Here:\n```python\nx = 1\n")
+        raise RuntimeError("a bug in the agent")
+
+    monkeypatch.setattr(fakes.app(tmp_path), "edit", breaks)
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        with pytest.raises(RequestError):
+            await conn.prompt(session_id=session_id, prompt=[text_block("Fix"), link_block(calc)])
+        answered = len(client.updates)
+        await asyncio.sleep(0.1)
+    assert closed(client.reply()) and client.reply().startswith("Here:"), client.reply()
+    (started,) = client.of(ToolCallStart)
+    ends = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
+    assert ends and ends[-1].status == "failed"
+    assert len(client.updates) == answered
 
 
 def test_a_test_run_stopped_on_purpose_is_not_a_failure(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Isolated Workflow turns (#41) as the ACP client sees them, in-process on a fake Application:
 the `isolation` option sends `worktree` in the run's request; the run's edits are shown on the
 user's paths with the user's text before them while the user's files stay as they were; at the
-end "Apply this change?" (apply / keep as a branch in git / discard) and the reply says what was
-done; an apply refused because the user changed the same lines names them and offers "apply
-anyway"; no answer leaves the run ready and says how to apply it later; `/apply` asks again."""
+end "Apply this change?" (apply / keep as a branch in git, else leave it ready / discard) and
+the reply says what was done; an apply refused because the user changed the same lines names
+them and offers "apply anyway"; no answer leaves the run ready and says how to apply it later;
+`/apply` asks again."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ async def test_an_isolated_turn_shows_its_edits_on_the_users_paths_and_applies_w
     assert (whole.old_text, whole.new_text) == (BUGGY, FIXED)
     (question,) = client.asked
     assert question.title == "Apply this change?" and question.kind == "edit"
-    assert client.offered == [["apply", "discard"]]  # not in git: no branch to keep
+    assert client.offered == [["apply", "leave-ready", "discard"]]  # not in git: no branch to keep
     reply = client.reply()
     assert reply.count("The tests pass") == 1
     assert "Applied to your files: calc.py." in reply and "/undo" in reply
@@ -200,6 +201,20 @@ async def test_no_answer_leaves_the_run_ready_and_apply_asks_again(project: Path
     assert "Applied to your files: calc.py." in again
     assert client.reply() == "No isolated run is ready in this folder."
     assert [start.title for start in client.of(ToolCallStart)] == []
+
+
+async def test_leave_it_ready_outside_git_keeps_the_run_for_apply(project: Path) -> None:
+    fakes = FakeApps(TESTED)
+    two_iterations(fakes, project)
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = await isolated_session(conn, project)
+        client.answers.extend(["leave-ready", "discard"])
+        await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+        left = client.reply()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/apply")])
+    assert "Run run-1 stays ready: `/apply run-1`" in left
+    assert client.offered == [["apply", "leave-ready", "discard"]] * 2  # /apply asks the same
+    assert "Discarded" in client.reply() and (project / "calc.py").read_text() == BUGGY
 
 
 async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:

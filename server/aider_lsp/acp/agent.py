@@ -10,6 +10,8 @@ the MCP servers it passes open in the background for the planning/analysis model
 (mcp_servers.py) and close with the connection.
 A prompt runs in a task of its own so that `session/cancel` can stop it (the Application
 stops Aider and the test processes) and the prompt is answered `cancelled` within a second.
+However a turn ends, what it showed is closed before its answer and nothing of it follows the
+answer (session.py's Outbox); a prompt sent while a cancelled turn still stops waits for it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ log = logging.getLogger(__name__)
 
 CANCEL_ANSWER_SECONDS = 0.8  # a cancelled prompt is answered by then, its clean-up goes on
 CLOSE_SECONDS = 10.0  # at the end, for the turns to settle
+CANCELLED = "Cancelled."  # said for a turn answered before it could say so itself
 INVALID_PARAMS = -32602
 
 
@@ -273,11 +276,13 @@ class AiderAgent:
         from .turns import run_turn  # the Application's models: imported at the first prompt
 
         session = self._session(session_id)
+        await _stopped(session)
         if session.running is not None and not session.running.done():
             raise invalid_params("a prompt is already running in this session: wait for it or cancel it")
         request = prompt_content.parse_prompt(prompt, session.app.workspace, session.app.model_safe_files)
         _keep_prompt(session, prompt, request.text)
         spent_before = session.app.spent()
+        session.outbox.new_turn()
         work = asyncio.create_task(run_turn(session, request), name=f"acp-prompt-{session_id}")
         session.running, session.cancelled = work, asyncio.Event()
         try:
@@ -286,10 +291,16 @@ class AiderAgent:
         except asyncio.CancelledError:  # the connection is closing: the turn goes with it
             work.cancel()
             raise
+        except Exception:  # answered as an error: what the turn showed is closed first
+            await session.outbox.end_turn("stopped: the agent failed (its log says why)")
+            raise
         if stop_reason == "cancelled" and not work.done():
             self._keep(work)  # the Application is still stopping Aider or the tests
+            session.outbox.say(CANCELLED)  # the turn's own words would come after the answer
         await self._report_usage(session)
-        await session.outbox.flush()
+        await session.outbox.end_turn(
+            "cancelled" if stop_reason == "cancelled" else "not finished when the turn ended"
+        )
         session.keep_meta()
         from .render import turn_usage
 
@@ -301,7 +312,8 @@ class AiderAgent:
         from .render import usage_update
 
         budget = session.app.settings.budget.max_tokens
-        session.outbox.post(usage_update(session.app.spent(), budget))
+        run, session.last_run = session.last_run, None
+        session.outbox.post(usage_update(session.app.spent(), budget, run=run))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -322,6 +334,14 @@ class AiderAgent:
             turn.cancel()
         await asyncio.gather(*(session.mcp.aclose() for session in self.sessions.values()))
         await asyncio.gather(settle(turns, CLOSE_SECONDS), self.apps.aclose())
+
+
+async def _stopped(session: AcpSession) -> None:
+    """A cancelled turn answered while it still stops Aider or the tests: the next prompt waits
+    for it (CLOSE_SECONDS at most) rather than being refused, as a user who typed it expects."""
+    running = session.running
+    if running is not None and not running.done() and session.cancelled.is_set():
+        await asyncio.wait([running], timeout=CLOSE_SECONDS)
 
 
 async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) -> StopReason:

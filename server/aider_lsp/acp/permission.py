@@ -6,7 +6,8 @@ The Application asks through `RequestContext.ask(question)` (models/question.py)
 typed answer: "allow always" is `Answer.ACCEPT` (remembered in the user's own state folder, as
 the LSP's "Use it"), "reject" is `Answer.DECLINE` (nothing runs, the turn says why), and "allow
 once" is no answer (the command used this once, not remembered). "Always" and "reject" are
-offered when the question offers their answer. A cancelled prompt rejects.
+offered when the question offers their answer. A cancelled prompt rejects. Each option has a
+kind of its own (clients key the choices by kind: ready_run.py).
 """
 
 from __future__ import annotations

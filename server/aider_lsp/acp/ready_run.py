@@ -1,6 +1,14 @@
 """What becomes of an isolated run that is ready: "Apply this change?" asked as
-`session/request_permission` (apply / keep as a branch / discard; keep only in git), the
-Application's answer said in the turn's reply.
+`session/request_permission` (apply / keep as a branch, or leave it ready where there is no
+git / discard), the Application's answer said in the turn's reply.
+
+Each option has a kind of its own, because clients key the choices by kind (CodeCompanion shows
+"Allow", "Reject", "Reject always" and maps one key to each): apply is `allow_once`; keeping the
+change aside (a branch in git, else the run left ready) is `reject_once`, not applied this time;
+discard is `reject_always`, rejected for good. The reject listed first loses nothing: a client
+that takes a question closed unanswered as its first reject (CodeCompanion) keeps the change. The
+question's tool call leads with the run's diff (clients preview only a first `diff` block), its
+text after it.
 
 An apply that wrote nothing (the user changed the lines the run changed, or holds a file unsaved
 in the editor) names each file and why, and asks once more: apply anyway (the run's version of
@@ -24,6 +32,7 @@ from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
     PermissionOption,
+    TerminalToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
 )
@@ -43,24 +52,28 @@ log = logging.getLogger(__name__)
 APPLY, KEEP, DISCARD, FORCE, LEAVE = "apply", "keep-branch", "discard", "apply-anyway", "leave-ready"
 APPLY_OPTION = PermissionOption(option_id=APPLY, name="Apply to my files", kind="allow_once")
 KEEP_OPTION = PermissionOption(option_id=KEEP, name="Keep as a branch", kind="reject_once")
-DISCARD_OPTION = PermissionOption(option_id=DISCARD, name="Discard", kind="reject_once")
+LEAVE_OPTION = PermissionOption(option_id=LEAVE, name="Leave it ready", kind="reject_once")
+DISCARD_OPTION = PermissionOption(option_id=DISCARD, name="Discard", kind="reject_always")
 FORCE_OPTIONS = [
     PermissionOption(option_id=FORCE, name="Apply anyway (the run's version wins)", kind="allow_once"),
-    PermissionOption(option_id=LEAVE, name="Leave it ready", kind="reject_once"),
+    LEAVE_OPTION,
 ]
-Content = list[FileEditToolCallContent | ContentToolCallContent]
+Content = list[FileEditToolCallContent | ContentToolCallContent | TerminalToolCallContent]
 
 
 async def decide(session: AcpSession, run_id: str, diff: str = "") -> RunAction | None:
     """Ask what becomes of the ready run `run_id` (its `diff` shown on the user's files), do it,
     and say what was done (None: nothing was done, the run stays ready)."""
     record = next((run for run in session.app.history() if run.id == run_id), None)
-    options = [APPLY_OPTION, *([KEEP_OPTION] if record and record.branch else []), DISCARD_OPTION]
+    aside = KEEP_OPTION if record is not None and record.branch else LEAVE_OPTION
     content, locations = _change_shown(session, diff)
     label = record.label if record is not None and record.label else run_id
-    content.insert(0, tool_content(text_block(f"Run {run_id}: {label}")))
+    content.append(tool_content(text_block(f"Run {run_id}: {label}")))
+    options = [APPLY_OPTION, aside, DISCARD_OPTION]
     chosen = await _ask(session, "Apply this change?", options, content, locations, run_id)
-    if chosen is None:
+    if chosen == LEAVE:
+        session.outbox.say(later(run_id))
+    if chosen in (None, LEAVE):
         return None
     action: RunAction | None
     if chosen == DISCARD:
@@ -111,7 +124,9 @@ async def _ask(
         )
     )
     await session.outbox.flush()
-    update = ToolCallUpdate(tool_call_id=call_id, title=title, kind="edit", locations=locations)
+    update = ToolCallUpdate(
+        tool_call_id=call_id, title=title, kind="edit", content=content or None, locations=locations
+    )
     try:
         answer = await session.client.request_permission(
             session_id=session.id, tool_call=update, options=options
@@ -141,15 +156,20 @@ def _close(session: AcpSession, call_id: str, content: Content, said: str) -> No
 
 
 def _change_shown(session: AcpSession, diff: str) -> tuple[Content, list[ToolCallLocation]]:
-    """The run's change as `{path, oldText, newText}` on the user's files as they are now."""
+    """The run's change as `{path, oldText, newText}` on the user's files as they are now, the
+    diffs first (a file whose text cannot be shown says why after them), each file's location
+    in the same order (a client previews the first diff at the first location)."""
     workspace = session.app.workspace
     version = RunVersion(workspace)
-    content: Content = []
-    locations = []
-    for rel, part in render.file_parts(diff).items():
-        content.append(render.sides_change(rel, workspace, version.advance(part)))
-        locations.append(ToolCallLocation(path=str(workspace / rel)))
-    return content, locations
+    shown = [
+        (
+            render.sides_change(rel, workspace, version.advance(part)),
+            ToolCallLocation(path=str(workspace / rel)),
+        )
+        for rel, part in render.file_parts(diff).items()
+    ]
+    shown.sort(key=lambda pair: not isinstance(pair[0], FileEditToolCallContent))
+    return [change for change, _ in shown], [location for _, location in shown]
 
 
 def outcome(action: RunAction) -> str:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from acp.schema import AgentMessageChunk, TextContentBlock
+from acp.schema import AgentMessageChunk, TextContentBlock, ToolCallProgress, ToolCallStart
 
-from acp import update_agent_message_text
+from acp import text_block, tool_content, update_agent_message_text, update_tool_call
 
 from .buffers import HeldFiles
 from .mcp_servers import McpServers
@@ -23,16 +23,27 @@ from .transcript import SessionMeta, Transcript
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from ..models import WorkflowUsage
     from .host import AcpHost
 
 log = logging.getLogger(__name__)
 
 SendUpdate = Callable[[str, Any], Awaitable[None]]  # (session id, update): the connection's session_update
+# what a turn shows (not the session's state: modes, options, commands, usage)
+TURN_UPDATES = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+)
+CLOSED = ("completed", "failed")
 
 
 class Outbox:
     """Updates sent in the order they were posted, from sync callbacks (a run's progress) and
-    async code alike; `flush` waits until everything posted is sent."""
+    async code alike; `flush` waits until everything posted is sent.
+
+    A turn runs from `new_turn` to `end_turn`: its end closes what it left open, and what it
+    posts after that (a cancelled turn still stopping Aider) is not sent. Why: ACP wants every
+    update of a turn before the prompt's answer, and a client takes what comes after the answer
+    as part of the next turn, or renders it into the user's next prompt."""
 
     def __init__(
         self, session_id: str, send: SendUpdate, record: Callable[[Any], None] | None = None
@@ -44,9 +55,24 @@ class Outbox:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self.said = SaidSoFar()  # the current turn's reply so far
+        self.open_calls: dict[str, None] = {}  # the turn's tool calls not closed yet, in order
+        self.ended = False  # the turn was answered: nothing more of it is sent
 
     def new_turn(self) -> None:
         self.said.reset()
+        self.open_calls.clear()
+        self.ended = False
+
+    async def end_turn(self, why: str) -> None:
+        """Close the turn as a client renders it, everything sent: each tool call still open
+        failed with `why`, an open code block ended. Nothing of the turn is sent after it."""
+        for call_id in list(self.open_calls):
+            self.post(update_tool_call(call_id, status="failed", content=[tool_content(text_block(why))]))
+        closing = self.said.closing()
+        if closing:
+            self.post(update_agent_message_text(closing))
+        self.ended = True
+        await self.flush()
 
     def say(self, text: str) -> None:
         """A message that stands on its own as markdown, whatever the reply said before it
@@ -54,13 +80,26 @@ class Outbox:
         self.post(update_agent_message_text(self.said.separator() + text))
 
     def post(self, update: Any) -> None:
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
-            self.said.feed(update.content.text)
+        kind = getattr(update, "session_update", None)
+        if self.ended and kind in TURN_UPDATES:
+            log.info("not sent: a %s of a turn already answered", kind)
+            return
+        self._follow(update)
         if self.record is not None:
             self.record(update)
         self._queue.put_nowait(update)
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._drain())
+
+    def _follow(self, update: Any) -> None:
+        """Keep what the turn's end needs: the reply's text, the tool calls still open."""
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            self.said.feed(update.content.text)
+        elif isinstance(update, (ToolCallStart, ToolCallProgress)):
+            if update.status in CLOSED:
+                self.open_calls.pop(update.tool_call_id, None)
+            elif isinstance(update, ToolCallStart):
+                self.open_calls[update.tool_call_id] = None
 
     async def _drain(self) -> None:
         while not self._queue.empty():
@@ -96,6 +135,7 @@ class AcpSession:
     transcript: Transcript | None = None  # the kept conversation (session/load)
     title: str | None = None
     last_diff: str = ""  # what the session's last edit or run changed (/diff)
+    last_run: WorkflowUsage | None = None  # the spend of the turn's workflow run, by kind of call
     max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
     # where a Workflow turn edits: the user's files, or a worktree of its own (a config option)
     isolation: Literal["none", "worktree"] = "none"

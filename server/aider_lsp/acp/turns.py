@@ -50,7 +50,6 @@ STOP_REASONS: dict[ErrorReason, StopReason] = {
 
 async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
     """The turn in the session's mode; refused files named first."""
-    session.outbox.new_turn()
     if request.refused:
         session.outbox.post(render.message("Not given to Aider: " + "; ".join(request.refused) + "\n\n"))
     if request.all_refused:
@@ -250,6 +249,8 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     except asyncio.CancelledError:
         live.close_open("cancelled")
         raise
+    if result.outcome is not None:  # the turn's usage_update says where its spend went
+        session.last_run = result.outcome.usage
     rejected = rejection_note(asked)
     if rejected is not None:  # the run stopped before it began: nothing ran
         session.outbox.post(render.message(rejected))
