@@ -222,14 +222,12 @@ class AiderBridge:
         sends nothing there: the outcome's reply holds it all the same)."""
         editable = [p for p in params.get("relative_editable_files") or [] if isinstance(p, str)]
         heard = HeardReply(on_reply) if on_reply is not None else None
-        self._answering = (params, heard) if heard is not None else None
         try:
             reply = await self._exchange(tool_name, params, timeout, editable, heard)
         except asyncio.CancelledError:
-            self._reported = self.spent  # the model was answering (its estimate): it was paid
+            if heard is not None and heard.characters:  # the model was answering: it was paid
+                self._reported = self._reported.plus(self._cancelled_usage(params, heard.characters))
             raise
-        finally:
-            self._answering = None
         if isinstance(reply, CallFailure):
             return reply.as_edit(tool_name)
         answer, files, spec = reply
@@ -294,7 +292,11 @@ class AiderBridge:
         deadline = timeout if timeout is not None else settings.timeouts.aider
         async with self._lock:
             before = snapshot_files(self.files.resolve, editable)
-            reply = await (await self._server()).call(spec, tool_name, params, deadline, on_reply)
+            self._answering = (params, on_reply) if isinstance(on_reply, HeardReply) else None
+            try:
+                reply = await (await self._server()).call(spec, tool_name, params, deadline, on_reply)
+            finally:
+                self._answering = None
             if isinstance(reply, CallFailure):
                 return _named(reply, settings, timed=timeout is None)
             after = snapshot_files(self.files.resolve, editable)
