@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -228,12 +228,7 @@ async def measure_repository(name: str, git_dir: Path, cases: list[Case], work: 
     app.start_aider = aider_not_started
     measured: list[Measured] = []
     try:
-        for position, case in enumerate(cases):
-            written, removed = mirror.checkout(case.parent)
-            if position == 0:
-                await app.index_workspace()
-            else:  # HEAD moved: an editor's file watcher reports .git/HEAD with the files
-                await app.files_changed([*written, ".git/HEAD"], removed)
+        async for case in on_each_parent(app, mirror, cases):
             editable, readonly = await first_edit(app, case.goal)
             found, goal_s = await timed_query(app, case.goal, edit_goal=True)  # as runs ask
             _, lookup_s = await timed_query(app, case.goal, edit_goal=False)
@@ -243,6 +238,18 @@ async def measure_repository(name: str, git_dir: Path, cases: list[Case], work: 
     finally:
         await app.aclose()
     return measured
+
+
+async def on_each_parent(app: Application, mirror: TreeMirror, cases: list[Case]) -> AsyncIterator[Case]:
+    """Each case with the workspace at its commit's parent and the index told (indexed whole
+    the first time, then the files that changed, as an editor's watcher reports them)."""
+    for position, case in enumerate(cases):
+        written, removed = mirror.checkout(case.parent)
+        if position == 0:
+            await app.index_workspace()
+        else:  # HEAD moved: an editor's file watcher reports .git/HEAD with the files
+            await app.files_changed([*written, ".git/HEAD"], removed)
+        yield case
 
 
 async def timed_query(

@@ -86,7 +86,7 @@ from aider_lsp_testing.llm_server import (
 sys.path.insert(0, str(Path(__file__).parent))
 
 from context import TreeMirror, percentile
-from first_edit import Case, repository_cases
+from first_edit import Case, on_each_parent, repository_cases
 
 CHARS_PER_TOKEN = 4
 PLANNER = "bench-planner"  # the run's own model (plan, analysis): answered, never measured
@@ -298,12 +298,7 @@ async def measure_repository(
     aider_name = model.split("/", 1)[1]
     measured: list[Measured] = []
     try:
-        for position, case in enumerate(cases):
-            written, removed = mirror.checkout(case.parent)
-            if position == 0:
-                await app.index_workspace()
-            else:  # HEAD moved: an editor's file watcher reports .git/HEAD with the files
-                await app.files_changed([*written, ".git/HEAD"], removed)
+        async for case in on_each_parent(app, mirror, cases):
             coder.tree = set(mirror.blobs)
             started = time.perf_counter()
             goal_only = await run_once(app, server, coder, case, aider_name, named=False)

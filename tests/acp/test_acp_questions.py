@@ -11,7 +11,6 @@ answered Allow too)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 
 from aider_lsp_testing.apps import scripted_environment
 from aider_lsp_testing.calc_project import BUGGY, FIXED, PLAN, analysis_by_exit_code
+from aider_lsp_testing.letters_project import git
 from aider_lsp_testing.llm_server import (
     IS_AIDER,
     IS_ANALYSIS,
@@ -33,11 +33,6 @@ USERS = BUGGY.replace("return b - a", "return -(a - b) * -1  # the user's own")
 APPLY = "Apply this change?"
 # each "Apply this change?" in turn: keep it aside, throw it away, apply it
 ANSWERS = ["reject_once", "reject_always", "allow_once"]
-
-
-def _git(root: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args]
-    return subprocess.run(command, cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 class KindsOnlyClient:
@@ -75,8 +70,9 @@ def _prompt(client: RawAcpClient, session: str) -> str:
 def test_every_question_is_answered_by_kind_and_leads_with_its_diff(
     calc_project: Path, llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        _git(calc_project, *args)
+    git(calc_project, "init", "-q")
+    git(calc_project, "add", "-A")
+    git(calc_project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "calc")
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": FIXED}))
@@ -99,7 +95,7 @@ def test_every_question_is_answered_by_kind_and_leads_with_its_diff(
     assert "unittest" in titles[0] and titles.count(APPLY) == 3
     assert titles[-1].startswith("Apply anyway? calc.py"), titles
     assert "Kept on branch `aider-lsp/" in replies[0], replies[0]
-    assert "aider-lsp/" in _git(calc_project, "branch", "--list")
+    assert "aider-lsp/" in git(calc_project, "branch", "--list")
     assert "Discarded" in replies[1], replies[1]
     assert "Applied to your files: calc.py." in replies[2] and calc.read_text() == FIXED, replies[2]
     announced = {u["toolCallId"]: u for u in client.updates() if u.get("sessionUpdate") == "tool_call"}

@@ -31,6 +31,7 @@ from aider_lsp.models import (
     WorkflowStatus,
 )
 from aider_lsp.settings import load_settings
+from aider_lsp.workflow.first_files import Named, named_file
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.fake_host import (
     ANALYSIS,
@@ -526,6 +527,15 @@ async def test_beside_the_repo_map_a_large_file_that_leads_clearly_is_sent_whole
     host.test_runs.append(green_run())
     result = await goal_alone(host).run(RequestContext())
     assert result.iterations[0].files == ["core.py", "calc.py"]
+
+
+def test_a_named_file_from_another_source_is_named_by_its_summary() -> None:
+    # a match whose metadata is not the index's (a re-ranking, another source) never breaks the run
+    for metadata in (None, {"why": "re-ranked"}, {"why": {"definitions": "f"}}):
+        match = indexed("x.py", 0.5, summary="Number formatting helpers.").model_copy(
+            update={"metadata": metadata}
+        )
+        assert named_file(match) == Named("x.py", "Number formatting helpers.")
 
 
 async def test_without_a_repo_map_the_first_edit_sends_its_candidates_whole(host: FakeHost) -> None:

@@ -194,8 +194,9 @@ def _paths(matches: Sequence[MatchItem]) -> list[str]:
 def named_file(match: MatchItem) -> Named:
     """The file as the first message names it: its definitions that matched the goal (their
     names, which Aider's map also ranks up), else the start of its summary."""
-    why = (match.metadata or {}).get("why", {})
-    definitions = [str(text).split(" (line ")[0] for text in why.get("definitions", [])]
+    why = (match.metadata or {}).get("why")
+    found = why.get("definitions") if isinstance(why, dict) else None  # another source's: none
+    definitions = [str(text).split(" (line ")[0] for text in found] if isinstance(found, list) else []
     if definitions:
         return Named(match.source_path or "", "defines " + ", ".join(definitions))
     summary = " ".join(match.content.split())
