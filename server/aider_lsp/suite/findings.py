@@ -25,9 +25,9 @@ VENDORED_PARTS = frozenset({"site-packages", "dist-packages", "node_modules", ".
 MAX_PATH_CHARS = 4096  # Linux's PATH_MAX: a longer token cannot name a file
 MAX_NAME_CHARS = 255  # NAME_MAX: nor can one with a longer component
 
-_PYTEST_HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
-_PYTEST_SECTION_END = re.compile(r"^(={3,}|-{3,} Captured )")
-_PYTEST_LOCATION = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+): ?(?P<rest>.*)$")
+PYTEST_HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
+PYTEST_SECTION_END = re.compile(r"^(={3,}|-{3,} Captured )")
+PYTEST_LOCATION = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+): ?(?P<rest>.*)$")
 _PYTEST_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<path>[^\s:]+)::(?P<test>\S+?)(?: - (?P<msg>.*))?$")
 _TRACEBACK_START = "Traceback (most recent call last):"
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
@@ -39,7 +39,7 @@ _TSC_PAREN = re.compile(r"^(?P<path>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): 
 _ESLINT_ROW = re.compile(
     r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)(?:\s{2,}(?P<rule>[\w@/-]+))?\s*$"
 )
-_ESC = re.compile(r"\x1b\[[0-9;]*m")
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -113,7 +113,7 @@ def parse_test_output(
     one whole-file finding per fallback file with the run's summary."""
     collector = _Collector(Path(workspace).resolve())
     for text in (stdout, stderr):
-        lines = _ESC.sub("", text or "").splitlines()
+        lines = ANSI_ESCAPE.sub("", text or "").splitlines()
         used = _pytest_sections(lines, collector)
         used |= _python_tracebacks(lines, collector)
         used |= _eslint_blocks(lines, collector)
@@ -130,7 +130,7 @@ def parse_test_output(
 def summary_line(stdout: str, stderr: str) -> str:
     """The last meaningful line of a run (pytest's `1 failed in 0.1s`, unittest's `FAILED (…)`)."""
     for text in (stdout, stderr):
-        for line in reversed(_ESC.sub("", text or "").splitlines()):
+        for line in reversed(ANSI_ESCAPE.sub("", text or "").splitlines()):
             stripped = line.strip(" =")
             if stripped and not set(stripped) <= set("-=_.*"):
                 return stripped
@@ -143,15 +143,15 @@ def _pytest_sections(lines: list[str], out: _Collector) -> set[int]:
     used: set[int] = set()
     index = 0
     while index < len(lines):
-        header = _PYTEST_HEADER.match(lines[index])
+        header = PYTEST_HEADER.match(lines[index])
         if not header or set(header.group("name")) <= set("_ "):
             index += 1
             continue
         end = index + 1
         while (
             end < len(lines)
-            and not _PYTEST_HEADER.match(lines[end])
-            and not _PYTEST_SECTION_END.match(lines[end])
+            and not PYTEST_HEADER.match(lines[end])
+            and not PYTEST_SECTION_END.match(lines[end])
         ):
             end += 1
         section = range(index, end)
@@ -164,7 +164,7 @@ def _pytest_sections(lines: list[str], out: _Collector) -> set[int]:
             if line.startswith("E "):
                 errors.append(line[1:].strip())
                 continue
-            match = _PYTEST_LOCATION.match(line)
+            match = PYTEST_LOCATION.match(line)
             if match and out.relative(match.group("path")) is not None:
                 located = (match.group("path"), int(match.group("line")))
                 rest = match.group("rest").strip()

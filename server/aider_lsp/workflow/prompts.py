@@ -1,5 +1,5 @@
 """What each model call of a run is told: the planner, the analysis, and each Aider edit (the
-goal, then the failing output as Aider's own `--auto-test` loop sends it).
+goal, then the failing output as Aider's own `--auto-test` loop words it, digested).
 
 Why here: the wording is what a model reads and a test can check on its own; the loop decides
 when to ask, this module what is said.
@@ -11,13 +11,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import AiderEditOutcome, CombinedAnalysisResult, CommandRun, JudgeProblem, Verdict
+from ..suite.digest import clip, digest
 from .first_files import Named
 from .iteration import Iteration, changed
 
 PLAN_TEMPLATE = "user:generate-plan-from-goal"
 ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
-OUTPUT_FOR_ANALYSIS = 12_000  # characters of each test stream the analysis sees (head and tail)
-OUTPUT_FOR_AIDER = 8_000  # characters of the failing output a retry sends Aider (head and tail)
+# the failing output as each call gets it: pytest's failures digested (suite/digest.py: each
+# failure's assertion and place, one parametrized test's cases once), any other output's head
+# and tail, at most these many characters
+OUTPUT_FOR_ANALYSIS = 12_000  # of each test stream the analysis sees
+OUTPUT_FOR_AIDER = 8_000  # of the failing output an edit after a red run sends Aider
+REPLY_FOR_ANALYSIS = 2_000  # of an Aider reply that changed nothing
 MENTIONED = (
     "Other files that may be involved, not in the chat "
     "(if you need to see or change one of them, ask me to add it to the chat):\n{files}"
@@ -54,7 +59,7 @@ def plan_params(
 
 def with_failures(prompt: str, run: CommandRun) -> str:
     """The first edit's message with what fails before it (the suite run at the start)."""
-    output = clip("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)
+    output = digest("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)
     return f"{prompt}\n\n{RUN_OUTPUT.format(command=run.command, output=output)}"
 
 
@@ -73,7 +78,7 @@ def retry_prompt(
         if test.timed_out:
             output += f"\n[killed at the timeout after {test.duration_s:.0f} s]"
         # the command that ran: the failing tests alone, or the whole suite
-        message = RUN_OUTPUT.format(command=test.command or command, output=clip(output, OUTPUT_FOR_AIDER))
+        message = RUN_OUTPUT.format(command=test.command or command, output=digest(output, OUTPUT_FOR_AIDER))
         if it.judge is not None:
             message += f"\n{judge_prompt(it.judge)}"
     if advice is not None and advice.verdict is Verdict.RETRY and advice.next_prompt:
@@ -119,8 +124,8 @@ def analysis_params(
         "aider_status": aider_status(aider),
         "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
         "test_command": command,
-        "test_stdout": clip(test.stdout) if test else "",
-        "test_stderr": clip(test.stderr) if test else "",
+        "test_stdout": digest(test.stdout, OUTPUT_FOR_ANALYSIS) if test else "",
+        "test_stderr": digest(test.stderr, OUTPUT_FOR_ANALYSIS) if test else "",
         "test_exit_code": exit_code,
         "previous_files": it.files,
         "iteration": it.number,
@@ -136,12 +141,5 @@ def aider_status(outcome: AiderEditOutcome | None) -> str:
         return "edited the files"
     detail = outcome.error.message if outcome.error else "Aider made no change to the files"
     reply = outcome.reply.strip()
-    return f"changed nothing: {detail}" + (f"; Aider replied: {clip(reply, 2000)}" if reply else "")
-
-
-def clip(text: str, limit: int = OUTPUT_FOR_ANALYSIS) -> str:
-    """Head and tail of a long output: the failure is usually at the end."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
+    replied = f"; Aider replied: {clip(reply, REPLY_FOR_ANALYSIS)}" if reply else ""
+    return f"changed nothing: {detail}{replied}"
