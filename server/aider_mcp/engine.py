@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .history import SummarySpend, before_turn, summarize_on_next_turn
 from .rehearsal import rehearse_provider_call
 from .snapshots import Snapshot
 from .streaming import ReplySink, ask_for_stream_usage, streamed_reply
@@ -233,6 +234,7 @@ class Meter:
 
     requests: int = 0
     cached_tokens: int = 0
+    summaries: SummarySpend = field(default_factory=SummarySpend)  # history.py
 
 
 def _meter(coder: Any) -> None:
@@ -252,6 +254,7 @@ def _meter(coder: Any) -> None:
 
     coder.send = counted_send
     coder.calculate_and_show_tokens_and_cost = counted_usage
+    meter.summaries = summarize_on_next_turn(coder)
     coder.aider_lsp_meter = meter
 
 
@@ -579,14 +582,15 @@ class AiderEngine:
     @staticmethod
     def _spent(coder: Any) -> tuple[int, int, float, int, int]:
         """The coder's tokens sent and received, cost, requests and cached prompt tokens so
-        far. Aider adds a message's tokens to its totals only when it prints the usage report:
-        count the pending ones too."""
+        far, its history's summaries included. Aider adds a message's tokens to its totals
+        only when it prints the usage report: count the pending ones too."""
         meter: Meter = coder.aider_lsp_meter
+        summaries = meter.summaries
         return (
-            int(coder.total_tokens_sent) + int(coder.message_tokens_sent),
-            int(coder.total_tokens_received) + int(coder.message_tokens_received),
-            float(coder.total_cost),
-            meter.requests,
+            int(coder.total_tokens_sent) + int(coder.message_tokens_sent) + summaries.sent,
+            int(coder.total_tokens_received) + int(coder.message_tokens_received) + summaries.received,
+            float(coder.total_cost) + summaries.cost,
+            meter.requests + summaries.requests,
             meter.cached_tokens,
         )
 
@@ -653,6 +657,7 @@ class AiderEngine:
         `read_only` (an ask turn): every write is refused. `on_text`: see `_run_confined`."""
         spent_before = self._spent(coder)
         in_chat = set(coder.abs_fnames)
+        before_turn(coder)  # a chat's history is summarized when it is sent again (history.py)
         reply, refused = self._run_confined(coder, prompt, snapshot, read_only, on_text)
         usage = self._usage_since(coder, spent_before)
         snapshot.drop_empty_created()

@@ -20,6 +20,7 @@ from aider_lsp.app import Application
 from aider_lsp.models import TaskStatus
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import (
+    IS_AIDER_SUMMARY,
     aider_diff,
     aider_whole,
     any_request,
@@ -335,6 +336,45 @@ async def test_the_edit_reports_aiders_own_usage(app: Application, workspace: Pa
         "cost": None,
         "requests": 1,
     }
+
+
+async def test_a_chat_s_history_is_summarized_only_when_sent_again_and_counted_then(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    """Aider summarizes a long history after each edit; the bundled server does it before the
+    next turn only (a chat that ends, like a run that went green, never pays for it), and the
+    summary's request is in that turn's usage."""
+    explained = "I made add() mark its result. " * 250  # over the 1,024 tokens of history Aider keeps
+    summary = text("We changed add().", usage={"prompt_tokens": 700, "completion_tokens": 30})
+    llm_server.add_rule(IS_AIDER_SUMMARY, summary)
+    first_reply = aider_whole({"pkg/calc.py": EDITED}, preface=explained)
+    llm_server.add_rule(
+        any_request, replace(first_reply, usage={"prompt_tokens": 900, "completion_tokens": 500}), times=1
+    )
+    first = await app.handle_task_command(
+        "aider:interactive", {"prompt": "mark add as edited", "file_context": ["pkg/calc.py"]}
+    )
+    assert first.notes["success"] is True, first.content
+    assert first.notes["usage"]["requests"] == 1
+    assert not any(IS_AIDER_SUMMARY(request) for request in llm_server.chat_requests())
+
+    second_reply = aider_whole({"pkg/calc.py": ORIGINAL}, preface="Put back.")
+    llm_server.add_rule(
+        any_request, replace(second_reply, usage={"prompt_tokens": 1000, "completion_tokens": 7})
+    )
+    second = await app.handle_task_command(
+        "aider:interactive",
+        {"prompt": "put it back", "file_context": ["pkg/calc.py"], "session_id": first.notes["session_id"]},
+    )
+    assert second.notes["success"] is True, second.content
+    summaries = [request for request in llm_server.chat_requests() if IS_AIDER_SUMMARY(request)]
+    assert len(summaries) == 1 and "mark its result" in str(summaries[0]["messages"])
+    # the turn's usage: its edit and the summary before it
+    usage = {"prompt_tokens": 1700, "completion_tokens": 37, "cost": None, "requests": 2}
+    assert second.notes["usage"] == usage
+    # the edit was sent the summary in place of the long history
+    last = str(llm_server.chat_requests()[-1]["messages"])
+    assert "We changed add()" in last and explained not in last
 
 
 async def test_a_streamed_edit_hands_on_the_reply_in_order_and_keeps_the_usage(
