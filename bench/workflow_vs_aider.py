@@ -64,7 +64,7 @@ only the spend.
 Needs the Aider environment (`aider-lsp setup-aider`).
 
     .venv/bin/python bench/workflow_vs_aider.py [--latency 0 1 3 10] [--slow] [--repeat 1]
-        [--with-file] [--tokens-only] [--real-repo DIR]
+        [--with-file] [--tokens-only] [--real-repo DIR [--first-wrong]]
 """
 
 from __future__ import annotations
@@ -424,6 +424,7 @@ def reported_by_aider(stdout: str) -> Reported | None:
 REAL_TARGET = "src/humanize/filesize.py"
 REAL_RIGHT = "base = 1024 if (gnu or binary) else 1000"
 REAL_SEEDED = "base = 1000 if (gnu or binary) else 1024"  # decimal and binary bases swapped
+REAL_WRONG = "base = 1000 if binary else 1024"  # `--first-wrong`: the first fix, still wrong
 REAL_DESCRIPTION = f"{REAL_TARGET}: naturalsize's decimal and binary bases swapped"
 REAL_GOAL = (
     "naturalsize gives wrong sizes: naturalsize(3000000) should be '3.0 MB' and "
@@ -464,9 +465,10 @@ def real_project(source: Path, where: Path, story: Story) -> Path:
     return root
 
 
-def real_server(calls: Calls, story: Story) -> ScriptedLLMServer:
+def real_server(calls: Calls, story: Story, *, first_wrong: bool = False) -> ScriptedLLMServer:
     """The model of the real story: Aider's reply fixes the file once the chat holds it, and
-    asks for it otherwise; the plan names it; the analyst reads the exit code."""
+    asks for it otherwise (`first_wrong`: the first fix is wrong, the fix of the wrong one
+    right); the plan names it; the analyst reads the exit code."""
     server = ScriptedLLMServer(models=["scripted-planner", MODEL]).start()
     calls.server = server
     plan = {"instructions": "Fix naturalsize's bases", "files": [REAL_TARGET], "test_command": None}
@@ -480,6 +482,14 @@ def real_server(calls: Calls, story: Story) -> ScriptedLLMServer:
     # retries for a minute
     rule(IS_AIDER_SUMMARY, "summary", text("The user asked to fix naturalsize; it was fixed."))
     holds_the_file = all_of(IS_AIDER, any_message_contains(REAL_SEEDED))
+    if first_wrong:
+        rule(
+            all_of(IS_AIDER, any_message_contains(REAL_WRONG)),
+            "aider",
+            aider_whole({REAL_TARGET: story.fixed}),
+        )
+        wrong = story.buggy.replace(REAL_SEEDED, REAL_WRONG)
+        rule(holds_the_file, "aider", aider_whole({REAL_TARGET: wrong}))
     rule(holds_the_file, "aider", aider_whole({REAL_TARGET: story.fixed}))
     rule(IS_AIDER, "aider", text(ASK_FOR_FILE))
     return server
@@ -676,6 +686,11 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         help="a git clone of python-humanize/humanize: its seeded-bug story instead of the calc one",
     )
+    parser.add_argument(
+        "--first-wrong",
+        action="store_true",
+        help="with --real-repo: the first fix is wrong and the second right (a run with a retry)",
+    )
     args = parser.parse_args()
     if args.tokens_only:
         args.latency, args.slow, args.repeat, args.with_file = [0.0], False, 1, True
@@ -702,7 +717,7 @@ def main() -> int:
         else:
             story = real_story(args.real_repo)
             calls = Calls(marker=REAL_SEEDED)
-            server = real_server(calls, story)
+            server = real_server(calls, story, first_wrong=args.first_wrong)
             projects = {side: real_project(args.real_repo, base / side, story) for side in sides}
             rows, loads = bench_story(args, story, projects, server, calls, home)
             title = f"A seeded bug in python-humanize ({REAL_DESCRIPTION})"
