@@ -74,9 +74,10 @@ describe('settings → initializationOptions', () => {
         assert.equal(options.apiKey, 'sk-secret');
         assert.equal(initializationOptions((key) => values[key]).apiKey, undefined);
     });
-    it('covers every setting of the README table', () => {
-        const readme = fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'README.md'), 'utf8');
-        const rows = [...readme.matchAll(/^\| `(\w+)` \| `AIDER_LSP_\w+` \|/gm)].map((match) => match[1]);
+    it('covers every setting of the configuration guide\'s table', () => {
+        const guide = fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'docs', 'configuration.md'), 'utf8');
+        const table = guide.split(/^## /m).find((section) => section.startsWith('The settings\n')) ?? '';
+        const rows = [...table.matchAll(/^\| `(\w+)` \| `AIDER_LSP_\w+` \|/gm)].map((match) => match[1]);
         assert.deepEqual(rows.filter((key) => key !== 'apiKey'), [...SERVER_SETTING_KEYS]);
     });
     it('puts the key in the server environment', () => {

@@ -60,7 +60,7 @@ export type ServerLocation =
     | { kind: 'missing'; reason: string }
     | { kind: 'badSetting'; reason: string };
 
-/** Where `aider-lsp` is, in the order the README describes. A configured path that does not exist is an error, not a fallback. */
+/** Where `aider-lsp` is, in the order docs/vscode.md describes. A configured path that does not exist is an error, not a fallback. */
 export function locateServer(configuredPath: string, globalStorage: string, searchPath: string | undefined): ServerLocation {
     if (configuredPath) {
         return isExecutable(configuredPath)

@@ -9,7 +9,7 @@ export const SECTION = 'aiderLsp';
 /** The API key's name in VS Code's SecretStorage. */
 export const API_KEY_SECRET = 'aiderLsp.apiKey';
 
-/** Settings the server reads (README "Configuration"), in the order the README lists them. */
+/** Settings the server reads (docs/configuration.md, "The settings"), in the order that table lists them. */
 export const SERVER_SETTING_KEYS = [
     'model',
     'baseUrl',
