@@ -170,6 +170,7 @@ class FakeHost:
         self.budget: tuple[int | None, float | None] | None = None
         self.calls: list[str] = []  # "plan", "edit", "test:<command>", "analysis", in call order
         self.prompts: list[str] = []  # each edit's prompt
+        self.edit_files: list[tuple[list[str], list[str]]] = []  # each edit's files and those it dropped
         # calls that wait until cancelled: a phase ("edit": every edit) or one call ("edit#2")
         self.hold: set[str] = set()
         self.entered: dict[str, asyncio.Event] = {}
@@ -244,9 +245,11 @@ class FakeHost:
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
         retell: str = "",
+        dropped: Sequence[str] = (),
     ) -> AiderEditOutcome:
         self.calls.append(EDIT)
         self.prompts.append(prompt)
+        self.edit_files.append((list(files), list(dropped)))
         await self._enter(EDIT)
         if not self.edits:
             raise AssertionError("unscripted edit")

@@ -735,6 +735,7 @@ class AiderEngine:
         allow_outside_files: bool = False,
         unsaved_files: list[str] | None = None,
         on_text: ReplySink | None = None,
+        dropped: list[str] | None = None,
     ) -> dict[str, Any]:
         """One turn of a multi-turn session; a missing session_id starts a new session.
         `ask`: Aider answers about the files (its "ask" format) and writes nothing; the files
@@ -742,11 +743,13 @@ class AiderEngine:
         Aider asks to add, or edits outside the chat, join it when `may_join` says so (inside
         the working directory, not secret, not in `unsaved_files`: the client's editor holds
         unsaved changes to those); never on an ask turn. `on_text` reads Aider's reply as it is
-        written."""
+        written. `dropped`: files that leave the chat before the turn (a workflow's retry keeps
+        the files it changed: the others would be sent whole with every request again)."""
         if not message or not message.strip():
             raise EngineError("message must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
         readonly = self._rel_paths(readonly, "relative_readonly_files")
+        leaving = [rel for rel in self._rel_paths(dropped, "dropped_files") if rel not in editable]
         if ask:  # shown, never edited
             readonly, editable = [*readonly, *(p for p in editable if p not in readonly)], []
         with self._editing():
@@ -754,6 +757,8 @@ class AiderEngine:
             session = self._sessions.get(session_id) if session_id else None
             if session_id and session is None:
                 raise EngineError(f"unknown session_id {session_id!r} (ended or server restarted)")
+            if session is not None:
+                self._narrow(session, leaving)
             known = set(session.editable) if session else set()
             snapshot = Snapshot(self.root, sorted(known | set(editable)), readonly)
             if session is not None:
@@ -773,6 +778,15 @@ class AiderEngine:
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result
+
+    def _narrow(self, session: Session, leaving: list[str]) -> None:
+        """Files leave the chat (Aider's `/drop`): no longer sent; its map may show them."""
+        for rel in leaving:
+            path = session.coder.abs_root_path(rel)
+            session.coder.abs_fnames.discard(path)
+            session.coder.abs_read_only_fnames.discard(path)
+            if rel in session.editable:
+                session.editable.remove(rel)
 
     def _widen(self, session: Session, editable: list[str], readonly: list[str]) -> None:
         """A later turn's files join the chat: editable ones as Aider's own, and the files of a

@@ -100,6 +100,7 @@ def build_server(engine: AiderEngine) -> FastMCP:
         ask: bool = False,
         allow_outside_files: bool = False,
         unsaved_files: list[str] | None = None,
+        dropped_files: list[str] | None = None,
         ctx: Context | None = None,
     ) -> str:
         """One turn of a multi-turn Aider session that keeps its chat. Without session_id a new
@@ -108,7 +109,8 @@ def build_server(engine: AiderEngine) -> FastMCP:
         `allow_outside_files`: files Aider asks to add or edits outside the chat join it
         (inside the working directory, not secret, not one of `unsaved_files`); the answer
         names them (`added_files`) and gives what files written outside the editable list
-        held before (`outside_before`: base64, null when absent) so undo can restore them."""
+        held before (`outside_before`: base64, null when absent) so undo can restore them.
+        `dropped_files`: files that leave the chat before this turn (they stay on disk)."""
         call = functools.partial(
             engine.chat,
             message,
@@ -119,6 +121,7 @@ def build_server(engine: AiderEngine) -> FastMCP:
             ask=ask,
             allow_outside_files=allow_outside_files,
             unsaved_files=unsaved_files or [],
+            dropped=dropped_files or [],
         )
         return await _streamed(ctx, call)
 

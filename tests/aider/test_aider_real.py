@@ -377,6 +377,27 @@ async def test_a_chat_s_history_is_summarized_only_when_sent_again_and_counted_t
     assert "We changed add()" in last and explained not in last
 
 
+async def test_a_file_dropped_from_a_chat_is_not_sent_with_its_next_turn(
+    app: Application, workspace: Path, llm_server: Any
+) -> None:
+    """A workflow's retry keeps the files the run changed: one it sent and no edit touched
+    leaves Aider's chat (`dropped`) and is not sent whole again."""
+    (workspace / "pkg" / "helpers.py").write_text("HELPER_MARK = 'sent whole'\n")
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}), times=1)
+    first = await app.edit("mark add as edited", ["pkg/calc.py", "pkg/helpers.py"], chat=True)
+    assert first.success, first.error
+    assert "HELPER_MARK" in str(llm_server.chat_requests()[-1]["messages"])
+
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": ORIGINAL}))
+    second = await app.edit(
+        "put it back", ["pkg/calc.py"], chat=True, session_id=first.session_id, dropped=["pkg/helpers.py"]
+    )
+    assert second.success, second.error
+    sent = str(llm_server.chat_requests()[-1]["messages"])
+    assert "put it back" in sent and "HELPER_MARK" not in sent
+    assert (workspace / "pkg" / "helpers.py").read_text() == "HELPER_MARK = 'sent whole'\n"  # on disk still
+
+
 async def test_a_streamed_edit_hands_on_the_reply_in_order_and_keeps_the_usage(
     app: Application, workspace: Path, llm_server: Any
 ) -> None:

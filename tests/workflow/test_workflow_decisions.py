@@ -31,6 +31,7 @@ from aider_lsp.models import (
     WorkflowStatus,
 )
 from aider_lsp.settings import load_settings
+from aider_lsp.workflow import records
 from aider_lsp.workflow.first_files import Named, named_file
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.fake_host import (
@@ -502,6 +503,54 @@ async def test_beside_the_repo_map_a_close_small_second_file_is_sent_whole_too(h
     assert "not in the chat" not in host.prompts[0]
 
 
+def two_files_sent(host: FakeHost) -> None:
+    """The index's pick: calc.py and a close small helpers.py, both sent whole."""
+    in_a_git_root(host)
+    (host.workspace / "helpers.py").write_text("def twice(a):\n    return a + a\n")
+    host.matches = [
+        indexed("calc.py", 0.9, definition=1.0, size=8_000),
+        indexed("helpers.py", 0.8, uncapped=0.8, size=1_200),
+    ]
+
+
+async def test_a_retry_keeps_the_files_the_run_changed_and_drops_those_no_edit_touched(
+    host: FakeHost,
+) -> None:
+    two_files_sent(host)
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await goal_alone(host).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    # (files sent, files that left the chat) per edit: helpers.py is not sent again
+    assert host.edit_files == [(["calc.py", "helpers.py"], []), (["calc.py"], ["helpers.py"])]
+
+
+async def test_a_retry_keeps_every_file_while_the_run_changed_none(host: FakeHost) -> None:
+    two_files_sent(host)
+    host.edits.extend([no_change(), writes("calc.py", FIXED)])
+    host.test_runs.append(green_run())
+    host.analyses.append(analysis(Verdict.RETRY))
+    await goal_alone(host).run(RequestContext())
+    assert host.edit_files == [(["calc.py", "helpers.py"], []), (["calc.py", "helpers.py"], [])]
+
+
+async def test_a_retry_keeps_the_files_the_user_chose(host: FakeHost) -> None:
+    two_files_sent(host)
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    result = await loop(host, files=["calc.py", "helpers.py"]).run(RequestContext())
+    assert result.status is WorkflowStatus.SUCCESS
+    assert host.edit_files[1] == (["calc.py", "helpers.py"], [])
+
+
+def test_a_retry_keeps_the_files_the_model_asked_for() -> None:
+    files = ["calc.py", "helpers.py", "ops.py"]
+    assert records.retry_files(files, touched={"calc.py"}, kept={"ops.py"}) == ["calc.py", "ops.py"]
+    assert records.retry_files(files, touched={}, kept={"ops.py"}) == files  # nothing changed yet
+
+
 async def test_beside_the_repo_map_a_large_best_file_without_a_clear_lead_is_named_not_sent(
     host: FakeHost,
 ) -> None:
@@ -563,7 +612,8 @@ async def test_an_index_without_a_confident_answer_plans_beside_the_first_edit(h
     assert host.prompts[0] == "multiply multiplies"
     # the plan shapes the second iteration: its instructions join the message, its files the chat
     assert "I ran this command" in host.prompts[1] and host.prompts[1].endswith("use * in multiply")
-    assert result.iterations[1].files == ["test_calc.py", "calc.py", "helpers.py"]
+    # (test_calc.py, sent and not touched, left the chat: records.retry_files)
+    assert result.iterations[1].files == ["calc.py", "helpers.py"]
     assert result.plan is not None and result.plan.instructions == "use * in multiply"
 
 

@@ -153,10 +153,11 @@ class RecordingHost(FakeHost):
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
         retell: str = "",
+        dropped: Sequence[str] = (),
     ) -> AiderEditOutcome:
         self.edit_budgets.append(self.budget)
         outcome = await super().edit(
-            prompt, files, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell
+            prompt, files, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell, dropped=dropped
         )
         return outcome if self.chats else outcome.model_copy(update={"server_report": {}})
 

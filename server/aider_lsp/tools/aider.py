@@ -341,10 +341,12 @@ class AiderExecutors:
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
         retell: str = "",
+        dropped: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """The Application's one door for an edit (the editor's command, a workflow's turn): an
         editor `selection` folded into the prompt (its file leads the files), then `edit`; an
-        edit that is not a workflow's turn is recorded in the history as the user's own."""
+        edit that is not a workflow's turn is recorded in the history as the user's own.
+        `dropped`: files that leave a kept chat before this turn."""
         try:
             if selection is not None:
                 prompt, paths = apply_selection(self.files, prompt, list(files) or None, selection)
@@ -354,7 +356,9 @@ class AiderExecutors:
             )
         except ValueError as exc:  # a selection outside the workspace, a bad path
             return _stopped("aider_ai_code", ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
-        outcome = await self.edit(args, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell)
+        outcome = await self.edit(
+            args, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell, dropped=dropped
+        )
         if not chat:  # a workflow's turns are its run's; the run says what the history shows
             spend = None if outcome.usage is None else f"{outcome.usage.total_tokens} tokens"
             status = "FAILED" if outcome.error is not None else "COMPLETE"
@@ -369,12 +373,13 @@ class AiderExecutors:
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
         retell: str = "",
+        dropped: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
         Aider ran is a FAILED outcome too (its `error` says why). `chat`: the edit is a turn
         of a kept Aider chat (`session_id` continues one), as a workflow run's retries are; a
-        chat the server lost starts again, told `retell` first (`_chat_turn`).
-        `on_reply` reads Aider's reply as it is written."""
+        chat the server lost starts again, told `retell` first (`_chat_turn`); `dropped`: files
+        that leave that chat before the turn. `on_reply` reads Aider's reply as it is written."""
         tool = "aider_chat" if chat else "aider_ai_code"
         if not args.prompt.strip():
             return _stopped(
@@ -403,6 +408,9 @@ class AiderExecutors:
             # (the bundled server judges workspace and secrets; the editor's unsaved files, here)
             call["allow_outside_files"] = True
             call["unsaved_files"] = sorted(self._dirty())
+            leaving = [path for path in dropped if path not in paths]
+            if leaving and session_id:
+                call["dropped_files"] = leaving
         outcome, cover, fallback = await self._checkpointed_edit(
             paths, args.prompt, tool, call, on_reply, retell=retell
         )

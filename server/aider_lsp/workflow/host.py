@@ -56,12 +56,13 @@ class WorkflowHost(Protocol):
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
         retell: str = "",
+        dropped: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """One Aider edit as `aider:automatic` makes it (checks, edit lock, checkpoint), typed:
         what changed, what undo covers, Aider's usage, or the `error` that stopped it. `chat`:
         a turn of a kept Aider chat (`session_id` continues one; the outcome names it; one the
-        server lost starts again, told `retell` first); `on_reply` reads Aider's reply as it
-        is written."""
+        server lost starts again, told `retell` first; `dropped` files leave it before the
+        turn); `on_reply` reads Aider's reply as it is written."""
         ...
 
     async def end_chat(self, session_id: str) -> None:

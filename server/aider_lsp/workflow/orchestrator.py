@@ -75,6 +75,8 @@ class CodingWorkflowOrchestrator:
         self._chat: str | None = None  # the run's Aider chat (None: not started, or no chats)
         self._instructions = ""  # the first edit's (repeated to a server that keeps no chat)
         self._chosen: list[str] = []  # the files the user handed to the run
+        self._in_chat: list[str] = []  # the chat's files after the last edit
+        self._asked_for: set[str] = set()  # files the model asked for (Aider added them)
 
     @property
     def iterations(self) -> list[WorkflowIteration]:
@@ -221,7 +223,14 @@ class CodingWorkflowOrchestrator:
         self.analyses.start_beside(it, self.tests.command)
         instructions = self._instructions if self._chat is None else None
         prompt = prompts.retry_prompt(it, advice, command=self.tests.command, instructions=instructions)
-        return await self.planning.shape(it, it.next(prompt, prompts.with_files(it.files, advice)))
+        files = prompts.with_files(self._retry_files(it), advice)
+        return await self.planning.shape(it, it.next(prompt, files))
+
+    def _retry_files(self, it: Iteration) -> list[str]:
+        """The chat's files for the next turn (records.retry_files): the run's changes, the
+        user's files and those the model asked for."""
+        touched = self.app.checkpoints.changed_since(self.checkpoint) if self.checkpoint else {}
+        return records.retry_files(it.files, touched=touched, kept={*self._chosen, *self._asked_for})
 
     def _success(self, message: str) -> Ending:
         self.report.findings([])
@@ -246,8 +255,9 @@ class CodingWorkflowOrchestrator:
         self.report.event(EditStarted(iteration=it.number, files=list(it.files)))
         # a chat Aider's server lost (it restarted) starts again, told the instructions first
         reply, chat, retell = self.report.ctx.report_reply, self._chat, self._instructions
+        dropped = [path for path in self._in_chat if path not in it.files]
         outcome = await self.app.edit(
-            it.prompt, it.files, chat=True, session_id=chat, on_reply=reply, retell=retell
+            it.prompt, it.files, chat=True, session_id=chat, on_reply=reply, retell=retell, dropped=dropped
         )
         self.final_aider = outcome
         if outcome.server_success is not None or outcome.usage is not None:  # Aider was asked
@@ -256,6 +266,8 @@ class CodingWorkflowOrchestrator:
         self._chat = outcome.session_id or self._chat
         it.outcome = outcome
         it.files = records.edited_files(list(outcome.files or it.files), outcome)
+        self._in_chat = list(it.files)
+        self._asked_for.update(records.joined_files(outcome))
         self.planning.imply(it, self.tests.command or None)
         self.history.record(it)
         error = outcome.error

@@ -10,7 +10,7 @@ its chat count as changed), so the loop only says when to record, never how.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ..files import AccessDenied
 from ..models import (
@@ -205,6 +205,21 @@ def edited_files(files: list[str], outcome: AiderEditOutcome) -> list[str]:
     them now: the next turn's checks and undo must cover them too)."""
     extra = [*outcome.changed_files, *outcome.files_outside_editable, *outcome.created_files]
     return [*files, *dict.fromkeys(path for path in extra if path not in files)]
+
+
+def joined_files(outcome: AiderEditOutcome) -> list[str]:
+    """The files the model asked for in this turn (Aider added them to the chat)."""
+    added = (outcome.payload or {}).get("added_files")
+    return [path for path in added if isinstance(path, str)] if isinstance(added, list) else []
+
+
+def retry_files(files: list[str], *, touched: Collection[str], kept: Collection[str]) -> list[str]:
+    """The chat's files for the next turn: those the run changed and those `kept` (the user's,
+    those the model asked for). A file the index sent that no edit touched leaves the chat: it
+    would be sent whole with every request again (the repository map still shows it, and the
+    model may ask for it). All of them while the run has changed none."""
+    narrowed = [path for path in files if path in touched or path in kept]
+    return narrowed if touched and narrowed else files
 
 
 def state(test: CommandRun | None, problem: JudgeProblem | None = None) -> str:
