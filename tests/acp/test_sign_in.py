@@ -72,6 +72,23 @@ def test_login_checks_the_key_and_stores_it_for_the_user_alone(
     assert SECRET not in doctor.stdout + doctor.stderr
 
 
+def test_a_model_typed_with_its_prefix_is_stored_once_and_one_the_server_lacks_is_refused(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    config = tmp_path / "config"
+    # typed as the README's variables spell it: not stored as openai:openai:scripted-model
+    done = login(config, "--base-url", llm_server.base_url, "--model", "openai:scripted-model")
+    assert done.returncode == 0, done.stderr
+    stored = json.loads((config / "aider-lsp" / "credentials.json").read_text())
+    assert (stored["model"], stored["aider_model"]) == ("openai:scripted-model", "openai/scripted-model")
+    # a model the server does not list: named with what it lists, not stored
+    missing = login(tmp_path / "other", "--base-url", llm_server.base_url, "--model", "no-such-model")
+    assert (
+        missing.returncode == 1 and "does not list" in missing.stderr and "scripted-model" in missing.stderr
+    )
+    assert not (tmp_path / "other" / "aider-lsp" / "credentials.json").exists()
+
+
 def test_where_there_is_an_os_keyring_the_key_goes_there_and_every_front_end_reads_it(
     tmp_path: Path, llm_server: ScriptedLLMServer
 ) -> None:
@@ -145,7 +162,17 @@ async def test_an_acp_session_asks_for_sign_in_then_works_after_it_without_a_res
     assert "Traceback" not in (tmp_path / "agent.log").read_text()
 
 
-async def test_without_terminal_support_only_the_variables_are_offered(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("capabilities", "offered"),
+    [
+        (ClientCapabilities(), ["environment"]),
+        # the ACP Registry's validator declares Terminal Auth the older way, in `_meta`
+        (ClientCapabilities(field_meta={"terminal-auth": True}), ["aider-lsp-login", "environment"]),
+    ],
+)
+async def test_the_terminal_sign_in_is_offered_to_clients_that_declare_it_either_way(
+    tmp_path: Path, capabilities: ClientCapabilities, offered: list[str]
+) -> None:
     with (tmp_path / "agent.log").open("wb") as stderr:
         async with spawn_agent_process(
             _Editor(),
@@ -154,8 +181,8 @@ async def test_without_terminal_support_only_the_variables_are_offered(tmp_path:
             env=user_env(tmp_path / "config"),
             transport_kwargs={"stderr": stderr.fileno()},
         ) as (conn, _):
-            started = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
-    assert [method.id for method in started.auth_methods or []] == ["environment"]
+            started = await conn.initialize(protocol_version=1, client_capabilities=capabilities)
+    assert [method.id for method in started.auth_methods or []] == offered
 
 
 class _Editor:

@@ -1,7 +1,8 @@
-"""The ACP Registry entry (registry/agent.json): valid against the registry's schema (a copy
-kept beside it, registry/agent.schema.json), its version in lockstep with the package's, the
-`uvx` distribution pinned to that version and starting the ACP agent, its icon the 16×16
-`currentColor` SVG the registry asks for."""
+"""The ACP Registry entry (registry/aider-lsp/: the registry names an agent's folder after its
+id): valid against the registry's schema (a data file kept outside the project, in
+../shared/acp-registry/), its version in lockstep with the package's, the `uvx` distribution
+pinned to that version and starting the ACP agent, its icon the 16×16 `currentColor` SVG the
+registry asks for."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import jsonschema
 from aider_lsp import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
-REGISTRY = ROOT / "registry"
+REGISTRY = ROOT / "registry" / "aider-lsp"
+SCHEMA = ROOT.parent / "shared" / "acp-registry" / "agent.schema.json"
 
 
 def entry() -> dict[str, object]:
@@ -23,8 +25,10 @@ def entry() -> dict[str, object]:
 
 
 def test_the_entry_is_valid_against_the_registrys_schema() -> None:
-    schema = json.loads((REGISTRY / "agent.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(entry(), schema)
+    assert REGISTRY.name == entry()["id"]  # the folder is named after the id
+    assert (REGISTRY / str(entry()["icon"])).is_file()
 
 
 def test_its_version_and_package_move_with_the_packages() -> None:

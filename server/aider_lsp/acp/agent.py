@@ -50,7 +50,7 @@ from acp import PROTOCOL_VERSION, RequestError
 from .. import __version__
 from ..workspaces import ApplicationPool, settle
 from . import transcript
-from .auth import SIGN_IN_FIELDS, auth_methods, sign_in_required
+from .auth import SIGN_IN_FIELDS, auth_methods, runs_terminal_auth, sign_in_required
 from .buffers import HeldFiles
 from .commands import available_commands
 from .host import AcpHost
@@ -107,7 +107,7 @@ class AiderAgent:
     ) -> InitializeResponse:
         files = getattr(client_capabilities, "fs", None)
         self.reads_buffers = bool(getattr(files, "read_text_file", False))
-        terminal = bool(getattr(getattr(client_capabilities, "auth", None), "terminal", False))
+        terminal = runs_terminal_auth(client_capabilities)
         capabilities = AgentCapabilities(
             load_session=True,
             session_capabilities=SessionCapabilities(list=SessionListCapabilities()),

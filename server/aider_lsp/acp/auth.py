@@ -21,6 +21,15 @@ ENVIRONMENT_METHOD = "environment"
 SIGN_IN_FIELDS = ("model", "aider_model", "base_url", "api_key")  # what a sign-in decides
 
 
+def runs_terminal_auth(capabilities: Any) -> bool:
+    """Whether the client runs Terminal Auth, declared either way: `auth.terminal` (the schema
+    now) or `_meta["terminal-auth"]` (the older way, which the ACP Registry's validator uses)."""
+    if getattr(getattr(capabilities, "auth", None), "terminal", False):
+        return True
+    meta = getattr(capabilities, "field_meta", None)
+    return isinstance(meta, dict) and bool(meta.get("terminal-auth"))
+
+
 def auth_methods(terminal: bool) -> list[EnvVarAuthMethod | TerminalAuthMethod]:
     """The sign-ins this agent offers: the terminal one where the client runs them."""
     variables = EnvVarAuthMethod(

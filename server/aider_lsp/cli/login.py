@@ -109,8 +109,23 @@ def _answers(
     model = model or (_ask("Model", suggested) if asking else None)
     if not model:
         raise LoginError("give --model (the model's name at the provider)")
+    model = bare_model(provider, model)
     key = sys.stdin.read().strip() if with_key else (_ask_key(provider) if asking else None)
     return Answers(provider, model, aider_model, base_url, key or None)
+
+
+def _prefix(provider: str) -> str:
+    """The provider's prefix in a model setting (`openai:gpt-4.1`), pydantic-ai's spelling."""
+    return MODEL_PREFIX.get(provider, "openai" if provider == LOCAL else provider)
+
+
+def bare_model(provider: str, model: str) -> str:
+    """The model's name at the provider: typed as the variables spell it (`openai:fake-model`,
+    `anthropic:claude-…`), its provider's prefix is not stored twice."""
+    for prefix in dict.fromkeys((_prefix(provider), provider)):
+        if model.startswith(f"{prefix}:"):
+            return model[len(prefix) + 1 :]
+    return model
 
 
 def _ask(question: str, default: str = "") -> str:
@@ -135,12 +150,10 @@ def _ask_key(provider: str) -> str:
 def _check(answers: Answers) -> str | None:
     """Why the key or endpoint is refused (None: accepted, or not checkable here)."""
     role = ModelRole("the model", answers.model, "--model", "--base-url", "the key")
-    if answers.base_url:
+    if answers.base_url:  # the key, the address, and the model among those the server lists
         found = probe(answers.base_url, answers.key)
-        if found.status is None or found.status in (401, 403, 404):
-            problem = probe_problem(found, role)
-            return problem.message if problem else found.error
-        return None
+        problem = probe_problem(found, role)
+        return problem.message if problem else None
     check = CHECKS.get(answers.provider)
     if check is None:
         print(f"(the key for {PROVIDERS[answers.provider][0]} is not checked here)", file=sys.stderr)
@@ -157,8 +170,7 @@ def _check(answers: Answers) -> str | None:
 
 
 def _stored(answers: Answers) -> dict[str, str]:
-    prefix = MODEL_PREFIX.get(answers.provider, "openai" if answers.provider == LOCAL else answers.provider)
-    stored = {"model": f"{prefix}:{answers.model}"}
+    stored = {"model": f"{_prefix(answers.provider)}:{answers.model}"}
     if answers.aider_model:
         stored["aider_model"] = answers.aider_model
     elif answers.provider == LOCAL:
