@@ -102,7 +102,8 @@ async def in_process_agent(
     (the client's connection, what the client received, the agent). Closed as `serve` closes it."""
     agent_end, client_end = memory_transport_pair()
     agent = AiderAgent(make_app)
-    agent_side = AgentSideConnection(agent, agent_end)  # type: ignore[arg-type]  # the methods it has
+    # the methods it has; session/resume and session/close are "unstable" in SDK 0.12's router
+    agent_side = AgentSideConnection(agent, agent_end, use_unstable_protocol=True)  # type: ignore[arg-type]
     client = RecordingClient()
     conn = ClientSideConnection(client, client_end)  # type: ignore[arg-type]
     try:

@@ -4,6 +4,7 @@ in step, one Application per workspace in the pool both front ends share, sign-i
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeU
 from acp import RequestError, text_block
 from aider_lsp.settings import Settings
 from aider_lsp_testing.acp_client import in_process_agent
-from aider_lsp_testing.fake_app import SETTINGS, FakeApps, Turn
+from aider_lsp_testing.fake_app import EDIT, SETTINGS, FakeApps, Turn
 from aider_lsp_testing.waiting import eventually
 
 
@@ -133,6 +134,33 @@ async def test_a_session_is_listed_and_loaded_with_its_conversation(tmp_path: Pa
     assert replayed.reply() == first.reply() and "Aider changed calc.py." in replayed.reply()
     assert [diff.new_text for diff in replayed.diffs()] == ["X = 2\n"]
     assert unknown.value.code == -32602
+
+
+async def test_a_session_is_resumed_without_a_replay_and_closed_with_its_turn(tmp_path: Path) -> None:
+    fakes = FakeApps()
+    fakes.app(tmp_path).edits.append(Turn(writes={"calc.py": "X = 2\n"}, reply="Done."))
+    (tmp_path / "calc.py").write_text("X = 1\n")
+    async with in_process_agent(fakes) as (conn, first, _):
+        session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.set_session_mode(session_id=session_id, mode_id="edit")
+        await conn.prompt(session_id=session_id, prompt=[text_block("Set X to 2 in calc.py")])
+    assert "Aider changed calc.py." in first.reply()
+    again = FakeApps()
+    again.app(tmp_path).edits.append(Turn(writes={"calc.py": "X = 3\n"}, reply="Done."))
+    again.app(tmp_path).hold.add(EDIT)  # the next edit runs until it is stopped
+    async with in_process_agent(again) as (conn, resumed, agent):
+        answer = await conn.resume_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+        assert answer.modes is not None and answer.modes.current_mode_id == "edit"
+        assert resumed.reply() == ""  # the client keeps its own copy: nothing replayed
+        turn = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("Set X to 3")]))
+        assert await eventually(lambda: agent.sessions[session_id].running is not None)
+        await conn.close_session(session_id=session_id)  # the tab closed mid-turn
+        assert (await asyncio.wait_for(turn, 30)).stop_reason == "cancelled"
+        with pytest.raises(RequestError) as closed:
+            await conn.prompt(session_id=session_id, prompt=[text_block("Set X to 4")])
+        listed = await conn.list_sessions(cwd=str(tmp_path))
+    assert closed.value.code == -32602 and "unknown session" in str(closed.value)
+    assert session_id in [info.session_id for info in listed.sessions]  # closed, still kept
 
 
 async def test_a_session_needs_a_model_and_an_existing_folder(tmp_path: Path) -> None:

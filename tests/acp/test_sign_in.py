@@ -150,7 +150,8 @@ async def test_an_acp_session_asks_for_sign_in_then_works_after_it_without_a_res
             assert "AIDER_LSP_MODEL" in [var.name for var in methods["environment"].vars]
             with pytest.raises(RequestError) as refused:
                 await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            assert refused.value.code == -32000 and "aider-lsp login" in json.dumps(refused.value.data)
+            refusal = (refused.value.code, json.dumps(refused.value.data))
+            assert refusal[0] == -32000 and "aider-lsp login" in refusal[1], refusal
             # the editor runs the terminal sign-in (its answers given here without a prompt)
             assert (
                 login(config, "--base-url", llm_server.base_url, "--model", "scripted-model").returncode == 0

@@ -27,8 +27,11 @@ from typing import TYPE_CHECKING, Any
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
+    CloseSessionResponse,
     ConfigOptionUpdate,
     CurrentModeUpdate,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -37,9 +40,13 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
@@ -110,7 +117,12 @@ class AiderAgent:
         terminal = runs_terminal_auth(client_capabilities)
         capabilities = AgentCapabilities(
             load_session=True,
-            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(),
+                resume=SessionResumeCapabilities(),
+                close=SessionCloseCapabilities(),
+                delete=SessionDeleteCapabilities(),
+            ),
             prompt_capabilities=PromptCapabilities(embedded_context=True),
             mcp_capabilities=McpCapabilities(http=True, sse=True),
         )
@@ -182,19 +194,71 @@ class AiderAgent:
     ) -> LoadSessionResponse:
         """A session kept in the workspace, its conversation replayed before the answer."""
         workspace = _workspace(cwd)
-        meta = await asyncio.to_thread(transcript.read_meta, workspace, session_id)
-        if meta is None:
-            raise invalid_params(f"no session {session_id!r} is kept in {workspace}: session/list names them")
-        old = self.sessions.get(session_id)
-        if old is not None:  # loaded again: the new one replaces it
-            await old.mcp.aclose()
-        session = self._open(workspace, session_id, mcp_servers)
-        session.mode = parse_mode(meta.mode) or session.mode
-        session.files, session.title = list(meta.files), meta.title
+        session = await self._reopen(workspace, session_id, mcp_servers)
         for update in await asyncio.to_thread(transcript.replay, workspace, session_id):
             await self._send_update(session_id, update)
         session.outbox.post(available_commands())
         return LoadSessionResponse(modes=mode_state(session.mode), config_options=session_options(session))
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        """A kept session goes on where it was, nothing replayed (the client shows its own copy
+        of the conversation)."""
+        session = await self._reopen(_workspace(cwd), session_id, mcp_servers)
+        session.outbox.post(available_commands())
+        return ResumeSessionResponse(modes=mode_state(session.mode), config_options=session_options(session))
+
+    async def _reopen(self, workspace: Path, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
+        """A kept session opened again with its mode and files (one open already is replaced)."""
+        meta = await asyncio.to_thread(transcript.read_meta, workspace, session_id)
+        if meta is None:
+            raise invalid_params(f"no session {session_id!r} is kept in {workspace}: session/list names them")
+        old = self.sessions.get(session_id)
+        if old is not None:
+            await self._shut(old)
+        session = self._open(workspace, session_id, mcp_servers)
+        session.mode = parse_mode(meta.mode) or session.mode
+        session.files, session.title = list(meta.files), meta.title
+        return session
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """The client is done with the session (a tab closed): its turn stops, its MCP servers
+        close; it stays kept (session/list, load, resume)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise invalid_params(f"unknown session {session_id!r}: nothing open to close")
+        await self._shut(session)
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Forget a session: closed if open, its kept conversation deleted from its workspace
+        (session/delete: the SDK has no route for it, server.py answers it through screen.py)."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            await self._shut(session)
+        workspaces = [session.root] if session is not None else list(self.held)
+        deleted = [await asyncio.to_thread(transcript.delete, root, session_id) for root in workspaces]
+        if not any(deleted):
+            raise invalid_params(f"no session {session_id!r} is kept here: session/list names them")
+        return DeleteSessionResponse()
+
+    async def delete_request(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`session/delete` as its raw params (screen.py hands it here), answered as a dict."""
+        request = DeleteSessionRequest.model_validate(params)
+        answer = await self.delete_session(request.session_id)
+        return answer.model_dump(by_alias=True, exclude_none=True)
+
+    async def _shut(self, session: AcpSession) -> None:
+        """A session leaves the table: its running turn stops (settled, its run recorded) and
+        its MCP servers close."""
+        self.sessions.pop(session.id, None)
+        running = session.running
+        if running is not None and not running.done():
+            session.cancelled.set()
+            running.cancel()
+            await settle([running], CLOSE_SECONDS)
+        await session.mcp.aclose()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any

@@ -23,7 +23,7 @@ from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp import run_agent
 
 from .agent import AiderAgent, invalid_params
-from .screen import screened
+from .screen import LocalRequest, screened
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent
@@ -71,16 +71,18 @@ async def _serve(stdout_fd: int) -> None:
     def answer(message: dict[str, Any]) -> None:
         writer.write(json.dumps(message).encode() + b"\n")
 
-    reader, screening = screened(stdin, answer, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     agent = AiderAgent(build_app, current_settings)
+    local: dict[str, LocalRequest] = {"session/delete": agent.delete_request}  # not routed by the SDK
+    reader, screening = screened(stdin, answer, DEFAULT_STDIO_BUFFER_LIMIT_BYTES, local)
     main = asyncio.current_task()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         if main is not None:
             loop.add_signal_handler(signal.SIGTERM, main.cancel)
     try:
         # the SDK routes to the methods the agent has (the rest answer "method not found"):
-        # it asks for its full protocol only to type-check a complete agent
-        await run_agent(cast("Agent", agent), writer, reader)
+        # it asks for its full protocol only to type-check a complete agent; session/resume
+        # and session/close are stable in the schema, "unstable" in SDK 0.12's router
+        await run_agent(cast("Agent", agent), writer, reader, use_unstable_protocol=True)
     except asyncio.CancelledError:
         log.info("SIGTERM: closing")
     finally:

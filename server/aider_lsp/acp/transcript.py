@@ -168,11 +168,22 @@ def listed(workspace: Path) -> list[SessionMeta]:
 def prune(workspace: Path, keep: int = MAX_SESSIONS) -> None:
     """Delete the oldest sessions beyond `keep` (a new one is about to start)."""
     for meta in listed(workspace)[keep:]:
-        for suffix in (".json", ".jsonl"):
-            try:
-                (_folder(workspace) / f"{meta.session_id}{suffix}").unlink(missing_ok=True)
-            except OSError as exc:
-                log.info("cannot delete an old session: %s", exc)
+        delete(workspace, meta.session_id)
+
+
+def delete(workspace: Path, session_id: str) -> bool:
+    """Forget a kept session (its meta and its conversation); whether one was kept."""
+    if not valid_id(session_id):
+        return False
+    found = False
+    for suffix in (".json", ".jsonl"):
+        path = _folder(workspace) / f"{session_id}{suffix}"
+        try:
+            found = path.exists() or found
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.info("cannot delete a kept session: %s", exc)
+    return found
 
 
 def title_of(text: str) -> str:
