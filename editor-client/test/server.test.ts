@@ -394,7 +394,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.deepEqual(notes.changed_files, ['pkg/calc.py']);
         assert.equal(notes.workflow?.iterations?.length, 1, 'the run\'s history, read as a WorkflowResult');
         const diff = notes.diff ?? '';
-        assert.ok(diff.startsWith('diff --aider-mcp a/pkg/calc.py b/pkg/calc.py\n'), `the run's diff: ${diff}`);
+        assert.ok(diff.startsWith('diff --git a/pkg/calc.py b/pkg/calc.py\n'), `the run's diff: ${diff}`);
         const sections = splitDiff(diff);
         assert.deepEqual([...sections.keys()], ['pkg/calc.py']);
         assert.equal(contentBefore(EDITED, sections.get('pkg/calc.py') ?? ''), ORIGINAL);

@@ -230,7 +230,7 @@ describe('diff → content before the edit', () => {
     const CALC_BEFORE = 'def f0():\n    return 0\n\n\ndef f1():\n    return 1\n\n\ndef f2():\n    return 2\n\n\ndef f3():\n    return 3\n\n\n';
     const CALC_AFTER = CALC_BEFORE.replace('return 0', 'return 0 + 0').replace('return 3', 'return 3 + 0');
     const runDiff = [
-        'diff --aider-mcp a/pkg/calc.py b/pkg/calc.py',
+        'diff --git a/pkg/calc.py b/pkg/calc.py',
         '--- a/pkg/calc.py',
         '+++ b/pkg/calc.py',
         '@@ -1,5 +1,5 @@',
@@ -248,26 +248,26 @@ describe('diff → content before the edit', () => {
         '+    return 3 + 0',
         ' ',
         ' ',
-        'diff --aider-mcp a/pkg/new.py b/pkg/new.py',
-        'new file',
+        'diff --git a/pkg/new.py b/pkg/new.py',
+        'new file mode 100644',
         '--- /dev/null',
         '+++ b/pkg/new.py',
         '@@ -0,0 +1 @@',
         '+x = 1',
-        'diff --aider-mcp a/schema.sql b/schema.sql',
+        'diff --git a/schema.sql b/schema.sql',
         '--- a/schema.sql',
         '+++ b/schema.sql',
         '@@ -1,2 +1,2 @@',
         '--- tables',
         '+++ tables',
         ' create table t (id int);',
-        'diff --aider-mcp a/old.py b/old.py',
-        'deleted file',
+        'diff --git a/old.py b/old.py',
+        'deleted file mode 100644',
         '--- a/old.py',
         '+++ /dev/null',
         '@@ -1 +0,0 @@',
         '-y = 2',
-        'diff --aider-mcp a/notes.txt b/notes.txt',
+        'diff --git a/notes.txt b/notes.txt',
         '--- a/notes.txt',
         '+++ b/notes.txt',
         '@@ -1 +1 @@',
@@ -282,7 +282,7 @@ describe('diff → content before the edit', () => {
 
     it('splits a multi-file diff by path', () => {
         assert.deepEqual([...sections.keys()], ['pkg/calc.py', 'pkg/new.py', 'schema.sql', 'old.py', 'notes.txt']);
-        assert.ok(section('pkg/calc.py').startsWith('diff --aider-mcp a/pkg/calc.py b/pkg/calc.py\n'));
+        assert.ok(section('pkg/calc.py').startsWith('diff --git a/pkg/calc.py b/pkg/calc.py\n'));
     });
     it('rebuilds the old content from the new one, hunk by hunk', () => {
         assert.equal(contentBefore(CALC_AFTER, section('pkg/calc.py')), CALC_BEFORE);
@@ -304,8 +304,8 @@ describe('diff → content before the edit', () => {
         assert.equal(contentBefore(CALC_AFTER.replace('return 3 + 0', 'return 3 + 1'), section('pkg/calc.py')), undefined);
     });
     it('refuses a section without hunks (a binary or large file)', () => {
-        const binary = splitDiff('diff --aider-mcp a/logo.png b/logo.png\nBinary files differ\n').get('logo.png');
-        assert.equal(binary, 'diff --aider-mcp a/logo.png b/logo.png\nBinary files differ\n');
+        const binary = splitDiff('diff --git a/logo.png b/logo.png\nBinary files differ\n').get('logo.png');
+        assert.equal(binary, 'diff --git a/logo.png b/logo.png\nBinary files differ\n');
         assert.equal(contentBefore('anything', binary), undefined);
     });
 

@@ -29,23 +29,24 @@ def read_bytes(path: Path) -> bytes | None:
 
 
 def unified_diff(rel: str, before: bytes | None, after: bytes | None) -> str:
-    """A git-style unified diff of one file; new and deleted files diff against /dev/null."""
+    """A git-style unified diff of one file (git's own header, so every diff viewer and
+    markdown renderer reads it as one); new and deleted files diff against /dev/null."""
     if before == after:
         return ""
     if (before and len(before) > MAX_DIFF_BYTES) or (after and len(after) > MAX_DIFF_BYTES):
-        return f"diff --aider-mcp a/{rel} b/{rel}\nBinary or large file changed\n"
+        return f"diff --git a/{rel} b/{rel}\nBinary or large file changed\n"
     try:
         old = before.decode("utf-8") if before is not None else ""
         new = after.decode("utf-8") if after is not None else ""
     except UnicodeDecodeError:
-        return f"diff --aider-mcp a/{rel} b/{rel}\nBinary files differ\n"
+        return f"diff --git a/{rel} b/{rel}\nBinary files differ\n"
     from_name = f"a/{rel}" if before is not None else "/dev/null"
     to_name = f"b/{rel}" if after is not None else "/dev/null"
-    header = f"diff --aider-mcp a/{rel} b/{rel}\n"
+    header = f"diff --git a/{rel} b/{rel}\n"
     if before is None:
-        header += "new file\n"
+        header += "new file mode 100644\n"
     elif after is None:
-        header += "deleted file\n"
+        header += "deleted file mode 100644\n"
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), from_name, to_name
     )

@@ -92,7 +92,8 @@ async def test_test_shows_the_run_as_an_execute_call_with_where_it_failed(projec
     assert closed.status == "failed" and closed.raw_output == {"exit_code": 2}
     text = closed.content[0].content.text
     assert text.startswith("failed (exit code 2)") and "FAILED test_calc.py::test_add" in text
-    assert [(loc.path, loc.line) for loc in closed.locations or []] == [(str(project / "test_calc.py"), 2)]
+    link = f"[test_calc.py:3]({(project / 'test_calc.py').as_uri()}#L3)"
+    assert not closed.locations and text.endswith(f"Failing at: {link}")  # the title stays the command
     assert reply.endswith("The tests fail (exit code 2).")
 
 

@@ -1,8 +1,8 @@
 /**
  * Reading the server's unified diffs to rebuild a file's content before the edit, so VS Code's
  * diff editor can show before/after. An edit's diff and a workflow run's diff have one format
- * (the bundled Aider server's `unified_diff`): per file a `diff --aider-mcp a/X b/X` header,
- * `new file` / `deleted file` lines, then difflib's `---`/`+++` lines and hunks. Plain
+ * (the bundled Aider server's `unified_diff`): per file a `diff --git a/X b/X` header,
+ * `new file mode …` / `deleted file mode …` lines, then difflib's `---`/`+++` lines and hunks. Plain
  * `git diff` output (`diff --git a/X b/X`, the public aider-mcp-server's own) reads the same way.
  */
 

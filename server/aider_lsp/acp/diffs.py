@@ -1,4 +1,4 @@
-"""An edit's unified diff (the bundled server's format, one `diff --aider-mcp a/X b/X` part
+"""An edit's unified diff (the bundled server's format, one `diff --git a/X b/X` part
 per file) → each file's text before and after, for ACP's `diff` tool-call content.
 
 Why from the diff: the Application answers an edit or a run with its diff and the files are
@@ -71,9 +71,9 @@ def _read_line(
         current.hunks.append(hunk)
         return hunk, []
     if hunk is None:
-        if text == "new file":
+        if text.startswith("new file"):  # `new file mode 100644` (older diffs: `new file`)
             current.created = True
-        elif text == "deleted file":
+        elif text.startswith("deleted file"):
             current.deleted = True
         elif text.startswith(("Binary", "Binary or large")):
             current.readable = False

@@ -42,6 +42,7 @@ from .diffs import FileDiff, split_diff, text_before
 from .run_version import Sides
 
 OUTPUT_LINES = 40  # a test run's output keeps its first and last lines
+FAILING_PLACES = 10  # of a failed run's places, linked
 Update = (
     AgentMessageChunk | AgentThoughtChunk | AgentPlanUpdate | ToolCallStart | ToolCallProgress | UsageUpdate
 )
@@ -195,17 +196,19 @@ def test_run_closed(
 ) -> ToolCallProgress:
     """A test run closed as it ended (a workflow's event, or `/test`'s run): passed, failed
     with its exit code, killed at the timeout or not run; the output's head and tail; its
-    failures located at file:line."""
+    failures as links to file:line. Not as the call's `locations`: clients that prefer them
+    title the call by its first one, and a test run is titled by its command."""
     output = "\n".join(part for part in (run.stdout, run.stderr) if part.strip())
     stopped = run.stopped if isinstance(run, TestRunFinished) else None
     said = f"{why}: {_test_outcome(run)}" if why else _test_outcome(run)
     text = f"{said}\n```\n{_head_and_tail(output)}\n```" if output.strip() else said
-    locations = [_finding_location(finding, workspace) for finding in run.findings if finding.path]
+    places = [_finding_link(finding, workspace) for finding in run.findings if finding.path]
+    if places:
+        text += "\n\nFailing at: " + ", ".join(dict.fromkeys(places[:FAILING_PLACES]))
     return update_tool_call(
         call_id,
         status="completed" if run.passed or stopped is not None else "failed",
         content=[tool_content(text_block(text))],
-        locations=locations or None,
         raw_output={"exit_code": run.exit_code},
     )
 
@@ -225,10 +228,12 @@ def _test_outcome(run: TestRunFinished | CommandRun) -> str:
     return "passed" if run.exit_code == 0 else f"failed (exit code {run.exit_code})"
 
 
-def _finding_location(finding: Finding, workspace: Path) -> ToolCallLocation:
-    """A failure's place (ACP lines are 0-based; line 0 means the whole file)."""
-    line = finding.line - 1 if finding.line > 0 else None
-    return ToolCallLocation(path=str(workspace / finding.path), line=line)
+def _finding_link(finding: Finding, workspace: Path) -> str:
+    """A failure's place as a markdown link to the file (and its line: 0 is the whole file)."""
+    uri = (workspace / finding.path).as_uri()
+    if finding.line > 0:
+        return f"[{finding.path}:{finding.line}]({uri}#L{finding.line})"
+    return f"[{finding.path}]({uri})"
 
 
 def _head_and_tail(output: str) -> str:
