@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 from acp.schema import ResourceContentBlock, TextContentBlock, ToolCallProgress, ToolCallStart
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acp import RequestError, resource_link_block, text_block
 from aider_lsp.acp import render
-from aider_lsp.acp.said import SaidSoFar
+from aider_lsp.acp.said import HeldCode, SaidSoFar
 from aider_lsp.models import CommandRun, ErrorReason, SuiteScope, TaskError, TestRunFinished
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.apps import scripted_environment
@@ -68,6 +70,18 @@ def closed(markdown: str) -> bool:
     return _fences_before(markdown, len(markdown)) % 2 == 0
 
 
+def closed_all_along(updates: list[dict[str, Any]]) -> bool:
+    """No code block is open after any chunk: a client that stops listening at any point (as
+    CodeCompanion does when it sends session/cancel) keeps closed markdown."""
+    chunks = [u for u in updates if u.get("sessionUpdate") == "agent_message_chunk"]
+    return all(closed(rendered(chunks[: index + 1])) for index in range(len(chunks)))
+
+
+def streaming(client: RawAcpClient) -> bool:
+    """Aider's reply has begun (its preface is shown): its code block streams next."""
+    return "updated files" in rendered(client.updates())
+
+
 def of_turns(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [u for u in updates if u.get("sessionUpdate") in TURN_UPDATES]
 
@@ -93,11 +107,7 @@ def test_a_cancel_notice_after_a_reply_cut_inside_a_code_block_renders_outside_i
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "Fix subtract in calc.py"}]}
         turn = client.start_request("session/prompt", prompt)
 
-        def reply() -> str:
-            chunks = [u for u in client.updates() if u.get("sessionUpdate") == "agent_message_chunk"]
-            return "".join(chunk["content"].get("text", "") for chunk in chunks)
-
-        client.wait_for(lambda _: _fences_before(reply(), len(reply())) % 2 == 1, timeout=120)
+        client.wait_for(lambda _: streaming(client), timeout=120)
         client.send({"method": "session/cancel", "params": {"sessionId": session}})
         assert client.wait_response(turn, timeout=30)["result"]["stopReason"] == "cancelled"
     finally:
@@ -107,7 +117,7 @@ def test_a_cancel_notice_after_a_reply_cut_inside_a_code_block_renders_outside_i
     notice = text.lower().find("cancelled")
     assert notice > 0, text
     assert _fences_before(text, notice) % 2 == 0, f"the notice is inside a code block:\n{text}"
-    assert closed(text) and not of_turns(after), after
+    assert closed_all_along(before) and not of_turns(after), after
     assert "Traceback" not in client.stderr_text()
 
 
@@ -116,16 +126,17 @@ def test_a_cancel_inside_a_code_block_closes_it_before_the_answer_and_the_next_p
     calc_project: Path, llm_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
     """An Edit turn cancelled while Aider's reply streams a code block: what the client renders
-    up to the answer is closed markdown, nothing of the turn follows the answer, and the prompt
-    the user sends right after it is the one answered (not refused while the cancelled turn
-    still stops Aider)."""
+    is closed markdown after every chunk (the block is held until it closes: a client that
+    stops listening at its cancel never keeps an open one), nothing of the turn follows the
+    answer, and the prompt the user sends right after it is the one answered (not refused
+    while the cancelled turn still stops Aider)."""
     llm_server.add_rule(IS_AIDER, dribbled(aider_whole({"calc.py": HALF_FIXED}), pieces=40, every=0.25))
     client = RawAcpClient(tmp_path / "agent.log", scripted_environment(llm_server.base_url))
     try:
         session = client.open_session(calc_project, mode="edit")
         prompt = [{"type": "text", "text": "Fix subtract"}, link(calc_project / "calc.py")]
         turn = client.start_request("session/prompt", {"sessionId": session, "prompt": prompt})
-        client.wait_for(lambda _: not closed(rendered(client.updates())), timeout=120)
+        client.wait_for(lambda _: streaming(client), timeout=120)
         client.send({"method": "session/cancel", "params": {"sessionId": session}})
         assert client.wait_response(turn, timeout=30)["result"]["stopReason"] == "cancelled"
         next_prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "/diff"}]}
@@ -134,7 +145,7 @@ def test_a_cancel_inside_a_code_block_closes_it_before_the_answer_and_the_next_p
     finally:
         client.close()
     before, _ = client.around(turn)
-    assert "```" in rendered(before) and closed(rendered(before)), rendered(before)
+    assert closed_all_along(before), rendered(before)
     assert answer.get("result", {}).get("stopReason") == "end_turn", answer
     between, _ = client.around(following)
     shown = of_turns(between[len(before) :])  # after the cancelled turn's answer, up to the next's
@@ -232,3 +243,30 @@ def test_a_slash_test_run_is_worded_as_a_workflows(tmp_path: Path, run: CommandR
     content = update.content[0].content if update.content else None
     assert isinstance(content, TextContentBlock) and content.text.split("\n")[0] == said
     assert update.status == ("completed" if said == "passed" else "failed")
+
+
+REPLIES = [
+    "Here are the updated files.\n\ncalc.py\n```python\ndef f():\n    return 1\n```\nDone.\n",
+    "Inline `code` and ``more``\nno block at all",
+    "A\n~~~~\ncode ``` inside\n~~~~\nB\n```js\nnever closed",
+    "````\n```\n````\nafter a longer fence",
+]
+
+
+@given(st.sampled_from(REPLIES), st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=60))
+def test_a_reply_streamed_in_any_pieces_never_shows_an_open_code_block(reply: str, sizes: list[int]) -> None:
+    """However the reply is cut into pieces, what is sent after each is closed markdown, and all
+    of it is sent by the end (an unclosed block closed then)."""
+    held, shown, sent, start = HeldCode(), SaidSoFar(), "", 0
+    for size in sizes * (len(reply) // len(sizes) + 1):
+        if start >= len(reply):
+            break
+        piece = held.take(reply[start : start + size])
+        start += size
+        sent += piece
+        shown.feed(piece)
+        assert shown.closing() == "", sent
+    sent += held.take(reply[start:]) + held.flush()
+    whole = SaidSoFar()
+    whole.feed(sent)
+    assert sent.startswith(reply) and whole.closing() == ""

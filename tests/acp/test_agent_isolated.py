@@ -217,6 +217,27 @@ async def test_leave_it_ready_outside_git_keeps_the_run_for_apply(project: Path)
     assert "Discarded" in client.reply() and (project / "calc.py").read_text() == BUGGY
 
 
+async def test_a_client_without_a_key_for_discard_throws_the_run_away_with_discard(project: Path) -> None:
+    """CodeCompanion keys no `reject_always`: the user leaves the question unanswered, the reply
+    names `/discard`, and it throws the run away without asking again."""
+    fakes = FakeApps(TESTED)
+    two_iterations(fakes, project)
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = await isolated_session(conn, project)
+        await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])  # no answer
+        left = client.reply()
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/discard")])
+        discarded = client.reply()
+        client.updates.clear()
+        await conn.prompt(session_id=session_id, prompt=[text_block("/discard run-1")])
+    assert "`/discard run-1` throws it away" in left
+    assert discarded.startswith("Discarded") and len(client.offered) == 1  # asked once, at the turn's end
+    assert client.reply() == "No isolated run 'run-1' is ready: ready now: none."
+    assert (project / "calc.py").read_text() == BUGGY
+    assert [record.state.value for record in fakes.built[0].history()] == ["discarded"]
+
+
 async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:
     fakes = FakeApps(TESTED)
     two_iterations(fakes, project)
@@ -226,7 +247,7 @@ async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:
         prompt = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("make it pass")]))
         assert await eventually(lambda: client.asked)
         await conn.cancel(session_id=session_id)
-        answer = await asyncio.wait_for(prompt, 2)
+        answer = await asyncio.wait_for(prompt, 60)  # a cap: the user never answers
         await asyncio.sleep(0.1)
     assert answer.stop_reason == "cancelled"
     (question,) = [start for start in client.of(ToolCallStart) if start.title == "Apply this change?"]

@@ -1,6 +1,8 @@
 """Slash commands, offered through `available_commands_update` and run when a prompt's text
 starts with one: `/undo`, `/diff`, `/test`, `/context QUERY`, `/budget`, `/apply [RUN_ID]` (the
-question at the end of an isolated Workflow turn, asked again: ready_run.py).
+question at the end of an isolated Workflow turn, asked again: ready_run.py), `/discard [RUN_ID]`
+(throw a ready run away without a question: a client that keys choices by kind may offer no key
+for the question's Discard).
 
 Each is one Application call rendered like a turn's: `/test` as an `execute` tool call (a
 command found in the workspace asked for first, as in a Workflow turn), `/context` as resource
@@ -27,7 +29,7 @@ from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
 from ..suite.outcome import capitalised, test_outcome
 from . import render
 from .permission import Asked, permission_asker, rejection_note
-from .ready_run import decide, ready_runs
+from .ready_run import decide, outcome, ready_runs
 from .session import AcpSession
 
 CONTEXT_FILES = 8  # /context shows this many files
@@ -43,6 +45,10 @@ _DESCRIPTIONS = {
     "budget": ("What this session has spent, and the budget per run", None),
     "apply": (
         "Apply, keep as a branch or discard an isolated run that is ready (default: the newest)",
+        "the run's id (optional)",
+    ),
+    "discard": (
+        "Throw away an isolated run that is ready (default: the newest); your files are untouched",
         "the run's id (optional)",
     ),
 }
@@ -139,16 +145,29 @@ async def _budget(session: AcpSession, argument: str) -> None:
 
 
 async def _apply(session: AcpSession, argument: str) -> None:
+    run_id = _ready_run(session, argument)
+    if run_id is not None:
+        await decide(session, run_id)
+
+
+async def _discard(session: AcpSession, argument: str) -> None:
+    run_id = _ready_run(session, argument)
+    if run_id is not None:
+        session.outbox.say(outcome(session.app.discard_run(run_id)))
+
+
+def _ready_run(session: AcpSession, argument: str) -> str | None:
+    """The ready run the argument names (default: the newest); None, said, when there is none."""
     ready = ready_runs(session.app.history())
     run_id = argument.split()[0] if argument else (ready[0] if ready else None)
     if run_id is None:
         session.outbox.post(render.message("No isolated run is ready in this folder."))
-    elif run_id not in ready:
-        session.outbox.post(
-            render.message(f"No isolated run {run_id!r} is ready: ready now: {', '.join(ready) or 'none'}.")
-        )
-    else:
-        await decide(session, run_id)
+        return None
+    if run_id not in ready:
+        shown = ", ".join(ready) or "none"
+        session.outbox.post(render.message(f"No isolated run {run_id!r} is ready: ready now: {shown}."))
+        return None
+    return run_id
 
 
 _RUNNERS: dict[str, Callable[[AcpSession, str], Awaitable[None]]] = {
@@ -158,4 +177,5 @@ _RUNNERS: dict[str, Callable[[AcpSession, str], Awaitable[None]]] = {
     "context": _context,
     "budget": _budget,
     "apply": _apply,
+    "discard": _discard,
 }

@@ -6,7 +6,9 @@ Each option has a kind of its own, because clients key the choices by kind (Code
 "Allow", "Reject", "Reject always" and maps one key to each): apply is `allow_once`; keeping the
 change aside (a branch in git, else the run left ready) is `reject_once`, not applied this time;
 discard is `reject_always`, rejected for good. The reject listed first loses nothing: a client
-that takes a question closed unanswered as its first reject (CodeCompanion) keeps the change. The
+that takes a question closed unanswered as its first reject (CodeCompanion) keeps the change.
+A client that gives `reject_always` no key (CodeCompanion 19.22) reaches Discard by `/discard`,
+which the reply of a run left ready names. The
 question's tool call leads with the run's diff (clients preview only a first `diff` block), its
 text after it.
 
@@ -196,8 +198,9 @@ def _skipped(action: RunAction) -> str:
 def later(run_id: str) -> str:
     """How to decide on a run that stays ready."""
     return (
-        f"Run {run_id} stays ready: `/apply {run_id}` here asks again, or in a terminal in this "
-        f"folder `aider-lsp apply {run_id}` applies it and `aider-lsp discard {run_id}` throws it away."
+        f"Run {run_id} stays ready: `/apply {run_id}` here asks again and `/discard {run_id}` throws "
+        f"it away, or in a terminal in this folder `aider-lsp apply {run_id}` applies it and "
+        f"`aider-lsp discard {run_id}` throws it away."
     )
 
 

@@ -6,7 +6,8 @@ cap); a message posted after it ("the workflow was cancelled…", the run's outc
 render inside that block, cut off, and so would whatever the client writes after the turn
 (CodeCompanion parses the user's next prompt into it). Each message that stands on its own
 starts with the separator this gives (a blank line, the open code block closed first), and the
-turn ends with `closing()`.
+turn ends with `closing()`. What is sent never leaves a block open in the first place: a code
+block is held until it closes (`HeldCode`).
 
 Fences as CommonMark reads them: three or more backticks or tildes open a block; only a line of
 the same character, at least as long, with nothing after it, closes it.
@@ -72,3 +73,86 @@ class SaidSoFar:
             return ""
         newline = "" if not self.partial else "\n"
         return f"{newline}{fence}\n"
+
+
+_FENCE_CHARS = frozenset("`~")
+
+
+def _may_open(line: str, complete: bool) -> bool:
+    """Whether a line opens a code block (`complete`), or may once it is whole (a partial
+    line: empty, a run of backticks or tildes so far, or a fence still getting its info)."""
+    stripped = line.lstrip()  # as `_fence_after` reads a fence (indented ones too: the safe side)
+    if complete:
+        return _fence_after(line, None) is not None
+    if not stripped:
+        return True
+    if stripped[0] not in _FENCE_CHARS:
+        return False
+    run = len(stripped) - len(stripped.lstrip(stripped[0]))
+    return run >= 3 or run == len(stripped)
+
+
+class HeldCode:
+    """A reply's code blocks held back until they close: the text a client is sent never
+    leaves a code block open.
+
+    Why: a client that stops listening when it sends `session/cancel` (CodeCompanion) keeps
+    what it had: a block left open there swallows the user's next prompt into it, whatever the
+    agent closes after the cancel. Prose streams as it comes; a code block arrives whole once
+    its fence closes (or, at the turn's end, closed by `flush`)."""
+
+    def __init__(self) -> None:
+        self.pending = ""  # held: from the start of a line that opens (or may open) a block
+        self.fence: str | None = None  # the held block's fence, once its opening line is whole
+
+    def take(self, text: str) -> str:
+        """The part of the reply so far that can be sent now, `text` included."""
+        self.pending += text
+        sendable = ""
+        while self.pending:
+            if self.fence is None:
+                start = self._opening(self.pending)
+                sendable, self.pending = sendable + self.pending[:start], self.pending[start:]
+                if not self.pending or "\n" not in self.pending:
+                    return sendable  # nothing held, or a fence line not whole yet
+                line = self.pending.split("\n", 1)[0]
+                self.fence = _fence_after(line, None)
+                if self.fence is None:  # not a fence after all: sent, the rest looked at again
+                    sendable, self.pending = sendable + line + "\n", self.pending[len(line) + 1 :]
+                continue
+            end = self._closing(self.pending, self.fence)
+            if end is None:
+                return sendable
+            sendable, self.pending, self.fence = sendable + self.pending[:end], self.pending[end:], None
+        return sendable
+
+    def flush(self) -> str:
+        """Everything held, an open block closed: the turn ends (or a message follows)."""
+        held, self.pending, self.fence = self.pending, "", None
+        said = SaidSoFar()
+        said.feed(held)
+        return held + said.closing()
+
+    @staticmethod
+    def _opening(text: str) -> int:
+        """Where the first line that opens (or may open) a block starts; len(text) if none."""
+        start = 0
+        while start < len(text):
+            end = text.find("\n", start)
+            line = text[start:] if end < 0 else text[start:end]
+            if _may_open(line, complete=end >= 0):
+                return start
+            if end < 0:
+                return len(text)
+            start = end + 1
+        return len(text)
+
+    @staticmethod
+    def _closing(text: str, fence: str) -> int | None:
+        """The end of the line that closes the block (after its newline), or None yet."""
+        start = text.find("\n") + 1  # the opening line is not its own close
+        while (end := text.find("\n", start)) >= 0:
+            if _fence_after(text[start:end], fence) is None:
+                return end + 1
+            start = end + 1
+        return None

@@ -17,7 +17,7 @@ from acp import text_block, tool_content, update_agent_message_text, update_tool
 from .buffers import HeldFiles
 from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
-from .said import SaidSoFar
+from .said import HeldCode, SaidSoFar
 from .transcript import SessionMeta, Transcript
 
 if TYPE_CHECKING:
@@ -54,12 +54,14 @@ class Outbox:
         self.record = record
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
-        self.said = SaidSoFar()  # the current turn's reply so far
+        self.said = SaidSoFar()  # the current turn's reply so far, as sent
+        self.held = HeldCode()  # a code block of it not closed yet, not sent yet
         self.open_calls: dict[str, None] = {}  # the turn's tool calls not closed yet, in order
         self.ended = False  # the turn was answered: nothing more of it is sent
 
     def new_turn(self) -> None:
         self.said.reset()
+        self.held = HeldCode()
         self.open_calls.clear()
         self.ended = False
 
@@ -68,6 +70,7 @@ class Outbox:
         failed with `why`, an open code block ended. Nothing of the turn is sent after it."""
         for call_id in list(self.open_calls):
             self.post(update_tool_call(call_id, status="failed", content=[tool_content(text_block(why))]))
+        self._release()
         closing = self.said.closing()
         if closing:
             self.post(update_agent_message_text(closing))
@@ -77,9 +80,26 @@ class Outbox:
     def say(self, text: str) -> None:
         """A message that stands on its own as markdown, whatever the reply said before it
         (a blank line first, an open code block closed)."""
+        self._release()
         self.post(update_agent_message_text(self.said.separator() + text))
 
     def post(self, update: Any) -> None:
+        """Send an update after those posted before it; a turn's message text streams as it
+        comes, its code blocks once they close (said.HeldCode)."""
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            text = self.held.take(update.content.text)
+            if not text:
+                return
+            update = update_agent_message_text(text)
+        self._post(update)
+
+    def _release(self) -> None:
+        """What the reply holds back, sent now, its open block closed."""
+        held = self.held.flush()
+        if held:
+            self._post(update_agent_message_text(held))
+
+    def _post(self, update: Any) -> None:
         kind = getattr(update, "session_update", None)
         if self.ended and kind in TURN_UPDATES:
             log.info("not sent: a %s of a turn already answered", kind)
