@@ -207,7 +207,7 @@ def bench_application(folder: Path, index: Path) -> Application:
         },
         environ={},
     )
-    return Application(folder, settings, index_in_child=False, index_path=str(index))
+    return Application.for_one_run(folder, settings, index_path=str(index))
 
 
 async def first_edit(app: Application, goal: str) -> tuple[list[str], list[str]]:

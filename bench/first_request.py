@@ -259,7 +259,7 @@ def bench_application(folder: Path, index: Path, base_url: str, aider_model: str
         },
         environ={},
     )
-    return Application(folder, settings, index_in_child=False, index_path=str(index))
+    return Application.for_one_run(folder, settings, index_path=str(index))
 
 
 async def run_once(

@@ -1,42 +1,33 @@
-"""Application: builds the services once and dispatches task commands.
-
-The LSP layer, the CLI and the workflow call its methods, never the services behind them:
-`handle_task_command(identifier, params)` runs a direct tool (`system:read_files`,
-`aider:automatic`, …) or a TaskSystem template (`user:…`); the other methods are the editor's
-commands and what a workflow run needs (workflow/host.py names those). Services never import
-this module's callers (the LSP layer, the workflow). Settings flow one way: the Application
-holds them, and services read them through `current_settings` at each use.
+"""Application: builds the services once (one named way per use: `for_server`, `for_one_run`,
+`for_run_tree`, `for_lookup`) and offers their operations to the front ends and a workflow run
+(host.py and the hosts declare the calls), which never reach the services behind it; services
+never import this module. `handle_task_command(id, params)` runs a tool or a template by id.
+Settings flow one way: it holds them; services read them through `current_settings` at each use.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Collection, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
-from .aider.spawn import Spawned
 from .budget import RunBudget
 from .checkpoints import CheckpointStore
 from .files import FileAccessManager
-from .isolation.prepare import TreePreparer
 from .isolation.runs import IsolatedRuns
-from .isolation.store import RunStore
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
-from .memory import IndexStats, MemorySystem, template_reranker
+from .memory import MemorySystem, template_reranker
+from .memory.explain import describe_why
 from .memory.ignore import IgnoreRules
 from .models import (
-    FixAndRetest,
+    IndexStats,
     Isolation,
     ProgressCallback,
     RequestContext,
-    Selection,
     TaskResult,
     UnsavedFiles,
     WorkflowRequest,
@@ -47,7 +38,7 @@ from .run_history import RunHistory, stored_runs
 from .settings import Settings
 from .shell import CommandExecutor
 from .suite.runner import TestRunner
-from .tools import aider as aider_executors
+from .tools.aider import AiderExecutors
 from .tools.builtin import register_builtin_tools
 from .tools.dispatch import run_task_command
 from .tools.registry import ToolRegistry
@@ -56,18 +47,50 @@ from .workflow import fix
 from .workflow.runs import WorkflowRuns
 from .workspaces import close_within
 
-log = logging.getLogger(__name__)
+Folder = str | os.PathLike[str]
 
 
 class Application:
     """Everything one workspace needs, wired once."""
 
-    # a folder's history read from disk without opening it (no index, no Aider server)
-    stored_history = staticmethod(stored_runs)
+    stored_history = staticmethod(stored_runs)  # a folder's history from disk, nothing opened
+    describe_why = staticmethod(describe_why)  # a match's why in words (memory/explain.py)
+    model_toolsets = staticmethod(extra_toolsets)  # an ACP session's MCP servers, for its run's model
+
+    # -- one way to build it per use -----------------------------------------------------------
+    @classmethod
+    def for_server(cls, folder: Folder, settings: Settings, unsaved: UnsavedFiles = tuple) -> Application:
+        """A server's folder (LSP, ACP): the index's passes in a child process (no request waits
+        for them), a spare tree kept for the next isolated run; `unsaved`: the files the editor
+        holds unsaved, asked at each edit and undo (which refuse to overwrite them)."""
+        return cls(folder, settings, unsaved)
+
+    @classmethod
+    def for_one_run(cls, folder: Folder, settings: Settings, *, index_path: str | None = None) -> Application:
+        """A one-shot run (`aider-lsp run`, the benches): the index's passes in this process, no
+        spare tree (a child's start, seconds of CPU under load, or a spare's Aider would compete
+        with the run's Aider start); `index_path`: the index elsewhere than the state folder."""
+        return cls(folder, settings, index_in_child=False, index_path=index_path, spare_trees=False)
+
+    @classmethod
+    def for_run_tree(cls, tree: Path, settings: Settings, seeded_index: Path | None) -> Application:
+        """An isolated run's tree: its own Aider server and index, seeded from its workspace's (the
+        first query answers from it while a pass refreshes it in a thread: light, no child's start)."""
+        index_path = None if seeded_index is None else str(seeded_index)
+        app = cls(tree, settings, index_in_child=False, index_path=index_path, spare_trees=False)
+        if seeded_index is not None:
+            app.memory.first_query_wait = 0.0
+        return app
+
+    @classmethod
+    def for_lookup(cls, folder: Folder, settings: Settings, *, index_path: str | None = None) -> Application:
+        """A look-up or a decision from the terminal (`context`, `history`, `undo`, `apply`, the
+        doctor): nothing started ahead; an index pass, if asked for, runs in this process."""
+        return cls(folder, settings, index_in_child=False, index_path=index_path, spare_trees=False)
 
     def __init__(
         self,
-        workspace: str | os.PathLike[str],
+        workspace: Folder,
         settings: Settings,
         unsaved_files: UnsavedFiles = tuple,
         *,
@@ -75,75 +98,62 @@ class Application:
         index_path: str | None = None,
         spare_trees: bool = True,
     ) -> None:
-        """`unsaved_files` tells which files the editor holds with unsaved changes (asked at
-        each edit and undo, which refuse to overwrite them); without an editor there are none.
-        `index_in_child`: the index's passes run in a child process, so that a server's
-        requests never wait for them; a one-shot run (the CLI) passes False: a child's start
-        (a new Python, seconds of CPU under load) would compete with Aider's own start.
-        `index_path`: the index's database elsewhere than the user's state folder.
-        `spare_trees`: keep a spare tree for the next isolated run (isolation/prepare.py); a
-        one-shot run passes False."""
+        """Built one of the named ways above, which say what the flags are for."""
         self.settings = settings
-        self.unsaved_files = unsaved_files
-        self.files = FileAccessManager(workspace, settings=self.current_settings)
+        self.current_settings = lambda: self.settings  # the provider services read at each use
+        self.unsaved = unsaved_files  # the files held unsaved in the editor, now (edits refuse them)
+        self._wire_services(workspace, index_in_child, index_path)
+        self._wire_runs(spare_trees)
+        self._offer_operations()
+
+    def _wire_services(self, workspace: Folder, index_in_child: bool, index_path: str | None) -> None:
+        """The rooms, each built once, each reading the settings through `current_settings`."""
+        settings = self.current_settings
+        self.files = FileAccessManager(workspace, settings=settings)
         self.workspace = self.files.root
-        self.shell = CommandExecutor(self.workspace, settings=self.current_settings)
+        self.shell = CommandExecutor(self.workspace, settings=settings)
         self.tools = ToolRegistry()
-        # LLM layer: cheap to build (pydantic-ai is imported on the first LLM call).
-        self.handler = BaseHandler(
-            settings=self.current_settings, tools=self.tools, files=self.files, shell=self.shell
-        )
+        # the LLM layer: cheap to build (pydantic-ai is imported on the first LLM call)
+        self.handler = BaseHandler(settings=settings, tools=self.tools, files=self.files, shell=self.shell)
         self.tasks = TaskSystem(self.handler)
-        # Workspace index: cheap to build; the database opens on first use / start_indexing.
-        # Its optional re-ranking runs the TaskSystem's template (it never calls back into here).
+        # the index: its database opens on first use; its optional re-ranking runs a template
         self.memory = MemorySystem(
             self.files,
-            self.current_settings,
+            settings,
             reranker=template_reranker(self.tasks),
             index_in_child=index_in_child,
             db_path=index_path,
         )
-        # Aider: one persistent MCP session (started on first use), checkpoints for undo.
-        self.checkpoints = CheckpointStore(
-            self.files, settings.history.max_runs, settings.history.max_megabytes * 1024 * 1024
-        )
-        self.tests = TestRunner(self.workspace, self.shell, self.current_settings)
-        self.aider = AiderBridge(self.files, self.current_settings, memory=self.memory)
-        self.aider_tools = aider_executors.AiderExecutors(
-            self.aider, self.files, self.checkpoints, unsaved_files
-        )
-        register_builtin_tools(
-            self.tools, self.files, self.shell, self.memory, self.current_settings, self.aider_tools
-        )
+        history = self.settings.history
+        self.checkpoints = CheckpointStore(self.files, history.max_runs, history.max_megabytes * 1024 * 1024)
+        self.tests = TestRunner(self.workspace, self.shell, settings)
+        # Aider: one persistent MCP session (started on first use), each edit's checkpoint
+        self.aider = AiderBridge(self.files, settings, memory=self.memory)
+        self.aider_tools = AiderExecutors(self.aider, self.files, self.checkpoints, self.unsaved)
+        register_builtin_tools(self.tools, self.files, self.shell, self.memory, settings, self.aider_tools)
+
+    def _wire_runs(self, spare_trees: bool) -> None:
+        """Workflow runs in place and in worktrees of their own, and the history undo reads."""
+        settings, busy = self.current_settings, self._editing_in_place
         self.workflows = WorkflowRuns(self, self.tests.pick)
-        trees = TreePreparer(
-            self.workspace,
-            RunStore(self.workspace, settings.history.max_runs),
-            self.current_settings,
-            open_tree=self._open_tree,
-            close=close_within,
-            index_path=lambda: self.memory.db_path,
-            ignored=IgnoreRules(self.files, excludes=settings.context_excludes).left_out,
-        )
         self.isolated_runs = IsolatedRuns(
             self.workspace,
-            self.current_settings,
+            settings,
             self.checkpoints,
-            unsaved_files,
-            trees=trees,
-            busy=self._editing_in_place,
+            self.unsaved,
+            open_tree=lambda tree, seeded: Application.for_run_tree(tree, self.settings, seeded),
+            close=close_within,
+            index_path=lambda: self.memory.db_path,
+            ignored=IgnoreRules(self.files, excludes=self.settings.context_excludes).left_out,
+            busy=busy,
             pick_test_command=self.tests.pick,
             spares=spare_trees,
         )
-        self.run_history = RunHistory(
-            self.checkpoints, unsaved_files, self._editing_in_place, self.isolated_runs
-        )
-        self.warming = WarmUp(self.aider, self.handler.preload, self.current_settings)
-        self._offer_operations()
+        self.run_history = RunHistory(self.checkpoints, self.unsaved, busy, self.isolated_runs)
+        self.warming = WarmUp(self.aider, self.handler.preload, settings, self.isolated_runs.prepare)
 
     def _offer_operations(self) -> None:
-        """What the front ends and a workflow run call, each answered by the room that owns it
-        (its docstring is there): the Application adds no logic of its own to these."""
+        """What the front ends and a run call, each answered by the room that owns it: no logic."""
         # the tests (suite/runner.py)
         self.test_command_choice = self.tests.choice
         self.pick_test_command = self.tests.pick
@@ -180,114 +190,49 @@ class Application:
         self.model_safe_files = self.files.model_safe_files
         self.files_changed = self.memory.files_changed
         self.files_renamed = self.memory.rename_paths
+        self.index_location = lambda: self.memory.store.location  # the CLI's `context --json` says it
+        # getting ready (warm_up.py), Aider's model and set-up (aider/), the spend (llm/)
+        self.warm_up = self.warming.run
+        self.aider_model = lambda: aider_model_for(self.settings)  # `aiderModel`, else from `model`
+        self.aider_setup_needed = lambda: first_run.needed(self.settings)  # its environment to make
+        self.spent = lambda: WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
+        self.clear_budget = self.handler.clear_budget
+        fixer = fix.FailingTestFixer(self.edit, self.memory.code_under_test, self.tests.rerun_failing)
+        self.fix_and_retest = fixer.fix_and_retest
 
-    # -- workflow runs -----------------------------------------------------------------------
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
-        """A workflow run in place (workflow/runs.py), or in a worktree of its own when the
-        request (else the `isolation` setting) says so (isolation/runs.py)."""
+        """In place (workflow/runs.py), or in a worktree as the request, else `isolation`, says."""
         if self.settings.isolation_for(request.isolation) == Isolation.WORKTREE:
             return await self.isolated_runs.run(request, ctx)
         return await self.workflows.run(request, ctx)
-
-    async def warm_up(self, early: Spawned | None = None, *, aider_first: bool = False) -> bool:
-        """Get ready for the first request (warm_up.py); with the `isolation` setting at
-        `worktree`, a spare tree too, so the first isolated run starts as quickly as the next."""
-        running = await self.warming.run(early, aider_first=aider_first)
-        if self.settings.isolation == Isolation.WORKTREE:
-            await self.isolated_runs.prepare()
-        return running
 
     def _editing_in_place(self) -> bool:
         """An edit or a run in place is under way (undo and apply would write under it)."""
         return self.aider_tools.editing or self.workflows.running
 
-    def _open_tree(self, tree: Path, seeded_index: Path | None) -> Application:
-        """The workspace an isolated run works in: its tree, its own Aider server and index
-        (seeded from this workspace's: the first query answers from it while it refreshes, in a
-        thread: a child process's start would cost more than the pass, beside Aider's start)."""
-        app = Application(
-            tree,
-            self.settings,
-            index_in_child=False,  # a pass over a copied index is light: no new Python for it
-            index_path=None if seeded_index is None else str(seeded_index),
-            spare_trees=False,
-        )
-        if seeded_index is not None:
-            app.memory.first_query_wait = 0.0
-        return app
-
-    # -- settings ------------------------------------------------------------------------------
-    def current_settings(self) -> Settings:
-        """The settings in force: the provider every service reads at each use."""
-        return self.settings
-
     def update_settings(self, settings: Settings) -> None:
-        """Settings changed in the editor: services read them at their next use; the index is
-        told, since new file rules mean a new pass."""
+        """Settings changed: services read them at their next use; the index is told (a pass)."""
         self.settings = settings
         self.memory.settings_changed()
-
-    def aider_model(self) -> str | None:
-        """Aider's model as the settings name it (`aiderModel`, else derived from `model`)."""
-        return aider_model_for(self.settings)
 
     def set_aider_model(self, name: str) -> None:
         """Another model for Aider from the next edit on (its server restarts with it)."""
         self.update_settings(self.settings.model_copy(update={"aider_model": name}))
 
-    def aider_setup_needed(self) -> bool:
-        """Whether Aider's environment must be made before Aider can run (aider/first_run.py)."""
-        return first_run.needed(self.settings)
-
-    def unsaved(self) -> Collection[str]:
-        """The files the editor holds with unsaved changes, now (an edit refuses them)."""
-        return self.unsaved_files()
-
     async def index_workspace(self, progress: ProgressCallback | None = None) -> IndexStats:
         """Index the workspace (one pass at a time; a call during a pass joins it)."""
         return await self.memory.start_indexing(progress)
-
-    def index_location(self) -> str:
-        """Where the workspace's index is kept (the CLI's `context --json` says it)."""
-        return self.memory.store.location
 
     async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
         """Run a direct tool or a template by id (tools/dispatch.py)."""
         return await run_task_command(self.tools, self.tasks, identifier, params)
 
-    async def fix_and_retest(
-        self, prompt: str, files: Sequence[str], selection: Selection | None, ctx: RequestContext
-    ) -> FixAndRetest:
-        """Fix with Aider on a failing test, then the failing tests again (workflow/fix.py)."""
-        return await fix.fix_and_retest(
-            prompt,
-            files,
-            selection,
-            ctx,
-            edit=self.edit,
-            code_under_test=self.memory.code_under_test,
-            rerun_failing=self.tests.rerun_failing,
-        )
-
-    # -- what is spent ---------------------------------------------------------------------------
-    def spent(self) -> WorkflowUsage:
-        """Tokens, requests and cost of the LLM calls so far in this session, Aider's in `aider`."""
-        return WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
-
+    # -- the run's budget ------------------------------------------------------------------------
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
-        """Cap the LLM calls that follow (one workflow run): once what they and Aider's edits
-        spent from now on reaches the cap, a call is refused (FAILED, the budget's message)."""
+        """Cap what the LLM calls and Aider's edits spend from now on (a run's; budget.py)."""
         budget = RunBudget(max_tokens, max_cost, self.spent, lambda path: self.settings.name(path))
         self.handler.set_budget(budget)
         return budget
-
-    def clear_budget(self) -> None:
-        self.handler.clear_budget()
-
-    def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
-        """The planning model's calls inside this context also get these pydantic-ai toolsets
-        (an ACP session's MCP servers); scoped to the caller's context, not other front ends'."""
-        return extra_toolsets(toolsets)
 
     async def aclose(self) -> None:
         """Stop child processes and close stores (server shutdown)."""

@@ -2,7 +2,8 @@
 front end (the LSP server after `initialized`, an ACP session, `aider-lsp run`): the planning
 model's libraries imported off the event loop (imported on it by the first LLM call they would
 stall every other request for seconds) and Aider's server started, so the first edit does not
-pay its start-up.
+pay its start-up; with the `isolation` setting at `worktree`, a spare tree too, so the first
+isolated run starts as quickly as the next.
 
 The order is the front end's. A server (LSP, ACP) imports first, while the editor is still
 opening: once Aider is up the user works, and seconds of import in a thread then slow every
@@ -18,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .aider.spawn import Spawned
+from .models import Isolation
 from .settings import SettingsProvider
 
 log = logging.getLogger(__name__)
@@ -32,11 +34,17 @@ class WarmUp:
     """Starts Aider ahead of the first edit, then preloads the planning model; stoppable."""
 
     def __init__(
-        self, aider: AiderBridge, preload_planning: Callable[[], None], settings: SettingsProvider
+        self,
+        aider: AiderBridge,
+        preload_planning: Callable[[], None],
+        settings: SettingsProvider,
+        spare_tree: Callable[[], Awaitable[str]],
     ) -> None:
+        """`spare_tree`: a tree made ready for the next isolated run (isolation/runs.py)."""
         self.aider = aider
         self.preload_planning = preload_planning
         self.settings = settings
+        self.spare_tree = spare_tree
         self._task: asyncio.Task[bool] | None = None
 
     async def run(self, early: Spawned | None = None, *, aider_first: bool = False) -> bool:
@@ -56,6 +64,8 @@ class WarmUp:
             self._task = None
         if aider_first:
             threading.Thread(target=self._preload, name="aider-lsp-preload", daemon=True).start()
+        if self.settings().isolation == Isolation.WORKTREE:
+            await self.spare_tree()
         return running
 
     def _preload(self) -> None:

@@ -34,7 +34,7 @@ def scripted_options(base_url: str, *, edit_format: str = "whole", **extra: Any)
 def scripted_app(root: Path, base_url: str, *, edit_format: str = "whole", **extra: Any) -> Application:
     """An Application on `root` whose models are the scripted server's."""
     options = scripted_options(base_url, edit_format=edit_format, **extra)
-    return Application(root, load_settings(options, environ={}))
+    return Application.for_server(root, load_settings(options, environ={}))
 
 
 def scripted_environment(base_url: str, **extra: str) -> dict[str, str]:

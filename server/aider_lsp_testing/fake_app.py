@@ -26,10 +26,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aider_lsp.files import FileAccessManager, Refusal
-from aider_lsp.memory import IndexStats
 from aider_lsp.models import (
     AiderEditOutcome,
     AssociativeMatchResult,
@@ -43,6 +42,7 @@ from aider_lsp.models import (
     EditStarted,
     EditSummary,
     ErrorReason,
+    IndexStats,
     IsolatedRun,
     Isolation,
     JudgeProblem,
@@ -198,6 +198,8 @@ class FakeApplication:
         chat: bool = False,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        retell: str = "",  # a lost chat's retelling: the fake's chats are never lost
+        dropped: Sequence[str] = (),  # files leaving the chat: the fake keeps no chat's files
     ) -> AiderEditOutcome:
         self.calls.append((EDIT, {"prompt": prompt, "files": list(files), "session_id": session_id}))
         turn = self.edits.popleft()
@@ -478,7 +480,7 @@ def with_detected_tests(workspace: Path) -> str:
 
 def bundled_diff(rel: str, before: str | None, after: str) -> str:
     """One file's part of an edit's diff, in the bundled server's format."""
-    header = f"diff --aider-mcp a/{rel} b/{rel}\n" + ("new file\n" if before is None else "")
+    header = f"diff --git a/{rel} b/{rel}\n" + ("new file mode 100644\n" if before is None else "")
     lines = difflib.unified_diff(
         (before or "").splitlines(keepends=True),
         after.splitlines(keepends=True),
@@ -531,3 +533,9 @@ def _progress(ctx: RequestContext, phase: str) -> None:
     progress = WorkflowProgress(phase=phase, percentage=0)
     ctx.report_event(progress)
     ctx.report_progress(progress.message, None)
+
+
+if TYPE_CHECKING:  # mypy keeps the fake an AcpHost as the protocol changes
+    from aider_lsp.acp.host import AcpHost
+
+    _checked: AcpHost = FakeApplication(Path())

@@ -48,6 +48,7 @@ async def test_a_new_session_offers_the_modes_the_options_and_the_commands(tmp_p
         "context",
         "budget",
         "apply",
+        "discard",
     ]
     (app,) = fakes.built
     assert ("warm_up", None) in app.calls and app.closed  # warmed up at the start, closed at the end

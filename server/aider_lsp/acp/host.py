@@ -3,26 +3,26 @@
 Why a protocol: the agent is one client of the Application among three; naming the calls its
 turns, commands and options make keeps it from reaching into services, and lets the fast tests
 run the whole agent over a small fake (aider_lsp_testing/fake_app.py) that mypy checks against
-this list as it checks the Application where server.py builds it. The types are imported for
-the checker only: `initialize` must not wait for the Application's models.
+this list as it checks the Application where server.py builds it. The calls a workflow run makes
+too (the settings, the workspace, an edit, the tests, context, the spend) are declared once, in
+host.py's Host; the ones below are the agent's alone. The types are imported for the checker
+only: `initialize` must not wait for the Application's models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from ..host import Host
 
 if TYPE_CHECKING:
     from ..files import Refusal
-    from ..memory import IndexStats
     from ..models import (
         AiderEditOutcome,
-        AssociativeMatchResult,
-        CommandRun,
-        ContextGenerationInput,
         DeclinedTestCommand,
+        IndexStats,
         ReplyCallback,
         RequestContext,
         RunAction,
@@ -30,19 +30,13 @@ if TYPE_CHECKING:
         TaskResult,
         WorkflowRequest,
         WorkflowRun,
-        WorkflowUsage,
     )
     from ..settings import Settings
     from ..suite.choose import ChosenTestCommand
 
 
-class AcpHost(Protocol):
-    """The calls an ACP session makes on its workspace's Application."""
-
-    settings: Settings
-
-    @property
-    def workspace(self) -> Path: ...
+class AcpHost(Host, Protocol):
+    """The calls an ACP session makes on its workspace's Application (Host's, and these)."""
 
     def update_settings(self, settings: Settings) -> None:
         """The sign-in changed (authenticate, a session without a model)."""
@@ -55,8 +49,6 @@ class AcpHost(Protocol):
     def model_safe_files(self, paths: Sequence[str]) -> tuple[list[str], list[Refusal]]:
         """The prompt's files under the one rule for what a model sees."""
         ...
-
-    def spent(self) -> WorkflowUsage: ...
 
     async def warm_up(self) -> bool: ...
 
@@ -75,18 +67,6 @@ class AcpHost(Protocol):
         on_reply: ReplyCallback | None = None,
     ) -> AiderEditOutcome:
         """An Ask turn: Aider answers in the session's ask chat, edits nothing."""
-        ...
-
-    async def edit(
-        self,
-        prompt: str,
-        files: Sequence[str] = (),
-        *,
-        chat: bool = False,
-        session_id: str | None = None,
-        on_reply: ReplyCallback | None = None,
-    ) -> AiderEditOutcome:
-        """An Edit turn: one turn of the session's kept Aider chat."""
         ...
 
     def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:
@@ -122,12 +102,6 @@ class AcpHost(Protocol):
     ) -> ChosenTestCommand | DeclinedTestCommand | None:
         """`/test`'s command, a detected one confirmed with the user first."""
         ...
-
-    async def run_tests(
-        self, command: str | None = None, fallback_files: Sequence[str] = ()
-    ) -> CommandRun: ...
-
-    async def find_context(self, request: ContextGenerationInput) -> AssociativeMatchResult: ...
 
     async def aclose(self) -> None: ...
 

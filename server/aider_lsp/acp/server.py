@@ -40,7 +40,7 @@ def build_app(workspace: Path, unsaved_files: UnsavedFiles) -> Application:
     `unsaved_files`: those the running turns keep from Aider."""
     from ..app import Application
 
-    return Application(workspace, current_settings(), unsaved_files)
+    return Application.for_server(workspace, current_settings(), unsaved_files)
 
 
 def current_settings() -> Settings:

@@ -15,9 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..memory.explain import describe_why
-from ..memory.indexer import IndexStats
-from ..models import AssociativeMatchResult, ContextGenerationInput
+from ..models import AssociativeMatchResult, ContextGenerationInput, IndexStats
 from ..settings import SettingsError, load_settings
 
 MAX_LIMIT = 200
@@ -60,7 +58,7 @@ async def _index_and_ask(
     from ..app import Application
 
     try:
-        app = Application(workspace, load_settings(), index_in_child=False, index_path=index_path)
+        app = Application.for_lookup(workspace, load_settings(), index_path=index_path)
     except (SettingsError, OSError) as exc:
         raise _CannotAnswer(str(exc)) from exc
     try:
@@ -98,8 +96,11 @@ def _as_json(query: str, result: AssociativeMatchResult, stats: IndexStats, loca
 
 
 def _print_lines(result: AssociativeMatchResult) -> None:
-    """`score  path  (why)` per match on stdout; the summary on stderr."""
+    """`score  path  (why)` per match on stdout (the why in the Application's words); the
+    summary on stderr."""
+    from ..app import Application  # loaded already: it answered the query
+
     for match in result.matches:
-        why = describe_why((match.metadata or {}).get("why", {}))
+        why = Application.describe_why((match.metadata or {}).get("why", {}))
         print(f"{match.relevance_score:.3f}  {match.source_path or match.id}  ({why})")
     print(result.context_summary, file=sys.stderr)

@@ -34,9 +34,9 @@ class Check:
 
 def check_model(settings: Settings) -> list[Check]:
     """Is an LLM configured, is its key there, and is a configured endpoint reachable?"""
-    from ..llm.model_config import resolve_model_config
+    from .. import preflight
 
-    config = resolve_model_config(settings)
+    config = preflight.model_config(settings)
     if config.model_id is None:
         return [Check("model", False, config.problem or f"not set: set {env_var_for('model')}")]
     if config.base_url is None and config.problem:
@@ -51,14 +51,9 @@ def check_model(settings: Settings) -> list[Check]:
         checks.extend(check_endpoint(settings, config.base_url, config.model_name or config.model_id))
     if config.api_key_source == "provider default":
         # a provider this table does not know: let pydantic-ai say whether it exists / has a key
-        from ..llm.model_config import LLMConfigurationError, build_model
-
-        try:
-            build_model(settings)
-        except LLMConfigurationError as exc:
-            return [Check("model", False, str(exc))]
-        except Exception as exc:  # a provider's own client refusing its environment
-            return [Check("model", False, f"cannot use model {config.model_id!r}: {exc}")]
+        problem = preflight.model_problem(settings, config.model_id)
+        if problem is not None:
+            return [Check("model", False, problem)]
     if config.api_key_source:
         checks.append(Check("api key", True, f"from {config.api_key_source}"))
     return checks
@@ -67,7 +62,7 @@ def check_model(settings: Settings) -> list[Check]:
 def check_endpoint(settings: Settings, base_url: str, model: str) -> list[Check]:
     """The OpenAI-compatible endpoint, asked for its models with the key a call sends: does it
     answer, take the key, and have the planning model and Aider's (when Aider goes there)?"""
-    from ..aider.launch import aider_model_for
+    from .. import preflight
     from ..endpoints import ModelRole, probe, probe_problem
 
     name = settings.name
@@ -84,7 +79,7 @@ def check_endpoint(settings: Settings, base_url: str, model: str) -> list[Check]
     )
     checks = [Check("endpoint", True, f"{what}: {status}")]
     roles = [planning]
-    aider_model = aider_model_for(settings) or ""
+    aider_model = preflight.aider_model(settings) or ""
     if aider_model.startswith("openai/"):  # Aider's calls go to the same endpoint
         aider = aider_model.removeprefix("openai/")
         roles.append(ModelRole("Aider's model", aider, name("aiderModel"), name("baseUrl"), name("apiKey")))
@@ -126,40 +121,39 @@ def check_aider_env(settings: Settings) -> list[Check]:
 
 def check_test_command(settings: Settings, workspace: Path) -> list[Check]:
     """The command a run would test the workspace with, and why (set, confirmed or detected)."""
-    from ..suite.choose import choose_test_command, no_suite_message
+    from .. import preflight
 
     if not workspace.is_dir():
         return []
-    choice = choose_test_command(workspace, settings)
+    choice = preflight.chosen_test_command(workspace, settings)
     if choice is None:
-        return [Check("test command", False, no_suite_message(), optional=True)]
+        return [Check("test command", False, preflight.no_suite_message(), optional=True)]
     return [Check("test command", True, choice.describe())]
 
 
 def check_provider(settings: Settings, workspace: Path) -> list[Check]:
     """The provider the planning and analysis calls go to, as the LLM layer names it in each
     call's result and log (`notes.model`): the same words the user will read there."""
-    from ..app import Application
-    from ..llm.model_config import resolve_model_config
+    from .. import preflight
 
-    config = resolve_model_config(settings)
+    config = preflight.model_config(settings)
     if not workspace.is_dir() or config.model_id is None or (config.problem and not config.base_url):
         return []  # the model line says what to set
-    return [Check("provider", True, Application(workspace, settings).provider_identifier())]
+    from ..app import Application  # only now: the lines above answer without it
+
+    return [Check("provider", True, Application.for_lookup(workspace, settings).provider_identifier())]
 
 
 def check_acp_launch(settings: Settings) -> list[Check]:
     """What `aider-lsp acp` started by an editor with this environment would use: it reads the
     same AIDER_LSP_* variables as this command (never a workspace's files, never an editor's
     settings), so one line says it, each key named by the variable it comes from."""
-    from .. import aider_env
-    from ..aider.launch import aider_model_for
-    from ..llm.model_config import resolve_model_config
+    from .. import aider_env, preflight
 
-    config = resolve_model_config(settings)
+    config = preflight.model_config(settings)
     model = config.model_id or f"none (set {env_var_for('model')})"
     key = f", key {_launch_key(config.api_key_source)}" if config.model_id and config.api_key_source else ""
-    aider_model = aider_model_for(settings)
+    aider_model = preflight.aider_model(settings)
     unset = f"none (set {env_var_for('aider_model')})"
     aider = f"{aider_model}, key {_aider_key(settings, aider_model)}" if aider_model else unset
     server = (

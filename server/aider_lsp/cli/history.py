@@ -61,7 +61,7 @@ def open_application(command: str, workspace: Path) -> Application | None:
     if not workspace.is_dir():
         print(f"aider-lsp {command}: the workspace is not a directory: {workspace}", file=sys.stderr)
         return None
-    return Application(workspace.resolve(), settings)
+    return Application.for_lookup(workspace.resolve(), settings)
 
 
 def print_result(result: TaskResult, as_json: bool) -> int:

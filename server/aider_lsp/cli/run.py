@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from ..settings import Settings, SettingsError, env_var_for, load_settings
 
 if TYPE_CHECKING:
-    from ..aider.spawn import Spawned
     from ..app import Application
     from ..models import (
         Finding,
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
         WorkflowRun,
         WorkflowUsage,
     )
+    from ..preflight import EarlyAider
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a terminal or supervisor stopping us
@@ -48,12 +48,11 @@ TICK_SECONDS = 0.5
 
 def configuration_problem(settings: Settings, workspace: Path) -> str | None:
     """Why a run cannot start (the message names the setting to fill), or None."""
-    from .. import aider_env
-    from ..llm.model_config import resolve_model_config
+    from .. import aider_env, preflight
 
     if not workspace.is_dir():
         return f"the workspace is not a directory: {workspace}"
-    config = resolve_model_config(settings)
+    config = preflight.model_config(settings)
     if config.model_id is None:
         return config.problem or f"no model: set {env_var_for('model')} (aiderLsp.model)"
     if config.base_url is None and config.problem:
@@ -166,17 +165,17 @@ async def _checked_run(
     second); a run the checks refuse stops it again. A Ctrl-C before the run has started
     (Aider's spawn, the checks) ends it as cancelled too; once it has, the run's handler takes
     over (a signal is handled at the loop's next turn, by the handler set then)."""
-    from ..aider.spawn import spawn_early
+    from ..preflight import spawn_aider
 
     loop = asyncio.get_running_loop()
     this = asyncio.current_task()
     assert this is not None
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, this.cancel)
-    early: Spawned | None = None
+    early: EarlyAider | None = None
     try:
         if workspace.is_dir() and not _isolated(settings, request_fields.get("isolation")):
-            early = await spawn_early(settings, workspace)
+            early = await spawn_aider(settings, workspace)
         checked = _check(workspace, settings, request_fields)
         if isinstance(checked, int):
             _discard(early)
@@ -202,12 +201,12 @@ def _ignore() -> None:
     """A stop signal while the run closes: it is ending already."""
 
 
-def _discard(early: Spawned | None) -> None:
+def _discard(early: EarlyAider | None) -> None:
     """Stop Aider's server spawned ahead of a run that does not start."""
     if early is not None:
-        from ..aider.spawn import discard
+        from ..preflight import discard_aider
 
-        discard(early)
+        discard_aider(early)
 
 
 def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) -> WorkflowRequest | int:
@@ -228,7 +227,7 @@ def _check(workspace: Path, settings: Settings, request_fields: dict[str, Any]) 
 
 async def _with_tests(app: Application, request: WorkflowRequest) -> WorkflowRequest | int:
     """The request with the test command the Application chooses, or EXIT_USAGE once printed."""
-    from ..suite.choose import no_suite_message
+    from ..preflight import no_suite_message
 
     tests = await asyncio.to_thread(app.test_command_choice, request.test_command)
     if tests is None:
@@ -244,12 +243,12 @@ async def _run(
     request: WorkflowRequest,
     as_json: bool,
     debug: bool,
-    early: Spawned | None,
+    early: EarlyAider | None,
 ) -> int:
     from ..app import Application
     from ..models import RequestContext
 
-    app = Application(workspace, settings, index_in_child=False, spare_trees=False)
+    app = Application.for_one_run(workspace, settings)
     checked = await _with_tests(app, request)
     if isinstance(checked, int):
         _discard(early)

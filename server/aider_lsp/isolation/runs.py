@@ -43,10 +43,11 @@ from ..models import (
 from ..settings import Settings
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
-from .prepare import CLOSE_WAIT_S, Prepared, TreePreparer
-from .store import FileSides, tree_name
+from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
+from .store import FileSides, RunStore, tree_name
 from .trees import (
     BRANCH_PREFIX,
+    IgnoredCheck,
     RunTree,
     TreeError,
     commit_all,
@@ -69,14 +70,28 @@ class IsolatedRuns:
         checkpoints: CheckpointStore,
         unsaved_files: UnsavedFiles,
         *,
-        trees: TreePreparer,
+        open_tree: OpenTree,
+        close: Closer,
+        index_path: Callable[[], Path],
+        ignored: IgnoredCheck,
         busy: Callable[[], bool],
         pick_test_command: PickTestCommand,
         spares: bool = True,
     ) -> None:
-        """`trees` makes the runs' trees (and keeps their records: `trees.store`); `spares`:
+        """`open_tree`, `close`, `index_path`, `ignored`: how the runs' trees are made, opened
+        and closed (prepare.py TreePreparer, which keeps their records: `trees.store`); `spares`:
         keep a spare tree ready after a run starts (a server; not a one-shot run, whose
         spare's Aider start would compete with the run for the machine)."""
+        store = RunStore(workspace, settings().history.max_runs)
+        trees = TreePreparer(
+            workspace,
+            store,
+            settings,
+            open_tree=open_tree,
+            close=close,
+            index_path=index_path,
+            ignored=ignored,
+        )
         self.workspace = workspace
         self.spares = spares
         self.settings = settings

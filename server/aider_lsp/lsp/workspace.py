@@ -46,7 +46,7 @@ def build(ls: AiderLanguageServer, root: Path, settings: Settings) -> Applicatio
     from ..app import Application
 
     try:
-        app = Application(root, settings, unsaved_files=partial(ls.documents.unsaved_files, root))
+        app = Application.for_server(root, settings, partial(ls.documents.unsaved_files, root))
     except (OSError, ValueError) as exc:
         log.error("cannot open workspace folder %s: %s", root, exc)
         ls.workspace_problem = f"aider-lsp cannot open the workspace folder {root}: {exc}"

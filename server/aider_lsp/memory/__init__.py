@@ -13,12 +13,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .indexer import IndexStats
+    from ..models import IndexStats
     from .rerank import apply_rerank, template_reranker
     from .system import MemorySystem, default_index_path
 
 _MODULE_OF = {
-    "IndexStats": ".indexer",
+    "IndexStats": ".indexer",  # models.IndexStats, named here too
     "MemorySystem": ".system",
     "apply_rerank": ".rerank",
     "default_index_path": ".system",

@@ -18,10 +18,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import AccessDenied, FileAccessManager
+from ..models import IndexStats as IndexStats  # memory's name for it too (models/context.py)
 from ..models import ProgressCallback
 from . import pass_process, reader
 from .history import MAX_COMMITS, GitHistory, HistoryIndex
@@ -32,22 +33,6 @@ log = logging.getLogger(__name__)
 
 STORE_BATCH_FILES = 256  # files per transaction: fewer commits and WAL checkpoints
 PROGRESS_EVERY_S = 0.2
-
-
-@dataclass
-class IndexStats:
-    """What one pass did; `read` counts files whose bytes were read (0 on a warm restart)."""
-
-    scanned: int = 0
-    unchanged: int = 0
-    read: int = 0
-    added: int = 0
-    updated: int = 0
-    touched: int = 0
-    removed: int = 0
-    skipped: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    bytes_indexed: int = 0
 
 
 @dataclass

@@ -10,7 +10,7 @@
 - question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
-- context: workspace context for a model call (MatchItem, DataContext, …)
+- context: workspace context for a model call (MatchItem, DataContext, …), an index pass's IndexStats
 
 Import from `aider_lsp.models` or from the module itself: the names below are the same objects.
 """
@@ -46,6 +46,7 @@ from .context import (
     ContextGenerationInput,
     DataContext,
     HistoryConfigSettings,
+    IndexStats,
     MatchItem,
 )
 from .edits import AiderEditOutcome, FixAndRetest
@@ -128,6 +129,7 @@ __all__ = [
     "FixAndRetest",
     "GetContextArgs",
     "HistoryConfigSettings",
+    "IndexStats",
     "IsolatedRun",
     "IsolatedRunManifest",
     "Isolation",

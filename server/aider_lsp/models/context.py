@@ -1,9 +1,11 @@
 """Workspace context for a model call: the seeds' MatchItem, AssociativeMatchResult,
-DataContext, the request for context, and how a call uses the session's history.
+DataContext, the request for context, how a call uses the session's history, and what one
+pass of the workspace index did (IndexStats).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,3 +62,20 @@ class HistoryConfigSettings(BaseModel):
     use_session_history: bool = True
     history_turns_to_include: int | None = Field(default=None, ge=0)
     record_in_session_history: bool = True
+
+
+@dataclass
+class IndexStats:
+    """What one pass of the index did (memory/indexer.py); `read` counts files whose bytes were
+    read (0 on a warm restart)."""
+
+    scanned: int = 0
+    unchanged: int = 0
+    read: int = 0
+    added: int = 0
+    updated: int = 0
+    touched: int = 0
+    removed: int = 0
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    bytes_indexed: int = 0

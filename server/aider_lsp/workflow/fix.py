@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..models import AiderEditOutcome, CommandRun, FixAndRetest, ReplyCallback, RequestContext, Selection
@@ -58,6 +59,30 @@ async def fix_and_retest(
         return FixAndRetest(edit=outcome)
     ctx.report_findings(list(run.findings))
     return FixAndRetest(edit=outcome, retest=run)
+
+
+@dataclass(frozen=True)
+class FailingTestFixer:
+    """`fix_and_retest` with the rooms it asks (the edit door, the index, the test runner)
+    bound: the Application's operation of that name."""
+
+    edit: Edit
+    code_under_test: CodeUnderTest
+    rerun_failing: Rerun
+
+    async def fix_and_retest(
+        self, prompt: str, files: Sequence[str], selection: Selection | None, ctx: RequestContext
+    ) -> FixAndRetest:
+        """Fix with Aider on a failing test, then the failing tests again."""
+        return await fix_and_retest(
+            prompt,
+            files,
+            selection,
+            ctx,
+            edit=self.edit,
+            code_under_test=self.code_under_test,
+            rerun_failing=self.rerun_failing,
+        )
 
 
 async def _with_code_under_test(find: CodeUnderTest, prompt: str, files: Sequence[str]) -> list[str]:
