@@ -7,6 +7,7 @@ disk is edited only when allowed; a typed answer follows the option chosen, not 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,7 +56,10 @@ async def _run(
     return client.reply()
 
 
-async def test_a_detected_test_command_runs_only_as_the_user_allows(project: Path) -> None:
+async def test_a_detected_test_command_runs_only_as_the_user_allows(
+    project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aider_lsp")
     command = with_detected_tests(project)
     fakes = FakeApps()
     fakes.app(project).test_runs.extend([RED, RED, RED])
@@ -78,6 +82,8 @@ async def test_a_detected_test_command_runs_only_as_the_user_allows(project: Pat
     assert command in client.asked[0].title
     runs = [call for name, call in fakes.built[0].calls if name == TESTS]
     assert runs == [command, command, command]  # the rejected one never ran
+    said = caplog.text  # "allow once" is an answer: the log says so, not "no answer"
+    assert "as allowed once" in said and "no answer about the test command" not in said
 
 
 async def test_test_shows_the_run_as_an_execute_call_with_where_it_failed(project: Path) -> None:

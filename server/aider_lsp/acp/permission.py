@@ -5,7 +5,7 @@ buffer differs from the file on disk (allow once / reject; buffers.py)?
 The Application asks through `RequestContext.ask(question)` (models/question.py) and takes a
 typed answer: "allow always" is `Answer.ACCEPT` (remembered in the user's own state folder, as
 the LSP's "Use it"), "reject" is `Answer.DECLINE` (nothing runs, the turn says why), and "allow
-once" is no answer (the command used this once, not remembered). "Always" and "reject" are
+once" is `Answer.ONCE` (the command used this once, not remembered). "Always" and "reject" are
 offered when the question offers their answer. A cancelled prompt rejects. Each option has a
 kind of its own (clients key the choices by kind: ready_run.py).
 """
@@ -65,7 +65,7 @@ def permission_asker(client: Client, session: AcpSession, asked: Asked) -> AskCa
             asked.rejected = message
             return Answer.DECLINE
         session.outbox.post(update_tool_call(call_id, status="completed"))
-        return Answer.ACCEPT if chosen == ALLOW_ALWAYS else None
+        return Answer.ACCEPT if chosen == ALLOW_ALWAYS else Answer.ONCE if chosen == ALLOW_ONCE else None
 
     return ask
 

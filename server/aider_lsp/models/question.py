@@ -19,6 +19,7 @@ class Answer(StrEnum):
     """What the user decided, whatever the front end showed."""
 
     ACCEPT = "accept"  # yes, and remember it for the workspace
+    ONCE = "once"  # yes, this time only (not remembered)
     DECLINE = "decline"  # no: nothing of what was asked runs
 
 

@@ -155,5 +155,8 @@ async def confirm_test_command(
             message=f"set {setting} (or pass a test command to the run) to the command "
             f"that tests this workspace; the one detected was `{choice.command}`",
         )
-    log.info("no answer about the test command: using %s this time", choice.describe())
+    if answer is Answer.ONCE:
+        log.info("tests: using %s this time, as allowed once", choice.describe())
+    else:
+        log.info("no answer about the test command: using %s this time", choice.describe())
     return choice
