@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .aider.spawn import Spawned
     from .llm.model_config import ModelConfig
+    from .models.suite_command import ChosenTestCommand
     from .settings import Settings
-    from .suite.choose import ChosenTestCommand
 
     EarlyAider = Spawned  # Aider's server process, started ahead, for `Application.warm_up`
 

@@ -33,8 +33,8 @@ from .models import (
     complete_result,
     failed_result,
 )
+from .models.outcome import test_outcome
 from .suite.findings import summary_line
-from .suite.outcome import test_outcome
 
 
 def command_notes(run: CommandRun) -> dict[str, Any]:

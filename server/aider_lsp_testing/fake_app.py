@@ -72,8 +72,9 @@ from aider_lsp.models import (
     WorkflowUsage,
     complete_result,
 )
+from aider_lsp.models.suite_command import ChosenTestCommand
 from aider_lsp.settings import Settings
-from aider_lsp.suite.choose import ChosenTestCommand, choose_test_command, confirm_test_command
+from aider_lsp.suite.choose import choose_test_command, confirm_test_command
 
 EDIT, ASK, RUN, TESTS, SETUP = "edit", "ask", "run", "tests", "setup"  # the steps `hold` can stop
 SETTINGS = Settings(model="openai:fake-planner", aider_model="openai/fake-coder")

@@ -152,8 +152,9 @@ async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed
 
 
 async def test_the_answer_follows_the_option_chosen_not_its_place(tmp_path: Path) -> None:
-    """Choices in another order (decline first) still map "allow always" onto ACCEPT and
-    "reject" onto DECLINE; a question without ACCEPT offers nothing to remember."""
+    """Choices in another order (decline first) still map "allow always" onto ACCEPT,
+    "reject" onto DECLINE and "allow once" onto ONCE; a question without ACCEPT offers nothing
+    to remember."""
     client = RecordingClient()
     sent: list[object] = []
 
@@ -170,7 +171,7 @@ async def test_the_answer_follows_the_option_chosen_not_its_place(tmp_path: Path
     ask = permission_asker(client, session, asked)
     client.answers = ["allow-always", "reject", "allow-once", "allow-once"]
     answers = [await ask(question), await ask(question), await ask(question), await ask(only_decline)]
-    assert answers == [Answer.ACCEPT, Answer.DECLINE, None, None]
+    assert answers == [Answer.ACCEPT, Answer.DECLINE, Answer.ONCE, Answer.ONCE]
     assert asked.rejected == "Run `make test`?"
     assert client.offered[-1] == ["allow-once", "reject"]
 

@@ -26,7 +26,7 @@ from acp.schema import (
 from acp import resource_link_block, update_agent_message
 
 from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
-from ..suite.outcome import capitalised, test_outcome
+from ..models.outcome import capitalised, test_outcome
 from . import render
 from .permission import Asked, permission_asker, rejection_note
 from .ready_run import decide, outcome, ready_runs

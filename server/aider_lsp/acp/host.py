@@ -31,8 +31,8 @@ if TYPE_CHECKING:
         WorkflowRequest,
         WorkflowRun,
     )
+    from ..models.suite_command import ChosenTestCommand
     from ..settings import Settings
-    from ..suite.choose import ChosenTestCommand
 
 
 class AcpHost(Host, Protocol):

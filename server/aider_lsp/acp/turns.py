@@ -28,7 +28,7 @@ from ..models import (
     WorkflowRequest,
     WorkflowRun,
 )
-from ..suite.outcome import capitalised, test_outcome
+from ..models.outcome import capitalised, test_outcome
 from . import render
 from .buffers import rejected_buffers
 from .commands import parse_command, run_command

@@ -83,6 +83,7 @@ from .history import (
     StepTestRun,
     WorkflowRun,
 )
+from .outcome import capitalised, test_outcome
 from .question import Answer, AskCallback, Choice, Question
 from .runs import (
     CombinedAnalysisResult,
@@ -97,6 +98,7 @@ from .runs import (
     WorkflowResult,
     WorkflowStatus,
 )
+from .suite_command import ChosenTestCommand, CommandSource
 from .usage import AiderCallUsage, CallKind, CallKinds, CallUsage, Spend, WorkflowUsage
 
 __all__ = [
@@ -112,8 +114,10 @@ __all__ = [
     "CallKinds",
     "CallUsage",
     "Choice",
+    "ChosenTestCommand",
     "CombinedAnalysisResult",
     "CommandRun",
+    "CommandSource",
     "ContextGenerationInput",
     "DataContext",
     "DecidingRun",
@@ -182,9 +186,11 @@ __all__ = [
     "WorkflowRun",
     "WorkflowStatus",
     "WorkflowUsage",
+    "capitalised",
     "complete_result",
     "failed_result",
     "parse_args",
     "provider_safe_name",
+    "test_outcome",
     "validation_message",
 ]

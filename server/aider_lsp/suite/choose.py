@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from ..models import Answer, Choice, DeclinedTestCommand, Question, RequestContext
+from ..models.suite_command import ChosenTestCommand, CommandSource
 from ..settings import SECTION, Settings, env_var_for
 from ..state import user_state_dir
 from .detect import detect_test_command
@@ -36,38 +35,6 @@ NO_SUITE_MESSAGE = (
     "Cargo, Go, Maven, Gradle, a Makefile test target); set {section}.testCommand or {variable}, "
     "or pass one to the run"
 )
-
-
-class CommandSource(StrEnum):
-    RUN = "given to the run"
-    SETTING = "the testCommand setting"
-    REMEMBERED = "confirmed for this workspace"
-    DETECTED = "detected"
-
-
-@dataclass(frozen=True)
-class ChosenTestCommand:
-    """The command (a string, as settings hold it: shlex-split unless testShell), where it came
-    from, and for a detected or remembered one the rule that found it."""
-
-    command: str
-    source: CommandSource
-    rule: str | None = None
-
-    @property
-    def needs_confirmation(self) -> bool:
-        return self.source is CommandSource.DETECTED
-
-    def describe(self) -> str:
-        """`…` and why, for a message: "`.venv/bin/python -m pytest` (found: pytest configured in
-        pyproject.toml)"."""
-        if self.source is CommandSource.DETECTED:
-            why = f"found: {self.rule}"
-        elif self.source is CommandSource.REMEMBERED and self.rule:
-            why = f"{self.source.value}; found: {self.rule}"
-        else:
-            why = self.source.value
-        return f"`{self.command}` ({why})"
 
 
 def no_suite_message() -> str:

@@ -32,7 +32,7 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
-from ..suite.outcome import test_outcome
+from ..models.outcome import test_outcome
 from . import first_files, prompts, records
 from .analysis import Analyses
 from .choose_tests import TestChoice

@@ -34,8 +34,8 @@ from ..models import (
     WorkflowStatus,
     WorkflowUsage,
 )
+from ..models.outcome import test_outcome
 from ..suite.findings import summary_line
-from ..suite.outcome import test_outcome
 from .host import WorkflowHost
 from .iteration import Ending, Iteration, changed
 from .planning import Planning

@@ -25,7 +25,7 @@ from ..models import (
     WorkflowRun,
     WorkflowUsage,
 )
-from ..suite.choose import ChosenTestCommand
+from ..models.suite_command import ChosenTestCommand
 from .host import WorkflowHost
 from .orchestrator import CodingWorkflowOrchestrator
 from .steps import run_steps
