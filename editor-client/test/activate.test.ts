@@ -54,7 +54,7 @@ async function until<T>(probe: () => T | undefined): Promise<T> {
 
 /** A run's diff of shapes/area.py, as the server writes it. */
 const AREA_DIFF = [
-    'diff --aider-mcp a/shapes/area.py b/shapes/area.py',
+    'diff --git a/shapes/area.py b/shapes/area.py',
     '--- a/shapes/area.py',
     '+++ b/shapes/area.py',
     '@@ -1,2 +1,2 @@',
@@ -1286,9 +1286,11 @@ describe('zero set-up', () => {
 
     /** A stand-in for the user's Python that records its calls and builds a venv with an `aider-lsp`
      * (whose `setup-aider` prints a pip line, then takes `aiderSeconds`). */
-    function fakePython(version: 'True' | 'False', aiderSeconds = 0): string {
+    /** `aiderSeconds`: how long its `aider-lsp setup-aider` runs on; `until`: a file it waits for first (the test creates it). */
+    function fakePython(version: 'True' | 'False', aiderSeconds = 0, until?: string): string {
         const file = path.join(home, `python-${version}`);
-        const aiderLsp = `#!/bin/sh\\nPATH=/usr/bin:/bin\\necho "aider-lsp $*" >> ${calls}\\necho "Collecting aider-chat==0.86.2"\\nsleep ${String(aiderSeconds)}\\n`;
+        const wait = until ? `while [ ! -e ${until} ]; do sleep 0.05; done\\n` : '';
+        const aiderLsp = `#!/bin/sh\\nPATH=/usr/bin:/bin\\necho "aider-lsp $*" >> ${calls}\\necho "Collecting aider-chat==0.86.2"\\n${wait}sleep ${String(aiderSeconds)}\\n`;
         fs.writeFileSync(
             file,
             [
@@ -1390,12 +1392,22 @@ describe('zero set-up', () => {
     });
 
     it('Edit with Aider offers the set-up first (modal), then asks for the instruction and edits; set-up is told when done', async () => {
-        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 1.5) };
+        // Aider's set-up runs until the step's line with its elapsed time has been shown (whenever that is)
+        const lineShown = path.join(home, 'line-shown');
+        fs.rmSync(lineShown, { force: true });
+        recorded.configuration = { 'aiderLsp.server.path': '', 'aiderLsp.server.python': fakePython('True', 0, lineShown) };
         extension.activate(context as never);
         const before = clients.length;
         recorded.answers.push('Set Up');
         recorded.inputs.push('add zero');
         const done = run(ClientCommand.edit);
+        const stepLine = /^3\/3 installing Aider .* — \d+ s: Collecting aider-chat==0\.86\.2$/;
+        const setUpLines = (): string[] => recorded.progress.find((entry) => entry.title === 'Aider: setting up the server')?.messages ?? [];
+        try {
+            await until(() => (setUpLines().some((message) => stepLine.test(message)) ? true : undefined));
+        } finally {
+            fs.writeFileSync(lineShown, ''); // the set-up goes on either way (nothing is left waiting)
+        }
         const request = await until(() => (clients.length > before ? clients.at(-1)?.sent[0] : undefined));
         assert.equal(request.params.command, ServerCommand.automatic);
         assert.deepEqual(request.params.arguments, [{ prompt: 'add zero' }], 'the instruction reached the server');
@@ -1406,10 +1418,10 @@ describe('zero set-up', () => {
         assert.ok(modal >= 0, JSON.stringify(texts));
         assert.ok(texts.includes('Aider: the server is set up and running.'), JSON.stringify(texts));
         assert.ok(!texts.some((text) => text.includes('not running')), JSON.stringify(texts));
-        const messages = recorded.progress.find((entry) => entry.title === 'Aider: setting up the server')?.messages ?? [];
+        const messages = setUpLines();
         assert.ok(messages.includes('3/3 installing Aider (pip, a few minutes)'), JSON.stringify(messages));
         // the step's latest line with its elapsed time (how many seconds depends on the machine's load)
-        assert.ok(messages.some((message) => /^3\/3 installing Aider .* — \d+ s: Collecting aider-chat==0\.86\.2$/.test(message)), JSON.stringify(messages));
+        assert.ok(messages.some((message) => stepLine.test(message)), JSON.stringify(messages));
     });
 
     it('runs one set-up at a time: a second palette command during the set-up joins it', async () => {

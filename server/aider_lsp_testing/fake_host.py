@@ -146,8 +146,10 @@ def indexed(
     )
 
 
-def model_fails(message: str = "the model answered 500") -> TaskResult:
-    return failed_result(ErrorReason.LLM_ERROR, message)
+def model_fails(
+    message: str = "the model answered 500", reason: ErrorReason = ErrorReason.LLM_ERROR
+) -> TaskResult:
+    return failed_result(reason, message)
 
 
 class FakeHost:

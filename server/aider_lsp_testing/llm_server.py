@@ -2,10 +2,12 @@
 
 Why: every LLM call in the test-suite goes over real HTTP, so the request that a model would
 really receive (system prompt, tools, output schema, model name) can be asserted, and faults
-(429, 500, slow, malformed, truncated stream) can be injected, and an answer can be streamed
-slowly (`dribbled`: pieces with a delay between them, each first piece's time recorded). The
-HTTP and SSE core is the product's `aider_lsp.offline_llm` (the offline demo's server); this
-module adds the rule table, the request log, the fault replies and the request matchers.
+(429, 500, slow, malformed, truncated stream) can be injected, an answer can be held until
+the test lets it go (`held`: a test shows that a caller did not wait for the model by an event,
+not by the clock), and an answer can be streamed slowly (`dribbled`: pieces with a delay
+between them, each first piece's time recorded). The HTTP and SSE core is the product's
+`aider_lsp.offline_llm` (the offline demo's server); this module adds the rule table, the
+request log, the fault replies and the request matchers.
 Standard library only.
 
 Usage::
@@ -65,6 +67,7 @@ __all__ = [
     "dribbled",
     "fault",
     "has_tool_result",
+    "held",
     "is_aider_diff_format",
     "is_streaming",
     "json_output",
@@ -163,6 +166,20 @@ def fault(
 def slow(seconds: float, then: ReplyLike) -> Slow:
     """Wait ``seconds`` before answering with ``then`` (for timeouts)."""
     return Slow(seconds=seconds, then=then)
+
+
+def held(gate: threading.Event, then: ReplyLike) -> Callable[[dict[str, Any]], ReplyLike]:
+    """``then`` once the test sets ``gate``: a model that keeps thinking for as long as the test
+    says. A test shows that a caller did not wait for the answer (it was cancelled, answered,
+    or went on while the gate was shut) by that event, where `slow` would need the clock. The
+    request is recorded when it arrives; set the gate before the test ends (its handler
+    thread, a daemon, waits on it)."""
+
+    def when_let_go(request: dict[str, Any]) -> ReplyLike:
+        gate.wait()
+        return then
+
+    return when_let_go
 
 
 def malformed() -> Malformed:
@@ -426,8 +443,8 @@ class ScriptedLLMServer(OfflineLLMServer):
         with self._lock:
             return list(self.requests)
 
-    def wait_for_requests(self, n: int, timeout: float = 10.0) -> bool:
-        """Wait until at least ``n`` requests were recorded."""
+    def wait_for_requests(self, n: int, timeout: float = 60.0) -> bool:
+        """Wait until at least ``n`` requests were recorded (``timeout``: a cap, not a timing)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:

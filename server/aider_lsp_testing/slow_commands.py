@@ -8,11 +8,12 @@ from pathlib import Path
 
 
 def slow_test_command(pid_file: Path) -> str:
-    """A test command that writes its pid, starts a grandchild, and sleeps a minute."""
+    """A test command that writes its pid, starts a grandchild, and sleeps ten minutes: longer
+    than any test waits, so a process still there at a test's cap was not ended by the server."""
     script = (
         "import os, subprocess, sys, time; "
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-        "time.sleep(60)"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        "time.sleep(600)"
     )
     return f'{sys.executable} -c "{script}"'

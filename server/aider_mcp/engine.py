@@ -93,8 +93,16 @@ def state_dir(root: Path) -> Path:
     return folder
 
 
+UNKNOWN_SESSION = "unknown_session"  # the answer's `code` for a chat this server does not have
+
+
 class EngineError(Exception):
-    """A request the engine cannot serve (bad path, unknown session); becomes {"error"}."""
+    """A request the engine cannot serve (bad path, unknown session); becomes {"error"}, with
+    a `code` where the client acts on the kind of error (UNKNOWN_SESSION: start a new chat)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -756,7 +764,9 @@ class AiderEngine:
             self.warm_up()
             session = self._sessions.get(session_id) if session_id else None
             if session_id and session is None:
-                raise EngineError(f"unknown session_id {session_id!r} (ended or server restarted)")
+                raise EngineError(
+                    f"unknown session_id {session_id!r} (ended or server restarted)", code=UNKNOWN_SESSION
+                )
             if session is not None:
                 self._narrow(session, leaving)
             known = set(session.editable) if session else set()

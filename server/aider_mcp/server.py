@@ -39,7 +39,7 @@ async def _answer(run: Callable[[], Awaitable[dict[str, Any]]]) -> str:
     try:
         return _json(await run())
     except EngineError as exc:
-        return _json({"error": str(exc)})
+        return _json({"error": str(exc), **({"code": exc.code} if exc.code else {})})
     except Exception as exc:  # Aider failed in a way it did not report itself
         log.error("aider failed:\n%s", traceback.format_exc())
         return _json({"error": f"{type(exc).__name__}: {exc}"})

@@ -22,7 +22,7 @@ from aider_lsp_testing.raw_lsp import alive
 from aider_lsp_testing.slow_commands import slow_test_command
 from aider_lsp_testing.waiting import eventually
 
-EXIT_S = 15.0  # generous: the agent is expected to exit in a second or two
+EXIT_S = 60.0  # a cap, not a timing: the agent is expected to exit in a second or two
 
 
 def busy_in(stage: str, pid_file: Path, calls: Path) -> bool:
@@ -63,6 +63,6 @@ async def test_stdin_closed_during_a_workflow_turn_ends_the_agent_and_its_childr
             await asyncio.wait_for(process.wait(), EXIT_S)
             turn.cancel()
     assert process.returncode == 0
-    assert await eventually(lambda: not any(alive(pid) for pid in busy), 5), [
+    assert await eventually(lambda: not any(alive(pid) for pid in busy)), [
         line for pid, line in busy.items() if alive(pid)
     ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -107,19 +107,27 @@ async def test_bad_replies_are_failures(workspace: Path, tmp_path: Path, mode: s
 async def test_hang_times_out_within_the_deadline_and_the_next_call_works(
     workspace: Path, tmp_path: Path
 ) -> None:
-    bridge = make_bridge(workspace, fake_settings("hang-once", tmp_path, aider_timeout=1.5))
+    """An edit the server never answers (the fake sleeps an hour) ends at `timeouts.aider`: only
+    that deadline can end it within the test's cap. Its server is killed, and the next call
+    starts a new one. The server is warmed up first under a generous deadline, so that the short
+    one covers the hung edit alone, not a start a busy machine slows."""
+    settings = {"now": fake_settings("hang-edit", tmp_path, aider_timeout=60)}
+    bridge = AiderBridge(FileAccessManager(workspace), lambda: settings["now"])
     try:
-        started = time.monotonic()
-        result = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
-        elapsed = time.monotonic() - started
+        assert await bridge.warm_up()
+        warm = bridge.server_pid
+        settings["now"] = fake_settings("hang-edit", tmp_path, aider_timeout=3)
+        result = await asyncio.wait_for(
+            bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py")), 60
+        )
         assert result.status is TaskStatus.FAILED
         assert error_reason(result) == "execution_timeout"
-        assert elapsed < 1.5 + 5, elapsed  # deadline plus a bounded kill
-        hung_pid = json.loads((tmp_path / "calls.log").read_text().splitlines()[0])["pid"]
-        assert (
-            not Path(f"/proc/{hung_pid}").exists() or "zombie" in Path(f"/proc/{hung_pid}/status").read_text()
-        )
+        calls = [json.loads(line) for line in (tmp_path / "calls.log").read_text().splitlines()]
+        (hung,) = [call["pid"] for call in calls if call["params"].get("name") == "aider_ai_code"]
+        assert hung == warm  # the edit reached the warm server, which never answered it
+        assert not Path(f"/proc/{hung}").exists() or "zombie" in Path(f"/proc/{hung}/status").read_text()
 
+        settings["now"] = fake_settings("ok", tmp_path)
         again = await bridge.call_aider_tool("aider_ai_code", edit_params("pkg/calc.py"))
         assert again.status is TaskStatus.COMPLETE, again.content
         assert bridge.starts == 2
@@ -426,4 +434,4 @@ def test_an_answer_without_usage_reports_none_not_zero() -> None:
     assert counted.usage is not None and counted.usage.input_tokens == 120
     assert counted.to_task_result().notes["usage"] == usage
     foreign = edit_outcome("aider_ai_code", ToolReply((json.dumps(answer),)), files, bundled=False)
-    assert foreign.diff.startswith("diff --aider-mcp a/a.py") and "+x = 2" in foreign.diff
+    assert foreign.diff.startswith("diff --git a/a.py") and "+x = 2" in foreign.diff

@@ -266,27 +266,39 @@ def test_ctrl_c_stops_the_tests_and_leaves_the_run_undoable(
     process, stderr, test_pid = interrupt_in_slow_tests(project, tmp_path, env)
     assert process.returncode == 130, stderr
     assert "cancelled" in stderr and "Traceback" not in stderr
-    assert not _alive(test_pid)
+    assert wait_until(lambda: not _alive(test_pid)), "the test command outlived the Ctrl-C"
     assert (project / "mathx.py").read_text() == FIXED  # Aider's edit is kept, and undoable
     undo = run_cli("undo", "--workspace", str(project), env=clean_env())
     assert undo.returncode == 0, undo.stdout
     assert (project / "mathx.py").read_text() == BUGGY
 
 
-@pytest.mark.aider
 def test_ctrl_c_during_the_tests_before_the_first_edit_stops_them_and_changes_nothing(
     project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
+    """The default: the tests run first, beside Aider's start (which a Ctrl-C there once hung).
+    Aider's start is held here (a server that never answers, for ten minutes): once Aider is
+    ready the first edit would wait for the tests at most a second, so with a real Aider the
+    Ctrl-C would have to come before that second ran out; held, the run is in that phase for
+    certain when the Ctrl-C comes, and the Ctrl-C must end Aider's start too."""
+    aider_pid_file = tmp_path / "aider.pid"
+    starting = f"import os, time; open({str(aider_pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+    env = model_env(llm_server)
+    env["AIDER_LSP_AIDER_SERVER"] = json.dumps({"command": sys.executable, "args": ["-c", starting]})
     llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
-    # the default: the tests run first, beside Aider's start (which a Ctrl-C there once hung)
-    process, stderr, test_pid = interrupt_in_slow_tests(
-        project, tmp_path, model_env(llm_server), "--files", "mathx.py"
-    )
+    process, stderr, test_pid = interrupt_in_slow_tests(project, tmp_path, env, "--files", "mathx.py")
     assert process.returncode == 130, stderr
     assert "cancelled" in stderr and "Traceback" not in stderr
-    assert not _alive(test_pid)
+    assert wait_until(lambda: not _alive(test_pid)), "the test command outlived the Ctrl-C"
+    assert aider_pid_file.exists(), "Aider's start was not under way"
+    aider_pid = int(aider_pid_file.read_text())
+    try:
+        assert wait_until(lambda: not _alive(aider_pid)), "Aider's start outlived the Ctrl-C"
+    finally:
+        if _alive(aider_pid):
+            os.kill(aider_pid, signal.SIGKILL)
     assert (project / "mathx.py").read_text() == BUGGY  # no edit was made
-    assert not any(IS_AIDER(request) for request in llm_server.chat_requests())
+    assert llm_server.chat_requests() == []  # no model was asked
 
 
 @pytest.mark.aider

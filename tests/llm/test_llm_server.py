@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
+from types import SimpleNamespace
 
 import openai
 import pytest
 
+import aider_lsp_testing.llm_server as scripted
 from aider_lsp.offline_llm import OfflineLLMServer, Reply, last_user_message
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
@@ -17,6 +20,7 @@ from aider_lsp_testing.llm_server import (
     any_request,
     fault,
     has_tool_result,
+    held,
     json_output,
     last_user_contains,
     malformed,
@@ -113,7 +117,8 @@ def test_unmatched_is_a_loud_500(llm_server: ScriptedLLMServer) -> None:
 def test_malformed_truncated_slow_callable_and_models(llm_server: ScriptedLLMServer) -> None:
     llm_server.add_rule(last_user_contains("bad"), malformed())
     llm_server.add_rule(last_user_contains("cut"), truncated_stream())
-    llm_server.add_rule(last_user_contains("slow"), slow(2.0, text("late")))
+    answer_late = threading.Event()  # the answer comes once the client has given up on it
+    llm_server.add_rule(last_user_contains("slow"), slow(0.1, held(answer_late, text("late"))))
     llm_server.add_rule(
         all_of(last_user_contains("echo"), lambda r: not has_tool_result()(r)),
         lambda req: text("echo:" + req["model"]),
@@ -123,38 +128,51 @@ def test_malformed_truncated_slow_callable_and_models(llm_server: ScriptedLLMSer
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": "bad"}])
     with pytest.raises(openai.APIConnectionError):  # the stream ends before [DONE]
         list(c.chat.completions.create(model="m", messages=[{"role": "user", "content": "cut"}], stream=True))
-    with pytest.raises(openai.APITimeoutError):
-        _client(llm_server, timeout=0.3).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "slow"}]
-        )
+    try:
+        with pytest.raises(openai.APITimeoutError):
+            _client(llm_server, timeout=0.3).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "slow"}]
+            )
+    finally:
+        answer_late.set()
     r = c.chat.completions.create(model="mx", messages=[{"role": "user", "content": "echo"}])
     assert r.choices[0].message.content == "echo:mx"
     with urllib.request.urlopen(llm_server.base_url + "/models") as resp:
         assert json.loads(resp.read())["data"][0]["id"] == "scripted-model"
 
 
-def test_latency_delays_every_answered_call(llm_server: ScriptedLLMServer) -> None:
-    """The benchmarks' model latency: each call waits `latency` seconds first; 0 turns it off."""
+def test_latency_delays_every_answered_call(
+    llm_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The benchmarks' model latency: each call waits `latency` seconds before its answer; 0
+    turns it off. The waits the handler asks for are recorded (the clock is not asserted)."""
+    waits: list[tuple[float, int]] = []  # (seconds, requests recorded when the wait began)
+
+    def sleep(seconds: float) -> None:
+        waits.append((seconds, len(llm_server.chat_requests())))
+        time.sleep(seconds)
+
+    monkeypatch.setattr(scripted, "time", SimpleNamespace(sleep=sleep, monotonic=time.monotonic))
     llm_server.add_rule(any_request, text("ok"))
     client = _client(llm_server)
     ask = [{"role": "user", "content": "hi"}]
     llm_server.latency = 0.3
-    started = time.monotonic()
-    client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
-    assert time.monotonic() - started >= 0.3
+    first = client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
+    assert first.choices[0].message.content == "ok"
+    assert waits == [(0.3, 1)]  # once, for the recorded request, before its answer came
     llm_server.latency = 0.0
-    started = time.monotonic()
-    client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
-    assert time.monotonic() - started < 0.3
+    second = client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
+    assert second.choices[0].message.content == "ok"
+    assert waits == [(0.3, 1)]  # no wait at all
 
 
 def test_context_manager_stops() -> None:
     with ScriptedLLMServer() as srv:
         url = srv.base_url
-    t0 = time.monotonic()
-    with pytest.raises(urllib.error.URLError):
-        urllib.request.urlopen(url + "/models", timeout=2)
-    assert time.monotonic() - t0 < 2
+    with pytest.raises(urllib.error.URLError) as refused:
+        urllib.request.urlopen(url + "/models", timeout=60)  # a cap: a server left listening would hang
+    # nothing listens on the port any more: refused, not a connection that waits for an answer
+    assert isinstance(refused.value.reason, ConnectionRefusedError), refused.value.reason
 
 
 def test_aider_edit_format_helpers(llm_server: ScriptedLLMServer) -> None:

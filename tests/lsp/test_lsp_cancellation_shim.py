@@ -56,7 +56,7 @@ async def test_cancel_request_reaches_the_commands_task() -> None:
             "params": {"command": "shim.wait", "arguments": []},
         },
     )
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 60)
     assert seen["future"] is not None, "pygls no longer keeps the request's future where the shim looks"
     assert not seen["future"].done()
     _receive(server, {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}})

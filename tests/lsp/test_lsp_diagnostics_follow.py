@@ -75,7 +75,7 @@ async def test_a_diagnostic_moves_with_the_lines_above_and_goes_when_its_line_is
         published = record_publishes(client)
 
         change(client, test_uri, 8, (0, 0), (0, 0), "# one\n# two\n")  # two lines inserted above
-        moved = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 2), timeout=10)
+        moved = await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 2), timeout=60)
         ours = next(d for d in moved if d.range.start.line == MULTIPLY_ASSERT + 2)
         assert (ours.range.start.character, ours.range.end.character, ours.message) == (
             before.range.start.character,
@@ -85,7 +85,7 @@ async def test_a_diagnostic_moves_with_the_lines_above_and_goes_when_its_line_is
         assert published[-1].version == 8
 
         change(client, test_uri, 9, (0, 0), (1, 0), "")  # one deleted above
-        await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 1), timeout=10)
+        await wait_for_diagnostics(client, test_uri, on_line(MULTIPLY_ASSERT + 1), timeout=60)
         assert published[-1].version == 9
 
         change(client, test_uri, 10, (0, 0), (0, 5), "# ONE")  # an edit above, on one line: stays
@@ -94,7 +94,7 @@ async def test_a_diagnostic_moves_with_the_lines_above_and_goes_when_its_line_is
 
         line = MULTIPLY_ASSERT + 1  # the user edits the failing line itself: what it said may be stale
         change(client, test_uri, 11, (line, 8), (line, 12), "this")
-        await wait_for_diagnostics(client, test_uri, lambda found: not on_line(line)(found), timeout=10)
+        await wait_for_diagnostics(client, test_uri, lambda found: not on_line(line)(found), timeout=60)
         assert published[-1].version == 11
 
 

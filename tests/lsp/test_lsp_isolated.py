@@ -12,6 +12,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from aider_lsp_testing.letters_project import (
     worktree_branches,
     write_letters_project,
 )
-from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, last_user_contains, slow
+from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, held, last_user_contains
 from aider_lsp_testing.lsp_session import cancel_command, execute, start_command
 from aider_lsp_testing.waiting import eventually
 
@@ -121,11 +122,12 @@ async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
     """alpha's Aider never answers before the kill (nothing changed: cleaned); beta's edit is
     made and its tests hang (a change: ready, and it applies)."""
     root = write_letters_project(tmp_path)
-    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("fix alpha")), slow(60, aider_whole({})))
+    never = threading.Event()  # alpha's model answers after the test (its own server's next run)
+    llm_server.add_rule(all_of(IS_AIDER, last_user_contains("fix alpha")), held(never, aider_whole({})))
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("fix beta")), aider_whole({"beta.py": fixed("beta")})
     )
-    hanging = {**isolated("beta"), "test_command": f"{sys.executable} -c 'import time; time.sleep(60)'"}
+    hanging = {**isolated("beta"), "test_command": f"{sys.executable} -c 'import time; time.sleep(600)'"}
     async with lsp(root, init_options=options(llm_server)) as client:
         running = [
             asyncio.ensure_future(execute(client, "aider-lsp.workflow.run", arg))
@@ -137,10 +139,11 @@ async def test_a_killed_server_leaves_runs_the_next_start_cleans_or_keeps_ready(
         server = client.server_process
         assert server is not None
         os.kill(server.pid, signal.SIGKILL)
-        await asyncio.wait_for(server.wait(), 10)
+        await asyncio.wait_for(server.wait(), 60)
         client.shutdown_sent, client.exited_process = True, server  # nothing left to shut down
         for request in running:
             request.cancel()
+    never.set()
     assert len(worktree_branches(root)) >= 2, "the killed runs' worktrees are left"
     async with lsp(root, init_options=options(llm_server)) as client:
         listed = await execute(client, "aider-lsp.history.list", {})
@@ -160,7 +163,8 @@ async def test_a_cancelled_isolated_run_leaves_nothing(lsp: Any, tmp_path: Path,
     """$/cancelRequest on an isolated run while Aider works: its worktree and branch go, the
     user's file is untouched, and the server answers the next request."""
     root = write_letters_project(tmp_path)
-    llm_server.add_rule(IS_AIDER, slow(60, aider_whole({"alpha.py": fixed("alpha")})))
+    never = threading.Event()  # the model answers only after the test
+    llm_server.add_rule(IS_AIDER, held(never, aider_whole({"alpha.py": fixed("alpha")})))
     async with lsp(root, init_options=options(llm_server)) as client:
         msg_id, pending = start_command(client, "aider-lsp.workflow.run", isolated("alpha"))
         assert await eventually(lambda: running_runs(client, 1), 60), "the run under way in its tree"
@@ -175,6 +179,7 @@ async def test_a_cancelled_isolated_run_leaves_nothing(lsp: Any, tmp_path: Path,
         (run,) = (await execute(client, "aider-lsp.history.list", {}))["notes"]["runs"]
         assert run["status"] == "CANCELLED"
         assert f"aider-lsp/{run['id']}" not in git(root, "branch")
+    never.set()
     assert (root / "alpha.py").read_text() == MODULES["alpha"][0]
     assert not worktree_branches(root)
 

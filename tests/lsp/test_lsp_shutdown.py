@@ -22,8 +22,8 @@ from aider_lsp_testing.raw_lsp import alive
 from aider_lsp_testing.slow_commands import slow_test_command
 from aider_lsp_testing.waiting import eventually
 
-SHUTDOWN_ANSWER_S = 10.0  # generous: the shutdown is expected in about a second
-EXIT_S = 10.0
+SHUTDOWN_ANSWER_S = 60.0  # a cap, not a timing: the shutdown is expected in about a second
+EXIT_S = 60.0
 
 
 def fake_aider(mode: str, log: Path) -> dict[str, Any]:
@@ -49,7 +49,7 @@ async def shut_down(client: AiderTestClient, busy: dict[int, str]) -> None:
     client.exit(None)
     await asyncio.wait_for(process.wait(), EXIT_S)
     assert process.returncode == 0, f"exit code {process.returncode} (shutdown answered in {answered:.1f} s)"
-    assert await eventually(lambda: not any(alive(pid) for pid in busy), 5), [
+    assert await eventually(lambda: not any(alive(pid) for pid in busy)), [
         line for pid, line in busy.items() if alive(pid)
     ]
 

@@ -411,13 +411,13 @@ async def test_background_indexing_reports_progress_and_answers_partially(
 
     def slow_read(root, path, old_hash, max_bytes):  # type: ignore[no-untyped-def]
         if path == "web/src/parseConfig.ts":
-            gate.wait(10)
+            gate.wait(120)  # held until the test has asked (a cap past the test's own)
         return original(root, path, old_hash, max_bytes)
 
     monkeypatch.setattr(reader_module, "read_file", slow_read)
     messages: list[tuple[str, int | None]] = []
     task = memory.start_indexing(lambda message, pct: messages.append((message, pct)))
-    assert await eventually(lambda: "app/retry.py" in memory.store.known_files(), 4)
+    assert await eventually(lambda: "app/retry.py" in memory.store.known_files())
     result = await memory.get_relevant_context_for(ContextGenerationInput(query="retry backoff"))
     assert result.matches[0].source_path == "app/retry.py"
     assert "Indexing in progress" in result.context_summary
@@ -587,6 +587,6 @@ async def test_a_workspace_at_the_filesystem_root_is_not_indexed(tmp_path: Path)
         FileAccessManager("/"),
         Settings(context_index_path=str(tmp_path / "index.sqlite3")),
     )
-    stats = await asyncio.wait_for(memory.start_indexing(), 10)
+    stats = await asyncio.wait_for(memory.start_indexing(), 60)
     assert stats.skipped == ["the workspace is the filesystem root: not indexed"]
     await memory.aclose()

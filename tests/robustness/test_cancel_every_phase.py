@@ -1,8 +1,13 @@
-"""A cancel in any phase of a workflow run ends every process of the run within a second, over
-LSP (`$/cancelRequest`), ACP (`session/cancel`) and the command line (Ctrl-C), and the front end
-answers "cancelled" as promptly. Each case is a real front-end subprocess, the real Aider, the
-scripted models, and a run held in one phase: the tests before the first edit, Aider's start,
-the plan, an edit, the tests after it, the analysis.
+"""A cancel in any phase of a workflow run ends every process of the run, over LSP
+(`$/cancelRequest`), ACP (`session/cancel`) and the command line (Ctrl-C), and the front end
+answers "cancelled" without waiting for the phase to end. Each case is a real front-end
+subprocess, the real Aider, the scripted models, and a run held in one phase: the tests before
+the first edit, Aider's start, the plan, an edit, the tests after it, the analysis.
+
+The phase is held for longer than the test waits (a model's answer until the test ends, a test
+command or an Aider start for ten minutes): a front end that waited for it would not answer, and
+a process the cancel did not end would still run, when the test's cap is reached. How soon
+either happens is not asserted (these machines are shared and busy).
 
 "Every process of the run": whatever the front end had started below it when the cancel went,
 except what outlives a run by design in the servers that stay (the index's worker processes,
@@ -12,9 +17,11 @@ warm). A cancelled edit's Aider server is stopped (the edit must not land later)
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -32,19 +39,20 @@ from aider_lsp_testing.llm_server import (
     IS_PLAN,
     ScriptedLLMServer,
     aider_whole,
+    held,
     json_output,
-    slow,
 )
 from aider_lsp_testing.raw_acp import RawAcpClient
 from aider_lsp_testing.raw_lsp import RawLspClient, alive, children_of
+from aider_lsp_testing.waiting import wait_until
 
 pytestmark = pytest.mark.aider
 
 CLI = [sys.executable, "-m", "aider_lsp"]
 GOAL = "Fix subtract and multiply in calc.py"
 VAGUE_GOAL = "write some documentation"  # the index finds no file for it: the plan comes first
-HELD = 60  # seconds a held model answer or a slow test would take
-WITHIN = 1.0  # the cancel's promise, in seconds
+HELD = 600  # seconds a held test command or Aider start would take: far past CAP
+CAP = 60  # seconds the test waits for the answer and for the run's processes to end: a safety net
 REACH = 120  # seconds to reach the phase (Aider starts cold)
 
 
@@ -87,7 +95,9 @@ def _running(token: str) -> Callable[[ScriptedLLMServer, set[str]], bool]:
     return lambda llm, commands: any(token in command for command in commands)
 
 
-def phases(token: str) -> list[Phase]:
+def phases(token: str, let_go: threading.Event | None = None) -> list[Phase]:
+    """The phases; a held model answer comes once `let_go` is set (at the end of the test)."""
+    gate = let_go or threading.Event()
     quick_edit = lambda llm: llm.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}))  # noqa: E731
     failing = f'{sys.executable} -c "raise SystemExit(1)"'
     return [
@@ -106,14 +116,14 @@ def phases(token: str) -> list[Phase]:
             "the plan",
             goal=VAGUE_GOAL,
             settings={"AIDER_LSP_TEST_COMMAND": TEST_COMMAND},
-            arrange=lambda llm: llm.add_rule(IS_PLAN, slow(HELD, json_output(PLAN))),
+            arrange=lambda llm: llm.add_rule(IS_PLAN, held(gate, json_output(PLAN))),
             reached=_asked(IS_PLAN),
             own_process=False,
         ),
         Phase(
             "an edit",
             settings={"AIDER_LSP_TEST_COMMAND": TEST_COMMAND},
-            arrange=lambda llm: llm.add_rule(IS_AIDER, slow(HELD, aider_whole({"calc.py": HALF_FIXED}))),
+            arrange=lambda llm: llm.add_rule(IS_AIDER, held(gate, aider_whole({"calc.py": HALF_FIXED}))),
             reached=_asked(IS_AIDER),
             aider_working=True,
         ),
@@ -126,7 +136,7 @@ def phases(token: str) -> list[Phase]:
         Phase(
             "the analysis",
             settings={"AIDER_LSP_TEST_COMMAND": failing, "AIDER_LSP_MAX_RETRIES": "0"},
-            arrange=lambda llm: (quick_edit(llm), llm.add_rule(IS_ANALYSIS, slow(HELD, json_output({})))),
+            arrange=lambda llm: (quick_edit(llm), llm.add_rule(IS_ANALYSIS, held(gate, json_output({})))),
             reached=_asked(IS_ANALYSIS),
             own_process=False,
         ),
@@ -223,14 +233,27 @@ def started(
 ) -> Iterator[tuple[FrontEnd, Phase]]:
     front_end, phase_name = request.param
     token = f"held-{uuid.uuid4().hex}"
-    phase = next(p for p in phases(token) if p.name == phase_name)
+    let_go = threading.Event()
+    phase = next(p for p in phases(token, let_go) if p.name == phase_name)
     phase.arrange(llm_server)
     env = scripted_environment(llm_server.base_url, **phase.settings)
     running = FRONT_ENDS[front_end](calc_project, phase.goal, env, tmp_path / "front-end.log")
     try:
         yield running, phase
     finally:
+        let_go.set()
         running.close()
+        _kill_held(token)
+
+
+def _kill_held(token: str) -> None:
+    """A failed case leaves nothing of its held phase running on this machine."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and token in _cmdline(int(entry)):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _reach(front_end: FrontEnd, phase: Phase, llm: ScriptedLLMServer) -> set[int]:
@@ -259,7 +282,7 @@ def _may_outlive(front_end: FrontEnd, phase: Phase, pid: int) -> bool:
     ids=[f"{front_end}-{phase.replace(' ', '-')}" for front_end in FRONT_ENDS for phase in PHASES],
     indirect=True,
 )
-def test_a_cancel_ends_every_process_of_the_run_within_a_second(
+def test_a_cancel_ends_every_process_of_the_run_and_is_answered(
     started: tuple[FrontEnd, Phase], llm_server: ScriptedLLMServer
 ) -> None:
     front_end, phase = started
@@ -267,11 +290,8 @@ def test_a_cancel_ends_every_process_of_the_run_within_a_second(
     run = {pid for pid in below if not _may_outlive(front_end, phase, pid)}
     assert run or not phase.own_process, f"no process of the run in {phase.name}: {below}"
     front_end.cancel()
-    cancelled = time.monotonic()
-    assert front_end.answered(timeout=10) == "cancelled"
-    answered = time.monotonic() - cancelled
-    while time.monotonic() - cancelled < WITHIN and any(alive(pid) for pid in run):
-        time.sleep(0.02)
+    # the phase would hold the run far past the cap: answered at all is answered without it
+    assert front_end.answered(timeout=CAP) == "cancelled"
+    wait_until(lambda: not any(alive(pid) for pid in run), CAP)
     left = [_cmdline(pid) for pid in run if alive(pid)]
-    assert not left, f"still running {WITHIN} s after the cancel in {phase.name}: {left}"
-    assert answered < WITHIN, f"answered {answered:.2f} s after the cancel in {phase.name}"
+    assert not left, f"still running after the cancel in {phase.name}: {left}"

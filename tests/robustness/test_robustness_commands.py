@@ -159,13 +159,13 @@ def test_malformed_requests_are_answered_and_notifications_do_not_pop_up(
     client: RawLspClient, odd_workspace: Path
 ) -> None:
     """pygls drops a request whose params do not decode: the client would wait forever."""
-    response = client.request("workspace/executeCommand", None, timeout=10)
+    response = client.request("workspace/executeCommand", None, timeout=60)
     assert response["error"]["code"] == INVALID_PARAMS
     assert "workspace/executeCommand" in response["error"]["message"]
-    response = client.request("workspace/executeCommand", {"arguments": []}, timeout=10)
+    response = client.request("workspace/executeCommand", {"arguments": []}, timeout=60)
     assert response["error"]["code"] == INVALID_PARAMS
     assert "command" in response["error"]["message"]
-    assert client.request("no/such/method", {}, timeout=10)["error"]["code"] == -32601
+    assert client.request("no/such/method", {}, timeout=60)["error"]["code"] == -32601
 
     # malformed notifications: logged for the user (Output), no "Error in server" pop-up
     client.notify("textDocument/didOpen", {"textDocument": {"uri": 5}})
@@ -217,10 +217,10 @@ def test_requests_after_shutdown_are_refused_not_dropped(tmp_path: Path, odd_wor
     try:
         raw.initialize(odd_workspace)
         assert "result" in raw.request("shutdown", None)
-        late = raw.execute("aider-lsp.tools.list", {}, timeout=10)
+        late = raw.execute("aider-lsp.tools.list", {}, timeout=60)
         assert late["error"]["code"] == -32600 and "shutting down" in late["error"]["message"]
         raw.notify("exit", None)
-        assert raw.process.wait(10) == 0
+        assert raw.process.wait(60) == 0
     finally:
         raw.close()
 
@@ -230,7 +230,7 @@ def test_exit_without_shutdown_ends_with_code_1(tmp_path: Path, odd_workspace: P
     try:
         raw.initialize(odd_workspace)
         raw.notify("exit", None)
-        assert raw.process.wait(10) == 1
+        assert raw.process.wait(60) == 1
         assert "Traceback" not in raw.stderr_text()
     finally:
         raw.close()

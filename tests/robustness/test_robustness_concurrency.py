@@ -5,13 +5,21 @@ deadlocks and every answer is right."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, any_request, last_user_contains, slow
+from aider_lsp_testing.llm_server import (
+    ScriptedLLMServer,
+    aider_whole,
+    any_request,
+    held,
+    last_user_contains,
+    slow,
+)
 from aider_lsp_testing.raw_lsp import RawLspClient
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
@@ -34,24 +42,26 @@ def _edit(client: RawLspClient, prompt: str, files: list[str]) -> int:
 
 @pytest.mark.aider
 def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: Path) -> None:
+    """The model's answer to Aider is held until the reads are answered: a read that waited
+    for the edit would never be answered (its cap fails), and the file it reads is the original."""
+    let_go = threading.Event()
     with ScriptedLLMServer() as llm:
         llm.add_rule(
             any_request,
-            slow(4, aider_whole({"pkg/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n"})),
+            held(let_go, aider_whole({"pkg/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n"})),
         )
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
             client.initialize(workspace, _options(llm))
             edit = _edit(client, "add types", ["pkg/calc.py"])
-            assert llm.wait_for_requests(1, 60)
-            started = time.monotonic()
-            context = client.execute("aider-lsp.system.getContext", {"query": "add"}, timeout=10)["result"]
-            read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]}, timeout=10)[
+            assert llm.wait_for_requests(1, 60)  # Aider is waiting for its model
+            context = client.execute("aider-lsp.system.getContext", {"query": "add"}, timeout=60)["result"]
+            read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]}, timeout=60)[
                 "result"
             ]
-            assert time.monotonic() - started < 3, "a read waited for the edit"
             assert "pkg/calc.py" in json.loads(context["content"])
             assert ORIGINAL in read["content"]  # the edit has not landed yet
+            let_go.set()
             result = client.wait_response(edit, 60)["result"]
             assert result["status"] == "COMPLETE", result
             read = client.execute("aider-lsp.system.readFiles", {"file_paths": ["pkg/calc.py"]})["result"]
@@ -59,6 +69,7 @@ def test_reads_and_context_answer_while_an_edit_runs(tmp_path: Path, workspace: 
             assert client.shutdown() == 0
             assert client.garbage == [], "stdout carried something that is not an LSP frame"
         finally:
+            let_go.set()
             client.close()
 
 
@@ -146,9 +157,12 @@ def test_commands_during_the_first_indexing_pass(tmp_path: Path) -> None:
 
 @pytest.mark.aider
 def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, workspace: Path) -> None:
+    """The first edit's answer is held until the queued one's cancel is answered: the second
+    is cancelled while queued behind it, never after it ran."""
     (workspace / "pkg" / "other.py").write_text("B = 0\n")
+    let_go = threading.Event()
     with ScriptedLLMServer() as llm:
-        llm.add_rule(last_user_contains("first"), slow(4, aider_whole({"pkg/calc.py": "A = 1\n"})))
+        llm.add_rule(last_user_contains("first"), held(let_go, aider_whole({"pkg/calc.py": "A = 1\n"})))
         llm.add_rule(last_user_contains("second"), aider_whole({"pkg/other.py": "B = 1\n"}))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
@@ -156,9 +170,10 @@ def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, w
             first = _edit(client, "first", ["pkg/calc.py"])
             assert llm.wait_for_requests(1, 60)
             second = _edit(client, "second", ["pkg/other.py"])
-            time.sleep(0.3)
+            time.sleep(0.3)  # the second reaches the queue (a cancel sent with it works as well)
             client.notify("$/cancelRequest", {"id": second})
-            assert client.wait_response(second, 10)["error"]["code"] == -32800
+            assert client.wait_response(second, 60)["error"]["code"] == -32800
+            let_go.set()
             assert client.wait_response(first, 60)["result"]["status"] == "COMPLETE"
             assert (workspace / "pkg" / "calc.py").read_text() == "A = 1\n"
             assert (workspace / "pkg" / "other.py").read_text() == "B = 0\n"  # never ran
@@ -166,4 +181,5 @@ def test_cancelling_a_queued_edit_leaves_the_running_one_alone(tmp_path: Path, w
             assert client.shutdown() == 0
             assert client.garbage == [], "stdout carried something that is not an LSP frame"
         finally:
+            let_go.set()
             client.close()

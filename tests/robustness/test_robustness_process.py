@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,9 @@ from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     aider_whole,
     any_request,
+    held,
     json_output,
     offers_tool,
-    slow,
 )
 from aider_lsp_testing.raw_lsp import SERVER_COMMAND, RawLspClient, alive, children_of, server_env
 from aider_lsp_testing.waiting import wait_until
@@ -46,7 +47,7 @@ def _wait_gone(pids: set[int], timeout: float) -> set[int]:
 
 
 def _aider_editing(client: RawLspClient, workspace: Path, llm: ScriptedLLMServer) -> set[int]:
-    """Start an edit whose model reply is slow; once Aider has asked the model, its processes."""
+    """Start an edit whose model reply is held; once Aider has asked the model, its processes."""
     client.initialize(workspace, _options(llm))
     client.send_request(
         "workspace/executeCommand",
@@ -105,44 +106,48 @@ def test_stdout_is_only_lsp_frames_while_libraries_print(tmp_path: Path, workspa
 def test_the_server_ends_cleanly_mid_edit_and_leaves_no_aider_process(
     tmp_path: Path, workspace: Path, ending: str
 ) -> None:
+    let_go = threading.Event()  # the model's reply comes after the test: a server waiting for it fails
     with ScriptedLLMServer() as llm:
-        llm.add_rule(any_request, slow(30, aider_whole({"pkg/calc.py": EDITED})))
+        llm.add_rule(any_request, held(let_go, aider_whole({"pkg/calc.py": EDITED})))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
             aider = _aider_editing(client, workspace, llm)
             assert aider, "no Aider server was started"
             if ending == "shutdown":  # as a client should: exit once shutdown is answered
-                assert "result" in client.request("shutdown", None, timeout=20)
+                assert "result" in client.request("shutdown", None, timeout=60)
                 client.notify("exit", None)
             elif ending == "stdin-closed":  # the editor died
                 assert client.process.stdin is not None
                 client.process.stdin.close()
             else:
                 client.process.send_signal(signal.SIGTERM)
-            assert client.process.wait(20) == 0
-            assert _wait_gone(aider, 5) == set(), "an Aider server outlived the language server"
+            assert client.process.wait(60) == 0  # a cap
+            assert _wait_gone(aider, 60) == set(), "an Aider server outlived the language server"
             assert client.garbage == []
             assert "Traceback" not in client.stderr_text()
         finally:
+            let_go.set()
             client.close()
 
 
 @pytest.mark.aider
 def test_a_killed_server_does_not_leave_aider_editing(tmp_path: Path, workspace: Path) -> None:
     """SIGKILL gives the server no chance to clean up: the Aider server notices and exits."""
+    let_go = threading.Event()  # the model's reply comes after the test
     with ScriptedLLMServer() as llm:
-        llm.add_rule(any_request, slow(30, aider_whole({"pkg/calc.py": EDITED})))
+        llm.add_rule(any_request, held(let_go, aider_whole({"pkg/calc.py": EDITED})))
         client = RawLspClient(tmp_path / "stderr.txt")
         try:
             aider = _aider_editing(client, workspace, llm)
             client.process.kill()
-            client.process.wait(10)
-            left = _wait_gone(aider, 5)
+            client.process.wait(60)
+            left = _wait_gone(aider, 60)  # a cap: an Aider server left running would wait for ever
             for pid in left:  # do not leak it into the rest of the run
                 subprocess.run(["kill", "-9", str(pid)], check=False)
             assert left == set(), "the Aider server kept running after the language server was killed"
             assert "def add(a, b)" in (workspace / "pkg" / "calc.py").read_text()
         finally:
+            let_go.set()
             client.close()
 
 
@@ -170,7 +175,7 @@ def test_tcp_mode_answers_initialize_and_exits(tmp_path: Path, workspace: Path) 
         env=server_env(),
     )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a cap
         while True:
             try:
                 connection = socket.create_connection(("127.0.0.1", port), timeout=20)
@@ -211,8 +216,8 @@ def test_tcp_mode_answers_initialize_and_exits(tmp_path: Path, workspace: Path) 
             assert listed["result"]["status"] == "COMPLETE"
             connection.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
             connection.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
-            process.wait(20)
-        stdout, stderr = process.communicate(timeout=10)
+            process.wait(60)
+        stdout, stderr = process.communicate(timeout=60)
         assert stdout == b""
         assert b"Traceback" not in stderr
     finally:

@@ -4,6 +4,7 @@ and a real unittest run on a temp project whose test fails."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from aider_lsp.models import (
     Answer,
     ErrorReason,
     Finding,
+    PlanMade,
     Question,
     TaskStatus,
     WorkflowEvent,
@@ -43,9 +45,9 @@ from aider_lsp_testing.llm_server import (
     aider_whole,
     all_of,
     fault,
+    held,
     json_output,
     last_user_contains,
-    slow,
 )
 
 pytestmark = pytest.mark.aider
@@ -59,6 +61,7 @@ class Recorder:
         self.progress: list[str] = []  # the sentences (the LSP's $/progress)
         self.phases: list[str] = []  # the typed progress events' phases
         self.findings: list[list[Finding]] = []
+        self.planned = threading.Event()  # set once the run has its plan (PlanMade)
         self.context = RequestContext(
             report_progress=lambda message, pct: self.progress.append(message),
             report_findings=self.findings.append,
@@ -69,23 +72,33 @@ class Recorder:
     def on_event(self, event: WorkflowEvent) -> None:
         if isinstance(event, WorkflowProgress):
             self.phases.append(event.phase)
+        if isinstance(event, PlanMade):
+            self.planned.set()
 
 
 def script_two_iterations(llm_server: Any) -> None:
     """The goal's first edit fixes subtract (the index is not confident about "make the tests
     pass": the plan runs beside it); the failing output sent back to Aider's chat, with the
     plan's instructions, fixes multiply."""
+    analysed = threading.Event()
+
+    def analysis(request: dict[str, Any]) -> Any:
+        answer = analysis_by_exit_code(request)
+        analysed.set()
+        return answer
+
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
-    llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
+    llm_server.add_rule(IS_ANALYSIS, analysis)
     # the first edit: the goal, with the failing output of the tests run before it
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("make the tests pass")),
         aider_whole({"calc.py": HALF_FIXED}),
         times=1,
     )
-    # the retry answers after the analysis beside it (which a green run would not wait for)
+    # the retry answers once the analysis beside it has answered (a green run would not wait
+    # for it): an order of events, whatever the machine's speed
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), held(analysed, aider_whole({"calc.py": FIXED}))
     )
 
 
@@ -166,8 +179,8 @@ async def test_failing_iteration_then_retry_reaches_success(
     assert "(plan: 1 call(s)" in seen.progress[-1] and "; Aider: 2 edit(s)" in seen.progress[-1]  # by kind
     assert result.notes["changed_files"] == ["calc.py"]
     assert "+    return a * b" in result.notes["diff"]
-    # the run's diff has the format of an edit's: one `diff --aider-mcp a/X b/X` section per file
-    assert result.notes["diff"].startswith("diff --aider-mcp a/calc.py b/calc.py\n--- a/calc.py\n")
+    # the run's diff has the format of an edit's: one `diff --git a/X b/X` section per file
+    assert result.notes["diff"].startswith("diff --git a/calc.py b/calc.py\n--- a/calc.py\n")
     usage = run["usage"]
     assert usage["requests"] == 2 and usage["total_tokens"] > 0  # the plan and one analysis
     assert usage["aider"]["edits"] == 2 and usage["aider"]["total_tokens"] > 0  # Aider's own calls
@@ -224,7 +237,9 @@ async def test_undo_after_success_restores_and_removes_created_files(
     assert result.status is TaskStatus.COMPLETE, result.content
     assert (calc_project / "helpers.py").exists()
     assert result.notes["created_files"] == ["helpers.py"] and result.notes["checkpoint_id"]
-    assert "diff --aider-mcp a/helpers.py b/helpers.py\nnew file\n--- /dev/null\n" in result.notes["diff"]
+    assert (
+        "diff --git a/helpers.py b/helpers.py\nnew file mode 100644\n--- /dev/null\n" in result.notes["diff"]
+    )
     undo = app.undo()
     assert undo.status is TaskStatus.COMPLETE, undo.content
     assert (calc_project / "calc.py").read_text() == BUGGY
@@ -280,23 +295,31 @@ async def test_llm_error_fails_the_run_and_undo_restores_the_first_edit(
 async def test_a_second_run_is_refused_while_one_runs(
     app: Application, calc_project: Path, llm_server: Any
 ) -> None:
-    llm_server.add_rule(IS_AIDER, slow(30, aider_whole({"calc.py": FIXED})))
+    let_go = threading.Event()  # the first run's edit answers only after the second is refused
+    llm_server.add_rule(IS_AIDER, held(let_go, aider_whole({"calc.py": FIXED})))
     first = asyncio.create_task(
         run_workflow_on_wire(
             app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND), RequestContext()
         )
     )
-    assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 30)
-    second = await asyncio.wait_for(
-        run_workflow_on_wire(app, WorkflowRequest(goal="again", test_command=TEST_COMMAND), RequestContext()),
-        1,
-    )
-    assert second.status is TaskStatus.FAILED
-    assert "already running" in second.content
-    assert second.notes["error"]["reason"] == "input_validation_failure"
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    try:
+        assert await asyncio.to_thread(llm_server.wait_for_requests, 1, 60)
+        second = await asyncio.wait_for(
+            run_workflow_on_wire(
+                app, WorkflowRequest(goal="again", test_command=TEST_COMMAND), RequestContext()
+            ),
+            60,  # a cap: a second run that waited for the first would wait for the held edit
+        )
+        assert not first.done()  # refused while the first still runs
+        assert second.status is TaskStatus.FAILED
+        assert "already running" in second.content
+        assert second.notes["error"]["reason"] == "input_validation_failure"
+        assert len(llm_server.chat_requests()) == 1  # the second asked no model
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(first, 60)
+    finally:
+        let_go.set()
     assert (calc_project / "calc.py").read_text() == BUGGY
 
 
@@ -309,19 +332,18 @@ async def test_aiders_usage_reaches_the_budget_and_stops_the_run(calc_project: P
     edit = replace(
         aider_whole({"calc.py": HALF_FIXED}), usage={"prompt_tokens": 300, "completion_tokens": 100}
     )
+    seen = Recorder()
     llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
-    llm_server.add_rule(IS_AIDER, edit)
-    seen = Recorder()
     # the budget counts what was spent when a call starts: the plan (beside the edit) must have
-    # answered before the analysis starts, so its library is loaded first, as a server's warm-up
-    # does (its import under load could otherwise outlast Aider's edit and the tests)
-    await asyncio.to_thread(app.handler.preload)
+    # answered before the analysis starts, so Aider's edit answers once the run has its plan
+    llm_server.add_rule(IS_AIDER, held(seen.planned, edit))
     try:
         result = await run_workflow_on_wire(
             app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), seen.context
         )
     finally:
+        seen.planned.set()
         await app.aclose()
     assert result.status is TaskStatus.FAILED
     assert result.notes["error"]["reason"] == "budget_exceeded"
@@ -439,7 +461,8 @@ async def test_undo_of_a_run_keeps_a_change_another_program_made_during_its_edit
     )
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
-    llm_server.add_rule(IS_AIDER, slow(1.5, fix), times=1)
+    appended = threading.Event()  # Aider's first edit answers once the other program wrote
+    llm_server.add_rule(IS_AIDER, held(appended, fix), times=1)
     llm_server.add_rule(IS_AIDER, fix)
     app = scripted_app(calc_project, llm_server.base_url, edit_format="diff")
     try:
@@ -451,7 +474,8 @@ async def test_undo_of_a_run_keeps_a_change_another_program_made_during_its_edit
         assert await asyncio.to_thread(lambda: llm_server.wait_for_requests(2, 60))  # Aider, the plan beside
         with calc.open("a") as handle:
             handle.write(theirs)
-        result = await running
+        appended.set()
+        result = await asyncio.wait_for(running, 120)
         assert result.status is TaskStatus.COMPLETE, result.content
         assert calc.read_text() == FIXED + theirs
         undo = app.undo()

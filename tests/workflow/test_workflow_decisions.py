@@ -243,7 +243,7 @@ async def test_the_next_edit_does_not_wait_for_the_analysis(host: FakeHost) -> N
     host.hold = {ANALYSIS}  # the analysis never answers
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
     host.test_runs.extend([red_run(FAILING), green_run(), rest_run(deselected=1)])
-    result = await asyncio.wait_for(loop(host).run(RequestContext()), 2)
+    result = await asyncio.wait_for(loop(host).run(RequestContext()), 60)  # a cap: the analysis never answers
     assert result.status is WorkflowStatus.SUCCESS
     assert host.calls.count(ANALYSIS) == 1 and host.calls.count(EDIT) == 2
     assert result.iterations[0].analysis is None  # stopped, unrecorded: the tests judged
@@ -622,7 +622,7 @@ async def test_the_first_edit_does_not_wait_for_a_plan_that_never_answers(host: 
     host.matches = [indexed("calc.py", 0.4)]
     host.edits.append(writes("calc.py", FIXED))
     host.test_runs.append(green_run())
-    result = await asyncio.wait_for(goal_alone(host).run(RequestContext()), 2)
+    result = await asyncio.wait_for(goal_alone(host).run(RequestContext()), 60)  # a cap: the plan is held
     assert result.status is WorkflowStatus.SUCCESS  # green: the plan is moot, stopped
     assert host.calls == [EDIT, PLAN, f"{TEST}:pytest"]
     assert result.plan is not None and result.plan.files == ["calc.py"]  # the implied one
@@ -726,9 +726,9 @@ async def test_cancel_in_each_phase_propagates_and_leaves_no_task(host: FakeHost
     host.hold = {held, ANALYSIS} if held == "edit#2" else {held}
     run = loop(host, max_retries=1 if phase == ANALYSIS else 3, files=[] if phase == PLAN else None)
     task = asyncio.create_task(run.run(RequestContext()))
-    await asyncio.wait_for(host.entered_event(held).wait(), 2)
+    await asyncio.wait_for(host.entered_event(held).wait(), 60)
     if held == "edit#2":
-        await asyncio.wait_for(host.entered_event(ANALYSIS).wait(), 2)
+        await asyncio.wait_for(host.entered_event(ANALYSIS).wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import shlex
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.models import AnalysisMade, TaskStatus, WorkflowRequest
 from aider_lsp.settings import load_settings
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
@@ -35,9 +35,9 @@ from aider_lsp_testing.llm_server import (
     IS_PLAN,
     aider_whole,
     all_of,
+    held,
     json_output,
     last_user_contains,
-    slow,
     text,
 )
 
@@ -53,9 +53,19 @@ def calls(llm_server: Any) -> list[str]:
     ]
 
 
-async def run(app: Application, **fields: Any) -> Any:
+async def run(app: Application, ctx: RequestContext | None = None, /, **fields: Any) -> Any:
     request = WorkflowRequest(goal="make the tests pass", test_command=TEST_COMMAND, **fields)
-    return await run_workflow_on_wire(app, request, RequestContext())
+    return await run_workflow_on_wire(app, request, ctx or RequestContext())
+
+
+def on_analysis() -> tuple[threading.Event, RequestContext]:
+    """An event set once the run has made an analysis (its AnalysisMade), and the run's context
+    that sets it: a reply `held` on it comes after the analysis, whatever the machine's speed."""
+    made = threading.Event()
+    context = RequestContext(
+        report_event=lambda event: made.set() if isinstance(event, AnalysisMade) else None
+    )
+    return made, context
 
 
 async def test_success_is_refused_over_a_red_test_at_the_last_iteration(
@@ -79,10 +89,14 @@ async def test_success_over_a_red_test_is_taken_as_retry(
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, json_output(SUCCESS))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
+    analysed, context = on_analysis()  # the second edit turns the tests green after the analysis
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(1.0, aider_whole({"calc.py": FIXED}))
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), held(analysed, aider_whole({"calc.py": FIXED}))
     )
-    result = await run(app, max_retries=3)
+    try:
+        result = await asyncio.wait_for(run(app, context, max_retries=3), 120)
+    finally:
+        analysed.set()
     assert result.status is TaskStatus.COMPLETE, result.content
     first, second = result.notes["workflow"]["iterations"]
     assert first["test"]["exit_code"] != 0 and first["overruled"]  # not SUCCESS: the run went on
@@ -140,8 +154,12 @@ async def test_a_no_change_edit_is_a_failed_attempt_and_retried(
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
     llm_server.add_rule(IS_ANALYSIS, analysis_by_exit_code)
     llm_server.add_rule(IS_AIDER, text("I would rather not change anything."), times=1)
-    llm_server.add_rule(IS_AIDER, slow(1.0, aider_whole({"calc.py": FIXED})))  # after the analysis
-    result = await run(app)
+    analysed, context = on_analysis()
+    llm_server.add_rule(IS_AIDER, held(analysed, aider_whole({"calc.py": FIXED})))  # after the analysis
+    try:
+        result = await asyncio.wait_for(run(app, context), 120)
+    finally:
+        analysed.set()
     assert result.status is TaskStatus.COMPLETE, result.content
     first, second = result.notes["workflow"]["iterations"]
     assert first["aider"]["status"] == "FAILED" and first["aider"]["changed_files"] == []
@@ -189,21 +207,25 @@ async def test_the_analysis_beside_the_edit_still_stops_a_hopeless_run(
 async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
     app: Application, calc_project: Path, llm_server: Any
 ) -> None:
+    """The analysis and the second edit are held until the end of the test: a cancel that
+    waited for either would never end the run (the cap fails); both are recorded cancelled."""
+    let_go = threading.Event()
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
-    llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(IS_ANALYSIS, held(let_go, json_output(RETRY)))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
     llm_server.add_rule(
-        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), slow(60, aider_whole({"calc.py": FIXED}))
+        all_of(IS_AIDER, last_user_contains(RETRY_MARK)), held(let_go, aider_whole({"calc.py": FIXED}))
     )
     running = asyncio.create_task(run(app))
-    # edit 1 with the plan beside it, then the analysis of iteration 1 and edit 2 at once
-    assert await asyncio.to_thread(llm_server.wait_for_requests, 4, 60)
-    assert sorted(calls(llm_server)[2:]) == ["aider", "analysis"]
-    started = time.monotonic()
-    running.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(running, 20)
-    assert time.monotonic() - started < 20
+    try:
+        # edit 1 with the plan beside it, then the analysis of iteration 1 and edit 2 at once
+        assert await asyncio.to_thread(llm_server.wait_for_requests, 4, 60)
+        assert sorted(calls(llm_server)[2:]) == ["aider", "analysis"]
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(running, 60)  # a cap: what it must not wait for never answers
+    finally:
+        let_go.set()
     assert (calc_project / "calc.py").read_text() == HALF_FIXED  # the first edit, kept for undo
     (record,) = app.history()  # the cancelled run's iterations as far as they got
     assert record.status == "CANCELLED" and [step.iteration for step in record.steps] == [1, 2]
@@ -247,15 +269,18 @@ async def test_green_tests_do_not_wait_for_the_analysis_beside(
     app: Application, calc_project: Path, llm_server: Any
 ) -> None:
     """The analysis of iteration 1 runs beside edit 2; when edit 2 turns the tests green first,
-    the run ends at once (the tests are the judge) and the analysis is stopped, not awaited."""
+    the run ends at once (the tests are the judge) and the analysis is stopped, not awaited: its
+    answer is held until the run has ended, so a run that waited for it would never end."""
+    let_go = threading.Event()
     llm_server.add_rule(IS_PLAN, json_output(PLAN))
-    llm_server.add_rule(IS_ANALYSIS, slow(60, json_output(RETRY)))
+    llm_server.add_rule(IS_ANALYSIS, held(let_go, json_output(RETRY)))
     llm_server.add_rule(IS_AIDER, aider_whole({"calc.py": HALF_FIXED}), times=1)  # the first edit
     llm_server.add_rule(all_of(IS_AIDER, last_user_contains(RETRY_MARK)), aider_whole({"calc.py": FIXED}))
-    started = time.monotonic()
-    result = await asyncio.wait_for(run(app), 50)
+    try:
+        result = await asyncio.wait_for(run(app), 120)  # a cap: the analysis never answers
+    finally:
+        let_go.set()
     assert result.status is TaskStatus.COMPLETE, result.content
-    assert time.monotonic() - started < 40
     first, second = result.notes["workflow"]["iterations"]
     assert first["analysis"] is None and second["test"]["exit_code"] == 0  # stopped unanswered
     assert calls(llm_server).count("analysis") == 1

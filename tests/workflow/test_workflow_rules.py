@@ -629,7 +629,7 @@ async def test_an_analysis_the_llm_layer_refused_for_the_budget_is_budget_exceed
 ) -> None:
     host.edits.append(writes("calc.py", WRONG))
     host.test_runs.append(red_run(FAILING))
-    refused = model_fails("the run's budget is used up").model_copy(update={"budget_exhausted": True})
+    refused = model_fails("the run's budget is used up", ErrorReason.BUDGET_EXCEEDED)
     host.analyses.append(refused)
     result = await loop(host, max_retries=1).run(RequestContext())
     assert result.reason is ErrorReason.BUDGET_EXCEEDED

@@ -370,7 +370,7 @@ class BaseHandler:
 
     def set_budget(self, budget: RunBudget) -> None:
         """Cap the LLM calls that follow (one workflow run): once the run has spent `budget`, a
-        call is refused (FAILED llm_error, marked budget_exhausted) with the budget's message."""
+        call is refused (FAILED budget_exceeded) with the budget's message."""
         self.llm.set_budget(budget)
 
     def clear_budget(self) -> None:

@@ -505,9 +505,8 @@ class LLMInteractionManager:
 
 
 def _over_budget(why: str, notes: dict[str, Any]) -> TaskResult:
-    """The budget's refusal: FAILED llm_error, marked for the workflow (budget_exceeded)."""
-    refused = failed_result(ErrorReason.LLM_ERROR, why, notes={**notes, "budget_exhausted": True})
-    return refused.model_copy(update={"budget_exhausted": True})
+    """The budget's refusal: FAILED budget_exceeded (the wire keeps `notes.budget_exhausted`)."""
+    return failed_result(ErrorReason.BUDGET_EXCEEDED, why, notes={**notes, "budget_exhausted": True})
 
 
 def _invalid_fields(cause: BaseException | None) -> str | None:

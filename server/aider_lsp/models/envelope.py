@@ -59,9 +59,6 @@ class TaskResult(BaseModel):
     notes: dict[str, Any] = Field(default_factory=dict)
     parsed_content: Any | None = Field(default=None, alias="parsedContent")
     error: TaskError | None = Field(default=None, exclude=True)
-    # the LLM layer refused or stopped the call because the run's budget is spent (typed for
-    # the workflow, which ends with budget_exceeded; the wire keeps `notes.budget_exhausted`)
-    budget_exhausted: bool = Field(default=False, exclude=True)
 
     @model_validator(mode="after")
     def _one_error(self) -> TaskResult:

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MEMORY_FILE_LIMIT = 5
 # the bundled server's words for a chat it no longer has (aider_mcp/engine.py: it restarted)
-LOST_CHAT = "unknown session_id"
+LOST_CHAT = "unknown_session"  # the bundled server's error `code` for a chat it does not have
 
 AIDER_AUTOMATIC_SPEC = ToolSpec.for_args(
     "aider:automatic",
@@ -289,7 +289,7 @@ class AiderExecutors:
         outcome names the new chat: callers keep `outcome.session_id`. Without it (the
         interactive tool: its caller holds the chat id) the loss is the answer."""
         outcome = await self.bridge.edit(tool, call, on_reply=on_reply)
-        lost = call.get("session_id") and outcome.error and LOST_CHAT in outcome.error.message
+        lost = call.get("session_id") and _server_code(outcome) == LOST_CHAT
         if retell is None or not lost:
             return outcome
         log.info("the Aider chat %s was lost (the server restarted): a new chat", call["session_id"])
@@ -554,6 +554,13 @@ def _without_before(outcome: AiderEditOutcome) -> AiderEditOutcome:
     if not payload or "outside_before" not in payload:
         return outcome
     return outcome.model_copy(update={"payload": {k: v for k, v in payload.items() if k != "outside_before"}})
+
+
+def _server_code(outcome: AiderEditOutcome) -> str | None:
+    """The bundled server's error `code` (its `{"error", "code"}` answer), None without one."""
+    answer = outcome.diagnostics.get("server_result")
+    code = answer.get("code") if isinstance(answer, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _unknown_tool(message: str, tool: str) -> bool:

@@ -40,12 +40,10 @@ def failure(reason: ErrorReason, message: str, details: str | None = None) -> En
 
 
 def step_failed(result: TaskResult, what: str) -> Ending:
-    """A FAILED step (the plan, the analysis) ends the run with its reason (over budget →
-    budget_exceeded)."""
+    """A FAILED step (the plan, the analysis) ends the run with its reason (the LLM layer's
+    budget refusal is budget_exceeded)."""
     error = result.error
     reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
-    if result.budget_exhausted:  # the LLM layer's refusal (llm/interaction.py)
-        reason = ErrorReason.BUDGET_EXCEEDED
     message = error.message if error else result.content
     return failure(reason, f"{what}: {message}", details=result.content)
 
