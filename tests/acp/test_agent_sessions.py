@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate
+from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate, SessionInfoUpdate
 
 from acp import RequestError, text_block
 from aider_lsp.settings import Settings
@@ -131,6 +131,8 @@ async def test_a_session_is_listed_and_loaded_with_its_conversation(tmp_path: Pa
             await conn.load_session(cwd=str(tmp_path), session_id="../../etc/passwd", mcp_servers=[])
     (info,) = listed.sessions
     assert info.session_id == session_id and info.title == "Set X to 2 in calc.py"
+    (titled,) = first.of(SessionInfoUpdate)  # the client was told the title when it was given
+    assert titled.title == info.title and titled.updated_at
     assert loaded.modes.current_mode_id == "edit"
     assert replayed.reply() == first.reply() and "Aider changed calc.py." in replayed.reply()
     assert [diff.new_text for diff in replayed.diffs()] == ["X = 2\n"]

@@ -21,6 +21,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ from acp.schema import (
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
@@ -427,7 +429,7 @@ async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) ->
 
 def _keep_prompt(session: AcpSession, blocks: list[Any], text: str) -> None:
     """The user's prompt joins the kept conversation (the client shows it already); the first
-    one titles the session."""
+    one titles the session (said to the client: session_info_update)."""
     from acp import update_user_message
 
     if session.transcript is not None:
@@ -435,6 +437,10 @@ def _keep_prompt(session: AcpSession, blocks: list[Any], text: str) -> None:
             session.transcript.record(update_user_message(block))
     if session.title is None and text:
         session.title = transcript.title_of(text)
+        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        session.outbox.post(
+            SessionInfoUpdate(session_update="session_info_update", title=session.title, updated_at=now)
+        )
 
 
 def _workspace(cwd: str) -> Path:
