@@ -195,7 +195,8 @@ class Application:
         self.warm_up = self.warming.run
         self.aider_model = lambda: aider_model_for(self.settings)  # `aiderModel`, else from `model`
         self.aider_setup_needed = lambda: first_run.needed(self.settings)  # its environment to make
-        self.spent = lambda: WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
+        self.spent_here = lambda: WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
+        self.spent_in_trees = WorkflowUsage()  # the isolated runs' (their trees' own Applications)
         self.clear_budget = self.handler.clear_budget
         fixer = fix.FailingTestFixer(self.edit, self.memory.code_under_test, self.tests.rerun_failing)
         self.fix_and_retest = fixer.fix_and_retest
@@ -203,8 +204,15 @@ class Application:
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
         """In place (workflow/runs.py), or in a worktree as the request, else `isolation`, says."""
         if self.settings.isolation_for(request.isolation) == Isolation.WORKTREE:
-            return await self.isolated_runs.run(request, ctx)
+            run = await self.isolated_runs.run(request, ctx)
+            if run.outcome is not None:  # spent by the tree's Application: this folder's too
+                self.spent_in_trees = self.spent_in_trees.plus(run.outcome.usage)
+            return run
         return await self.workflows.run(request, ctx)
+
+    def spent(self) -> WorkflowUsage:
+        """What this folder's calls spent: its own and its isolated runs' (ended ones)."""
+        return self.spent_here().plus(self.spent_in_trees)
 
     def _editing_in_place(self) -> bool:
         """An edit or a run in place is under way (undo and apply would write under it)."""
@@ -230,7 +238,7 @@ class Application:
     # -- the run's budget ------------------------------------------------------------------------
     def set_budget(self, max_tokens: int | None, max_cost: float | None) -> RunBudget:
         """Cap what the LLM calls and Aider's edits spend from now on (a run's; budget.py)."""
-        budget = RunBudget(max_tokens, max_cost, self.spent, lambda path: self.settings.name(path))
+        budget = RunBudget(max_tokens, max_cost, self.spent_here, lambda path: self.settings.name(path))
         self.handler.set_budget(budget)
         return budget
 

@@ -174,6 +174,28 @@ async def test_a_cancelled_edit_is_answered_at_once_and_its_calls_closed(project
     assert (project / "calc.py").read_text() == BUGGY
 
 
+async def test_a_cancelled_prompt_sent_again_before_the_next_one_does_not_run_again(project: Path) -> None:
+    """CodeCompanion sends the cancelled prompt again in front of the user's next one: only the
+    next one runs; the same prompt sent alone is a retry, and runs."""
+    fakes = FakeApps()
+    app = fakes.app(project)
+    app.edits.extend([Turn(writes={"calc.py": FIXED}), Turn(reply="x"), Turn(reply="y")])
+    app.hold.add(EDIT)
+    cancelled = [text_block("Fix add"), link(project / "calc.py")]
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        prompt = asyncio.create_task(conn.prompt(session_id=session_id, prompt=cancelled))
+        assert await eventually(lambda: client.of(ToolCallStart))
+        await conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(prompt, 60)).stop_reason == "cancelled"
+        app.hold.clear()
+        await conn.prompt(session_id=session_id, prompt=[*cancelled, text_block("What does add return?")])
+        await conn.prompt(session_id=session_id, prompt=cancelled)  # a retry, asked for
+    edits = [call["prompt"] for name, call in app.calls if name == EDIT]
+    assert len(edits) == 3 and "Fix add" not in edits[1] and "What does add return?" in edits[1]
+    assert "Fix add" in edits[2]
+
+
 async def test_a_cancel_during_a_runs_test_run_closes_the_open_call(project: Path) -> None:
     fakes = FakeApps(SETTINGS.model_copy(update={"test_command": "pytest"}))
     app = fakes.app(project)

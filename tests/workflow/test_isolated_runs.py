@@ -94,6 +94,9 @@ async def test_a_change_on_the_users_lines_writes_nothing_until_forced(
     try:
         run = await app.run_workflow(isolated("gamma"), RequestContext())
         assert run.isolated is not None and run.isolated.state is RunState.READY, run.message
+        # what the run's own tree spent is the folder's spend too (an editor's session, /budget)
+        assert run.outcome is not None and run.outcome.usage.all.total_tokens > 0
+        assert app.spent().all.total_tokens == run.outcome.usage.all.total_tokens
         gamma = root / "gamma.py"
         mine = MODULES["gamma"][0].replace("return 'd'", "return 'mine'")
         gamma.write_text(mine)

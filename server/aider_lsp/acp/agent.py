@@ -345,6 +345,7 @@ class AiderAgent:
         await _stopped(session)
         if session.running is not None and not session.running.done():
             raise invalid_params("a prompt is already running in this session: wait for it or cancel it")
+        prompt = _without_resent(session, prompt)
         request = prompt_content.parse_prompt(prompt, session.app.workspace, session.app.model_safe_files)
         _keep_prompt(session, prompt, request.text)
         spent_before = session.app.spent()
@@ -360,6 +361,7 @@ class AiderAgent:
         except Exception:  # answered as an error: what the turn showed is closed first
             await session.outbox.end_turn("stopped: the agent failed (its log says why)")
             raise
+        session.cancelled_prompt = list(prompt) if stop_reason == "cancelled" else None
         if stop_reason == "cancelled" and not work.done():
             self._keep(work)  # the Application is still stopping Aider or the tests
             session.outbox.say(CANCELLED)  # the turn's own words would come after the answer
@@ -425,6 +427,26 @@ async def _finished(work: asyncio.Task[StopReason], cancelled: asyncio.Event) ->
     if work.done() and not work.cancelled() and work.exception() is None:
         return work.result()  # it ended on its own (e.g. a run's own "cancelled")
     return "cancelled"
+
+
+def _without_resent(session: AcpSession, blocks: list[Any]) -> list[Any]:
+    """The prompt without the cancelled one a client sends again in front of it.
+
+    CodeCompanion does so on purpose ("if a user stops the request, be prepared to send the
+    last message again"): after a cancel, the next `session/prompt` holds the cancelled blocks
+    and then the new ones, and the cancelled request (an edit too) would run again. Sent alone,
+    the same blocks are a retry the user asked for, and run."""
+    resent, session.cancelled_prompt = session.cancelled_prompt, None
+    if not resent or len(blocks) <= len(resent):
+        return blocks
+    if [_block(b) for b in blocks[: len(resent)]] != [_block(b) for b in resent]:
+        return blocks
+    log.info("the cancelled prompt was sent again in front of the next one: left out")
+    return blocks[len(resent) :]
+
+
+def _block(block: Any) -> Any:
+    return block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else block
 
 
 def _keep_prompt(session: AcpSession, blocks: list[Any], text: str) -> None:

@@ -149,6 +149,7 @@ class AcpSession:
     files: list[str] = field(default_factory=list)  # the files earlier turns pointed at
     running: asyncio.Task[Any] | None = None  # the prompt's work, cancelled by session/cancel
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
+    cancelled_prompt: list[Any] | None = None  # the last turn's blocks, when it was cancelled
     tool_calls: int = 0
     mcp: McpServers = field(default_factory=McpServers)  # the MCP servers the client passed
     client: Client | None = None  # the connection, to ask the user (session/request_permission)

@@ -267,6 +267,12 @@ class WorkflowUsage(BaseModel):
     def all(self) -> Spend:
         return self.planning.together(self.aider)
 
+    def plus(self, other: WorkflowUsage) -> WorkflowUsage:
+        """Both usages as one, each side added to its own (a session's sum: no calls by kind)."""
+        return WorkflowUsage(
+            planning=self.planning.together(other.planning), aider=self.aider.together(other.aider)
+        )
+
     def since(self, start: WorkflowUsage) -> WorkflowUsage:
         """What was spent between `start` and these totals (the session's: no kinds)."""
         return WorkflowUsage(
