@@ -156,9 +156,9 @@ class Dump:
         candidates = [
             {
                 "path": match.source_path or match.id,
-                "kind": (match.metadata or {}).get("kind"),
+                "kind": match.ranking.kind if match.ranking else None,
                 "relevance": match.relevance_score,
-                "signals": (match.metadata or {}).get("signals", {}),
+                "signals": match.ranking.signals.model_dump() if match.ranking else {},
             }
             for match in result.matches
         ]

@@ -68,6 +68,7 @@ from aider_lsp.models import (
     ContextGenerationInput,
     ErrorReason,
     MatchItem,
+    Ranking,
     ReplyCallback,
     RequestContext,
     Selection,
@@ -278,11 +279,12 @@ def paths(matches: Sequence[MatchItem]) -> list[str]:
 
 
 def why(match: MatchItem) -> dict[str, Any]:
-    return dict((match.metadata or {}).get("why", {}))
+    return match.ranking.why.as_metadata() if match.ranking else {}
 
 
 def kind(match: MatchItem) -> str:
-    return str((match.metadata or {}).get("kind") or why(match).get("kind") or "code")
+    ranking = match.ranking
+    return ((ranking.kind or ranking.why.kind) if ranking else "") or "code"
 
 
 def goal_words(goal: str) -> set[str]:
@@ -316,7 +318,7 @@ def before_43(goal: str, matches: list[MatchItem]) -> Choice:
 
 
 def uncapped_share(share: float, most: int) -> Rule:
-    """At most `most` files whose uncapped score (metadata["score"]) is at least `share` of
+    """At most `most` files whose uncapped score (`ranking.score`) is at least `share` of
     the best's: #43's first rule with share 0.5 and 6 files."""
 
     def rule(goal: str, matches: list[MatchItem]) -> Choice:
@@ -330,7 +332,7 @@ def uncapped_share(share: float, most: int) -> Rule:
 
 
 def raw(match: MatchItem) -> float:
-    return float((match.metadata or {}).get("score", match.relevance_score))
+    return match.ranking.score if match.ranking else match.relevance_score
 
 
 def today(goal: str, matches: list[MatchItem]) -> Choice:
@@ -373,7 +375,8 @@ def code_names(goal: str) -> set[str]:
 
 def defined_names(match: MatchItem) -> set[str]:
     """The names of the definitions that matched (`why`: `Class.method (line 3)`)."""
-    return {part for d in why(match).get("definitions", []) for part in d.split(" (line")[0].split(".")}
+    found = match.ranking.why.definitions if match.ranking else []
+    return {part for d in found for part in d.name.split(".")}
 
 
 def named_first(k: int) -> Rule:
@@ -405,7 +408,7 @@ def token_budget(budget: int, most: int) -> Rule:
 
 
 def sized(matches: Sequence[MatchItem]) -> list[tuple[str, int]]:
-    return [(m.source_path, int((m.metadata or {}).get("size") or 0)) for m in matches if m.source_path]
+    return [(m.source_path, m.ranking.size if m.ranking else 0) for m in matches if m.source_path]
 
 
 RULES: dict[str, Rule] = {
@@ -435,7 +438,7 @@ def size_of(measured: Measured, path: str) -> int:
     """A file's size as the index saw it on the parent (0 when not among the matches)."""
     for match in measured.matches:
         if match.source_path == path:
-            return int((match.metadata or {}).get("size") or 0)
+            return match.ranking.size if match.ranking else 0
     return 0
 
 
@@ -597,7 +600,11 @@ def load(source: Path) -> list[Measured]:
     measured: list[Measured] = []
     for line in source.read_text(encoding="utf-8").splitlines():
         data = json.loads(line)
-        matches = [MatchItem.model_validate(m) for m in data["matches"]]
+        # the dump carries the ranking in the wire's metadata keys: back to the typed field
+        matches = [
+            item.model_copy(update={"ranking": Ranking.from_metadata(item.metadata), "metadata": None})
+            for item in map(MatchItem.model_validate, data["matches"])
+        ]
         measured.append(
             Measured(
                 Case(**data["case"]),

@@ -28,13 +28,17 @@ from aider_lsp.models import (
     CombinedAnalysisResult,
     CommandRun,
     ContextGenerationInput,
+    Definition,
     DevelopmentPlan,
     ErrorReason,
     MatchItem,
+    Ranking,
     ReplyCallback,
+    Signals,
     TaskError,
     TaskResult,
     Verdict,
+    Why,
     WorkflowUsage,
     complete_result,
     failed_result,
@@ -129,20 +133,20 @@ def indexed(
     `definition` match makes the index confident, text alone does not; a `prior` below 1: a
     test or doc file the goal is not about), the definitions in it that matched (`defines`)
     and its summary."""
-    signals = {"text": text, "definition": definition, "mentioned": 0.0, "target": False, "prior": prior}
-    why = {"kind": "code", "definitions": [f"{name} (line 1)" for name in defines]}
+    why = Why(kind="code", definitions=[Definition(name=name, line=1) for name in defines])
     return MatchItem(
         id=path,
         content=summary or path,
         relevance_score=score,
         content_type="file_summary",
         source_path=path,
-        metadata={
-            "signals": signals,
-            "score": score if uncapped is None else uncapped,
-            "size": size,
-            "why": why,
-        },
+        ranking=Ranking(
+            score=score if uncapped is None else uncapped,
+            size=size,
+            kind="code",
+            why=why,
+            signals=Signals(text=text, definition=definition, prior=prior),
+        ),
     )
 
 

@@ -98,8 +98,14 @@ def test_match_items_carry_summary_language_and_signals(project: Path) -> None:
     top = result.matches[0]
     assert top.source_path == "app/retry.py" and top.id == "app/retry.py"
     assert top.content.startswith("Retry a failing test command")
-    assert top.metadata and top.metadata["language"] == "python"
-    assert top.metadata["signals"]["identifier"] > 0
+    assert top.ranking and top.ranking.language == "python"
+    assert top.ranking.signals.identifier > 0
+    # on the wire (LSP, MCP, `system:get_context`) the ranking is the seeds' metadata keys
+    wire = top.model_dump(mode="json")
+    assert "ranking" not in wire and wire["metadata"]["language"] == "python"
+    assert wire["metadata"]["signals"]["identifier"] == top.ranking.signals.identifier
+    assert wire["metadata"]["score"] == top.ranking.score and wire["metadata"]["size"] == top.ranking.size
+    assert wire["metadata"]["why"]["kind"] == "code"
     assert "ranking: index bm25" in result.context_summary
     memory.close()
 

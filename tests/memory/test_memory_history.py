@@ -87,11 +87,7 @@ def _paths(memory: MemorySystem, query: str) -> list[str]:
 def _changed_by(memory: MemorySystem, query: str) -> list[str]:
     """The commits that lent to the query's matches."""
     result = memory.search(ContextGenerationInput(query=query, max_results=5))
-    return [
-        m.metadata["why"]["changed_by"]
-        for m in result.matches
-        if m.metadata and "changed_by" in m.metadata["why"]
-    ]
+    return [m.ranking.why.changed_by for m in result.matches if m.ranking and m.ranking.why.changed_by]
 
 
 def test_a_past_commit_like_the_query_points_at_the_file_it_changed(tmp_path: Path) -> None:
@@ -99,9 +95,9 @@ def test_a_past_commit_like_the_query_points_at_the_file_it_changed(tmp_path: Pa
     result = memory.search(ContextGenerationInput(query="retry backoff", max_results=5))
     top = result.matches[0]
     assert top.source_path == "app/retry.py"
-    assert top.metadata is not None
-    assert top.metadata["why"]["changed_by"].endswith("Fix retry backoff")
-    assert top.metadata["signals"]["changes"] == 1.0
+    assert top.ranking is not None and top.ranking.why.changed_by is not None
+    assert top.ranking.why.changed_by.endswith("Fix retry backoff")
+    assert top.ranking.signals.changes == 1.0
     memory.close()
 
 
@@ -112,10 +108,10 @@ def test_without_a_repository_there_is_no_history_and_no_error(tmp_path: Path) -
     assert memory.store.commit_count() == 0
     result = memory.search(ContextGenerationInput(query="retry backoff", max_results=5))
     for match in result.matches:  # its path still matches; no commit says anything
-        assert match.metadata is not None
-        assert match.metadata["signals"]["changes"] == 0.0
-        assert match.metadata["signals"]["fresh"] == 0.0  # no HEAD: nothing is "new work"
-        assert "changed_by" not in match.metadata["why"]
+        assert match.ranking is not None
+        assert match.ranking.signals.changes == 0.0
+        assert match.ranking.signals.fresh == 0.0  # no HEAD: nothing is "new work"
+        assert match.ranking.why.changed_by is None
     assert _paths(memory, "draw page")[0] == "app/render.py"
     memory.close()
 
@@ -162,7 +158,7 @@ def test_the_history_is_bounded(tmp_path: Path) -> None:
     assert bounded.refresh(memory.store) == 4
     assert memory.store.commit_count() == 4
     changed = memory.search(ContextGenerationInput(query="retry backoff", max_results=5)).matches
-    assert all(m.metadata and "changed_by" not in m.metadata["why"] for m in changed)  # too old
+    assert all(m.ranking and m.ranking.why.changed_by is None for m in changed)  # too old
     memory.close()
 
 
@@ -249,11 +245,11 @@ def test_a_file_every_commit_changes_lends_nothing_to_the_question(tmp_path: Pat
         _commit(root, message, {rel: FILES[rel] + f"\nSTEP = {n}\n", "app/version.py": f"V = {n}\n"})
     memory = _memory(root)
     matches = memory.search(ContextGenerationInput(query="retry backoff", max_results=5)).matches
-    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
+    signals = {m.source_path: m.ranking.signals for m in matches if m.ranking}
     assert matches[0].source_path == "app/retry.py"
-    assert signals["app/retry.py"]["changes"] == 1.0
+    assert signals["app/retry.py"].changes == 1.0
     # the version file changed with the retry fix too, but so it did with every commit
-    assert "app/version.py" not in signals or signals["app/version.py"]["changes"] == 0.0
+    assert "app/version.py" not in signals or signals["app/version.py"].changes == 0.0
     memory.close()
 
 
@@ -321,10 +317,10 @@ def test_of_two_files_alike_the_one_changed_more_lately_ranks_first(tmp_path: Pa
     memory = _memory(root)
     matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
     assert [m.source_path for m in matches][:2] == ["app/b_store.py", "app/a_store.py"]
-    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
-    assert signals["app/b_store.py"]["recent"] == signals["app/a_store.py"]["recent"] == 0.0
-    assert signals["app/b_store.py"]["churn"] == signals["app/a_store.py"]["churn"]
-    assert signals["app/b_store.py"]["fresh"] > signals["app/a_store.py"]["fresh"] > 0.0
+    signals = {m.source_path: m.ranking.signals for m in matches if m.ranking}
+    assert signals["app/b_store.py"].recent == signals["app/a_store.py"].recent == 0.0
+    assert signals["app/b_store.py"].churn == signals["app/a_store.py"].churn
+    assert signals["app/b_store.py"].fresh > signals["app/a_store.py"].fresh > 0.0
     memory.close()
 
 
@@ -341,9 +337,9 @@ def test_a_file_not_committed_yet_is_fresh_work(tmp_path: Path) -> None:
     memory = _memory(root)
     matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
     assert [m.source_path for m in matches][:2] == ["app/b_store.py", "app/a_store.py"]
-    signals = {m.source_path: m.metadata["signals"] for m in matches if m.metadata}
-    assert signals["app/b_store.py"]["fresh"] == 1.0
-    assert 0.0 < signals["app/a_store.py"]["fresh"] < 0.5
+    signals = {m.source_path: m.ranking.signals for m in matches if m.ranking}
+    assert signals["app/b_store.py"].fresh == 1.0
+    assert 0.0 < signals["app/a_store.py"].fresh < 0.5
     _git(root, "add", "app/b_store.py")  # staged is not committed: still new work
     memory.update_paths_sync(["app/b_store.py"])
     assert memory.store.not_in_head(["app/b_store.py", "app/a_store.py"]) == {"app/b_store.py"}
@@ -365,7 +361,7 @@ def test_of_two_files_alike_the_one_changed_more_often_ranks_first(tmp_path: Pat
     memory = _memory(root)
     matches = memory.search(ContextGenerationInput(query="cache lookup", max_results=5)).matches
     assert [m.source_path for m in matches] == ["app/b_store.py", "app/a_store.py"]
-    assert matches[0].metadata and matches[0].metadata["signals"]["churn"] == 1.0
+    assert matches[0].ranking and matches[0].ranking.signals.churn == 1.0
     memory.close()
 
 

@@ -186,9 +186,7 @@ def test_a_functions_docstring_finds_its_file_in_a_long_module(tmp_path: Path) -
         )
         top = result.matches[0]
         assert top.source_path == "svc/helpers.py"
-        assert top.metadata and any(
-            name.startswith("rebalance") for name in top.metadata["why"]["definitions"]
-        )
+        assert top.ranking and any(d.name.startswith("rebalance") for d in top.ranking.why.definitions)
     finally:
         memory.close()
 
@@ -197,13 +195,13 @@ def test_each_match_says_why_it_ranked(library: Path) -> None:
     memory = _indexed(library)
     try:
         result = memory.search(ContextGenerationInput(query="flag value consume args"))
-        by_path = {m.source_path: m.metadata for m in result.matches if m.metadata}
-        core = by_path["src/optlib/core.py"]["why"]
-        assert core["kind"] == "code"
-        assert {"flag", "value", "consume"} <= set(core["terms"])
-        assert any(name.startswith("Option.consume") for name in core["definitions"])
-        changes = by_path["CHANGES.rst"]["why"]
-        assert changes["kind"] == "changelog" and "not about it" in changes["demoted"]
+        by_path = {m.source_path: m.ranking for m in result.matches if m.ranking}
+        core = by_path["src/optlib/core.py"].why
+        assert core.kind == "code"
+        assert {"flag", "value", "consume"} <= set(core.terms)
+        assert any(d.name.startswith("Option.consume") for d in core.definitions)
+        changes = by_path["CHANGES.rst"].why
+        assert changes.kind == "changelog" and "not about it" in (changes.demoted or "")
     finally:
         memory.close()
 
@@ -212,7 +210,8 @@ def test_each_match_keeps_its_score_before_the_cap(library: Path) -> None:
     memory = _indexed(library)
     try:
         result = memory.search(ContextGenerationInput(query="flag value consume args Option"))
-        scores = [(m.relevance_score, (m.metadata or {})["score"]) for m in result.matches]
+        scores = [(m.relevance_score, m.ranking.score) for m in result.matches if m.ranking]
+        assert len(scores) == len(result.matches)
         assert all(0.0 <= capped <= 1.0 for capped, _ in scores)  # the MatchItem contract
         assert all(capped == round(min(1.0, uncapped), 4) for capped, uncapped in scores)
         assert scores[0][1] > 1.0  # the best file's score, which the cap hides
@@ -330,8 +329,8 @@ def test_code_comes_before_the_test_that_matches_better(tmp_path: Path) -> None:
         result = memory.search(ContextGenerationInput(query="Fix interpolation in filtered log calls"))
         found = [m.source_path for m in result.matches]
         assert found[:2] == ["src/logkit/_log_levels.py", "tests/test_log_levels.py"]
-        why = result.matches[0].metadata["why"]  # type: ignore[index]
-        assert why["tested_by"] == "tests/test_log_levels.py"
+        ranking = result.matches[0].ranking
+        assert ranking and ranking.why.tested_by == "tests/test_log_levels.py"
         # asked about the tests, the test itself comes first
         assert _paths(memory, "test interpolation in filtered log calls")[0] == "tests/test_log_levels.py"
     finally:
@@ -348,7 +347,8 @@ def test_a_one_line_docstring_in_single_quotes_is_searchable(tmp_path: Path) -> 
     try:
         result = memory.search(ContextGenerationInput(query="shifting the bits in place"))
         assert result.matches[0].source_path == "ops.py"
-        assert any(d.startswith("ilshift") for d in result.matches[0].metadata["why"]["definitions"])  # type: ignore[index]
+        ranking = result.matches[0].ranking
+        assert ranking and any(d.name.startswith("ilshift") for d in ranking.why.definitions)
     finally:
         memory.close()
 
@@ -364,7 +364,9 @@ def test_words_in_most_files_of_a_large_workspace_are_no_reason(tmp_path: Path) 
     try:
         result = memory.search(ContextGenerationInput(query="token bucket for each request"))
         assert result.matches[0].source_path == "pkg/throttle.py"
-        terms = result.matches[0].metadata["why"]["terms"]  # type: ignore[index]
+        ranking = result.matches[0].ranking
+        assert ranking is not None
+        terms = ranking.why.terms
         assert "token" in terms and "bucket" in terms and "request" not in terms
     finally:
         memory.close()
@@ -494,7 +496,7 @@ def test_a_file_the_question_mentions_by_name_ranks_first(tmp_path: Path) -> Non
         ContextGenerationInput(query="fix typos in comments in util/run.py", max_results=5)
     )
     assert result.matches[0].source_path == "app/util/run.py"
-    assert result.matches[0].metadata and result.matches[0].metadata["why"]["mentioned"] is True
+    assert result.matches[0].ranking and result.matches[0].ranking.why.mentioned is True
     assert _paths(memory, "fix typos in comments in app/run.py")[0] == "app/run.py"
     # `e.g.` and `Settings.model_validate` name no file
     assert rank.file_mentions("e.g. Settings.model_validate and v1.2.3") == []
@@ -528,9 +530,9 @@ def test_a_goal_that_names_a_module_finds_it(tmp_path: Path) -> None:
     assert first(goal, edit_goal=False) == "blog/settings.py"
     assert first(goal, edit_goal=True) == "blog/contents.py"
     best = memory.search(ContextGenerationInput(query=goal, max_results=5, edit_goal=True)).matches[0]
-    assert best.metadata and best.metadata["why"]["module"] is True
+    assert best.ranking and best.ranking.why.module is True
     # a name two modules have is shared between them: neither gets the whole boost
     result = memory.search(ContextGenerationInput(query="Drop a compat shim", max_results=5, edit_goal=True))
-    shares = {m.source_path: (m.metadata or {})["signals"]["module"] for m in result.matches}
+    shares = {m.source_path: m.ranking.signals.module for m in result.matches if m.ranking}
     assert shares["blog/_compat.py"] == shares["blog/util/compat.py"] == 0.5
     memory.close()

@@ -579,10 +579,11 @@ async def test_beside_the_repo_map_a_large_file_that_leads_clearly_is_sent_whole
 
 
 def test_a_named_file_from_another_source_is_named_by_its_summary() -> None:
-    # a match whose metadata is not the index's (a re-ranking, another source) never breaks the run
+    # a match without the index's ranking (another source), whatever its metadata, never
+    # breaks the run
     for metadata in (None, {"why": "re-ranked"}, {"why": {"definitions": "f"}}):
         match = indexed("x.py", 0.5, summary="Number formatting helpers.").model_copy(
-            update={"metadata": metadata}
+            update={"metadata": metadata, "ranking": None}
         )
         assert named_file(match) == Named("x.py", "Number formatting helpers.")
 

@@ -83,9 +83,11 @@ from aider_lsp.models import (
     ErrorReason,
     Finding,
     MatchItem,
+    Ranking,
     ReplyCallback,
     RequestContext,
     Severity,
+    Signals,
     TaskError,
     TaskResult,
     Verdict,
@@ -441,14 +443,13 @@ async def test_an_index_whose_best_scores_under_half_plans_beside_the_first_edit
 
 
 async def test_a_file_the_goal_names_makes_the_index_confident(host: RecordingHost) -> None:
-    signals = {"text": 0.0, "definition": 0.0, "mentioned": 1.0, "target": False}
     named = MatchItem(
         id="calc.py",
         content="calc.py",
         relevance_score=0.8,
         content_type="file_summary",
         source_path="calc.py",
-        metadata={"signals": signals},
+        ranking=Ranking(score=0.8, signals=Signals(text=0.0, mentioned=1.0)),
     )
     host.matches = [named]
     host.edits.append(writes("calc.py", FIXED))

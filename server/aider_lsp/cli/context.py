@@ -82,7 +82,7 @@ def _as_json(query: str, result: AssociativeMatchResult, stats: IndexStats, loca
                 "path": match.source_path or match.id,
                 "score": match.relevance_score,
                 "summary": match.content,
-                "why": (match.metadata or {}).get("why", {}),
+                "why": match.ranking.why.as_metadata() if match.ranking else {},
             }
             for match in result.matches
         ],
@@ -101,6 +101,6 @@ def _print_lines(result: AssociativeMatchResult) -> None:
     from ..app import Application  # loaded already: it answered the query
 
     for match in result.matches:
-        why = Application.describe_why((match.metadata or {}).get("why", {}))
+        why = Application.describe_why(match.ranking.why if match.ranking else None)
         print(f"{match.relevance_score:.3f}  {match.source_path or match.id}  ({why})")
     print(result.context_summary, file=sys.stderr)

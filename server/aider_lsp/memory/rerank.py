@@ -33,7 +33,7 @@ class TemplateRunner(Protocol):
 def template_reranker(tasks: TemplateRunner) -> Reranker:
     """A Reranker that asks the TaskSystem template `internal:associative_matching`.
 
-    The template receives {query, candidates: [MatchItem fields without metadata],
+    The template receives {query, candidates: [MatchItem fields without metadata or ranking],
     max_results} and answers an AssociativeMatchResult (or a list of paths) best first.
     """
 
@@ -115,8 +115,12 @@ def apply_rerank(items: list[MatchItem], answer: Any) -> list[MatchItem]:
 
 
 def _rescored(item: MatchItem, value: float) -> MatchItem:
-    """The item with the re-ranking's score, also as its uncapped `metadata["score"]`: the
-    index's would no longer follow the order (the first edit's share is of the first's)."""
+    """The item with the re-ranking's score, also as its uncapped `ranking.score`: the
+    index's would no longer follow the order (the first edit's share is of the first's). A
+    match without the index's ranking says the score in its `metadata` on the wire, as ever."""
+    if item.ranking is not None:
+        ranking = item.ranking.model_copy(update={"score": value})
+        return item.model_copy(update={"relevance_score": value, "ranking": ranking})
     return item.model_copy(
         update={"relevance_score": value, "metadata": {**(item.metadata or {}), "score": value}}
     )

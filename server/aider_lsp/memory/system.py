@@ -231,7 +231,8 @@ class MemorySystem:
             for match in found.matches
             if match.source_path
             and match.source_path not in files
-            and (match.metadata or {}).get("why", {}).get("kind") == "code"
+            and match.ranking is not None
+            and match.ranking.why.kind == "code"
         ]
         return code[:limit]
 

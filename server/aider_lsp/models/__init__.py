@@ -10,7 +10,7 @@
 - question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
-- context: workspace context for a model call (MatchItem, DataContext, …), an index pass's IndexStats
+- context: workspace context for a model call (MatchItem, its Ranking, DataContext, …), IndexStats
 
 Import from `aider_lsp.models` or from the module itself: the names below are the same objects.
 """
@@ -45,9 +45,13 @@ from .context import (
     AssociativeMatchResult,
     ContextGenerationInput,
     DataContext,
+    Definition,
     HistoryConfigSettings,
     IndexStats,
     MatchItem,
+    Ranking,
+    Signals,
+    Why,
 )
 from .edits import AiderEditOutcome, FixAndRetest
 from .envelope import ErrorReason, TaskError, TaskResult, TaskStatus, complete_result, failed_result
@@ -122,6 +126,7 @@ __all__ = [
     "DataContext",
     "DecidingRun",
     "DeclinedTestCommand",
+    "Definition",
     "DevelopmentPlan",
     "EditFinished",
     "EditStarted",
@@ -147,6 +152,7 @@ __all__ = [
     "ProgressCallback",
     "Question",
     "Range",
+    "Ranking",
     "ReadFilesArgs",
     "ReplyCallback",
     "RequestContext",
@@ -161,6 +167,7 @@ __all__ = [
     "Selection",
     "Severity",
     "ShellCommandArgs",
+    "Signals",
     "SkipReason",
     "SkippedFile",
     "Spend",
@@ -178,6 +185,7 @@ __all__ = [
     "ToolSpec",
     "UnsavedFiles",
     "Verdict",
+    "Why",
     "WorkflowEvent",
     "WorkflowIteration",
     "WorkflowProgress",

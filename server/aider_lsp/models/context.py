@@ -1,6 +1,6 @@
-"""Workspace context for a model call: the seeds' MatchItem, AssociativeMatchResult,
-DataContext, the request for context, how a call uses the session's history, and what one
-pass of the workspace index did (IndexStats).
+"""Workspace context for a model call: the seeds' MatchItem (with the index's typed Ranking),
+AssociativeMatchResult, DataContext, the request for context, how a call uses the session's
+history, and what one pass of the workspace index did (IndexStats).
 """
 
 from __future__ import annotations
@@ -9,9 +9,133 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 
+class Definition(BaseModel):
+    """A definition in the file that matched the query: its name and line."""
+
+    name: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.name} (line {self.line})"
+
+
+class Why(BaseModel):
+    """What a user needs to trust or correct a match (memory/explain.py `why_ranked`): the
+    file's kind, the words and definitions that matched, the past commit like the query that
+    changed it, its matching test, a demotion, and whether the user or the editor named it."""
+
+    kind: str = ""
+    terms: list[str] = Field(default_factory=list)
+    definitions: list[Definition] = Field(default_factory=list)
+    changed_by: str | None = None
+    tested_by: str | None = None
+    demoted: str | None = None
+    named: bool = False
+    mentioned: bool = False
+    module: bool = False
+    open: bool = False
+
+    def as_metadata(self) -> dict[str, Any]:
+        """The wire form (`metadata["why"]`): what is not set is left out, a definition is
+        `name (line N)`."""
+        why: dict[str, Any] = {"kind": self.kind}
+        if self.terms:
+            why["terms"] = list(self.terms)
+        if self.definitions:
+            why["definitions"] = [str(definition) for definition in self.definitions]
+        for key in ("changed_by", "tested_by", "demoted"):
+            if getattr(self, key):
+                why[key] = getattr(self, key)
+        for key in ("named", "mentioned", "module", "open"):
+            if getattr(self, key):
+                why[key] = True
+        return why
+
+
+class Signals(BaseModel):
+    """The numbers behind a file's score (memory/rank.py's `Scored`, rounded): `definition` a
+    matched definition, `mentioned` the question names the file, `target` the user named it,
+    `prior` below 1 for a kind of file (test, doc, …) the query is not about."""
+
+    text: float = 0.0
+    definition: float = 0.0
+    tested: float = 0.0
+    prior: float = 1.0
+    path: float = 0.0
+    identifier: float = 0.0
+    history: float = 0.0
+    changes: float = 0.0
+    recent: float = 0.0
+    churn: float = 0.0
+    fresh: float = 0.0
+    target: bool = False
+    mentioned: float = 0.0
+    module: float = 0.0
+    open: bool = False
+
+
+class Ranking(BaseModel):
+    """Why and how high the workspace index ranked a file. `score` is uncapped (the best files
+    of most questions exceed 1.0, and the first edit's choice by a share of the best needs the
+    real ratios; an LLM re-ranking's score replaces it); `size` the file's size in bytes as
+    indexed."""
+
+    score: float
+    size: int = 0
+    language: str = ""
+    kind: str = ""
+    why: Why = Field(default_factory=Why)
+    signals: Signals = Field(default_factory=Signals)
+
+    def as_metadata(self) -> dict[str, Any]:
+        """The wire form: the keys `metadata` has carried (language, size, kind, score, why,
+        signals)."""
+        return {
+            "language": self.language,
+            "size": self.size,
+            "kind": self.kind,
+            "score": self.score,
+            "why": self.why.as_metadata(),
+            "signals": self.signals.model_dump(),
+        }
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any] | None) -> Ranking | None:
+        """The ranking back from its wire form (a dump the bench reloads); None where the
+        metadata is not the index's."""
+        if not metadata or not isinstance(metadata.get("score"), int | float):
+            return None
+        why = metadata.get("why")
+        why = dict(why) if isinstance(why, dict) else {}
+        definitions = []
+        for text in why.pop("definitions", None) or []:
+            name, _, line = str(text).rpartition(" (line ")
+            definitions.append(Definition(name=name, line=int(line.rstrip(")") or 0)))
+        return cls(
+            score=metadata["score"],
+            size=int(metadata.get("size") or 0),
+            language=str(metadata.get("language") or ""),
+            kind=str(metadata.get("kind") or ""),
+            why=Why(**why, definitions=definitions),
+            signals=Signals.model_validate(metadata.get("signals") or {}),
+        )
+
+
+# One match of a context look-up (no docstring: the class's JSON schema, which a model reads
+# as the re-ranking's output, stays the seeds'). `ranking` is the index's (None for another
+# source's match); it never goes on the wire itself and no model is shown it (the schema leaves
+# it out): a dump's `metadata` carries it in the seeds' string keys (`Ranking.as_metadata`)
+# over whatever `metadata` holds.
 class MatchItem(BaseModel):
     id: str
     content: str
@@ -19,6 +143,18 @@ class MatchItem(BaseModel):
     content_type: str = "file_content"
     source_path: str | None = None
     metadata: dict[str, Any] | None = None
+    ranking: SkipJsonSchema[Ranking | None] = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _metadata_on_the_wire(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        excluded = info.exclude is not None and "metadata" in info.exclude
+        included = info.include is None or "metadata" in info.include
+        if self.ranking is not None and included and not excluded:
+            data["metadata"] = {**(self.metadata or {}), **self.ranking.as_metadata()}
+        return data
 
 
 class AssociativeMatchResult(BaseModel):

@@ -194,9 +194,8 @@ def _paths(matches: Sequence[MatchItem]) -> list[str]:
 def named_file(match: MatchItem) -> Named:
     """The file as the first message names it: its definitions that matched the goal (their
     names, which Aider's map also ranks up), else the start of its summary."""
-    why = (match.metadata or {}).get("why")
-    found = why.get("definitions") if isinstance(why, dict) else None  # another source's: none
-    definitions = [str(text).split(" (line ")[0] for text in found] if isinstance(found, list) else []
+    found = match.ranking.why.definitions if match.ranking else []  # another source's: none
+    definitions = [definition.name for definition in found]
     if definitions:
         return Named(match.source_path or "", "defines " + ", ".join(definitions))
     summary = " ".join(match.content.split())
@@ -208,8 +207,7 @@ def named_file(match: MatchItem) -> Named:
 def asked_about(match: MatchItem) -> bool:
     """Whether the file is of a kind the goal is about: code, or a test, doc or changelog file
     the goal names or asks about (the index's kind prior is 1.0 then, below it otherwise)."""
-    prior = (match.metadata or {}).get("signals", {}).get("prior", 1.0)
-    return not isinstance(prior, int | float) or prior >= 1.0
+    return match.ranking is None or match.ranking.signals.prior >= 1.0
 
 
 def map_tokens_for(settings: Settings, workspace: Path) -> int:
@@ -223,22 +221,22 @@ def map_tokens_for(settings: Settings, workspace: Path) -> int:
 
 
 def raw_score(match: MatchItem) -> float:
-    """The index's score before the 0..1 cap (`metadata["score"]`; the capped one where a
-    match carries none, as an LLM re-ranking's or another source's)."""
-    score = (match.metadata or {}).get("score")
-    return float(score) if isinstance(score, int | float) else match.relevance_score
+    """The index's score before the 0..1 cap (`ranking.score`; the capped one where a match
+    carries no ranking, as another source's)."""
+    return match.ranking.score if match.ranking else match.relevance_score
 
 
 def file_tokens(match: MatchItem) -> int:
     """About what the file costs in Aider's request: its size as indexed, in tokens."""
-    size = (match.metadata or {}).get("size")
-    return int(size) // CHARS_PER_TOKEN if isinstance(size, int | float) else 0
+    return match.ranking.size // CHARS_PER_TOKEN if match.ranking else 0
 
 
 def specific(match: MatchItem) -> bool:
     """The index found the file by a definition or by its name, not by common words alone."""
-    signals = (match.metadata or {}).get("signals", {})
-    return bool(signals.get("definition") or signals.get("mentioned") or signals.get("target"))
+    if match.ranking is None:
+        return False
+    signals = match.ranking.signals
+    return bool(signals.definition or signals.mentioned or signals.target)
 
 
 async def find(
