@@ -43,7 +43,7 @@ from aider_lsp.models import (
     complete_result,
     failed_result,
 )
-from aider_lsp.settings import Settings
+from aider_lsp.settings import Settings, load_settings
 from aider_lsp.workflow.host import WorkflowHost
 
 PLAN = "plan"
@@ -150,6 +150,17 @@ def indexed(
     )
 
 
+def product_settings(**changes: object) -> Settings:
+    """The product's defaults (no environment read), with the changes a test names (camelCase,
+    as an editor sends them): what a fast test runs on, so that a changed default fails one."""
+    return load_settings(dict(changes), environ={})
+
+
+# what the fast decision tests run on: the product's defaults but the suite run before the first
+# edit (their scripted test runs are the edits'; test_workflow_tests_first.py runs with it on)
+WITHOUT_TESTS_FIRST = product_settings(testsBeforeFirstEdit=False)
+
+
 def model_fails(
     message: str = "the model answered 500", reason: ErrorReason = ErrorReason.LLM_ERROR
 ) -> TaskResult:
@@ -163,8 +174,8 @@ class FakeHost:
         self, workspace: Path, settings: Settings | None = None, *, tokens_per_call: int = 0
     ) -> None:
         self._workspace = workspace
-        # no run before the first edit unless a test asks (the scripted test runs are the edits')
-        self._settings = settings or Settings(tests_before_first_edit=False)
+        # the product's defaults unless a test says otherwise: a default changed fails a fast test
+        self._settings = settings or product_settings()
         self._files = FileAccessManager(workspace)
         self._checkpoints = CheckpointStore(self._files)
         self.edits: deque[ScriptedEdit] = deque()

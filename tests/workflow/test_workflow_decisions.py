@@ -39,6 +39,7 @@ from aider_lsp_testing.fake_host import (
     EDIT,
     PLAN,
     TEST,
+    WITHOUT_TESTS_FIRST,
     FakeHost,
     ScriptedEdit,
     analysis,
@@ -62,7 +63,7 @@ pytestmark = [pytest.mark.timeout(10), pytest.mark.usefixtures("narrow_every_sui
 @pytest.fixture
 def host(tmp_path: Path) -> FakeHost:
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    return FakeHost(tmp_path)
+    return FakeHost(tmp_path, WITHOUT_TESTS_FIRST)
 
 
 def loop(host: FakeHost, max_retries: int = 3, files: list[str] | None = None) -> CodingWorkflowOrchestrator:

@@ -18,7 +18,7 @@ from aider_lsp.models import (
     WorkflowUsage,
 )
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
-from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, red_run, writes
+from aider_lsp_testing.fake_host import WITHOUT_TESTS_FIRST, FakeHost, analysis, green_run, red_run, writes
 
 WRONG = "def multiply(a, b):\n    return a + b + 1\n"
 FIXED = "def multiply(a, b):\n    return a * b\n"
@@ -35,7 +35,7 @@ def test_the_sentence_is_the_phase_then_the_spend_once_anything_was_spent() -> N
 
 async def test_each_progress_event_carries_what_the_sentence_says(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    host = FakeHost(tmp_path, tokens_per_call=40)
+    host = FakeHost(tmp_path, WITHOUT_TESTS_FIRST, tokens_per_call=40)
     host.edits.extend([writes("calc.py", WRONG, tokens=100), writes("calc.py", FIXED, tokens=100)])
     host.test_runs.extend([red_run(), green_run()])
     host.analyses.append(analysis(Verdict.RETRY))

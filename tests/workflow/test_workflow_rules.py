@@ -101,6 +101,7 @@ from aider_lsp_testing.fake_host import (
     EDIT,
     PLAN,
     TEST,
+    WITHOUT_TESTS_FIRST,
     FakeHost,
     analysis,
     green_run,
@@ -167,7 +168,7 @@ class RecordingHost(FakeHost):
 @pytest.fixture
 def host(tmp_path: Path) -> RecordingHost:
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    return RecordingHost(tmp_path)
+    return RecordingHost(tmp_path, WITHOUT_TESTS_FIRST)
 
 
 def with_settings(host: FakeHost, **options: object) -> RecordingHost:
@@ -291,7 +292,7 @@ async def test_the_edits_of_a_run_are_turns_of_one_aider_chat(host: RecordingHos
 
 async def test_a_server_without_chats_is_told_the_instructions_again(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    host = RecordingHost(tmp_path, chats=False)
+    host = RecordingHost(tmp_path, WITHOUT_TESTS_FIRST, chats=False)
     host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
     host.test_runs.extend([red_run(FAILING), green_run()])
     host.analyses.append(analysis(Verdict.RETRY))

@@ -45,7 +45,17 @@ from aider_lsp_testing.calc_project import (
     analysis_by_exit_code,
     write_calc_project,
 )
-from aider_lsp_testing.fake_host import EDIT, TEST, FakeHost, analysis, green_run, red_run, rest_run, writes
+from aider_lsp_testing.fake_host import (
+    EDIT,
+    TEST,
+    WITHOUT_TESTS_FIRST,
+    FakeHost,
+    analysis,
+    green_run,
+    red_run,
+    rest_run,
+    writes,
+)
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole, all_of, last_user_contains
 
 GOAL = "multiply multiplies"
@@ -120,7 +130,7 @@ async def test_after_it_the_whole_suite_decides_as_before(host: FakeHost, narrow
 async def test_a_suite_of_a_few_seconds_runs_whole_after_a_red_iteration(tmp_path: Path) -> None:
     """The failing tests alone would cost a run, then the whole suite once they pass."""
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    host = FakeHost(tmp_path)  # no run before the first edit: iteration 1's run is the first
+    host = FakeHost(tmp_path, WITHOUT_TESTS_FIRST)  # iteration 1's run is the first
     quick = red_run(FAILING).model_copy(update={"duration_s": 2.5})
     host.test_runs.extend([quick, green_run()])
     host.edits.extend(

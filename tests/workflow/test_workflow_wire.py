@@ -15,7 +15,16 @@ from aider_lsp.cli.run import print_report
 from aider_lsp.models import RequestContext, Verdict, WorkflowResult, WorkflowRun
 from aider_lsp.results import workflow_run_result
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
-from aider_lsp_testing.fake_host import FakeHost, analysis, green_run, no_change, red_run, rest_run, writes
+from aider_lsp_testing.fake_host import (
+    WITHOUT_TESTS_FIRST,
+    FakeHost,
+    analysis,
+    green_run,
+    no_change,
+    red_run,
+    rest_run,
+    writes,
+)
 
 FIXED = "def multiply(a, b):\n    return a * b\n"
 FAILING = "tests/test_calc.py::test_multiply"
@@ -25,7 +34,7 @@ pytestmark = [pytest.mark.timeout(10), pytest.mark.usefixtures("narrow_every_sui
 async def _three_iterations(tmp_path: Path) -> tuple[CodingWorkflowOrchestrator, WorkflowResult]:
     """A no-change edit, a wrong edit (red), the fix (failing test, then the rest: green)."""
     (tmp_path / "calc.py").write_text("def multiply(a, b):\n    return a + b\n")
-    host = FakeHost(tmp_path)
+    host = FakeHost(tmp_path, WITHOUT_TESTS_FIRST)
     host.edits.extend(
         [no_change(), writes("calc.py", "def multiply(a, b):\n    return 0\n"), writes("calc.py", FIXED)]
     )
