@@ -40,6 +40,7 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 SUPERVISED = sys.platform.startswith("linux")
 REAP_WAIT_S = 1.0  # the longest the supervisor waits for what it killed to be gone (twice)
+REPORT_WAIT_S = 0.2  # the longest the server waits for a report not written yet
 MAX_REPORTED = 50  # processes named in the report (it must fit in the pipe: the server reads it late)
 COMMAND_CHARS = 120
 
@@ -96,15 +97,30 @@ class Supervision:
         self.end()
         if self._report_r < 0:
             return Report()
-        data = b""
-        os.set_blocking(self._report_r, False)
-        try:
-            while chunk := os.read(self._report_r, 65536):
-                data += chunk
-        except BlockingIOError:  # the supervisor still runs (it missed its grace): no report
-            data = b""
+        data = _read_report(self._report_r)
         self._report_r = _close(self._report_r)
         return parse_report(data.decode("utf-8", errors="replace"))
+
+
+def _read_report(fd: int) -> bytes:
+    """What the supervisor wrote (in one write, before it exited). The pipe may not read EOF
+    yet: a child another thread of the server forked meanwhile holds its write end until it
+    closes its inherited fds; what was written is the report all the same. Nothing written
+    after REPORT_WAIT_S: the supervisor still runs (it missed its grace), no report."""
+    os.set_blocking(fd, False)
+    data = b""
+    deadline = time.monotonic() + REPORT_WAIT_S
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            if data.endswith(b"\n") or time.monotonic() > deadline:
+                return data
+            select.select([fd], [], [], 0.02)
+            continue
+        if not chunk:
+            return data
+        data += chunk
 
 
 def parse_report(text: str) -> Report:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.models import CommandRun
+from aider_lsp.reaper import Supervision
 from aider_lsp.results import command_result, run_tests_result
 from aider_lsp.shell import CommandExecutor
 from aider_lsp_testing.waiting import eventually
@@ -163,3 +164,20 @@ async def test_a_command_that_leaves_nothing_ends_nothing(tmp_path: Path) -> Non
 async def test_a_command_killed_by_a_signal_keeps_its_exit_code(tmp_path: Path) -> None:
     run = await CommandExecutor(tmp_path).execute("kill -9 $$", use_shell=True)
     assert run.exit_code == -signal.SIGKILL and run.error is None
+
+
+def test_the_report_is_read_while_a_child_forked_meanwhile_still_holds_the_pipe() -> None:
+    """The supervisor wrote its report and exited, but a process another thread forked at
+    that moment still holds the report pipe's write end (until it closes its inherited fds):
+    the report is read all the same (it was lost: a command that could not start read as
+    "the tests fail (exit code 127)")."""
+    supervision = Supervision()
+    writer = supervision._report_w  # the supervisor's end, as it inherited it
+    inherited = os.dup(writer)  # the copy a child forked meanwhile holds
+    try:
+        os.write(writer, b"spawn_error 2 no-such-program\n")
+        report = supervision.finish()  # closes the server's copy of the write end
+    finally:
+        os.close(inherited)
+    assert report.spawn_error is not None and report.spawn_error.errno == 2
+    assert report.spawn_error.filename == "no-such-program"
