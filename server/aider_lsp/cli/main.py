@@ -84,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`run`, `demo`, `undo` and `history`: the coding workflow in a terminal."""
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`run`: the coding workflow on a goal in a workspace."""
     run_parser = commands.add_parser(
         "run", help="run the coding workflow (plan, Aider edit, tests, analysis, retry) in a workspace"
     )
@@ -116,6 +116,11 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
         action="store_true",
         help="log the planning/analysis model's prompts, tools and failures on stderr",
     )
+
+
+def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`run`, `demo`, `undo` and `history`: the coding workflow in a terminal."""
+    _add_run(commands)
     demo_parser = commands.add_parser(
         "demo", help="the workflow on the example calculator with a scripted offline model (no key needed)"
     )

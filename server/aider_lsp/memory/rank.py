@@ -33,7 +33,7 @@ counts more where those words stand together.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
@@ -474,6 +474,28 @@ def unit_scores(hits: list[UnitHit]) -> tuple[dict[str, float], dict[str, list[U
     return scores, by_file
 
 
+def _found(
+    rows: list[SearchRow],
+    unit_rows: dict[str, SearchRow],
+    tested_rows: dict[str, SearchRow],
+    history_rows: list[SearchRow],
+    targets: dict[str, SearchRow],
+    mentioned: dict[str, tuple[SearchRow, float]],
+    modules: dict[str, tuple[SearchRow, float]],
+    changes: dict[str, ChangedFile],
+) -> Iterator[SearchRow]:
+    """Every file a signal found, in this order: the text's, a definition's alone, the code a
+    matching test tests, past queries', the targets, mentions, modules, past commits' changes."""
+    yield from rows
+    yield from unit_rows.values()
+    yield from tested_rows.values()
+    yield from history_rows
+    yield from targets.values()
+    yield from (row for row, _share in mentioned.values())
+    yield from (row for row, _share in modules.values())
+    yield from (change.row for change in changes.values())
+
+
 def score(
     terms: QueryTerms,
     rows: list[SearchRow],
@@ -502,17 +524,10 @@ def score(
     opened = set(open_files)
     changes = changed or {}
     by_path: dict[str, Scored] = {}
-    candidates = [
-        *rows,
-        *(unit_rows or {}).values(),  # files found only by a definition
-        *(tested_rows or {}).values(),  # code that a matching test tests
-        *(history_rows or []),
-        *targets.values(),
-        *(row for row, _share in mentioned.values()),
-        *(row for row, _share in modules.values()),
-        *(change.row for change in changes.values()),  # files past commits like this changed
-    ]
-    for row in candidates:
+    found = _found(
+        rows, unit_rows or {}, tested_rows or {}, history_rows or [], targets, mentioned, modules, changes
+    )
+    for row in found:  # a file's row: the first signal's
         if row.path in by_path:
             continue
         by_path[row.path] = Scored(
