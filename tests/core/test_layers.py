@@ -12,6 +12,7 @@ source with `ast`: every import statement, at the top, in a function or under TY
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,3 +145,18 @@ def test_the_reader_sees_imports() -> None:
     assert ("lsp/documents.py", ("lsp", "indexing")) in found  # `from . import indexing`
     assert ("cli/doctor.py", ("preflight",)) in found  # `from .. import preflight`
     assert ("__main__.py", ("cli", "main", "main")) in found
+
+
+def test_the_one_module_shared_with_the_bundled_server_needs_only_the_standard_library() -> None:
+    """aider_lsp imports aider_mcp/snapshots.py (the edits' diff format) though the bundled
+    server lives in Aider's environment: safe while it imports the standard library alone."""
+    shared = PACKAGE.parent / "aider_mcp" / "snapshots.py"
+    tree = ast.parse(shared.read_text(encoding="utf-8"))
+    imported = {
+        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    imported.discard("__future__")
+    assert imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names

@@ -16,6 +16,7 @@ from aider_lsp.files import FileAccessManager
 from aider_lsp.memory import MemorySystem
 from aider_lsp.memory import pass_process as pass_module
 from aider_lsp.memory import reader as reader_module
+from aider_lsp.memory.indexer import child_pass
 from aider_lsp.models import ContextGenerationInput
 from aider_lsp.settings import Settings
 
@@ -107,7 +108,7 @@ def test_a_stop_request_reaches_the_child_between_batches(tmp_path: Path) -> Non
     spec = pass_module.PassSpec.of(FileAccessManager(root), str(db), (), 1_000_000)
     stop = threading.Event()
     stop.set()
-    stats = pass_module.index_in_child(spec, stop, lambda *progress: None)
+    stats = pass_module.index_in_child(spec, stop, lambda *progress: None, child_pass)
     assert stats.scanned == 41 and stats.read < 41
 
 

@@ -267,7 +267,7 @@ class Indexer:
         with self._pass_lock:
             self.progress.running, self.progress.done, self.progress.total = True, 0, 0
             try:
-                stats = pass_process.index_in_child(spec, self._stop, self._relay(report))
+                stats = pass_process.index_in_child(spec, self._stop, self._relay(report), child_pass)
             except RuntimeError as exc:
                 log.warning("%s; indexing in the server process", exc)
                 stats = None
@@ -427,3 +427,22 @@ def _log_pass(stats: IndexStats, location: str) -> None:
     )
     if stats.skipped:
         log.info("skipped while indexing: %s", "; ".join(stats.skipped[:20]))
+
+
+def child_pass(
+    files: FileAccessManager,
+    store: IndexStore,
+    excludes: tuple[str, ...],
+    max_file_bytes: int,
+    stop: threading.Event,
+    history_commits: int,
+) -> Indexer:
+    """The indexer a child process runs one pass with (pass_process.py's `MakePass`)."""
+    return Indexer(
+        files,
+        lambda: store,
+        excludes=excludes,
+        max_file_bytes=max_file_bytes,
+        stop=stop,
+        history_commits=history_commits,
+    )

@@ -27,10 +27,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
 from ..files import DEFAULT_SECRET_PATTERNS, FileAccessManager
-from . import indexer as indexer_module  # a module: indexer.py imports this one
+from ..models import IndexStats
 from .history import MAX_COMMITS
 from .index import IndexStore
 
@@ -67,15 +67,41 @@ class PassSpec:
 Progress = Callable[[str, int | None, int, int], None]
 
 
-def index_in_child(spec: PassSpec, stop: threading.Event, on_progress: Progress) -> indexer_module.IndexStats:
-    """Run one full pass in a child process and wait for it (blocking: call from a thread).
+class PassCounts(Protocol):
+    @property
+    def done(self) -> int: ...
+
+    @property
+    def total(self) -> int: ...
+
+
+class IndexPass(Protocol):
+    """What the child runs: indexer.py's Indexer (built by the `make` it is given, so this
+    module never imports indexer.py, which imports it)."""
+
+    @property
+    def progress(self) -> PassCounts: ...
+
+    def index_all(self, report: Callable[[str, int | None], None]) -> IndexStats: ...
+
+
+# (files, the store, excludes, max file bytes, stop, history commits) → the pass: a module-level
+# function of indexer.py, picklable by name for the spawned child
+MakePass = Callable[[FileAccessManager, IndexStore, tuple[str, ...], int, threading.Event, int], IndexPass]
+
+
+def index_in_child(
+    spec: PassSpec, stop: threading.Event, on_progress: Progress, make: MakePass
+) -> IndexStats:
+    """Run one full pass (`make`'s) in a child process and wait for it (blocking: call from a
+    thread).
 
     Raises RuntimeError when the child could not start or died without an answer."""
     context = multiprocessing.get_context("spawn")
     receiving, sending = context.Pipe(duplex=False)
     child_stop = stop_flag(context)
     process = context.Process(
-        target=_child_main, args=(spec, sending, child_stop, os.getpid()), name="aider-lsp-index"
+        target=_child_main, args=(spec, make, sending, child_stop, os.getpid()), name="aider-lsp-index"
     )
     try:
         process.start()
@@ -99,7 +125,7 @@ def stop_flag(context: Any) -> Any:
 
 def _receive(
     receiving: Connection, stop: threading.Event, child_stop: Any, on_progress: Progress
-) -> indexer_module.IndexStats:
+) -> IndexStats:
     """Relay progress until the child's answer; forward a stop request to it."""
     while True:
         if stop.is_set():
@@ -114,13 +140,13 @@ def _receive(
         if kind == "progress":
             on_progress(*message[1:])
         elif kind == "done":
-            stats: indexer_module.IndexStats = message[1]
+            stats: IndexStats = message[1]
             return stats
         else:
             raise RuntimeError(f"the indexing process failed: {message[1]}")
 
 
-def _child_main(spec: PassSpec, sending: Connection, requested: Any, parent: int) -> None:
+def _child_main(spec: PassSpec, make: MakePass, sending: Connection, requested: Any, parent: int) -> None:
     """The child: one `index_all` on its own connection; stops if the server goes away."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
@@ -136,14 +162,7 @@ def _child_main(spec: PassSpec, sending: Connection, requested: Any, parent: int
         sending.close()
         return
     store = IndexStore(spec.db_path)
-    indexer = indexer_module.Indexer(
-        files,
-        lambda: store,
-        excludes=spec.excludes,
-        max_file_bytes=spec.max_file_bytes,
-        stop=stop,
-        history_commits=spec.history_commits,
-    )
+    indexer = make(files, store, spec.excludes, spec.max_file_bytes, stop, spec.history_commits)
 
     def report(message: str, percentage: int | None) -> None:
         progress = indexer.progress
