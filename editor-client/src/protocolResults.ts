@@ -56,6 +56,8 @@ export interface DecidingRun {
     stderr?: string;
     /** The runner's own last line ("3 passed in 0.02s", "OK"), as the server read it. */
     summary?: string;
+    /** How it ended in the server's one wording ("the tests fail (1 failed)"): shown as it is. */
+    outcome?: string;
 }
 
 /** WorkflowIteration: one edit → test → analysis round of a run's history. */
@@ -106,6 +108,7 @@ const DECIDING_RUN: Fields<DecidingRun> = {
     stdout: optional(str),
     stderr: optional(str),
     summary: optional(str),
+    outcome: optional(str),
 };
 
 const WORKFLOW_ITERATION: Fields<WorkflowIteration> = {
@@ -192,6 +195,8 @@ export interface StepTestRun {
     summary?: string;
     failed?: number;
     failing?: string[];
+    /** How it ended in the server's one wording ("the tests fail (1 failed)"): shown as it is. */
+    outcome?: string;
 }
 
 /** StepAnalysis: an iteration's verdict and the start of its message. */
@@ -259,6 +264,7 @@ const STEP_TEST_RUN: Fields<StepTestRun> = {
     summary: optional(str),
     failed: optional(num),
     failing: optional(list(str)),
+    outcome: optional(str),
 };
 
 const STEP_ANALYSIS: Fields<StepAnalysis> = { verdict: required(str), message: optional(str), overruled: optional(str) };

@@ -439,6 +439,9 @@ describe('the run history → the Runs view', () => {
         assert.equal(testLabel(timedOut.test), 'Tests timed out');
         assert.equal(testLabel({ ...red.test, exitCode: 0, failed: 0, failing: [] }), 'Tests pass');
         assert.equal(testLabel({ ...red.test, failed: undefined, failing: [], exitCode: 2 }), 'Tests fail (exit code 2)');
+        // the server's one wording, where it sends it, is shown as it is
+        const worded = { ...red, test: { ...red.test, outcome: 'the tests fail (8 failed)' } };
+        assert.equal(stepDescription(worded), 'changed parser.py, created lexer.py · the tests fail (8 failed) · analysis: RETRY');
         const tooltip = testTooltip(red.test);
         assert.match(tooltip, /^\$ pytest -q\nThe whole suite\nExit code 1\n8 failed, 2 passed in 0\.31s\n\nFailing:\n {2}tests\/test_parse\.py::test_0\n/);
         assert.match(tooltip, /test_4\n {2}… and 3 more$/);

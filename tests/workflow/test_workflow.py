@@ -214,10 +214,12 @@ async def test_the_history_keeps_each_iterations_edit_tests_and_analysis(
     assert red["test"]["command"] == TEST_COMMAND and red["test"]["exit_code"] == 1
     assert (red["test"]["failed"], red["test"]["failing"]) == (1, ["test_calc.CalcTest.test_multiply"])
     assert red["test"]["summary"] == "FAILED (failures=1)"
+    assert red["test"]["outcome"] == "the tests fail (1 failed)"  # the one wording, on the wire
     assert red["analysis"] == {"verdict": "RETRY", "message": RETRY["message"], "overruled": None}
     assert green["iteration"] == 2 and green["edit"]["changed_files"] == ["calc.py"]
     assert (green["test"]["exit_code"], green["test"]["failed"], green["test"]["scope"]) == (0, 0, "whole")
     assert green["test"]["summary"] == "OK" and green["analysis"] is None  # green: no analysis ran
+    assert green["test"]["outcome"] == "the tests pass (OK)"
     # `aider-lsp history`: one line per iteration under the run
     assert listed["content"].splitlines()[1:] == [
         "    iteration 1: changed calc.py · the tests fail (1 failed) · RETRY: multiply still fails",

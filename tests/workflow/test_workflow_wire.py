@@ -82,6 +82,7 @@ async def test_the_iterations_keep_their_wire_keys(tmp_path: Path) -> None:
         "stdout",
         "stderr",
         "summary",
+        "outcome",
     ]
     assert iterations[2]["test"]["scope"] == "rest" and iterations[2]["test"]["exit_code"] == 0
     assert iterations[0]["analysis"] == {

@@ -29,6 +29,8 @@ export interface StepTestRun {
     failed?: number;
     /** The first failing test ids (at most a few: `failed` says how many). */
     failing: string[];
+    /** How it ended in the server's words ("the tests fail (1 failed)"); older servers send none. */
+    outcome?: string;
 }
 
 /** An iteration's analysis (the server's StepAnalysis): its verdict and the start of its message. */
@@ -120,7 +122,7 @@ function stepTestRun(test: wire.StepTestRun): StepTestRun {
         timedOut: test.timed_out === true,
         summary: test.summary ?? '',
         failing: test.failing ?? [],
-        ...present({ exitCode: test.exit_code, failed: test.failed }),
+        ...present({ exitCode: test.exit_code, failed: test.failed, outcome: test.outcome }),
     };
 }
 
@@ -419,8 +421,11 @@ export function editWords(step: RunStep): string {
     return words.join(', ') || 'changed nothing';
 }
 
-/** How the deciding test run ended: "tests pass", "tests fail (1 failed)", "tests fail (exit code 2)", "tests timed out". */
+/** How the deciding test run ended: the server's words ("the tests fail (1 failed)"), else "tests pass", "tests fail (exit code 2)", "tests timed out". */
 export function testWords(test: StepTestRun): string {
+    if (test.outcome !== undefined) {
+        return test.outcome; // the server's one wording (an older server's history has none)
+    }
     if (test.timedOut) {
         return 'tests timed out';
     }

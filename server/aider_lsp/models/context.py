@@ -7,15 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
-from pydantic import (
-    BaseModel,
-    Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import BaseModel, Field, field_serializer, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 
@@ -145,16 +139,20 @@ class MatchItem(BaseModel):
     metadata: dict[str, Any] | None = None
     ranking: SkipJsonSchema[Ranking | None] = Field(default=None, exclude=True)
 
-    @model_serializer(mode="wrap")
-    def _metadata_on_the_wire(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        excluded = info.exclude is not None and "metadata" in info.exclude
-        included = info.include is None or "metadata" in info.include
-        if self.ranking is not None and included and not excluded:
-            data["metadata"] = {**(self.metadata or {}), **self.ranking.as_metadata()}
-        return data
+    @model_validator(mode="after")
+    def _metadata_for_the_ranking(self) -> Self:
+        """A ranked match has metadata to carry its ranking on the wire (a dump that leaves out
+        None values keeps it)."""
+        if self.ranking is not None and self.metadata is None:
+            self.metadata = {}
+        return self
+
+    @field_serializer("metadata")
+    def _metadata_on_the_wire(self, metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The ranking in the seeds' string keys, over whatever `metadata` holds."""
+        if self.ranking is None:
+            return metadata
+        return {**(metadata or {}), **self.ranking.as_metadata()}
 
 
 class AssociativeMatchResult(BaseModel):

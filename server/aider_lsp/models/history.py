@@ -5,11 +5,13 @@ restored or left alone (and why), and one line of the history.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from .commands import Finding
 from .envelope import ErrorReason, TaskError
+from .outcome import test_outcome
 from .runs import DecidingRun, SuiteScope, Verdict, WorkflowResult, WorkflowStatus
 
 
@@ -108,6 +110,21 @@ class StepTestRun(BaseModel):
     summary: str = ""  # "1 failed, 2 passed in 0.02s", "FAILED (failures=1)"
     failed: int | None = None  # None: the runner's output names no test it can count
     failing: tuple[str, ...] = ()  # the first failing test ids (at most a few)
+
+    # how it ended in the one wording every screen shows (outcome.py), filled in when not given
+    outcome: str = ""
+
+    @model_validator(mode="after")
+    def _worded(self) -> Self:
+        if not self.outcome:
+            object.__setattr__(
+                self,
+                "outcome",
+                test_outcome(
+                    self.exit_code, timed_out=self.timed_out, summary=self.summary, failed=self.failed
+                ),
+            )
+        return self
 
 
 class StepAnalysis(BaseModel):

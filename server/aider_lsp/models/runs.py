@@ -5,11 +5,13 @@ analysis, each iteration's record, and the run's result with what it spent.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .commands import Finding
 from .envelope import ErrorReason, TaskError, TaskStatus
+from .outcome import test_outcome
 from .usage import AiderCallUsage, WorkflowUsage
 
 
@@ -117,6 +119,17 @@ class DecidingRun(BaseModel):
     stderr: str = ""
     # the runner's own last word ("3 passed in 0.02s", "OK"): what a client shows, computed once
     summary: str = ""
+
+    # how it ended in the one wording every screen shows (outcome.py), filled in when not given
+    outcome: str = ""
+
+    @model_validator(mode="after")
+    def _worded(self) -> Self:
+        if not self.outcome:
+            object.__setattr__(
+                self, "outcome", test_outcome(self.exit_code, timed_out=self.timed_out, summary=self.summary)
+            )
+        return self
 
 
 class JudgeProblem(BaseModel):
