@@ -254,10 +254,10 @@ async def test_an_ask_turn_cancelled_while_aider_answers_still_counts_what_it_co
     assert client.of(UsageUpdate)[-1].used == stopped.usage.total_tokens
 
 
-def script_two_iterations(llm_server: Any) -> None:
+def script_two_iterations(llm_server: Any, retry_after: threading.Event | None = None) -> None:
     """The plan fixes subtract; the failing test's output sent back to Aider fixes multiply,
     once the analysis of iteration 1 beside it has answered (an order of events, not a delay:
-    a green run would not wait for it)."""
+    a green run would not wait for it), or once `retry_after` is set (the test's own event)."""
     analysed = threading.Event()
 
     def analysis(request: dict[str, Any]) -> Any:
@@ -276,7 +276,7 @@ def script_two_iterations(llm_server: Any) -> None:
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("I ran this command")),
-        held(analysed, aider_whole({"calc.py": FIXED})),
+        held(retry_after or analysed, aider_whole({"calc.py": FIXED})),
     )
     llm_server.add_rule(
         all_of(IS_AIDER, last_user_contains("Fix subtract")), aider_whole({"calc.py": HALF_FIXED})
@@ -287,12 +287,23 @@ def script_two_iterations(llm_server: Any) -> None:
 async def test_workflow_turn_goes_from_red_to_green(
     calc_project: Path, llm_server: Any, tmp_path: Path
 ) -> None:
-    script_two_iterations(llm_server)
+    shown = threading.Event()  # the second edit answers once the client shows the analysis
+    script_two_iterations(llm_server, retry_after=shown)
     env = scripted_env(llm_server.base_url, AIDER_LSP_TEST_COMMAND=TEST_COMMAND)
     async with acp_agent(env, tmp_path / "agent.log") as (conn, client, _):
         session_id = await new_session(conn, calc_project)
         await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+
+        def thought() -> str:
+            return "".join(u.content.text for u in client.of(AgentThoughtChunk))
+
+        async def when_the_analysis_is_shown() -> None:
+            await eventually(lambda: "Analysis of iteration 1" in thought())
+            shown.set()  # (or at the cap: the assertion below says what was missing)
+
+        watching = asyncio.create_task(when_the_analysis_is_shown())
         answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
+        watching.cancel()
     assert answer.stop_reason == "end_turn", client.reply()
     assert (calc_project / "calc.py").read_text() == FIXED
     plans = client.of(AgentPlanUpdate)
@@ -627,7 +638,8 @@ async def test_a_session_is_listed_and_replayed_after_a_restart(
     assert replayed.reply() == first.reply() and "Aider changed calc.py" in replayed.reply()
     (diff,) = replayed.diffs()
     assert diff.new_text == FIXED and diff.old_text == BUGGY  # the tool call as it was shown
-    state = {"user_message_chunk", "usage_update", "available_commands_update"}  # not conversation
+    # not conversation: the session's state (its title, its spend, its commands)
+    state = {"user_message_chunk", "usage_update", "available_commands_update", "session_info_update"}
     assert [type(u) for u in replayed.updates if u.session_update not in state] == [
         type(u) for u in first.updates if u.session_update not in state
     ]
