@@ -249,6 +249,23 @@ describe('activate', () => {
         assert.deepEqual(recorded.shown.at(-1), { kind: 'error', text: 'Aider: Edit with Aider failed: no key', items: ['Show Log'] });
     });
 
+    it('does not ask to save an unsaved file outside the workspace (the editor’s own settings.json)', async () => {
+        const doc = document('ok.py', 'x = 1\n');
+        const settings = { ...document('ok2.py', '{}\n', true), uri: Uri.file('/elsewhere/User/settings.json') };
+        workspace.textDocuments = [doc, settings];
+        window.activeTextEditor = { document: doc, selection: new Selection(0, 0, 0, 0) };
+        recorded.inputs.push('rename x');
+        const fake = client();
+        const count = fake.sent.length;
+        const shownBefore = recorded.shown.length;
+        const done = run(ClientCommand.edit);
+        const request = await nextRequest(fake, count + 1);
+        assert.equal(recorded.shown.length, shownBefore, 'no question about saving');
+        assert.equal(settings.isDirty, true);
+        request.answer({ status: 'COMPLETE', content: '', notes: {} });
+        await done;
+    });
+
     it('asks to save before the instruction, so saying no costs no typed text', async () => {
         const doc = document('dirty2.py', 'x = 1\n', true);
         workspace.textDocuments = [doc];

@@ -114,7 +114,11 @@ export async function placeOf(uris: vscode.Uri[], hint?: vscode.Uri): Promise<Pl
  * by surprise. `why` says why the question is asked (default: Aider edits files on disk).
  */
 export async function saveDirtyFiles(why = 'Aider edits files on disk.'): Promise<boolean> {
-    const dirty = vscode.workspace.textDocuments.filter((doc) => doc.isDirty && doc.uri.scheme === 'file');
+    // the workspace's files only: Aider and a worktree read those (an unsaved settings.json or
+    // another folder's file is not theirs to save)
+    const dirty = vscode.workspace.textDocuments.filter(
+        (doc) => doc.isDirty && doc.uri.scheme === 'file' && vscode.workspace.getWorkspaceFolder(doc.uri) !== undefined,
+    );
     if (dirty.length === 0) {
         return true;
     }
