@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, dribbled, last_user_contains
 from aider_lsp_testing.raw_lsp import RawLspClient
 

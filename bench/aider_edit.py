@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from aider_lsp import aider_env
 from aider_lsp.aider.bridge import AiderBridge
-from aider_lsp.files import FileAccessManager
-from aider_lsp.settings import load_settings
+from aider_lsp.config import aider_env
+from aider_lsp.config.settings import load_settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp_testing.aider_cli import aider_command, aider_environment
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_whole, last_user_contains
 from aider_lsp_testing.raw_lsp import RawLspClient

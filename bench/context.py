@@ -52,10 +52,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.memory import MemorySystem
 from aider_lsp.models import ContextGenerationInput
-from aider_lsp.settings import Settings
 
 SKIP_DIRS = {"site-packages", "__pycache__", "dist-packages"}
 SENTENCE = re.compile(r"(?<=[.!?])\s+")

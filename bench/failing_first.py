@@ -37,10 +37,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application
+from aider_lsp.config import aider_env
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import RequestContext, TaskStatus, WorkflowRequest
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import run_workflow_on_wire
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import (

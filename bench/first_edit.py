@@ -62,6 +62,7 @@ from typing import Any
 
 from aider_lsp.aider.spawn import Spawned
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import (
     AiderEditOutcome,
     AssociativeMatchResult,
@@ -75,7 +76,6 @@ from aider_lsp.models import (
     TaskError,
     WorkflowRequest,
 )
-from aider_lsp.settings import load_settings
 from aider_lsp.workflow.first_files import pick
 
 sys.path.insert(0, str(Path(__file__).parent))

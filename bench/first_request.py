@@ -65,10 +65,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from aider_lsp import aider_env
 from aider_lsp.app import Application
+from aider_lsp.config import aider_env
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import RequestContext, WorkflowRequest, WorkflowRun
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import (
     IS_AIDER_SUMMARY,
     IS_ANALYSIS,

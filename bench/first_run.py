@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aider_lsp.cli.demo import scripted_answers  # the demo's scripted calculator story
-from aider_lsp.offline_llm import OfflineLLMServer
+from aider_lsp.cli.offline_llm import OfflineLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "server" / "aider_lsp" / "examples" / "calculator"

@@ -36,8 +36,8 @@ async def main() -> None:
     import openai
 
     from aider_lsp.app import Application
+    from aider_lsp.config.settings import Settings
     from aider_lsp.models import HistoryConfigSettings
-    from aider_lsp.settings import Settings
 
     with ScriptedLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.add_rule(

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 from aider_lsp_testing.calc_project import BUGGY, HALF_FIXED, PLAN, RETRY, write_calc_project
 from aider_lsp_testing.llm_server import (
     IS_AIDER,

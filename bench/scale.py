@@ -303,10 +303,10 @@ def run_server(
 LOCAL = """
 import json, statistics, sys, time
 from pathlib import Path
-from aider_lsp.files import FileAccessManager
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.memory import MemorySystem
 from aider_lsp.models import ContextGenerationInput
-from aider_lsp.settings import Settings
+from aider_lsp.config.settings import Settings
 tree, db, edits = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 asked = json.loads(sys.stdin.read())
 memory = MemorySystem(FileAccessManager(tree), Settings(), db_path=db)

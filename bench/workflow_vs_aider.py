@@ -85,11 +85,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aider_lsp import aider_env
+from aider_lsp.cli.offline_llm import estimated_usage as usage_answered  # what a reply without usage says
+from aider_lsp.cli.offline_llm import message_parts
+from aider_lsp.config import aider_env
 from aider_lsp.llm.templates import ANALYSIS as ANALYSIS_TEMPLATE
 from aider_lsp.llm.templates import PLAN as PLAN_TEMPLATE
-from aider_lsp.offline_llm import estimated_usage as usage_answered  # what a reply without usage says
-from aider_lsp.offline_llm import message_parts
 from aider_lsp_testing.aider_cli import aider_command, aider_environment, aider_home
 from aider_lsp_testing.calc_project import (
     BUGGY,

@@ -357,7 +357,7 @@ def step_acp(check: Check, base_url: str, workspace: Path) -> None:
 async def timed_out_call(base_url: str, workspace: Path) -> dict[str, Any]:
     """A planning call asked for a long reply, its deadline one second: its result's notes."""
     from aider_lsp.app import Application
-    from aider_lsp.settings import load_settings
+    from aider_lsp.config.settings import load_settings
 
     environ = user_env(
         base_url,

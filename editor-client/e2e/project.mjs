@@ -31,7 +31,7 @@ export function python(args) {
 
 /** The Aider environment the server uses (found before XDG_CACHE_HOME is moved into a run folder). */
 export function aiderEnvDir() {
-    return python(['-c', 'from aider_lsp import aider_env; print(aider_env.env_dir())']);
+    return python(['-c', 'from aider_lsp.config import aider_env; print(aider_env.env_dir())']);
 }
 
 /** calculator.py of `project` after each scripted edit, as scripted_llm.py writes them. */

@@ -14,10 +14,13 @@ from typing import Any
 from .aider import first_run
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
-from .budget import RunBudget
-from .checkpoints import CheckpointStore
-from .files import FileAccessManager
+from .config.settings import Settings
+from .guards.budget import RunBudget
+from .guards.files import FileAccessManager
+from .history.checkpoints import CheckpointStore
+from .history.runs import RunHistory
 from .isolation.runs import IsolatedRuns
+from .isolation.store import stored_runs
 from .llm import BaseHandler, TaskSystem
 from .llm.interaction import extra_toolsets
 from .memory import MemorySystem, template_reranker
@@ -34,9 +37,7 @@ from .models import (
     WorkflowRun,
     WorkflowUsage,
 )
-from .run_history import RunHistory, stored_runs
-from .settings import Settings
-from .shell import CommandExecutor
+from .processes.shell import CommandExecutor
 from .suite.runner import TestRunner
 from .tools.aider import AiderExecutors
 from .tools.builtin import register_builtin_tools
@@ -175,7 +176,7 @@ class Application:
         self.set_up_aider = first_run.set_up_or_reason
         self.start_aider = self.aider.warm_up
         self.kill_children = self.aider.kill  # when `aclose` did not end in time
-        # the history undo takes back (run_history.py) and the workflow (workflow/)
+        # the history undo takes back (history/runs.py) and the workflow (workflow/)
         self.undo = self.run_history.undo
         self.history = self.run_history.runs  # stored_history: a folder not opened, from disk
         self.run_diff = self.run_history.diff

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from .config.settings import Settings
     from .models import (
         AiderEditOutcome,
         AssociativeMatchResult,
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
         ReplyCallback,
         WorkflowUsage,
     )
-    from .settings import Settings
 
 
 class Host(Protocol):

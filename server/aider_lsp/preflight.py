@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .aider.spawn import Spawned
+    from .config.settings import Settings
     from .llm.model_config import ModelConfig
     from .models.suite_command import ChosenTestCommand
-    from .settings import Settings
 
     EarlyAider = Spawned  # Aider's server process, started ahead, for `Application.warm_up`
 

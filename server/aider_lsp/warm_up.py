@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 from .aider.bridge import AiderBridge
 from .aider.launch import aider_model_for
 from .aider.spawn import Spawned
+from .config.settings import SettingsProvider
 from .models import Isolation
-from .settings import SettingsProvider
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 
 QUIET_FLAGS = (
     "--yes-always",

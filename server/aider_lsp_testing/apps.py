@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import RequestContext, TaskResult, WorkflowRequest
 from aider_lsp.results import workflow_run_result
-from aider_lsp.settings import load_settings
 
 
 def scripted_options(base_url: str, *, edit_format: str = "whole", **extra: Any) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aider_lsp.files import FileAccessManager, Refusal
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager, Refusal
 from aider_lsp.models import (
     AiderEditOutcome,
     AssociativeMatchResult,
@@ -73,7 +74,6 @@ from aider_lsp.models import (
     complete_result,
 )
 from aider_lsp.models.suite_command import ChosenTestCommand
-from aider_lsp.settings import Settings
 from aider_lsp.suite.choose import choose_test_command, confirm_test_command
 
 EDIT, ASK, RUN, TESTS, SETUP = "edit", "ask", "run", "tests", "setup"  # the steps `hold` can stop

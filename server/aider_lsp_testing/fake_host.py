@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aider_lsp.budget import RunBudget
-from aider_lsp.checkpoints import ACTIVE_CHECKPOINT, CheckpointStore, snapshot_files
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings, load_settings
+from aider_lsp.guards.budget import RunBudget
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import ACTIVE_CHECKPOINT, CheckpointStore, snapshot_files
 from aider_lsp.models import (
     AiderEditOutcome,
     AssociativeMatchResult,
@@ -43,7 +44,6 @@ from aider_lsp.models import (
     complete_result,
     failed_result,
 )
-from aider_lsp.settings import Settings, load_settings
 from aider_lsp.workflow.host import WorkflowHost
 
 PLAN = "plan"

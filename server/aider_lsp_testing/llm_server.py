@@ -6,7 +6,7 @@ really receive (system prompt, tools, output schema, model name) can be asserted
 the test lets it go (`held`: a test shows that a caller did not wait for the model by an event,
 not by the clock), and an answer can be streamed slowly (`dribbled`: pieces with a delay
 between them, each first piece's time recorded). The HTTP and SSE core is the product's
-`aider_lsp.offline_llm` (the offline demo's server); this module adds the rule table, the
+`aider_lsp.cli.offline_llm` (the offline demo's server); this module adds the rule table, the
 request log, the fault replies and the request matchers.
 Standard library only.
 
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aider_lsp.offline_llm import (
+from aider_lsp.cli.offline_llm import (
     ChatHandler,
     OfflineLLMServer,
     Reply,

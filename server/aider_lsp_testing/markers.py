@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 
 
 def aider_missing_reason() -> str | None:

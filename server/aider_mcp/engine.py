@@ -83,7 +83,7 @@ def matches_secret(rel: str, patterns: list[str]) -> bool:
 
 
 def state_dir(root: Path) -> Path:
-    """`<root>/.aider-lsp/` with its `.gitignore` (as aider_lsp/state.py makes it: this
+    """`<root>/.aider-lsp/` with its `.gitignore` (as aider_lsp/config/state.py makes it: this
     package runs in Aider's environment and cannot import aider_lsp)."""
     folder = root / ".aider-lsp"
     folder.mkdir(exist_ok=True)

@@ -44,7 +44,7 @@ from aider_lsp.acp.diffs import text_before
 from aider_lsp.acp.prompt import parse_prompt
 from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
-from aider_lsp.settings import load_settings
+from aider_lsp.config.settings import load_settings
 from aider_lsp.suite.choose import remembered_path
 from aider_lsp_testing.acp_client import RecordingClient
 from aider_lsp_testing.apps import scripted_environment, scripted_options
@@ -827,7 +827,7 @@ async def test_a_cancel_during_the_set_up_stops_it_and_leaves_it_not_ready(
     (started,) = _setup_calls(client)
     closed = [u for u in client.of(ToolCallProgress) if u.tool_call_id == started.tool_call_id]
     assert closed[-1].status == "failed"
-    from aider_lsp import aider_env
+    from aider_lsp.config import aider_env
 
     assert not aider_env.is_ready(target)
     await eventually(lambda: not _setup_processes(target))

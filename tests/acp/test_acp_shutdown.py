@@ -15,7 +15,7 @@ from acp.schema import ClientCapabilities
 from test_acp import AGENT, PLAN, RecordingClient, scripted_env
 
 from acp import spawn_agent_process, text_block
-from aider_lsp.reaper import describe, live_descendants
+from aider_lsp.processes.reaper import describe, live_descendants
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.llm_server import IS_ANALYSIS, IS_PLAN, json_output
 from aider_lsp_testing.raw_lsp import alive

@@ -12,7 +12,7 @@ import pytest
 from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate, SessionInfoUpdate
 
 from acp import RequestError, text_block
-from aider_lsp.settings import Settings
+from aider_lsp.config.settings import Settings
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import EDIT, SETTINGS, FakeApps, Turn
 from aider_lsp_testing.waiting import eventually

@@ -101,7 +101,11 @@ def test_where_there_is_an_os_keyring_the_key_goes_there_and_every_front_end_rea
     assert "api_key" not in store and store["key_store"] == "keyring"
     assert SECRET in keyring_file.read_text()
     settings = subprocess.run(
-        [sys.executable, "-c", "from aider_lsp import settings; print(settings.load_settings().api_key)"],
+        [
+            sys.executable,
+            "-c",
+            "from aider_lsp.config.settings import load_settings; print(load_settings().api_key)",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -12,10 +12,10 @@ import pytest
 
 from aider_lsp.aider.bridge import AiderBridge
 from aider_lsp.aider.launch import aider_model_for, launch_spec, server_environment
-from aider_lsp.checkpoints import CheckpointStore, run_checkpoint
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings, load_settings
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore, run_checkpoint
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools.aider import AiderExecutors
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.waiting import eventually

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from aider_lsp.app import Application
-from aider_lsp.checkpoints import CheckpointStore
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore
 from aider_lsp.models import Selection
-from aider_lsp.settings import Settings
 from aider_lsp.tools.aider import apply_selection
 from aider_mcp.snapshots import Snapshot, unified_diff
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp import aider_env
 from aider_lsp.cli.main import main as cli_main
+from aider_lsp.config import aider_env
 
 
 def test_env_dir_follows_override_and_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

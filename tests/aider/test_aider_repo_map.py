@@ -14,8 +14,8 @@ import pytest
 
 from aider_lsp.aider.launch import repo_map_args
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import aider_whole, any_request, last_user_contains
 from aider_lsp_testing.waiting import eventually

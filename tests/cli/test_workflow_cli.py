@@ -332,8 +332,8 @@ def _alive(pid: int) -> bool:
 
 def test_undo_refuses_later_work_and_force_restores_it(tmp_path: Path) -> None:
     """The refusal's advice ("undo with force") is something the command line can do."""
-    from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.files import FileAccessManager
+    from aider_lsp.guards.files import FileAccessManager
+    from aider_lsp.history.checkpoints import CheckpointStore
 
     a = tmp_path / "a.py"
     a.write_text("A = 0\n")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aider_lsp.budget import RunBudget, limit_reached
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.budget import RunBudget, limit_reached
 from aider_lsp.models import CallUsage, Spend, WorkflowUsage
-from aider_lsp.settings import Settings
 
 
 class Session:

@@ -29,9 +29,9 @@ import pytest
 from pydantic import AliasChoices, BaseModel
 from pydantic.alias_generators import to_camel
 
+from aider_lsp.config.settings import ENV_PREFIX, SECTION, Settings, setting_name
 from aider_lsp.lsp.commands import COMMANDS
 from aider_lsp.lsp.server import server as language_server
-from aider_lsp.settings import ENV_PREFIX, SECTION, Settings, setting_name
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aider_lsp.files import AccessDenied, FileAccessManager
-from aider_lsp.settings import Settings
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import AccessDenied, FileAccessManager
 from aider_lsp.tools.system import read_files
 
 SECRET = "OUTSIDE-SECRET-VALUE"

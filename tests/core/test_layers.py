@@ -22,25 +22,26 @@ PACKAGE = Path(aider_lsp.__file__).parent
 DATA = PACKAGE / "examples"  # the demo's project: a user's code, not ours
 
 FRONT_ENDS = {"cli", "lsp", "acp"}
-SERVICES = {"workflow", "llm", "tools", "aider", "memory", "suite", "isolation"}
+SERVICES = {"workflow", "llm", "tools", "aider", "memory", "suite", "isolation", "history"}
 SHARED = {"models"}  # the typed values every layer shares
+# what every service stands on: processes, configuration and set-up, what is refused
+FOUNDATION = {"processes", "config", "guards"}
 
-# The modules at the package's root a front end may import, and why.
+# The modules at the package's root, or of the foundation, a front end may import, and why.
 FRONT_END_MAY_ASK = {
     "app": "the Application: every call a front end makes",
     "preflight": "what a front end asks before (or without) opening an Application",
     "workspaces": "the pool of Applications alive, one per folder (LSP and ACP)",
-    "settings": "the settings a front end reads from its protocol and hands the Application",
     "results": "typed answers → TaskResult, the front ends' shared wire form",
     "host": "the calls every client of the Application makes (acp/host.py derives from it)",
-    "files": "the file rules' typed refusals (AccessDenied, Refusal)",
-    "state": "where the user's state folder is (ACP transcripts)",
-    "credentials": "the sign-in `aider-lsp login` stores",
-    "providers": "which variable holds which provider's key (the doctor's lines)",
-    "endpoints": "an endpoint probed for its models (login, doctor)",
-    "aider_env": "Aider's own environment: made by `setup-aider`, described by the doctor",
-    "offline_llm": "the demo's scripted model server",
-    "process_start": "the CLI leaves the folder it was started in",
+    "config.settings": "the settings a front end reads from its protocol and hands the Application",
+    "config.credentials": "the sign-in `aider-lsp login` stores",
+    "config.providers": "which variable holds which provider's key (the doctor's lines)",
+    "config.endpoints": "an endpoint probed for its models (login, doctor)",
+    "config.aider_env": "Aider's own environment: made by `setup-aider`, described by the doctor",
+    "guards.files": "the file rules' typed refusals (AccessDenied, Refusal)",
+    "config.state": "where the user's state folder is (ACP transcripts)",
+    "processes.process_start": "the CLI leaves the folder it was started in",
 }
 
 # Known breaks, each with what would end it; the test fails when one is fixed, so the list
@@ -95,7 +96,7 @@ def _root_modules() -> set[str]:
 def test_every_package_has_a_layer() -> None:
     """A new package is placed in the house (front end, service or shared) before it is used."""
     packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py") if path.parent != DATA}
-    assert packages - FRONT_ENDS - SERVICES - SHARED == set()
+    assert packages - FRONT_ENDS - SERVICES - SHARED - FOUNDATION == set()
 
 
 def test_front_ends_ask_the_application_only() -> None:
@@ -109,6 +110,8 @@ def test_front_ends_ask_the_application_only() -> None:
             breaks[(where, ".".join(imported[:2]))] = "a service"
         elif top in roots and top not in FRONT_END_MAY_ASK and top != "__init__":
             breaks[(where, top)] = "a root module a front end may not ask"
+        elif top in FOUNDATION and ".".join(imported[:2]) not in FRONT_END_MAY_ASK:
+            breaks[(where, ".".join(imported[:2]))] = "a part of the foundation a front end may not ask"
     unexpected = {key: why for key, why in breaks.items() if key not in KNOWN_BREAKS}
     assert unexpected == {}
     fixed = set(KNOWN_BREAKS) - set(breaks)
@@ -123,6 +126,17 @@ def test_nothing_below_the_front_ends_imports_one() -> None:
         and _layer(module) not in FRONT_ENDS
         and imported
         and imported[0] in FRONT_ENDS
+    ]
+    assert upward == []
+
+
+def test_the_foundation_imports_no_layer_above_it() -> None:
+    """processes/, config/ and guards/ stand under every service: they import the shared values
+    and each other only (a service they imported could not import them back)."""
+    upward = [
+        (where, ".".join(imported[:2]))
+        for where, module, imported in _all_imports()
+        if _layer(module) in FOUNDATION and imported and imported[0] not in FOUNDATION | SHARED
     ]
     assert upward == []
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.settings import SettingsError, env_var_for, load_settings
+from aider_lsp.config.settings import SettingsError, env_var_for, load_settings
 from aider_lsp_testing.lsp_session import execute
 
 
@@ -73,7 +73,7 @@ async def test_configuration_and_environment_reach_the_server(lsp, workspace: Pa
 def test_debug_applies_live(workspace: Path) -> None:
     """`debug` changed in the editor reaches the handler and its LLM calls (it was read once)."""
     from aider_lsp.app import Application
-    from aider_lsp.settings import Settings
+    from aider_lsp.config.settings import Settings
 
     app = Application(workspace, Settings())
     assert app.handler.debug is False
@@ -87,7 +87,7 @@ async def test_file_and_output_limits_apply_live(workspace: Path) -> None:
     """`maxFileBytes`, `secretPatterns` and `outputCapBytes` changed in the editor reach the
     file reads and the shell at their next use."""
     from aider_lsp.app import Application
-    from aider_lsp.settings import Settings
+    from aider_lsp.config.settings import Settings
 
     (workspace / "big.txt").write_text("x" * 5000)
     app = Application(workspace, Settings())

@@ -12,8 +12,11 @@ from pydantic import ValidationError
 
 from aider_lsp.aider.launch import aider_model_for
 from aider_lsp.app import Application
-from aider_lsp.checkpoints import CheckpointStore
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.providers import split_model_id
+from aider_lsp.config.settings import Settings
+from aider_lsp.config.state import GITIGNORE_TEXT, STATE_DIR
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore
 from aider_lsp.lsp.commands import AiderAutomaticParams, AiderInteractiveParams, GetContextParams
 from aider_lsp.memory.system import default_index_path
 from aider_lsp.models import (
@@ -24,9 +27,6 @@ from aider_lsp.models import (
     ShellCommandArgs,
     TaskStatus,
 )
-from aider_lsp.providers import split_model_id
-from aider_lsp.settings import Settings
-from aider_lsp.state import GITIGNORE_TEXT, STATE_DIR
 
 CONTRACTS = {
     "aider:automatic": AiderAutomaticArgs,

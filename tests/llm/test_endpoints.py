@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.app import Application
-from aider_lsp.endpoints import ModelRole, name_problem
+from aider_lsp.config.endpoints import ModelRole, name_problem
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import ErrorReason, TaskStatus
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import scripted_app
 from aider_lsp_testing.llm_server import IS_AIDER, ScriptedLLMServer, any_request, fault
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import Settings, load_settings
 from aider_lsp.llm import BaseHandler
 from aider_lsp.llm.model_config import resolve_model_config
 from aider_lsp.models import DevelopmentPlan, HistoryConfigSettings, TaskStatus, ToolSpec, complete_result
-from aider_lsp.settings import Settings, load_settings
 from aider_lsp.tools.registry import ToolRegistry
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 import aider_lsp_testing.llm_server as scripted
-from aider_lsp.offline_llm import OfflineLLMServer, Reply, last_user_message
+from aider_lsp.cli.offline_llm import OfflineLLMServer, Reply, last_user_message
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     all_of,

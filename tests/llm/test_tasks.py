@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import Settings
 from aider_lsp.llm import TaskTemplate
 from aider_lsp.models import (
     AssociativeMatchResult,
@@ -17,7 +18,6 @@ from aider_lsp.models import (
     TaskStatus,
     Verdict,
 )
-from aider_lsp.settings import Settings
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,

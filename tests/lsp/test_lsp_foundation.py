@@ -148,8 +148,8 @@ def test_answering_initialize_loads_no_application() -> None:
 
     probe = (
         "import sys; import aider_lsp.cli.main, aider_lsp.cli.serve, aider_lsp.lsp.server; "
-        "print(sorted(m for m in ('pydantic', 'aider_lsp.app', 'aider_lsp.models', 'aider_lsp.settings') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('pydantic', 'aider_lsp.app', 'aider_lsp.models', "
+        "'aider_lsp.config.settings') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aider_lsp.reaper import describe, live_descendants
+from aider_lsp.processes.reaper import describe, live_descendants
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.calc_project import PLAN
 from aider_lsp_testing.llm_server import IS_PLAN, json_output

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 from aider_lsp_testing.llm_server import aider_whole, any_request
 from aider_lsp_testing.lsp_session import execute
 from aider_lsp_testing.waiting import eventually

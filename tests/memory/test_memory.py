@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.app import Application
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.memory import MemorySystem, apply_rerank
 from aider_lsp.memory import index as index_module
 from aider_lsp.memory import reader as reader_module
 from aider_lsp.models import ContextGenerationInput, MatchItem, TaskStatus
-from aider_lsp.settings import Settings
 from aider_lsp_testing.waiting import eventually
 
 

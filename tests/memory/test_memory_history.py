@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.memory import MemorySystem
 from aider_lsp.memory import history as history_module
 from aider_lsp.memory.history import GitHistory, HistoryIndex
 from aider_lsp.models import ContextGenerationInput
-from aider_lsp.settings import Settings
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

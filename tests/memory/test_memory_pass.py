@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.memory import MemorySystem
 from aider_lsp.memory import pass_process as pass_module
 from aider_lsp.memory import reader as reader_module
 from aider_lsp.memory.indexer import child_pass
 from aider_lsp.models import ContextGenerationInput
-from aider_lsp.settings import Settings
 
 
 def _project(root: Path, files: int = 4) -> Path:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from aider_lsp.app import Application
-from aider_lsp.settings import Settings
+from aider_lsp.config.settings import Settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, json_output, last_user_message, offers_tool
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from aider_lsp.settings import SettingsError, load_settings
+from aider_lsp.config.settings import SettingsError, load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, json_output, offers_tool
 from aider_lsp_testing.lsp_session import execute
 

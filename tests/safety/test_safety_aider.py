@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request
 
 pytestmark = pytest.mark.aider

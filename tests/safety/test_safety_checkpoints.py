@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aider_lsp.checkpoints import CheckpointStore
-from aider_lsp.files import FileAccessManager
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore
 
 
 def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_undo_keeps_a_script_executable_and_a_file_read_only(tmp_path: Path) -> 
 
 def test_undo_skips_a_checkpoint_left_by_an_interrupted_edit(tmp_path: Path) -> None:
     from aider_lsp.app import Application
-    from aider_lsp.settings import Settings
+    from aider_lsp.config.settings import Settings
 
     a = tmp_path / "a.py"
     a.write_text("A = 1\n")
@@ -86,7 +86,7 @@ def test_undo_leaves_an_edit_another_front_is_still_making(tmp_path: Path) -> No
     import sys
 
     from aider_lsp.app import Application
-    from aider_lsp.settings import Settings
+    from aider_lsp.config.settings import Settings
 
     a = tmp_path / "a.py"
     a.write_text("A = 1\n")
@@ -99,8 +99,8 @@ def test_undo_leaves_an_edit_another_front_is_still_making(tmp_path: Path) -> No
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from aider_lsp.checkpoints import CheckpointStore\n"
-            "from aider_lsp.files import FileAccessManager\n"
+            "from aider_lsp.history.checkpoints import CheckpointStore\n"
+            "from aider_lsp.guards.files import FileAccessManager\n"
             "CheckpointStore(FileAccessManager(sys.argv[1])).create(['a.py'], label='edit under way')\n"
             "print('made', flush=True)\n"
             "time.sleep(60)\n",

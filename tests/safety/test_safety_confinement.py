@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import Settings
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import Settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, any_request, json_output
 
 OUTSIDE_TEXT = "OUTSIDE-CONTENT-42"

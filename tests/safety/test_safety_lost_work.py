@@ -19,8 +19,8 @@ import pytest
 from lsprotocol import types
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.llm_server import ScriptedLLMServer, aider_diff, aider_whole, any_request, slow, text
 from aider_lsp_testing.lsp_session import cancel_command, execute, start_command
 from aider_lsp_testing.waiting import eventually
@@ -273,8 +273,8 @@ async def test_undo_never_discards_changes_saved_after_the_edit(
 
 
 def test_files_a_foreign_server_created_are_each_covered_by_undo_or_reported(tmp_path: Path) -> None:
-    from aider_lsp.checkpoints import CheckpointStore
-    from aider_lsp.files import FileAccessManager
+    from aider_lsp.guards.files import FileAccessManager
+    from aider_lsp.history.checkpoints import CheckpointStore
     from aider_lsp.models import AiderEditOutcome
     from aider_lsp.tools.aider import AiderExecutors, finished_edit
 

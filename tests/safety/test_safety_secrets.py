@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from aider_lsp.app import Application
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.models import TaskStatus
-from aider_lsp.settings import Settings
 from aider_lsp_testing.llm_server import (
     ScriptedLLMServer,
     any_request,

@@ -20,9 +20,9 @@ import pytest
 from acp.schema import ClientCapabilities
 
 from acp import resource_link_block, spawn_agent_process, text_block
-from aider_lsp import aider_env
+from aider_lsp.config import aider_env
 from aider_lsp.models import TaskStatus
-from aider_lsp.process_start import ISOLATED, SAFE_PATH
+from aider_lsp.processes.process_start import ISOLATED, SAFE_PATH
 from aider_lsp_testing.apps import scripted_app, scripted_environment
 from aider_lsp_testing.calc_project import BUGGY, FIXED, TESTS
 from aider_lsp_testing.llm_server import IS_AIDER, aider_whole

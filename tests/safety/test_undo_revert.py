@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.app import Application
-from aider_lsp.checkpoints import CheckpointStore, snapshot_files
-from aider_lsp.files import FileAccessManager
+from aider_lsp.config.settings import Settings
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore, snapshot_files
+from aider_lsp.history.revert import Overlap, Reverted, revert_change
 from aider_lsp.models import TaskStatus
-from aider_lsp.revert import Overlap, Reverted, revert_change
-from aider_lsp.settings import Settings
 
 LINES = "".join(f"line {n}\n" for n in range(1, 11))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from aider_lsp.processes.shell import CommandExecutor, cap_output
 from aider_lsp.results import command_result
-from aider_lsp.shell import CommandExecutor, cap_output
 from aider_lsp_testing.waiting import eventually
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from aider_lsp.models import CommandRun
-from aider_lsp.reaper import Supervision
+from aider_lsp.processes.reaper import Supervision
+from aider_lsp.processes.shell import CommandExecutor
 from aider_lsp.results import command_result, run_tests_result
-from aider_lsp.shell import CommandExecutor
 from aider_lsp_testing.waiting import eventually
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper is Linux only")
@@ -132,7 +132,7 @@ async def test_a_process_the_server_started_outside_the_run_is_left_alone(
 
 SERVER = """\
 import asyncio, sys
-from aider_lsp.shell import CommandExecutor
+from aider_lsp.processes.shell import CommandExecutor
 asyncio.run(CommandExecutor(sys.argv[1]).run(sys.argv[2]))
 """
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from aider_lsp.config.settings import Settings
 from aider_lsp.models.suite_command import CommandSource
-from aider_lsp.settings import Settings
-from aider_lsp.shell import CommandExecutor
+from aider_lsp.processes.shell import CommandExecutor
 from aider_lsp.suite.choose import (
     choose_test_command,
     no_suite_message,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application, RequestContext
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import (
     Answer,
     ErrorReason,
@@ -24,7 +25,6 @@ from aider_lsp.models import (
     WorkflowRequest,
 )
 from aider_lsp.results import history_result
-from aider_lsp.settings import load_settings
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
     BUGGY,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import (
     AnalysisMade,
     CommandRun,
@@ -30,7 +31,6 @@ from aider_lsp.models import (
     WorkflowProgress,
     WorkflowStatus,
 )
-from aider_lsp.settings import load_settings
 from aider_lsp.workflow import records
 from aider_lsp.workflow.first_files import Named, named_file
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator

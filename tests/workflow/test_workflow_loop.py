@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application, RequestContext
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import AnalysisMade, TaskStatus, WorkflowRequest
-from aider_lsp.settings import load_settings
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (

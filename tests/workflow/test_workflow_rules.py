@@ -76,6 +76,7 @@ from typing import Any
 
 import pytest
 
+from aider_lsp.config.settings import Settings, load_settings
 from aider_lsp.models import (
     AiderEditOutcome,
     CombinedAnalysisResult,
@@ -94,7 +95,6 @@ from aider_lsp.models import (
     WorkflowStatus,
     complete_result,
 )
-from aider_lsp.settings import Settings, load_settings
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.fake_host import (
     ANALYSIS,

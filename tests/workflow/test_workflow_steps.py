@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aider_lsp.checkpoints import CheckpointStore, run_record
-from aider_lsp.files import FileAccessManager
+from aider_lsp.guards.files import FileAccessManager
+from aider_lsp.history.checkpoints import CheckpointStore, run_record
 from aider_lsp.models import (
     CombinedAnalysisResult,
     DecidingRun,

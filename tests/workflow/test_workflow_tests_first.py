@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from aider_lsp.app import Application
+from aider_lsp.config.settings import load_settings
 from aider_lsp.models import (
     CommandRun,
     ErrorReason,
@@ -34,7 +35,6 @@ from aider_lsp.models import (
     WorkflowRequest,
     WorkflowStatus,
 )
-from aider_lsp.settings import load_settings
 from aider_lsp.workflow import choose_tests
 from aider_lsp.workflow.orchestrator import CodingWorkflowOrchestrator
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app

@@ -71,8 +71,8 @@ from .session import AcpSession, Outbox
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from ..config.settings import Settings
     from ..models import UnsavedFiles
-    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 

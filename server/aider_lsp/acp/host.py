@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..host import Host
 
 if TYPE_CHECKING:
-    from ..files import Refusal
+    from ..config.settings import Settings
+    from ..guards.files import Refusal
     from ..models import (
         AiderEditOutcome,
         DeclinedTestCommand,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
         WorkflowRun,
     )
     from ..models.suite_command import ChosenTestCommand
-    from ..settings import Settings
 
 
 class AcpHost(Host, Protocol):

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from acp.interfaces import Agent
 
     from ..app import Application
+    from ..config.settings import Settings
     from ..models import UnsavedFiles
-    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def build_app(workspace: Path, unsaved_files: UnsavedFiles) -> Application:
 
 def current_settings() -> Settings:
     """The environment's settings and the sign-in as they are now (a bad value: invalid params)."""
-    from ..settings import SettingsError, load_settings
+    from ..config.settings import SettingsError, load_settings
 
     try:
         return load_settings()

@@ -24,7 +24,7 @@ from acp.schema import SessionNotification
 
 from acp import update_agent_message_text
 
-from ..state import STATE_DIR, ensure_state_dir
+from ..config.state import STATE_DIR, ensure_state_dir
 
 log = logging.getLogger(__name__)
 

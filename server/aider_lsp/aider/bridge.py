@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..checkpoints import snapshot_files
-from ..endpoints import ModelRole, name_problem
-from ..files import AccessDenied, FileAccessManager
+from ..config.endpoints import ModelRole, name_problem
+from ..config.settings import Settings
+from ..guards.files import AccessDenied, FileAccessManager
+from ..history.checkpoints import snapshot_files
 from ..models import (
     AiderEditOutcome,
     AssociativeMatchResult,
@@ -38,7 +39,6 @@ from ..models import (
     TaskError,
     TaskResult,
 )
-from ..settings import Settings
 from .launch import (
     AIDER_PROMPT_TOKENS,
     ConfigurationProblem,

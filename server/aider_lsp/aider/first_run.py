@@ -19,9 +19,9 @@ import sys
 from collections import deque
 from collections.abc import Callable
 
-from .. import aider_env
-from ..process_start import SAFE_PATH, neutral_folder
-from ..settings import Settings
+from ..config import aider_env
+from ..config.settings import Settings
+from ..processes.process_start import SAFE_PATH, neutral_folder
 
 RETRY_COMMAND = "aider-lsp setup-aider"
 

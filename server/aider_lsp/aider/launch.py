@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import aider_env
-from ..files import DEFAULT_SECRET_PATTERNS, SECRET_DIRECTORIES
-from ..providers import PROVIDER_KEY_VARS, split_model_id
-from ..settings import Settings
+from ..config import aider_env
+from ..config.providers import PROVIDER_KEY_VARS, split_model_id
+from ..config.settings import Settings
+from ..guards.files import DEFAULT_SECRET_PATTERNS, SECRET_DIRECTORIES
 
 PASS_ENV_SUFFIXES = ("_API_KEY", "_API_BASE", "_BASE_URL", "_API_VERSION")
 PASS_ENV_NAMES = (

@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from ..child_start import start_whole
-from ..settings import Settings
+from ..config.settings import Settings
+from ..processes.child_start import start_whole
 from .launch import ConfigurationProblem, LaunchSpec, launch_spec
 
 # The environment the mcp SDK's `get_default_environment` gives a server (tests hold them equal).

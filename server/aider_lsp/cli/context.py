@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config.settings import SettingsError, load_settings
 from ..models import AssociativeMatchResult, ContextGenerationInput, IndexStats
-from ..settings import SettingsError, load_settings
 
 MAX_LIMIT = 200
 

@@ -23,8 +23,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from ..offline_llm import OfflineLLMServer, Reply, aider_whole, json_output, last_user_message, system_prompt
-from ..settings import load_settings
+from ..config.settings import load_settings
+from .offline_llm import OfflineLLMServer, Reply, aider_whole, json_output, last_user_message, system_prompt
 from .run import EXIT_USAGE, run_workflow_command
 
 EXAMPLE = "calculator"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..settings import Settings, SettingsError, env_var_for, load_settings
+from ..config.settings import Settings, SettingsError, env_var_for, load_settings
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def check_endpoint(settings: Settings, base_url: str, model: str) -> list[Check]
     """The OpenAI-compatible endpoint, asked for its models with the key a call sends: does it
     answer, take the key, and have the planning model and Aider's (when Aider goes there)?"""
     from .. import preflight
-    from ..endpoints import ModelRole, probe, probe_problem
+    from ..config.endpoints import ModelRole, probe, probe_problem
 
     name = settings.name
     key = settings.api_key or os.environ.get("OPENAI_API_KEY")
@@ -101,7 +101,7 @@ def check_workspace(workspace: Path) -> list[Check]:
 
 def check_aider_env(settings: Settings) -> list[Check]:
     """Is the Aider environment there (or is a custom Aider MCP server configured)?"""
-    from .. import aider_env
+    from ..config import aider_env
 
     if settings.aider_server.command:
         import shutil
@@ -148,7 +148,8 @@ def check_acp_launch(settings: Settings) -> list[Check]:
     """What `aider-lsp acp` started by an editor with this environment would use: it reads the
     same AIDER_LSP_* variables as this command (never a workspace's files, never an editor's
     settings), so one line says it, each key named by the variable it comes from."""
-    from .. import aider_env, preflight
+    from .. import preflight
+    from ..config import aider_env
 
     config = preflight.model_config(settings)
     model = config.model_id or f"none (set {env_var_for('model')})"
@@ -179,7 +180,7 @@ def _launch_key(source: str) -> str:
 def _aider_key(settings: Settings, aider_model: str) -> str:
     """Where Aider's key comes from: AIDER_LSP_API_KEY (given to Aider as its provider's
     variable), else the provider's own variable, else none needed for a local server."""
-    from ..providers import PROVIDER_KEY_VARS
+    from ..config.providers import PROVIDER_KEY_VARS
 
     provider = aider_model.split("/", 1)[0] if "/" in aider_model else "openai"
     if settings.api_key:

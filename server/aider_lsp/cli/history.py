@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config.settings import Settings, SettingsError, load_settings
 from ..models import TaskResult
-from ..settings import Settings, SettingsError, load_settings
 from .run import EXIT_FAILURE, EXIT_SUCCESS, EXIT_USAGE
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import credentials
-from ..endpoints import ModelRole, probe, probe_problem
+from ..config import credentials
+from ..config.endpoints import ModelRole, probe, probe_problem
 
 EXIT_USAGE = 2
 LOCAL = "local"

@@ -221,7 +221,7 @@ def _leave_start_folder(own_entry: bool) -> None:
     """The process's own entry runs from a neutral folder (process_start.py: a repository's
     modules never load in our processes); a caller of `main([...])` keeps its folder."""
     if own_entry:
-        from ..process_start import leave_start_folder
+        from ..processes.process_start import leave_start_folder
 
         leave_start_folder()
 

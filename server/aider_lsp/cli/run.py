@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from ..settings import Settings, SettingsError, env_var_for, load_settings
+from ..config.settings import Settings, SettingsError, env_var_for, load_settings
 
 if TYPE_CHECKING:
     from ..app import Application
@@ -48,7 +48,8 @@ TICK_SECONDS = 0.5
 
 def configuration_problem(settings: Settings, workspace: Path) -> str | None:
     """Why a run cannot start (the message names the setting to fill), or None."""
-    from .. import aider_env, preflight
+    from .. import preflight
+    from ..config import aider_env
 
     if not workspace.is_dir():
         return f"the workspace is not a directory: {workspace}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import aider_env
+from ..config import aider_env
 
 
 def setup_aider(*, force: bool = False) -> int:

@@ -15,11 +15,11 @@ import contextlib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ..checkpoints import CheckpointStore
-from ..files import AccessDenied
+from ..config.state import STATE_DIR
+from ..guards.files import AccessDenied
+from ..history.checkpoints import CheckpointStore
+from ..history.revert import Overlap, apply_change
 from ..models import IsolatedRunManifest, SkippedFile, SkipReason
-from ..revert import Overlap, apply_change
-from ..state import STATE_DIR
 
 UNSAVED_REASON = "open in the editor with unsaved changes (save or revert it, then apply)"
 

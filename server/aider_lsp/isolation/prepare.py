@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..checkpoints import CheckpointStore
+from ..config.settings import Settings
+from ..history.checkpoints import CheckpointStore
 from ..models import RequestContext, WorkflowRequest, WorkflowRun
-from ..settings import Settings
 from .store import RunStore, new_run_id
 from .trees import (
     BRANCH_PREFIX,

@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..checkpoints import CheckpointStore, alive_elsewhere, run_record
-from ..files import FileAccessManager
+from ..config.settings import Settings
+from ..guards.files import FileAccessManager
+from ..history.checkpoints import CheckpointStore, FileSides, alive_elsewhere, run_record
 from ..models import (
     DeclinedTestCommand,
     ErrorReason,
@@ -40,11 +41,10 @@ from ..models import (
     WorkflowRequest,
     WorkflowRun,
 )
-from ..settings import Settings
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
 from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
-from .store import FileSides, RunStore, tree_name
+from .store import RunStore, tree_name
 from .trees import (
     BRANCH_PREFIX,
     IgnoredCheck,

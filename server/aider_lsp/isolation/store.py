@@ -21,16 +21,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..checkpoints import alive_elsewhere
+from ..config.state import user_state_dir
+from ..guards.files import FileAccessManager
+from ..history.checkpoints import CheckpointStore, FileSides, alive_elsewhere, newest_first, run_record
 from ..models import IsolatedRunManifest, RunRecord, RunState
-from ..state import user_state_dir
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "run.json"
 OWNER = "owner.pid"  # the process making the run's tree, before its record exists
 # path → (bytes at the run's start, bytes in the run's version); None: absent
-FileSides = dict[str, tuple[bytes | None, bytes | None]]
 OVER = frozenset({RunState.APPLIED, RunState.DISCARDED, RunState.KEPT, RunState.UNDONE})
 
 
@@ -156,3 +156,13 @@ def _put(folder: Path, name: str, data: bytes | None) -> str | None:
 
 def _get(folder: Path, name: str | None) -> bytes | None:
     return None if name is None else (folder / name).read_bytes()
+
+
+def stored_runs(workspace: Path) -> list[RunRecord]:
+    """A folder's history as it is on disk, read without opening the folder (no index, no
+    Aider server): how an editor lists the runs of every folder of its window without starting
+    each one. Runs a dead process left are listed as their records say; their recovery waits
+    for the folder's opening."""
+    files = FileAccessManager(workspace)
+    in_place = [run_record(checkpoint) for checkpoint in CheckpointStore(files).saved()]
+    return newest_first([*in_place, *RunStore(files.root, 0).listed()])

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..state import STATE_DIR
+from ..config.state import STATE_DIR
 
 log = logging.getLogger(__name__)
 

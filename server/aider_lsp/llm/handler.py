@@ -15,8 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..budget import RunBudget
-from ..files import AccessDenied, FileAccessManager
+from ..config.settings import Settings, SettingsProvider
+from ..guards.budget import RunBudget
+from ..guards.files import AccessDenied, FileAccessManager
+from ..guards.redact import redact, secret_values
 from ..models import (
     DataContext,
     ErrorReason,
@@ -28,9 +30,7 @@ from ..models import (
     complete_result,
     failed_result,
 )
-from ..redact import redact, secret_values
-from ..settings import Settings, SettingsProvider
-from ..shell import CommandExecutor
+from ..processes.shell import CommandExecutor
 from ..tools.registry import ToolExecutor, ToolRegistry
 from .interaction import LLMInteractionManager, log_debug
 from .model_config import LLMConfigurationError, build_model

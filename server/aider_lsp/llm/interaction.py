@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..budget import RunBudget, limit_reached
-from ..endpoints import EndpointProblem, ModelRole, name_problem
+from ..config.endpoints import EndpointProblem, ModelRole, name_problem
+from ..config.settings import OUTPUT_MODES, SettingsProvider
+from ..guards.budget import RunBudget, limit_reached
 from ..models import (
     CallUsage,
     ErrorReason,
@@ -30,7 +31,6 @@ from ..models import (
     complete_result,
     failed_result,
 )
-from ..settings import OUTPUT_MODES, SettingsProvider
 from .metering import CURRENT_METER, Meter
 from .model_config import (
     LLMConfigurationError,

@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..providers import PROVIDER_KEY_VARS, split_model_id
-from ..settings import Settings
+from ..config.providers import PROVIDER_KEY_VARS, split_model_id
+from ..config.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pydantic_ai.models import Model

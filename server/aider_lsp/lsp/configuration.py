@@ -23,7 +23,7 @@ from pygls.capabilities import get_capability
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..settings import Settings
+    from ..config.settings import Settings
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def validated(
 ) -> Settings | None:
     """`explicit` over the environment, each bad value dropped; the problems become the server's
     current settings problem (shown once the editor's settings are all known)."""
-    from ..settings import settings_over
+    from ..config.settings import settings_over
 
     settings, problems = settings_over(explicit, previous)
     if problems:
@@ -50,7 +50,7 @@ def validated(
 def apply_settings(ls: AiderLanguageServer, explicit: dict[str, Any]) -> None:
     """The window's settings (no folder's scope): also every open folder's when the client
     cannot be asked for a folder's own (no workspace/configuration)."""
-    from ..settings import Settings
+    from ..config.settings import Settings
 
     settings = validated(ls, explicit, ls.settings)
     if settings is None:
@@ -78,7 +78,7 @@ def can_pull(ls: AiderLanguageServer) -> bool:
 async def _pull(ls: AiderLanguageServer, roots: list[Path | None]) -> list[dict[str, Any]] | None:
     """The `aiderLsp` section for each scope (None: the window's), or None when the client
     cannot or will not answer."""
-    from ..settings import SECTION
+    from ..config.settings import SECTION
 
     if not can_pull(ls):
         return None
@@ -148,7 +148,7 @@ def register(server: AiderLanguageServer) -> None:
     async def on_configuration_changed(
         ls: AiderLanguageServer, params: types.DidChangeConfigurationParams
     ) -> None:
-        from ..settings import SECTION
+        from ..config.settings import SECTION
 
         settings = params.settings
         pushed = settings.get(SECTION) if isinstance(settings, dict) else None

@@ -234,7 +234,7 @@ class DiagnosticStore:
         """The finding's document uri (the editor's own spelling when open) and the file's text
         as the tests read it, from the disk: an open document may not have reloaded what an
         edit wrote yet (its didChange comes later, and must not move the diagnostics then)."""
-        from ..files import AccessDenied  # the file rules load after initialize, with the app
+        from ..guards.files import AccessDenied  # the file rules load after initialize, with the app
 
         try:
             path = resolve(relative)

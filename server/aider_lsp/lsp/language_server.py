@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # loaded once the client is initialized (lifecycle.py), not b
     from pathlib import Path
 
     from ..app import Application
+    from ..config.settings import Settings
     from ..models import Answer, ProgressCallback, Question, RequestContext, WorkflowRun
-    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 

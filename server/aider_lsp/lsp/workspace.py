@@ -23,7 +23,7 @@ from . import configuration, indexing
 
 if TYPE_CHECKING:
     from ..app import Application
-    from ..settings import Settings
+    from ..config.settings import Settings
     from .language_server import AiderLanguageServer
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from stat import S_ISREG
 
 import pathspec
 
-from ..files import BINARY_SNIFF_BYTES, AccessDenied, FileAccessManager, looks_binary
+from ..guards.files import BINARY_SNIFF_BYTES, AccessDenied, FileAccessManager, looks_binary
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import AccessDenied, FileAccessManager
+from ..guards.files import AccessDenied, FileAccessManager
 from ..models import IndexStats as IndexStats  # memory's name for it too (models/context.py)
 from ..models import ProgressCallback
 from . import pass_process, reader

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from ..files import DEFAULT_SECRET_PATTERNS, FileAccessManager
+from ..guards.files import DEFAULT_SECRET_PATTERNS, FileAccessManager
 from ..models import IndexStats
 from .history import MAX_COMMITS
 from .index import IndexStore

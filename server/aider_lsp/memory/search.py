@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..files import AccessDenied, FileAccessManager
+from ..guards.files import AccessDenied, FileAccessManager
 from ..models import AssociativeMatchResult, ContextGenerationInput, MatchItem
 from . import history, rank
 from .explain import match_item

@@ -22,10 +22,10 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..files import FileAccessManager
+from ..config.settings import Settings, SettingsProvider
+from ..config.state import ensure_state_dir
+from ..guards.files import FileAccessManager
 from ..models import AssociativeMatchResult, ContextGenerationInput, ProgressCallback
-from ..settings import Settings, SettingsProvider
-from ..state import ensure_state_dir
 from .index import IndexStore
 from .indexer import Indexer, IndexStats
 from .rerank import Reranker, rerank_top

@@ -15,10 +15,10 @@ import json
 import logging
 from pathlib import Path
 
+from ..config.settings import SECTION, Settings, env_var_for
+from ..config.state import user_state_dir
 from ..models import Answer, Choice, DeclinedTestCommand, Question, RequestContext
 from ..models.suite_command import ChosenTestCommand, CommandSource
-from ..settings import SECTION, Settings, env_var_for
-from ..state import user_state_dir
 from .detect import detect_test_command
 
 log = logging.getLogger(__name__)

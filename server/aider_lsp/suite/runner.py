@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config.settings import SettingsProvider
 from ..models import CommandRun, DeclinedTestCommand, ErrorReason, RequestContext, TaskError
 from ..models.suite_command import ChosenTestCommand
-from ..settings import SettingsProvider
-from ..shell import CommandExecutor
+from ..processes.shell import CommandExecutor
 from .choose import choose_test_command, confirm_test_command, no_suite_message
 from .findings import parse_test_output
 from .narrow import narrow

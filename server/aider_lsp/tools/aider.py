@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aider.bridge import AiderBridge
-from ..checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore, snapshot_files
-from ..files import AccessDenied, FileAccessManager, Refusal
+from ..guards.files import AccessDenied, FileAccessManager, Refusal
+from ..guards.redact import redact, secret_values
+from ..history.checkpoints import ACTIVE_CHECKPOINT, Checkpoint, CheckpointStore, snapshot_files
 from ..models import (
     AiderAutomaticArgs,
     AiderEditOutcome,
@@ -35,7 +36,6 @@ from ..models import (
     failed_result,
     parse_args,
 )
-from ..redact import redact, secret_values
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ..files import FileAccessManager
+from ..config.settings import SettingsProvider
+from ..guards.files import FileAccessManager
 from ..memory import MemorySystem
 from ..models import TaskResult
-from ..settings import SettingsProvider
-from ..shell import CommandExecutor
+from ..processes.shell import CommandExecutor
 from . import aider, system
 from .context import GET_CONTEXT_SPEC, get_context
 from .registry import ToolRegistry

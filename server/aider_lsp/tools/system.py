@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..files import AccessDenied, FileAccessManager
+from ..guards.files import AccessDenied, FileAccessManager
 from ..models import (
     ErrorReason,
     ReadFilesArgs,
@@ -19,8 +19,8 @@ from ..models import (
     failed_result,
     parse_args,
 )
+from ..processes.shell import CommandExecutor
 from ..results import command_result
-from ..shell import CommandExecutor
 
 READ_FILES_SPEC = ToolSpec.for_args(
     "system:read_files", "Read workspace files and return their contents with delimiters.", ReadFilesArgs

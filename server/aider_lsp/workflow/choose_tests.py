@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ..config.settings import Settings
 from ..models import (
     CommandRun,
     DevelopmentPlan,
@@ -20,7 +21,6 @@ from ..models import (
     SuiteScope,
     TestRunStarted,
 )
-from ..settings import Settings
 from ..suite import judge
 from ..suite.narrow import Narrowed, deselected_exactly, narrow, rest_of_suite
 from .host import WorkflowHost

@@ -16,9 +16,9 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from ..aider.launch import AIDER_PROMPT_TOKENS, repo_map_args
-from ..files import AccessDenied
+from ..config.settings import Settings
+from ..guards.files import AccessDenied
 from ..models import ContextGenerationInput, MatchItem, OptionalPathList
-from ..settings import Settings
 from .host import WorkflowHost
 
 MEMORY_FILES = 5  # the index's files the planner is told of

@@ -15,8 +15,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..budget import RunBudget
-from ..checkpoints import CheckpointStore
+from ..guards.budget import RunBudget
+from ..history.checkpoints import CheckpointStore
 from ..host import Host
 from ..models import TaskResult
 

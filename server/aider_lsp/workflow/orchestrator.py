@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..budget import RunBudget
-from ..checkpoints import Checkpoint, run_checkpoint
+from ..guards.budget import RunBudget
+from ..history.checkpoints import Checkpoint, run_checkpoint
 from ..models import (
     AiderEditOutcome,
     CombinedAnalysisResult,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Sequence
 
-from ..files import AccessDenied
+from ..guards.files import AccessDenied
 from ..models import (
     AiderEditOutcome,
     CombinedAnalysisResult,

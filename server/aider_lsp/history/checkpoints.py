@@ -33,8 +33,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from aider_mcp.snapshots import unified_diff  # the edits' own diff format, for a run's diff
 
-from .files import AccessDenied, FileAccessManager
-from .models import (
+from ..config.state import STATE_DIR, ensure_state_dir
+from ..guards.files import AccessDenied, FileAccessManager
+from ..models import (
     Isolation,
     RestoreReport,
     RunChanges,
@@ -46,7 +47,6 @@ from .models import (
     SkipReason,
 )
 from .revert import Overlap, revert_change
-from .state import STATE_DIR, ensure_state_dir
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,10 @@ class Checkpoint:
     def edited(self) -> list[str]:
         """Files the edits changed, in the order first changed."""
         return list(dict.fromkeys(rel for edit in self.edits for rel in edit))
+
+
+# each changed file's bytes before and after a run (None: absent)
+FileSides = dict[str, tuple[bytes | None, bytes | None]]
 
 
 class CheckpointStore:
@@ -709,3 +713,7 @@ def alive_elsewhere(pid: int | None) -> bool:
     except OSError:  # it exists but is not ours to signal
         return True
     return True
+
+
+def newest_first(records: list[RunRecord]) -> list[RunRecord]:
+    return sorted(records, key=lambda run: (run.created, run.id), reverse=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 if TYPE_CHECKING:
-    from .settings import SettingsProvider
+    from ..config.settings import SettingsProvider
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",

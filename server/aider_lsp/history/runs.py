@@ -9,14 +9,11 @@ front ends call these through the Application.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
-from .checkpoints import CheckpointStore, file_diff, run_record
-from .files import FileAccessManager
-from .isolation.store import FileSides, RunStore
-from .models import ErrorReason, RunDiff, RunRecord, TaskResult, UnsavedFiles, failed_result
-from .results import already_undone_result, run_diff_result, undo_result
+from ..models import ErrorReason, RunDiff, RunRecord, TaskResult, UnsavedFiles, failed_result
+from ..results import already_undone_result, run_diff_result, undo_result
+from .checkpoints import CheckpointStore, FileSides, file_diff, newest_first, run_record
 
 BUSY = "an Aider edit or workflow run is running: undo when it has finished (or cancel it first)"
 
@@ -113,17 +110,3 @@ def _no_such_run(run_id: str | None) -> TaskResult:
         ErrorReason.INPUT_VALIDATION_FAILURE,
         f"no run {run_id!r} in this workspace's history (`aider-lsp history` lists them)",
     )
-
-
-def newest_first(records: list[RunRecord]) -> list[RunRecord]:
-    return sorted(records, key=lambda run: (run.created, run.id), reverse=True)
-
-
-def stored_runs(workspace: Path) -> list[RunRecord]:
-    """A folder's history as it is on disk, read without opening the folder (no index, no
-    Aider server): how an editor lists the runs of every folder of its window without starting
-    each one. Runs a dead process left are listed as their records say; their recovery waits
-    for the folder's opening."""
-    files = FileAccessManager(workspace)
-    in_place = [run_record(checkpoint) for checkpoint in CheckpointStore(files).saved()]
-    return newest_first([*in_place, *RunStore(files.root, 0).listed()])

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from .models import ErrorReason
+from ..models import ErrorReason
 
 _UNAUTHORIZED = re.compile(
     r"\b(?:AuthenticationError|PermissionDeniedError|Unauthorized|Forbidden|invalid[_ ]api[_ ]key|"

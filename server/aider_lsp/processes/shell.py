@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..models import CommandRun, ErrorReason, TaskError
 from .child_start import start_whole
-from .models import CommandRun, ErrorReason, TaskError
 from .reaper import Report, Supervision
 
 if TYPE_CHECKING:
-    from .settings import SettingsProvider
+    from ..config.settings import SettingsProvider
 
 TRUNCATION_MARK = "\n[... {omitted} bytes omitted ...]\n"
 PIPE_GRACE_S = 0.5  # after the leader exited (or was killed): time left to drain its pipes

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .models import Spend, WorkflowUsage
+from ..models import Spend, WorkflowUsage
 
 # How a front end's user sets a setting (`Settings.name`): `budget.maxTokens` →
 # `aiderLsp.budget.maxTokens` in an editor, `AIDER_LSP_BUDGET__MAX_TOKENS` in a terminal.

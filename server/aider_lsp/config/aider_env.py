@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .process_start import ISOLATED, SAFE_PATH, neutral_folder
+from ..processes.process_start import ISOLATED, SAFE_PATH, neutral_folder
 
 AIDER_VERSION = "0.86.2"
 MCP_REQUIREMENT = "mcp>=1.9,<2"
@@ -81,7 +81,7 @@ def package_parent() -> Path:
     """The directory that contains the `aider_mcp` package: beside `aider_lsp` in the same
     distribution. Found from this file, never imported: an import would search `sys.path`,
     where a workspace's own `aider_mcp/` could come first."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def sync_server_package(root: Path | None = None) -> Path:
