@@ -1,9 +1,8 @@
 """Application: builds the services once (one named way per use: `for_server`, `for_one_run`,
 `for_run_tree`, `for_lookup`) and offers their operations to the front ends and a workflow run
 (host.py and the hosts declare the calls), which never reach the services behind it; services
-never import this module. `handle_task_command(id, params)` runs a tool or a template by id.
-Settings flow one way: it holds them; services read them through `current_settings` at each use.
-"""
+never import this module. Settings flow one way: it holds them; services read them through
+`current_settings` at each use. `handle_task_command(id, params)`: a tool or template by id."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from .history.checkpoints import CheckpointStore
 from .history.runs import RunHistory
 from .isolation.runs import IsolatedRuns
 from .isolation.store import stored_runs
-from .llm import BaseHandler, TaskSystem
+from .llm import BaseHandler, ModelAsks, TaskSystem
 from .llm.interaction import extra_toolsets
 from .memory import MemorySystem, template_reranker
 from .memory.explain import describe_why
@@ -160,7 +159,9 @@ class Application:
         self.pick_test_command = self.tests.pick
         self.run_tests = self.tests.run
         self.suite_seconds = self.tests.seconds
-        # context, the conversation, the tools (memory/, llm/, tools/)
+        # context, the conversation, the tools, the loop's typed questions (memory/, llm/, tools/)
+        asks = ModelAsks(self.tasks)
+        self.make_plan, self.analyse = asks.plan, asks.analysis
         self.find_context = self.memory.get_relevant_context_for
         self.prime_context = self.handler.prime_data_context
         self.reset_conversation = self.handler.reset
@@ -197,7 +198,6 @@ class Application:
         self.aider_model = lambda: aider_model_for(self.settings)  # `aiderModel`, else from `model`
         self.aider_setup_needed = lambda: first_run.needed(self.settings)  # its environment to make
         self.spent_here = lambda: WorkflowUsage(planning=self.handler.usage_totals, aider=self.aider.spent)
-        self.spent_in_trees = WorkflowUsage()  # the isolated runs' (their trees' own Applications)
         self.clear_budget = self.handler.clear_budget
         fixer = fix.FailingTestFixer(self.edit, self.memory.code_under_test, self.tests.rerun_failing)
         self.fix_and_retest = fixer.fix_and_retest
@@ -205,15 +205,12 @@ class Application:
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
         """In place (workflow/runs.py), or in a worktree as the request, else `isolation`, says."""
         if self.settings.isolation_for(request.isolation) == Isolation.WORKTREE:
-            run = await self.isolated_runs.run(request, ctx)
-            if run.outcome is not None:  # spent by the tree's Application: this folder's too
-                self.spent_in_trees = self.spent_in_trees.plus(run.outcome.usage)
-            return run
+            return await self.isolated_runs.run(request, ctx)
         return await self.workflows.run(request, ctx)
 
     def spent(self) -> WorkflowUsage:
-        """What this folder's calls spent: its own and its isolated runs' (ended ones)."""
-        return self.spent_here().plus(self.spent_in_trees)
+        """What this folder's calls spent: its own and its isolated runs' trees' (isolation/runs.py)."""
+        return self.spent_here().plus(self.isolated_runs.spent)
 
     def _editing_in_place(self) -> bool:
         """An edit or a run in place is under way (undo and apply would write under it)."""

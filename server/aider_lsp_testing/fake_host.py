@@ -16,14 +16,16 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aider_lsp.config.settings import Settings, load_settings
 from aider_lsp.guards.budget import RunBudget
 from aider_lsp.guards.files import FileAccessManager
 from aider_lsp.history.checkpoints import ACTIVE_CHECKPOINT, CheckpointStore, snapshot_files
+from aider_lsp.llm.asks import answer_of
 from aider_lsp.models import (
     AiderEditOutcome,
+    AnalysisRequest,
     AssociativeMatchResult,
     CallUsage,
     CombinedAnalysisResult,
@@ -33,6 +35,8 @@ from aider_lsp.models import (
     DevelopmentPlan,
     ErrorReason,
     MatchItem,
+    ModelAnswer,
+    PlanRequest,
     Ranking,
     ReplyCallback,
     Signals,
@@ -182,6 +186,8 @@ class FakeHost:
         self.test_runs: deque[CommandRun] = deque()
         self.plans: deque[TaskResult] = deque()
         self.analyses: deque[TaskResult] = deque()
+        self.plan_requests: list[PlanRequest] = []  # what each plan call was told
+        self.analysis_requests: list[AnalysisRequest] = []  # what each analysis call was told
         self.tokens_per_call = tokens_per_call  # what each plan or analysis call spends
         self.usage = WorkflowUsage()
         self.budget: tuple[int | None, float | None] | None = None
@@ -243,12 +249,19 @@ class FakeHost:
         if phase in self.hold or f"{phase}#{number}" in self.hold:
             await asyncio.get_running_loop().create_future()  # until cancelled
 
-    async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
-        phase = PLAN if identifier == "user:generate-plan-from-goal" else ANALYSIS
+    async def make_plan(self, request: PlanRequest) -> ModelAnswer[DevelopmentPlan]:
+        self.plan_requests.append(request)
+        return answer_of(await self._answer(PLAN, self.plans), DevelopmentPlan)
+
+    async def analyse(self, request: AnalysisRequest) -> ModelAnswer[CombinedAnalysisResult]:
+        self.analysis_requests.append(request)
+        return answer_of(await self._answer(ANALYSIS, self.analyses), CombinedAnalysisResult)
+
+    async def _answer(self, phase: str, queue: deque[TaskResult]) -> TaskResult:
+        """The scripted answer of a plan or analysis call, read by the product's own reader."""
         self.calls.append(phase)
         await self._enter(phase)
         self._spend(self.tokens_per_call)
-        queue = self.plans if phase == PLAN else self.analyses
         if not queue:
             raise AssertionError(f"unscripted {phase} call")
         return queue.popleft()

@@ -72,18 +72,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from aider_lsp.config.settings import Settings, load_settings
 from aider_lsp.models import (
     AiderEditOutcome,
+    AnalysisRequest,
     CombinedAnalysisResult,
     CommandRun,
     ErrorReason,
     Finding,
     MatchItem,
+    ModelAnswer,
     Ranking,
     ReplyCallback,
     RequestContext,
@@ -130,8 +131,6 @@ class RecordingHost(FakeHost):
     def __init__(self, workspace: Path, settings: Settings | None = None, *, chats: bool = True) -> None:
         super().__init__(workspace, settings)
         self.chats = chats
-        self.analysis_params: list[dict[str, Any]] = []
-        self.plan_params: list[dict[str, Any]] = []
         self.edit_budgets: list[tuple[int | None, float | None] | None] = []
         self.analysis_delay = 0.0
 
@@ -139,13 +138,9 @@ class RecordingHost(FakeHost):
         self.calls.append("start aider")
         return True
 
-    async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
-        if identifier == "user:evaluate-and-retry-analysis":
-            self.analysis_params.append(dict(params or {}))
-            await asyncio.sleep(self.analysis_delay)
-        else:
-            self.plan_params.append(dict(params or {}))
-        return await super().handle_task_command(identifier, params)
+    async def analyse(self, request: AnalysisRequest) -> ModelAnswer[CombinedAnalysisResult]:
+        await asyncio.sleep(self.analysis_delay)
+        return await super().analyse(request)
 
     async def edit(
         self,
@@ -308,9 +303,9 @@ async def test_the_analysis_of_a_no_change_edit_is_told_what_aider_replied(host:
     host.analyses.append(analysis(Verdict.RETRY, "Aider did not edit"))
     result = await loop(host, max_retries=1).run(RequestContext())
     assert suite_commands(host) == []  # nothing changed: nothing to test
-    (params,) = host.analysis_params
-    assert "Aider replied: I would use the * operator." in params["aider_status"]
-    assert params["test_exit_code"].startswith("none (not run")
+    (params,) = host.analysis_requests
+    assert "Aider replied: I would use the * operator." in params.aider_status
+    assert params.test_exit_code.startswith("none (not run")
     assert result.reason is ErrorReason.MAX_RETRIES_REACHED
     assert "an edit that changed nothing" in result.content
 
@@ -504,10 +499,10 @@ async def test_the_planner_sees_the_goal_the_open_files_and_the_indexs_best(host
     host.edits.append(writes("calc.py", FIXED))
     host.test_runs.append(green_run())
     await goal_alone(host).run(RequestContext(open_files=["notes.py"]))
-    (params,) = host.plan_params
-    assert params["goal"] == GOAL
-    assert "Files open in the editor: notes.py" in params["context_string"]
-    assert "Workspace files most relevant to the goal: calc.py, test_calc.py" in params["context_string"]
+    (params,) = host.plan_requests
+    assert params.goal == GOAL
+    assert "Files open in the editor: notes.py" in params.context_string
+    assert "Workspace files most relevant to the goal: calc.py, test_calc.py" in params.context_string
 
 
 async def test_the_analysis_sees_the_goal_the_edit_and_the_tests_output(host: RecordingHost) -> None:
@@ -515,10 +510,10 @@ async def test_the_analysis_sees_the_goal_the_edit_and_the_tests_output(host: Re
     host.test_runs.append(red_run(FAILING))
     host.analyses.append(analysis(Verdict.RETRY))
     await loop(host, max_retries=1).run(RequestContext())
-    (params,) = host.analysis_params
-    assert (params["original_goal"], params["aider_instructions"]) == (GOAL, GOAL)
-    assert params["aider_diff"] == "--- calc.py\n"  # the edit's diff (the fake host's)
-    assert FAILING in params["test_stdout"] and params["test_exit_code"] == "1"
+    (params,) = host.analysis_requests
+    assert (params.original_goal, params.aider_instructions) == (GOAL, GOAL)
+    assert params.aider_diff == "--- calc.py\n"  # the edit's diff (the fake host's)
+    assert FAILING in params.test_stdout and params.test_exit_code == "1"
 
 
 # -- 7: findings ----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from ..config.settings import Settings
 from ..history.checkpoints import CheckpointStore
-from ..models import RequestContext, WorkflowRequest, WorkflowRun
+from ..models import RequestContext, WorkflowRequest, WorkflowRun, WorkflowUsage
 from .store import RunStore, new_run_id
 from .trees import (
     BRANCH_PREFIX,
@@ -59,6 +59,8 @@ class RunWorkspace(Protocol):
     async def index_workspace(self) -> object: ...
 
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
+
+    def spent(self) -> WorkflowUsage: ...
 
     async def aclose(self) -> None: ...
 

@@ -40,6 +40,7 @@ from ..models import (
     UnsavedFiles,
     WorkflowRequest,
     WorkflowRun,
+    WorkflowUsage,
 )
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
@@ -103,6 +104,7 @@ class IsolatedRuns:
         self.store = trees.store
         self.close = trees.close
         self._under_way: set[str] = set()
+        self.spent = WorkflowUsage()  # what the runs' trees spent, up to their end or cancel
         self._recovered = False
 
     @property
@@ -186,6 +188,7 @@ class IsolatedRuns:
         try:
             run = await workspace.run_workflow(request, inner_ctx)
         except asyncio.CancelledError:
+            self.spent = self.spent.plus(workspace.spent())  # what it spent up to the cancel
             try:
                 await self.close(workspace, CLOSE_WAIT_S)
             finally:  # a second cancel during the close still removes the tree
@@ -193,6 +196,7 @@ class IsolatedRuns:
                 discarded = IsolatedRun(run_id=run_id, state=RunState.DISCARDED)
                 ctx.answer_cancelled(WorkflowRun(cancelled=True, isolated=discarded))
             raise
+        self.spent = self.spent.plus(workspace.spent())
         await self.close(workspace, CLOSE_WAIT_S)  # its processes end before its tree may go
         return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
 

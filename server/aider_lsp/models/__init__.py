@@ -9,6 +9,7 @@
 - events: a workflow run's steps as they happen (PlanMade, EditStarted, …, its progress, the callback's type)
 - question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
+- asks: the loop's questions to the planning model (PlanRequest, AnalysisRequest) and their typed ModelAnswer
 - history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
 - context: workspace context for a model call (MatchItem, its Ranking, DataContext, …), IndexStats
 
@@ -33,6 +34,7 @@ from .args import (
     provider_safe_name,
     validation_message,
 )
+from .asks import AnalysisRequest, ModelAnswer, PlanRequest
 from .caller import (
     FindingsCallback,
     ProgressCallback,
@@ -111,6 +113,7 @@ __all__ = [
     "AiderEditOutcome",
     "AiderInteractiveArgs",
     "AnalysisMade",
+    "AnalysisRequest",
     "Answer",
     "AskCallback",
     "AssociativeMatchResult",
@@ -144,10 +147,12 @@ __all__ = [
     "Isolation",
     "JudgeProblem",
     "MatchItem",
+    "ModelAnswer",
     "OptionalPathList",
     "PathList",
     "PlanFailed",
     "PlanMade",
+    "PlanRequest",
     "Position",
     "ProgressCallback",
     "Question",

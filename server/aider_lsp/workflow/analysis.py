@@ -14,7 +14,7 @@ import asyncio
 from ..models import AnalysisMade, CombinedAnalysisResult, Verdict
 from .host import WorkflowHost
 from .iteration import Ending, Iteration, step_failed, stop
-from .prompts import ANALYSIS_TEMPLATE, analysis_params
+from .prompts import analysis_request
 from .records import RunIterations, analysis_findings, judge_findings, state
 from .report import RunReport
 
@@ -41,16 +41,14 @@ class Analyses:
 
     async def ask(self, it: Iteration, command: str) -> CombinedAnalysisResult | Ending:
         """The analysis of `it`, set on it (with why it is overruled), or the end of the run."""
-        params = analysis_params(
+        request = analysis_request(
             it, goal=self.goal, context=self.context, command=command, max_iterations=it.of
         )
-        result = await self.host.handle_task_command(ANALYSIS_TEMPLATE, params)
-        self.report.spent_by("analysis", result)
-        if not result.ok:
-            return step_failed(result, "the analysis failed")
-        analysis = result.parsed_content
-        if not isinstance(analysis, CombinedAnalysisResult):
-            analysis = CombinedAnalysisResult.model_validate_json(result.content)
+        answer = await self.host.analyse(request)
+        self.report.spent("analysis", answer.usage)
+        analysis = answer.value
+        if analysis is None:
+            return step_failed(answer, "the analysis failed")
         test = it.test
         passed = test is not None and test.passed and it.judge is None
         if analysis.verdict is Verdict.SUCCESS and it.judge is not None:

@@ -1,7 +1,7 @@
 """WorkflowHost: what the coding workflow needs from its host, and nothing more.
 
 Why a protocol: the orchestrator is a client of the Application like the editor and the CLI;
-naming the few calls it makes (run a template, edit, run the tests, find context, spend and
+naming the few calls it makes (the plan, the analysis, edit, run the tests, find context, spend and
 budget, checkpoints, confined paths) keeps it from reaching into services, lets a test give it
 a small fake, and keeps app.py → workflow/ the only import between them (the Application
 satisfies this protocol; mypy checks it where app.py builds the orchestrator). The calls the
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..guards.budget import RunBudget
 from ..history.checkpoints import CheckpointStore
 from ..host import Host
-from ..models import TaskResult
+from ..models import AnalysisRequest, CombinedAnalysisResult, DevelopmentPlan, ModelAnswer, PlanRequest
 
 
 class WorkflowHost(Host, Protocol):
@@ -29,8 +29,12 @@ class WorkflowHost(Host, Protocol):
         """Where the run's one checkpoint is kept (one undo restores the whole run)."""
         ...
 
-    async def handle_task_command(self, identifier: str, params: dict[str, Any] | None = None) -> TaskResult:
-        """Run a template (the plan, the analysis)."""
+    async def make_plan(self, request: PlanRequest) -> ModelAnswer[DevelopmentPlan]:
+        """The planner's plan of a goal (llm/asks.py), or the error that stopped it."""
+        ...
+
+    async def analyse(self, request: AnalysisRequest) -> ModelAnswer[CombinedAnalysisResult]:
+        """The analysis of an iteration (llm/asks.py), or the error that stopped it."""
         ...
 
     async def end_chat(self, session_id: str) -> None:

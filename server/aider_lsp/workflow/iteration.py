@@ -18,8 +18,8 @@ from ..models import (
     CommandRun,
     ErrorReason,
     JudgeProblem,
+    ModelAnswer,
     SuiteRun,
-    TaskResult,
     WorkflowStatus,
 )
 
@@ -39,13 +39,13 @@ def failure(reason: ErrorReason, message: str, details: str | None = None) -> En
     return Ending(WorkflowStatus.FAILURE, message, reason, details)
 
 
-def step_failed(result: TaskResult, what: str) -> Ending:
-    """A FAILED step (the plan, the analysis) ends the run with its reason (the LLM layer's
-    budget refusal is budget_exceeded)."""
-    error = result.error
+def step_failed(answer: ModelAnswer[Any], what: str) -> Ending:
+    """A step the model could not answer (the plan, the analysis) ends the run with its reason
+    (the LLM layer's budget refusal is budget_exceeded)."""
+    error = answer.error
     reason = error.reason if error else ErrorReason.UNEXPECTED_ERROR
-    message = error.message if error else result.content
-    return failure(reason, f"{what}: {message}", details=result.content)
+    message = error.message if error else answer.text
+    return failure(reason, f"{what}: {message}", details=answer.text)
 
 
 def gave_up(analysis: CombinedAnalysisResult) -> Ending:

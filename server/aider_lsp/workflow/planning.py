@@ -13,7 +13,7 @@ import asyncio
 from ..models import DevelopmentPlan, ErrorReason, PlanFailed, PlanMade
 from .host import WorkflowHost
 from .iteration import Ending, Iteration, failure, step_failed, stop
-from .prompts import PLAN_TEMPLATE, plan_params
+from .prompts import plan_request
 from .report import RunReport
 
 
@@ -41,14 +41,13 @@ class Planning:
         self, chosen: list[str], open_files: list[str], relevant: list[str]
     ) -> DevelopmentPlan | Ending:
         """The planner's plan, or the end of the run with its reason."""
-        params = plan_params(self.goal, self.context, chosen, open_files, relevant)
-        result = await self.host.handle_task_command(PLAN_TEMPLATE, params)
-        self.report.spent_by("plan", result)
-        if not result.ok:
-            return step_failed(result, "planning failed")
-        plan = result.parsed_content
-        if not isinstance(plan, DevelopmentPlan):
-            plan = DevelopmentPlan.model_validate_json(result.content)
+        answer = await self.host.make_plan(
+            plan_request(self.goal, self.context, chosen, open_files, relevant)
+        )
+        self.report.spent("plan", answer.usage)
+        plan = answer.value
+        if plan is None:
+            return step_failed(answer, "planning failed")
         self.plan = plan
         self.report.event(PlanMade(plan=plan))
         return plan

@@ -8,15 +8,20 @@ when to ask, this module what is said.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..models import AiderEditOutcome, CombinedAnalysisResult, CommandRun, JudgeProblem, Verdict
+from ..models import (
+    AiderEditOutcome,
+    AnalysisRequest,
+    CombinedAnalysisResult,
+    CommandRun,
+    JudgeProblem,
+    PlanRequest,
+    Verdict,
+)
 from ..suite.digest import clip, digest
 from .first_files import Named
 from .iteration import Iteration, changed
 
-PLAN_TEMPLATE = "user:generate-plan-from-goal"
-ANALYSIS_TEMPLATE = "user:evaluate-and-retry-analysis"
 # the failing output as each call gets it: pytest's failures digested (suite/digest.py: each
 # failure's assertion and place, one parametrized test's cases once), any other output's head
 # and tail, at most these many characters
@@ -45,16 +50,16 @@ def first_prompt(goal: str, context: str, mentioned: Sequence[Named] = ()) -> st
     return "\n\n".join(part for part in parts if part)
 
 
-def plan_params(
+def plan_request(
     goal: str, context: str, chosen: list[str], open_files: list[str], relevant: list[str]
-) -> dict[str, Any]:
+) -> PlanRequest:
     """The planner gets the goal, the user's context, the open files and the index's best."""
     parts = [context.strip() or "(none)"]
     if open_files:
         parts.append("Files open in the editor: " + ", ".join(open_files))
     if relevant:
         parts.append("Workspace files most relevant to the goal: " + ", ".join(relevant))
-    return {"goal": goal, "context_string": "\n".join(parts), "file_context": chosen or None}
+    return PlanRequest(goal=goal, context_string="\n".join(parts), file_context=chosen or None)
 
 
 def with_failures(prompt: str, run: CommandRun) -> str:
@@ -104,9 +109,9 @@ def with_files(files: list[str], advice: CombinedAnalysisResult | None) -> list[
     return [*files, *extra]
 
 
-def analysis_params(
+def analysis_request(
     it: Iteration, *, goal: str, context: str, command: str, max_iterations: int
-) -> dict[str, Any]:
+) -> AnalysisRequest:
     """What the analysis template is told of an iteration."""
     test, aider = it.test, it.outcome
     if test is None:
@@ -117,20 +122,20 @@ def analysis_params(
         exit_code = f"{test.exit_code}, but {it.judge.message}"
     else:
         exit_code = str(test.exit_code)
-    return {
-        "original_goal": goal,
-        "initial_task_context": context or "(none)",
-        "aider_instructions": it.prompt,
-        "aider_status": aider_status(aider),
-        "aider_diff": (aider.diff if aider is not None else "") or "(no change)",
-        "test_command": command,
-        "test_stdout": digest(test.stdout, OUTPUT_FOR_ANALYSIS) if test else "",
-        "test_stderr": digest(test.stderr, OUTPUT_FOR_ANALYSIS) if test else "",
-        "test_exit_code": exit_code,
-        "previous_files": it.files,
-        "iteration": it.number,
-        "max_retries": max_iterations,
-    }
+    return AnalysisRequest(
+        original_goal=goal,
+        initial_task_context=context or "(none)",
+        aider_instructions=it.prompt,
+        aider_status=aider_status(aider),
+        aider_diff=(aider.diff if aider is not None else "") or "(no change)",
+        test_command=command,
+        test_stdout=digest(test.stdout, OUTPUT_FOR_ANALYSIS) if test else "",
+        test_stderr=digest(test.stderr, OUTPUT_FOR_ANALYSIS) if test else "",
+        test_exit_code=exit_code,
+        previous_files=it.files,
+        iteration=it.number,
+        max_retries=max_iterations,
+    )
 
 
 def aider_status(outcome: AiderEditOutcome | None) -> str:

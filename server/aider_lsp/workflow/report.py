@@ -15,7 +15,6 @@ from ..models import (
     CallUsage,
     Finding,
     RequestContext,
-    TaskResult,
     WorkflowEvent,
     WorkflowProgress,
     WorkflowUsage,
@@ -34,11 +33,6 @@ class RunReport:
     def spent(self, kind: CallKind, usage: CallUsage | None) -> None:
         """One call of `kind` answered, having spent `usage` (None: not reported)."""
         self.calls = self.calls.plus(kind, usage)
-
-    def spent_by(self, kind: CallKind, result: TaskResult) -> None:
-        """A template call's answer: its usage from `notes.usage` (the LLM layer's)."""
-        wire = (result.notes or {}).get("usage")
-        self.spent(kind, CallUsage.model_validate(wire) if isinstance(wire, dict) else None)
 
     def progress(self, phase: str, percentage: int) -> None:
         """Where the run is, as a typed event and as one sentence (worded by the event)."""
