@@ -157,6 +157,11 @@ describe('workflow messages', () => {
         assert.equal(message.text, 'Workflow failed: it ended: max_retries_reached (after 1 iteration; the tests fail (pytest: 1 failed in 0.1s, exit 1)).');
         assert.equal(message.undoable, false);
     });
+    it('the tests are told in the server\'s own wording when its answer carries one', () => {
+        const red = history({ test: { command: 'pytest', scope: 'whole', exit_code: 1, summary: '1 failed in 0.1s', outcome: 'the tests fail (1 failed)' } });
+        const message = workflowMessage('Workflow', failed('max_retries_reached', { workflow: { ...red, status: 'FAILURE' } }));
+        assert.equal(message.text, 'Workflow failed: it ended: max_retries_reached (after 1 iteration; the tests fail (1 failed)).');
+    });
     it('a cancelled run that changed nothing says only that', () => {
         assert.deepEqual(workflowMessage('Workflow', failed('cancelled')), { severity: 'warning', text: 'Workflow: cancelled.', changedFiles: [], undoable: false });
     });

@@ -13,6 +13,8 @@ interface TestSummary {
     timedOut: boolean;
     /** The runner's own summary line, e.g. "3 passed in 0.02s" (the last line it printed). */
     line: string | undefined;
+    /** How it ended in the server's one wording ("the tests pass (3 passed in 0.02s)"): what every screen says. */
+    outcome: string | undefined;
 }
 
 interface WorkflowSummary {
@@ -22,7 +24,13 @@ interface WorkflowSummary {
 
 function testOf(test: DecidingRun): TestSummary {
     // the runner's last word, as the server read it (suite/findings.py summary_line)
-    return { command: test.command, exitCode: test.exit_code, timedOut: test.timed_out === true, line: test.summary || undefined };
+    return {
+        command: test.command,
+        exitCode: test.exit_code,
+        timedOut: test.timed_out === true,
+        line: test.summary || undefined,
+        outcome: test.outcome || undefined,
+    };
 }
 
 /** The iterations and last test run of a `aider-lsp.workflow.run` answer. */
@@ -33,10 +41,16 @@ export function workflowSummary(result: TaskResult): WorkflowSummary {
     return { iterations: iterations.length, test: last === undefined ? undefined : testOf(last) };
 }
 
-/** "the tests pass (pytest -q: 3 passed in 0.02s)", "the tests fail (…, exit 1)", or undefined. */
+/**
+ * The server's wording of the last test run ("the tests pass (3 passed in 0.02s)"), the same the
+ * CLI, ACP and the Runs view show; an older server's answer, which has none, worded alike here.
+ */
 export function describeTests(test: TestSummary | undefined): string | undefined {
     if (test === undefined) {
         return undefined;
+    }
+    if (test.outcome !== undefined) {
+        return test.outcome;
     }
     const said = test.line ? `: ${test.line}` : '';
     if (test.timedOut) {
