@@ -1,4 +1,4 @@
-"""A task command by id (`aider-lsp.task.run`, the seeds' `handle_task_command`): a direct tool
+"""A task command by id (the LSP commands named after tools, the seeds' `handle_task_command`): a direct tool
 of the registry, else a TaskSystem template, else FAILED template_not_found."""
 
 from __future__ import annotations
