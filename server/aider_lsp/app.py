@@ -7,6 +7,7 @@ never import this module. Settings flow one way: it holds them; services read th
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from .guards.budget import RunBudget
 from .guards.files import FileAccessManager
 from .history.checkpoints import CheckpointStore
 from .history.runs import RunHistory
+from .isolation.attempts import apply_attempt
+from .isolation.placement import RunPlacement
 from .isolation.runs import IsolatedRuns
 from .isolation.store import stored_runs
 from .llm import BaseHandler, ModelAsks, TaskSystem
@@ -27,13 +30,9 @@ from .memory.explain import describe_why
 from .memory.ignore import IgnoreRules
 from .models import (
     IndexStats,
-    Isolation,
     ProgressCallback,
-    RequestContext,
     TaskResult,
     UnsavedFiles,
-    WorkflowRequest,
-    WorkflowRun,
     WorkflowUsage,
 )
 from .processes.shell import CommandExecutor
@@ -149,6 +148,8 @@ class Application:
             pick_test_command=self.tests.pick,
             spares=spare_trees,
         )
+        # where a run goes: in place, in a worktree, or several attempts (isolation/placement.py)
+        self.run_workflow = RunPlacement(self.workflows, self.isolated_runs, settings).run
         self.run_history = RunHistory(self.checkpoints, self.unsaved, busy, self.isolated_runs)
         self.warming = WarmUp(self.aider, self.handler.preload, settings, self.isolated_runs.prepare)
 
@@ -182,7 +183,7 @@ class Application:
         self.history = self.run_history.runs  # stored_history: a folder not opened, from disk
         self.run_diff = self.run_history.diff
         # the runs in worktrees (isolation/): the user's decision on a ready one
-        self.apply_run = self.isolated_runs.apply
+        self.apply_run = partial(apply_attempt, self.isolated_runs)  # an attempt: its siblings go
         self.discard_run = self.isolated_runs.discard
         self.keep_run = self.isolated_runs.keep
         self.prepare_isolated = self.isolated_runs.prepare  # a spare tree for the next one
@@ -201,12 +202,6 @@ class Application:
         self.clear_budget = self.handler.clear_budget
         fixer = fix.FailingTestFixer(self.edit, self.memory.code_under_test, self.tests.rerun_failing)
         self.fix_and_retest = fixer.fix_and_retest
-
-    async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
-        """In place (workflow/runs.py), or in a worktree as the request, else `isolation`, says."""
-        if self.settings.isolation_for(request.isolation) == Isolation.WORKTREE:
-            return await self.isolated_runs.run(request, ctx)
-        return await self.workflows.run(request, ctx)
 
     def spent(self) -> WorkflowUsage:
         """What this folder's calls spent: its own and its isolated runs' trees' (isolation/runs.py)."""

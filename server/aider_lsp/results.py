@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from .models import (
+    AttemptGroup,
     CommandRun,
     DeclinedTestCommand,
     ErrorReason,
@@ -276,6 +277,19 @@ def _why_kept(item: SkippedFile) -> str:
     return "changed since the edit" if item.reason.startswith("changed since") else item.reason
 
 
+def group_result(group: AttemptGroup) -> TaskResult:
+    """Several attempts (`aider-lsp.workflow.run {attempts}`, `aider-lsp run --attempts --json`):
+    COMPLETE naming the winner, or FAILED goal_not_reached when no attempt passed the tests;
+    notes {group: {group_id, choose, attempts: [{run_id, number, aider_model, planned, state,
+    status, green, tests, lines_changed, tokens, cost, seconds, stopped}], winner, reason},
+    run_id: the winner's}; parsedContent the group."""
+    wire = group.model_dump(mode="json")
+    notes = {"group": wire, "run_id": group.winner}
+    if group.winner is not None:
+        return complete_result(group.summary, notes=notes, parsed=wire)
+    return failed_result(ErrorReason.GOAL_NOT_REACHED, group.summary, notes=notes)
+
+
 def workflow_run_result(run: WorkflowRun) -> TaskResult:
     """`aider-lsp.workflow.run` (and `aider-lsp run --json`): the run's message; notes
     {workflow, changed_files, created_files, diff, checkpoint_id}; parsedContent the run's
@@ -283,6 +297,8 @@ def workflow_run_result(run: WorkflowRun) -> TaskResult:
     cancelled one names the files it had changed (undo restores them), without a history."""
     if run.declined_test_command is not None:
         return declined_test_command_result(run.declined_test_command)
+    if run.group is not None:
+        return group_result(run.group)
     if run.outcome is None and run.refused is not None:
         return failed_result(run.refused.reason, run.refused.message)
     notes: dict[str, Any] = {
@@ -347,7 +363,10 @@ def run_action_result(action: RunAction) -> TaskResult:
         return failed_result(ErrorReason.INPUT_VALIDATION_FAILURE, " ".join(sentences), notes=notes)
     if action.state is RunState.APPLIED:
         files = [*action.written, *(f"{rel} (deleted)" for rel in action.deleted)]
-        return complete_result(f"Applied {what}: {', '.join(files) or 'no file'}.", notes=notes)
+        siblings = (
+            f" Its other attempts are discarded: {', '.join(action.discarded)}." if action.discarded else ""
+        )
+        return complete_result(f"Applied {what}: {', '.join(files) or 'no file'}.{siblings}", notes=notes)
     if action.state is RunState.KEPT:
         return complete_result(f"Kept {what} on branch {action.branch} ({action.commit}).", notes=notes)
     return complete_result(f"Discarded {what}: its worktree is removed.", notes=notes)

@@ -110,6 +110,25 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run in a git worktree of its own (a copy without git): your files stay untouched "
         "until `aider-lsp apply` (default: the isolation setting)",
     )
+    run_parser.add_argument(
+        "--attempts",
+        type=int,
+        metavar="N",
+        help="N attempts at the goal at once, each in a worktree of its own; the tests choose "
+        "(default: the attempts setting)",
+    )
+    run_parser.add_argument(
+        "--choose",
+        choices=["first-green", "compare"],
+        help="first-green: the first attempt that passes wins, the others stop; compare: all "
+        "finish and are ranked (default: the chooseAttempt setting)",
+    )
+    run_parser.add_argument(
+        "--aider-model",
+        action="append",
+        metavar="MODEL",
+        help="a model the attempts edit with, in turn (repeat it: one per attempt)",
+    )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run_parser.add_argument(
         "--debug",
@@ -316,6 +335,9 @@ def _run(args: argparse.Namespace) -> int:
         "file_context": args.files,
         "plan": args.plan,
         "isolation": "worktree" if args.isolated else None,
+        "attempts": args.attempts,
+        "choose": args.choose,
+        "aider_models": args.aider_model or [],
     }
     return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
 

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -29,6 +29,7 @@ from ..config.settings import Settings, SettingsError, env_var_for, load_setting
 if TYPE_CHECKING:
     from ..app import Application
     from ..models import (
+        AttemptGroup,
         Finding,
         IsolatedRun,
         WorkflowEvent,
@@ -175,7 +176,7 @@ async def _checked_run(
         loop.add_signal_handler(signum, this.cancel)
     early: EarlyAider | None = None
     try:
-        if workspace.is_dir() and not _isolated(settings, request_fields.get("isolation")):
+        if workspace.is_dir() and not _isolated(settings, request_fields):
             early = await spawn_aider(settings, workspace)
         checked = _check(workspace, settings, request_fields)
         if isinstance(checked, int):
@@ -191,11 +192,12 @@ async def _checked_run(
             loop.remove_signal_handler(signum)
 
 
-def _isolated(settings: Settings, choice: str | None) -> bool:
-    """Whether the run works in a worktree (Settings.isolation_for): then Aider's server is the
-    tree's own, started by the run, and none is spawned for the user's folder (it would only
-    compete with the tree's for the CPU)."""
-    return settings.isolation_for(choice) == "worktree"
+def _isolated(settings: Settings, request: Mapping[str, Any]) -> bool:
+    """Whether the run works in a worktree (Settings.isolation_for; several attempts always
+    do): then Aider's server is the tree's own, started by the run, and none is spawned for the
+    user's folder (it would only compete with the tree's for the CPU)."""
+    several = (request.get("attempts") or settings.attempts) > 1
+    return several or settings.isolation_for(request.get("isolation")) == "worktree"
 
 
 def _ignore() -> None:
@@ -256,7 +258,7 @@ async def _run(
         await app.aclose()
         return checked
     request = checked
-    isolated = _isolated(settings, request.isolation)
+    isolated = _isolated(settings, request.model_dump())
     # an isolated run starts Aider in its tree itself: nothing to warm up in the user's folder
     starting = [] if isolated else [asyncio.create_task(app.warm_up(early, aider_first=True))]
     if debug:
@@ -324,7 +326,7 @@ def _cancelled_message(workspace: Path, isolated: bool) -> str:
 def print_report(result: WorkflowRun, workspace: Path, out: TextIO) -> None:
     """The run for a human: outcome, plan, each iteration, the diff, how to undo."""
     run = result.outcome
-    status = run.status.value if run else "FAILED"
+    status = run.status.value if run else ("SUCCESS" if result.ok else "FAILED")
     reason = run.reason if run else (result.refused.reason if result.refused else None)
     said = f" ({reason.value})" if reason else ""
     print(f"\n{status}{said}: {result.message}", file=out)
@@ -340,6 +342,19 @@ def print_report(result: WorkflowRun, workspace: Path, out: TextIO) -> None:
             print(f"Take back only its changes to the tests: {command}", file=out)
     if result.isolated is not None:
         _print_isolated(result.isolated, workspace, out)
+    if result.group is not None:
+        _print_group(result.group, workspace, out)
+
+
+def _print_group(group: AttemptGroup, workspace: Path, out: TextIO) -> None:
+    """The report's end for several attempts: each ready one's id, and how to take the winner."""
+    where = f"--workspace {workspace}"
+    for attempt in group.attempts:
+        if attempt.state.value == "ready":
+            print(f"  attempt {attempt.number}: aider-lsp apply {attempt.run_id} {where}", file=out)
+    if group.winner is not None:
+        print("\nApply the winner (its siblings are discarded with it):", file=out)
+        print(f"  aider-lsp apply {group.group_id} {where}", file=out)
 
 
 def _print_isolated(isolated: IsolatedRun, workspace: Path, out: TextIO) -> None:

@@ -145,6 +145,23 @@ class Settings(_Camel):
         description="Isolated runs under way at once per workspace (each has its own Aider server, "
         "about 330 MB, measured), besides at most one run in place.",
     )
+    attempts: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="How many attempts a workflow run makes at its goal when its request does not say: "
+        "more than one runs that many isolated runs at once from the same files, and the tests choose.",
+    )
+    choose_attempt: Literal["first-green", "compare"] = Field(
+        default="first-green",
+        description="How the tests choose among attempts: the first that passes wins and the others "
+        "stop (first-green), or all finish and are ranked: green, the smaller change, the cheaper (compare).",
+    )
+    attempt_models: list[str] = Field(
+        default_factory=list,
+        description="The Aider models the attempts edit with, in turn (empty: aiderModel for each, "
+        "the first edit's context differing: every other attempt plans first).",
+    )
     analyse_green_tests: bool = Field(
         default=False,
         description="Ask the analysis model to confirm the goal when the tests pass (one more model "

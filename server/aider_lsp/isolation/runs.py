@@ -19,6 +19,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.settings import Settings
@@ -57,6 +58,16 @@ from .trees import (
 )
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AttemptOf:
+    """A run as an attempt of a group (attempts.py): its group, and its settings tuned (its
+    Aider model, its share of the group's budget) on the tree's Application before it runs."""
+
+    group_id: str
+    tune: Callable[[Settings], Settings]
+
 
 BUSY = "an Aider edit or a run in place is under way in this workspace; apply when it has ended"
 
@@ -105,6 +116,7 @@ class IsolatedRuns:
         self.close = trees.close
         self._under_way: set[str] = set()
         self.spent = WorkflowUsage()  # what the runs' trees spent, up to their end or cancel
+        self.spent_by_run: dict[str, WorkflowUsage] = {}  # the same, run by run (a group's attempts)
         self._recovered = False
 
     @property
@@ -113,9 +125,12 @@ class IsolatedRuns:
         return len(self._under_way)
 
     # -- a run -----------------------------------------------------------------------------------
-    async def run(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
+    async def run(
+        self, request: WorkflowRequest, ctx: RequestContext, *, attempt: AttemptOf | None = None
+    ) -> WorkflowRun:
         """The run in a tree of its own: ready when it changed something (its change waits for
-        the user), discarded otherwise; a cancel removes its tree, says so, then propagates."""
+        the user), discarded otherwise; a cancel removes its tree, says so, then propagates.
+        `attempt`: the run is an attempt of a group (its record names the group)."""
         self.recover()
         limit = self.settings().max_isolated_runs
         if len(self._under_way) >= limit:
@@ -127,16 +142,20 @@ class IsolatedRuns:
             refused = TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=choice.message)
             return WorkflowRun(refused=refused, declined_test_command=choice)
         command = None if choice is None else choice.command
-        inner = request.model_copy(update={"isolation": Isolation.NONE, "test_command": command})
+        inner = request.model_copy(
+            update={"isolation": Isolation.NONE, "test_command": command, "attempts": 1}
+        )
         try:
             prepared = await self.trees.take()
         except (TreeError, OSError) as exc:
             message = f"could not make the run's worktree: {exc}"
             return WorkflowRun(refused=TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message))
-        manifest = self._started(request, prepared)
+        manifest = self._started(request, prepared, None if attempt is None else attempt.group_id)
         self._under_way.add(manifest.record.id)
         if self.spares and len(self._under_way) < limit:
             self.trees.keep_spare()  # the next isolated run starts as quickly as this one
+        if attempt is not None:
+            prepared.workspace.update_settings(attempt.tune(prepared.workspace.settings))
         try:
             return await self._run_in_tree(manifest, prepared, inner, ctx)
         finally:
@@ -156,7 +175,9 @@ class IsolatedRuns:
         """The workspace closes: the spare tree goes (runs under way end with their requests)."""
         await self.trees.aclose()
 
-    def _started(self, request: WorkflowRequest, prepared: Prepared) -> IsolatedRunManifest:
+    def _started(
+        self, request: WorkflowRequest, prepared: Prepared, group_id: str | None
+    ) -> IsolatedRunManifest:
         record = RunRecord(
             id=prepared.run_id,
             created=time.time(),
@@ -166,6 +187,7 @@ class IsolatedRuns:
             state=RunState.RUNNING,
             isolation=Isolation.WORKTREE,
             branch=prepared.tree.branch,
+            group_id=group_id,
         )
         tree = prepared.tree
         manifest = IsolatedRunManifest(
@@ -188,7 +210,7 @@ class IsolatedRuns:
         try:
             run = await workspace.run_workflow(request, inner_ctx)
         except asyncio.CancelledError:
-            self.spent = self.spent.plus(workspace.spent())  # what it spent up to the cancel
+            self._spent(run_id, workspace.spent())  # what it spent up to the cancel
             try:
                 await self.close(workspace, CLOSE_WAIT_S)
             finally:  # a second cancel during the close still removes the tree
@@ -196,9 +218,13 @@ class IsolatedRuns:
                 discarded = IsolatedRun(run_id=run_id, state=RunState.DISCARDED)
                 ctx.answer_cancelled(WorkflowRun(cancelled=True, isolated=discarded))
             raise
-        self.spent = self.spent.plus(workspace.spent())
+        self._spent(run_id, workspace.spent())
         await self.close(workspace, CLOSE_WAIT_S)  # its processes end before its tree may go
         return self._ended(manifest, tree, run, workspace.checkpoints, tuple(findings))
+
+    def _spent(self, run_id: str, usage: WorkflowUsage) -> None:
+        self.spent = self.spent.plus(usage)
+        self.spent_by_run[run_id] = usage
 
     def _ended(
         self,
@@ -215,7 +241,12 @@ class IsolatedRuns:
         outcome = run.outcome
         if checkpoint is not None:
             manifest.record = run_record(checkpoint).model_copy(
-                update={"id": run_id, "created": manifest.record.created, "isolation": Isolation.WORKTREE}
+                update={
+                    "id": run_id,
+                    "created": manifest.record.created,
+                    "isolation": Isolation.WORKTREE,
+                    "group_id": manifest.record.group_id,
+                }
             )
         status = outcome.status.value if outcome is not None else "FAILED"
         iterations = len(outcome.iterations) if outcome is not None else None
@@ -330,6 +361,21 @@ class IsolatedRuns:
         else:
             message = f"run {run_id!r} is {state.value}: only a ready run can be applied, discarded or kept"
         return None, _refused(run_id, state, message)
+
+    # -- a group's attempts ----------------------------------------------------------------------
+    def mark_won(self, run_id: str) -> None:
+        """The attempt the tests chose in its group (`apply GROUP_ID` applies it)."""
+        manifest = self.store.load(run_id)
+        if manifest is not None:
+            manifest.record = manifest.record.model_copy(update={"won": True})
+            self.store.save(manifest)
+
+    def group_members(self, group_id: str) -> list[RunRecord]:
+        return [record for record in self.records() if record.group_id == group_id]
+
+    def group_of(self, run_id: str) -> str | None:
+        manifest = self.store.load(run_id)
+        return None if manifest is None else manifest.record.group_id
 
     # -- the history -----------------------------------------------------------------------------
     def records(self) -> list[RunRecord]:

@@ -10,7 +10,8 @@
 - question: a question asked of the user and its typed answer (Question, Choice, Answer)
 - runs: a workflow run (plan, analysis, iterations, result)
 - asks: the loop's questions to the planning model (PlanRequest, AnalysisRequest) and their typed ModelAnswer
-- history: undo and the history of runs (RestoreReport, RunChanges, RunRecord)
+- history: undo and the history of runs (RestoreReport, RunChanges, RunRecord), and several
+  attempts at one goal, the tests choosing (Choose, Attempt, AttemptGroup)
 - context: workspace context for a model call (MatchItem, its Ranking, DataContext, …), IndexStats
 
 Import from `aider_lsp.models` or from the module itself: the names below are the same objects.
@@ -70,6 +71,9 @@ from .events import (
     WorkflowProgress,
 )
 from .history import (
+    Attempt,
+    AttemptGroup,
+    Choose,
     DeclinedTestCommand,
     IsolatedRun,
     IsolatedRunManifest,
@@ -117,10 +121,13 @@ __all__ = [
     "Answer",
     "AskCallback",
     "AssociativeMatchResult",
+    "Attempt",
+    "AttemptGroup",
     "CallKind",
     "CallKinds",
     "CallUsage",
     "Choice",
+    "Choose",
     "ChosenTestCommand",
     "CombinedAnalysisResult",
     "CommandRun",

@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from .envelope import ErrorReason, TaskResult, failed_result
-from .history import Isolation
+from .history import Choose, Isolation
 
 
 class ToolSpec(BaseModel):
@@ -177,6 +177,11 @@ class WorkflowRequest(BaseModel):
     plan: bool = False
     # where the run edits: the user's files, or a worktree of its own (None: the setting)
     isolation: Isolation | None = None
+    # several attempts at the goal, each in a worktree of its own, the tests choosing (None: the
+    # settings' `attempts` and `choose`); `aider_models`: the models the attempts edit with, in turn
+    attempts: int | None = Field(default=None, ge=1, le=8)
+    choose: Choose | None = None
+    aider_models: list[str] = Field(default_factory=list, max_length=8)
 
     @field_validator("goal")
     @classmethod

@@ -175,6 +175,8 @@ class RunRecord(BaseModel):
     branch: str | None = None  # an isolated run's git branch (kept: where its commit is)
     # an isolated run's last test failures: shown on the run, never as the user's Problems
     findings: tuple[Finding, ...] = ()
+    group_id: str | None = None  # an attempt of a group (models/attempts.py): its siblings share it
+    won: bool = False  # the attempt the tests chose in its group (`apply GROUP_ID` applies it)
 
 
 class RunFileDiff(BaseModel):
@@ -242,6 +244,7 @@ class RunAction(BaseModel):
     commit: str | None = None
     checkpoint_id: str | None = None
     refused: TaskError | None = None  # no such run, not ready, busy, git failed
+    discarded: tuple[str, ...] = ()  # an attempt applied: its ready siblings, discarded with it
 
     @property
     def done(self) -> bool:
@@ -258,6 +261,74 @@ class DeclinedTestCommand(BaseModel):
     message: str
 
 
+# -- several attempts at one goal (a run group): the tests choose ----------------------------
+class Choose(StrEnum):
+    """How the tests choose among the attempts."""
+
+    FIRST_GREEN = "first-green"  # the first attempt whose whole suite passes wins; the others stop
+    COMPARE = "compare"  # all finish, then they are ranked: green, smaller change, cheaper
+
+
+class Attempt(BaseModel):
+    """One attempt of a group: its isolated run's id and state (ready: its change waits;
+    discarded: it changed nothing, or was stopped), how it ended and what it cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    number: int  # 1-based, in the order they were started
+    aider_model: str | None = None  # the model Aider edited with (None: the settings')
+    planned: bool = False  # a plan ran beside its first edit (the planner's files joined it)
+    state: RunState
+    status: str | None = None  # SUCCESS / FAILURE as the run ended; None: stopped before its end
+    green: bool = False  # its whole suite passed and the judge kept it (no test lost)
+    tests: str = ""  # how its last test run ended, in the one wording (models/outcome.py)
+    lines_changed: int = 0  # lines added and removed by its change
+    tokens: int = 0
+    cost: float = 0.0
+    seconds: float = 0.0
+    stopped: str | None = None  # why it was stopped before its end (another attempt won first)
+
+
+class AttemptGroup(BaseModel):
+    """A group's answer: each attempt, and the winner (a run id, or None with the reason)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    group_id: str
+    choose: Choose
+    attempts: tuple[Attempt, ...] = ()
+    winner: str | None = None
+    reason: str = ""
+
+    def attempt(self, run_id: str) -> Attempt | None:
+        return next((attempt for attempt in self.attempts if attempt.run_id == run_id), None)
+
+    @property
+    def summary(self) -> str:
+        """The group in words: the winner and why (or why none), then every attempt."""
+        count = f"{len(self.attempts)} attempt(s) ({self.choose.value})"
+        won = self.attempt(self.winner) if self.winner else None
+        head = (
+            f"{count}: attempt {won.number} wins ({self.reason}); run {won.run_id} is ready: apply it "
+            f"(its siblings are discarded with it)."
+            if won is not None
+            else f"{count}: {self.reason}."
+        )
+        return " ".join([head, *(f"{_attempt_said(attempt)}." for attempt in self.attempts)])
+
+
+def _attempt_said(attempt: Attempt) -> str:
+    """ "Attempt 1 (model m): the tests fail (exit code 1), 3 line(s) changed, 1200 tokens, 14 s"."""
+    model = f" ({attempt.aider_model})" if attempt.aider_model else ""
+    if attempt.stopped is not None:
+        return f"Attempt {attempt.number}{model}: stopped, {attempt.stopped} ({attempt.tokens} tokens spent)"
+    ended = attempt.tests or f"it ended {attempt.status or 'FAILED'}"
+    change = f"{attempt.lines_changed} line(s) changed" if attempt.state is RunState.READY else "no change"
+    spent = f"{attempt.tokens} tokens, {attempt.seconds:.0f} s"
+    return f"Attempt {attempt.number}{model}: {ended}, {change}, {spent}"
+
+
 class WorkflowRun(BaseModel):
     """What `Application.run_workflow` gives every front end, typed to the end: the run's
     outcome and what it left changed, or why it never started. Each front end words it in one
@@ -270,10 +341,14 @@ class WorkflowRun(BaseModel):
     # the user chose to change the detected test command: it, and the rule that found it
     declined_test_command: DeclinedTestCommand | None = None
     isolated: IsolatedRun | None = None  # ran in a worktree: its id and state (`changes` wait there)
+    group: AttemptGroup | None = None  # several attempts: each one, and the winner the tests chose
 
     @property
     def ok(self) -> bool:
-        """The goal was reached: the tests passed in the run's last iteration."""
+        """The goal was reached: the tests passed in the run's last iteration (several
+        attempts: one passed, the winner)."""
+        if self.group is not None:
+            return self.group.winner is not None
         return self.outcome is not None and self.outcome.status is WorkflowStatus.SUCCESS
 
     @property
@@ -295,6 +370,8 @@ class WorkflowRun(BaseModel):
     @property
     def message(self) -> str:
         """The run's own words: how it ended, or why it never started."""
+        if self.group is not None:
+            return self.group.summary
         if self.outcome is not None:
             return self.outcome.content
         if self.refused is not None:

@@ -1,0 +1,130 @@
+"""Several attempts at one goal from a terminal (#52), as a user runs them: `aider-lsp run
+--attempts 3`, each attempt edited by another scripted Aider model (one breaks the test, one
+fixes it, one changes nothing), the tests choosing; then `apply GROUP_ID` as its own process.
+The real bundled Aider, a real git repository with its worktrees."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_isolated_cli import (  # the same repository, environment and commands as isolated runs
+    USER_LINE,
+    cli,
+    fixed,
+    git,
+    letters,
+    model_env,
+    run_args,
+    source,
+    worktrees,
+)
+
+from aider_lsp_testing.llm_server import (
+    IS_AIDER,
+    IS_ANALYSIS,
+    ScriptedLLMServer,
+    aider_whole,
+    all_of,
+    held,
+    json_output,
+    model_is,
+    text,
+)
+
+__all__ = ["letters"]  # the fixture
+
+pytestmark = [pytest.mark.aider, pytest.mark.timeout(500)]
+
+MODELS = {"breaks": "openai/coder-breaks", "fixes": "openai/coder-fixes", "idle": "openai/coder-idle"}
+BROKEN = source("alpha").replace("return 'wrong'", "return 'still wrong'")
+
+
+def attempts_args(root: Path, choose: str) -> list[str]:
+    models = [arg for model in MODELS.values() for arg in ("--aider-model", model)]
+    args = run_args(root, "alpha", "--attempts", "3", "--choose", choose, *models, "--json")
+    return [arg if arg != "0" else "1" for arg in args]  # one retry: each red attempt asks the analysis
+
+
+def script_attempts(llm_server: ScriptedLLMServer, gate: threading.Event | None) -> None:
+    """The fixing model fixes at once; the others break the test or change nothing, once, then
+    (with a `gate`) keep thinking until it opens: a first-green group stops them meanwhile."""
+    first = {"breaks": aider_whole({"alpha.py": BROKEN}), "idle": text("I would leave alpha as it is.")}
+    llm_server.add_rule(all_of(IS_AIDER, model_is("coder-fixes")), aider_whole({"alpha.py": fixed("alpha")}))
+    for name, reply in first.items():
+        match = all_of(IS_AIDER, model_is(MODELS[name].split("/", 1)[1]))
+        llm_server.add_rule(match, reply, times=1)
+        llm_server.add_rule(match, reply if gate is None else held(gate, reply))
+    llm_server.add_rule(
+        IS_ANALYSIS, json_output({"verdict": "RETRY", "message": "red", "next_prompt": "again"})
+    )
+
+
+def by_model(group: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    names = {model: name for name, model in MODELS.items()}
+    return {names[attempt["aider_model"]]: attempt for attempt in group["attempts"]}
+
+
+def test_first_green_names_the_fixing_attempt_and_stops_the_others(
+    letters: Path, llm_server: ScriptedLLMServer
+) -> None:
+    gate = threading.Event()
+    script_attempts(llm_server, gate)
+    env = model_env(llm_server)
+    try:
+        done = subprocess.run(attempts_args(letters, "first-green"), env=env, capture_output=True, text=True)
+    finally:
+        gate.set()
+    assert done.returncode == 0, done.stdout + done.stderr
+    group = json.loads(done.stdout)["notes"]["group"]
+    attempts = by_model(group)
+    assert group["winner"] == attempts["fixes"]["run_id"] and "passed the tests first" in group["reason"]
+    assert attempts["fixes"]["green"] and attempts["fixes"]["state"] == "ready"
+    assert attempts["fixes"]["lines_changed"] == 2 and attempts["fixes"]["tokens"] > 0
+    for name in ("breaks", "idle"):
+        stopped = attempts[name]
+        assert stopped["stopped"] == "attempt 2 passed the tests first", stopped
+        assert stopped["state"] == "discarded" and stopped["tokens"] > 0  # its first edit counted
+    assert (letters / "alpha.py").read_text() == source("alpha"), "nothing is applied by itself"
+    listed = git(letters, "worktree", "list") + git(letters, "branch")
+    assert all(attempts[name]["run_id"] not in listed for name in ("breaks", "idle"))
+    assert worktrees(letters) == 2, "the winner's tree waits; the stopped ones are gone"
+
+
+def test_compare_ranks_all_three_and_applying_the_group_takes_the_winner(
+    letters: Path, llm_server: ScriptedLLMServer
+) -> None:
+    script_attempts(llm_server, None)
+    env = model_env(llm_server)
+    done = subprocess.run(attempts_args(letters, "compare"), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    group = json.loads(done.stdout)["notes"]["group"]
+    attempts = by_model(group)
+    assert group["winner"] == attempts["fixes"]["run_id"]
+    assert all(attempt["stopped"] is None for attempt in attempts.values()), "all finished"
+    assert [attempts[name]["green"] for name in ("breaks", "fixes", "idle")] == [False, True, False]
+    assert attempts["breaks"]["state"] == "ready" and attempts["idle"]["state"] == "discarded"
+    assert "the tests fail" in attempts["breaks"]["tests"] and "the tests pass" in attempts["fixes"]["tests"]
+
+    alpha = letters / "alpha.py"
+    alpha.write_text(USER_LINE + alpha.read_text())  # the user's edit meanwhile
+    applied = cli(letters, "apply", group["group_id"], "--json", env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    notes = json.loads(applied.stdout)["notes"]
+    assert notes["run_id"] == attempts["fixes"]["run_id"] and notes["discarded"] == [
+        attempts["breaks"]["run_id"]
+    ]
+    assert alpha.read_text() == USER_LINE + fixed("alpha")
+    states = {
+        run["id"]: run["state"]
+        for run in json.loads(cli(letters, "history", "--json", env=env).stdout)["notes"]["runs"]
+    }
+    assert (
+        states[attempts["fixes"]["run_id"]] == "applied"
+        and states[attempts["breaks"]["run_id"]] == "discarded"
+    )
+    assert worktrees(letters) == 1 and "aider-lsp/" not in git(letters, "branch")
