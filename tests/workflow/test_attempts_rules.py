@@ -58,6 +58,6 @@ def test_lines_changed_counts_the_diffs_lines_not_its_headers() -> None:
 
 def test_each_attempt_gets_its_share_of_the_groups_budget() -> None:
     assert budget_share(BudgetSettings(max_tokens=9000, max_cost=0.75), 3) == BudgetSettings(
-        max_tokens=3000, max_cost=0.1
+        max_tokens=3000, max_cost=0.25
     )
     assert budget_share(BudgetSettings(), 3) == BudgetSettings()
