@@ -149,7 +149,8 @@ class Application:
             spares=spare_trees,
         )
         # where a run goes: in place, in a worktree, or several attempts (isolation/placement.py)
-        self.run_workflow = RunPlacement(self.workflows, self.isolated_runs, settings).run
+        placement = RunPlacement(self.workflows, self.isolated_runs, settings)
+        self.run_workflow, self.steer = placement.run, placement.steer  # steer: a note for a run under way
         self.run_history = RunHistory(self.checkpoints, self.unsaved, busy, self.isolated_runs)
         self.warming = WarmUp(self.aider, self.handler.preload, settings, self.isolated_runs.prepare)
 

@@ -124,6 +124,8 @@ class FakeApplication:
         self.test_runs: deque[CommandRun] = deque()  # /test's runs
         self.context: list[str] = []  # what the index finds for any query
         self.hold: set[str] = set()
+        self.notes: list[str] = []  # the notes a run under way was given (steer)
+        self._runs_under_way = 0
         self.setup_problem: str | None = None  # set_up_aider's answer
         self.needs_setup = False
         self.spend = WorkflowUsage()
@@ -259,6 +261,19 @@ class FakeApplication:
         """The scripted run: the test command confirmed (the real question), then each
         iteration's events in order; the typed run the Application answers."""
         self.calls.append((RUN, request))
+        self._runs_under_way += 1
+        try:
+            return await self._run(request, ctx)
+        finally:
+            self._runs_under_way -= 1
+
+    def steer(self, run_id: str | None, note: str) -> TaskError | None:
+        if not self._runs_under_way:
+            return TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message="no run is under way")
+        self.notes.append(note)
+        return None
+
+    async def _run(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
         choice = await self.pick_test_command(request.test_command, ctx)
         if isinstance(choice, DeclinedTestCommand):
             refused = TaskError(reason=ErrorReason.CONFIGURATION_ERROR, message=choice.message)

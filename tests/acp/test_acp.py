@@ -129,6 +129,8 @@ async def test_initialize_answers_and_a_session_offers_three_modes(tmp_path: Pat
         "aider_model",
         "max_retries",
         "isolation",
+        "attempts",
+        "choose",
     ]
 
 

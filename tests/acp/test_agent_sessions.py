@@ -39,6 +39,8 @@ async def test_a_new_session_offers_the_modes_the_options_and_the_commands(tmp_p
         "aider_model": "openai/fake-coder",
         "max_retries": "3",
         "isolation": "none",
+        "attempts": "1",
+        "choose": "first-green",
     }
     (commands,) = client.of(AvailableCommandsUpdate)
     assert [command.name for command in commands.available_commands] == [
@@ -62,12 +64,15 @@ async def test_the_mode_and_its_option_stay_in_step(tmp_path: Path) -> None:
         changed = await conn.set_config_option(config_id="mode", session_id=session_id, value="ask")
         model = await conn.set_config_option(config_id="aider_model", session_id=session_id, value="sonnet")
         retries = await conn.set_config_option(config_id="max_retries", session_id=session_id, value="1")
+        attempts = await conn.set_config_option(config_id="attempts", session_id=session_id, value="3")
         refused = []
         for config_id, value in (
             ("mode", "draw"),
             ("max_retries", "many"),
             ("aider_model", "gpt-9"),
             ("colour", "red"),
+            ("attempts", "9"),
+            ("choose", "best"),
         ):
             with pytest.raises(RequestError) as error:
                 await conn.set_config_option(config_id=config_id, session_id=session_id, value=value)
@@ -83,6 +88,8 @@ async def test_the_mode_and_its_option_stay_in_step(tmp_path: Path) -> None:
     assert _values(retries.config_options)["max_retries"] == "1"
     assert all(error.code == -32602 for error in [*refused, bad_mode.value])
     assert "AIDER_LSP_AIDER_MODEL" in str(refused[2]) and "max_retries" in str(refused[3])
+    assert _values(attempts.config_options)["attempts"] == "3"
+    assert "from 1 to 8" in str(refused[4]) and "first-green or compare" in str(refused[5])
 
 
 async def test_sessions_in_one_workspace_share_its_application(tmp_path: Path) -> None:

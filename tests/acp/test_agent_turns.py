@@ -14,7 +14,7 @@ from acp.schema import AgentPlanUpdate, ResourceContentBlock, ToolCallProgress, 
 from acp import resource_link_block, text_block
 from aider_lsp.models import CommandRun, Finding
 from aider_lsp_testing.acp_client import in_process_agent
-from aider_lsp_testing.fake_app import EDIT, SETTINGS, TESTS, FakeApps, Iteration, Turn
+from aider_lsp_testing.fake_app import EDIT, RUN, SETTINGS, TESTS, FakeApps, Iteration, Turn
 from aider_lsp_testing.waiting import eventually
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
@@ -194,6 +194,26 @@ async def test_a_cancelled_prompt_sent_again_before_the_next_one_does_not_run_ag
     edits = [call["prompt"] for name, call in app.calls if name == EDIT]
     assert len(edits) == 3 and "Fix add" not in edits[1] and "What does add return?" in edits[1]
     assert "Fix add" in edits[2]
+
+
+async def test_a_prompt_sent_while_a_workflow_runs_in_place_is_a_note_for_its_next_edit(
+    project: Path,
+) -> None:
+    """#52: the user steers a run under way by writing to it; the running turn says it was noted."""
+    fakes = FakeApps(SETTINGS.model_copy(update={"test_command": "pytest"}))
+    app = fakes.app(project)
+    app.runs.append([Iteration(Turn(writes={"calc.py": FIXED}), GREEN)])
+    app.hold.add(RUN)  # the run's edit goes on until the turn is cancelled
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        turn = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("make it pass")]))
+        assert await eventually(lambda: client.of(ToolCallStart))
+        noted = await conn.prompt(session_id=session_id, prompt=[text_block("negative numbers too")])
+        assert noted.stop_reason == "end_turn" and app.notes == ["negative numbers too"]
+        assert "Noted for the run's next edit: “negative numbers too”." in client.reply()
+        await conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
 
 
 async def test_a_cancel_during_a_runs_test_run_closes_the_open_call(project: Path) -> None:

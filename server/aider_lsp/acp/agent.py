@@ -188,6 +188,7 @@ class AiderAgent:
         )
         session.reads_buffers, session.held = self.reads_buffers, self.held[workspace]
         session.max_retries, session.isolation = app.settings.max_retries, app.settings.isolation
+        session.attempts, session.choose = app.settings.attempts, app.settings.choose_attempt
         self.sessions[session_id] = session
         return session
 
@@ -344,7 +345,7 @@ class AiderAgent:
         session = self._session(session_id)
         await _stopped(session)
         if session.running is not None and not session.running.done():
-            raise invalid_params("a prompt is already running in this session: wait for it or cancel it")
+            return await _as_note(session, prompt)
         prompt = _without_resent(session, prompt)
         request = prompt_content.parse_prompt(prompt, session.app.workspace, session.app.model_safe_files)
         _keep_prompt(session, prompt, request.text)
@@ -489,3 +490,16 @@ async def _index(app: AcpHost) -> None:
         await app.index_workspace()
     except Exception as exc:
         log.warning("indexing %s failed: %s", app.workspace, exc)
+
+
+async def _as_note(session: AcpSession, prompt: list[Any]) -> PromptResponse:
+    """A prompt sent while a turn runs: a note for a Workflow run in place (its next edit
+    carries it, said in the running turn), else refused as before (the client may queue it)."""
+    note = " ".join(getattr(block, "text", "") for block in prompt).strip()
+    refused = session.app.steer(None, note) if session.steering and note else None
+    if not session.steering or not note or refused is not None:
+        why = f" ({refused.message})" if refused is not None else ""
+        raise invalid_params(f"a prompt is already running in this session: wait for it or cancel it{why}")
+    session.outbox.say(f"Noted for the run's next edit: “{note}”.")
+    await session.outbox.flush()  # said before this prompt is answered
+    return PromptResponse(stop_reason="end_turn")

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         RequestContext,
         RunAction,
         RunRecord,
+        TaskError,
         TaskResult,
         WorkflowRequest,
         WorkflowRun,
@@ -74,6 +75,10 @@ class AcpHost(Host, Protocol):
         ...
 
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
+
+    def steer(self, run_id: str | None, note: str) -> TaskError | None:
+        """A note for a run under way (None: the run in place), which its next edit carries."""
+        ...
 
     def undo(
         self, run_id: str | None = None, *, force: bool = False, files: list[str] | None = None

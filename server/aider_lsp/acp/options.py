@@ -18,6 +18,15 @@ from .modes import MODE_OPTION, ConfigOptions, config_options, parse_mode
 from .session import AcpSession
 
 AIDER_MODEL_OPTION, RETRIES_OPTION, ISOLATION_OPTION = "aider_model", "max_retries", "isolation"
+ATTEMPTS_OPTION, CHOOSE_OPTION = "attempts", "choose"
+ATTEMPT_CHOICES = (1, 2, 3, 4)
+CHOOSE_CHOICES = {
+    "first-green": ("First to pass", "The first attempt whose tests pass wins; the others stop"),
+    "compare": (
+        "Compare all",
+        "All attempts finish, then the tests rank them: green, smaller change, cheaper",
+    ),
+}
 # Aider's aliases (aider/models.py MODEL_ALIASES): offered when no endpoint is configured
 AIDER_ALIASES = ("sonnet", "opus", "haiku", "gpt-4.1", "o3", "gemini", "deepseek")
 RETRY_CHOICES = (0, 1, 2, 3, 5, 10)
@@ -36,7 +45,14 @@ class OptionError(ValueError):
 
 def session_options(session: AcpSession) -> ConfigOptions:
     """Every option with the session's current values."""
-    return [*config_options(session.mode), _aider_model(session), _retries(session), _isolation(session)]
+    return [
+        *config_options(session.mode),
+        _aider_model(session),
+        _retries(session),
+        _isolation(session),
+        _attempts(session),
+        _choose(session),
+    ]
 
 
 def _aider_model(session: AcpSession) -> SessionConfigOptionSelect:
@@ -86,6 +102,32 @@ def _isolation(session: AcpSession) -> SessionConfigOptionSelect:
     )
 
 
+def _attempts(session: AcpSession) -> SessionConfigOptionSelect:
+    values = sorted({*ATTEMPT_CHOICES, session.attempts})
+    return SessionConfigOptionSelect(
+        id=ATTEMPTS_OPTION,
+        name="Attempts",
+        description="How many attempts a Workflow turn makes at once, each in a worktree; the tests choose",
+        type="select",
+        current_value=str(session.attempts),
+        options=[SessionConfigSelectOption(value=str(n), name=str(n)) for n in values],
+    )
+
+
+def _choose(session: AcpSession) -> SessionConfigOptionSelect:
+    return SessionConfigOptionSelect(
+        id=CHOOSE_OPTION,
+        name="Choose",
+        description="How the tests choose among several attempts",
+        type="select",
+        current_value=session.choose,
+        options=[
+            SessionConfigSelectOption(value=value, name=name, description=about)
+            for value, (name, about) in CHOOSE_CHOICES.items()
+        ],
+    )
+
+
 def set_option(session: AcpSession, config_id: str, value: object) -> None:
     """Apply one option; OptionError for an unknown option or value."""
     if config_id == MODE_OPTION:
@@ -104,8 +146,23 @@ def set_option(session: AcpSession, config_id: str, value: object) -> None:
             session.isolation = value
         else:
             raise OptionError(f"unknown isolation {value!r}: none or worktree")
+    elif config_id == ATTEMPTS_OPTION:
+        session.attempts = _attempt_count(value)
+    elif config_id == CHOOSE_OPTION:
+        if value == "first-green" or value == "compare":
+            session.choose = value
+        else:
+            raise OptionError(f"unknown choice {value!r}: first-green or compare")
     else:
-        known = ", ".join((MODE_OPTION, AIDER_MODEL_OPTION, RETRIES_OPTION, ISOLATION_OPTION))
+        options = (
+            MODE_OPTION,
+            AIDER_MODEL_OPTION,
+            RETRIES_OPTION,
+            ISOLATION_OPTION,
+            ATTEMPTS_OPTION,
+            CHOOSE_OPTION,
+        )
+        known = ", ".join(options)
         raise OptionError(f"unknown config option {config_id!r}: this agent has {known}")
 
 
@@ -116,4 +173,14 @@ def _retry_count(value: object) -> int:
         count = -1
     if not 0 <= count <= 20:
         raise OptionError(f"retries must be a number from 0 to 20, got {value!r}")
+    return count
+
+
+def _attempt_count(value: object) -> int:
+    try:
+        count = int(str(value))
+    except ValueError:
+        raise OptionError(f"attempts must be a number from 1 to 8, not {value!r}") from None
+    if not 1 <= count <= 8:
+        raise OptionError(f"attempts must be from 1 to 8, not {count}")
     return count

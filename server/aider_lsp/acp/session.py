@@ -160,6 +160,10 @@ class AcpSession:
     max_retries: int = 3  # a Workflow turn's retries (a config option; the settings' at the start)
     # where a Workflow turn edits: the user's files, or a worktree of its own (a config option)
     isolation: Literal["none", "worktree"] = "none"
+    # several attempts at a Workflow turn's goal, the tests choosing (config options; the settings')
+    attempts: int = 1
+    steering: bool = False  # a Workflow turn runs in place: a prompt meanwhile is a note for it
+    choose: Literal["first-green", "compare"] = "first-green"
     reads_buffers: bool = False  # the client offers fs/read_text_file (its editor buffers)
     held: HeldFiles = field(default_factory=HeldFiles)  # the workspace's files kept from Aider
     skipped: set[str] = field(default_factory=set)  # this turn's files the user kept from Aider

@@ -19,6 +19,7 @@ from acp.schema import StopReason
 
 from ..models import (
     AiderEditOutcome,
+    Choose,
     ErrorReason,
     Isolation,
     RequestContext,
@@ -232,7 +233,12 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     )
     files = _session_files(session, request) or None
     run = WorkflowRequest(
-        goal=request.text, file_context=files, max_retries=session.max_retries, isolation=isolation
+        goal=request.text,
+        file_context=files,
+        max_retries=session.max_retries,
+        isolation=isolation,
+        attempts=session.attempts,
+        choose=Choose(session.choose),
     )
     not_started = await session.mcp.ready()
     if not_started:
@@ -244,11 +250,15 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
             )
         )
     try:
+        # a run in place takes a prompt sent meanwhile as a note for its next edit (agent.py)
+        session.steering = not isolated and session.attempts == 1
         with session.app.model_toolsets(session.mcp.toolsets):
             result = await session.app.run_workflow(run, ctx)
     except asyncio.CancelledError:
         live.close_open("cancelled")
         raise
+    finally:
+        session.steering = False
     if result.outcome is not None:  # the turn's usage_update says where its spend went
         session.last_run = result.outcome.usage
     rejected = rejection_note(asked)

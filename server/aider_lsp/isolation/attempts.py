@@ -35,6 +35,8 @@ from ..models import (
     RunAction,
     RunState,
     TaskError,
+    WorkflowEvent,
+    WorkflowProgress,
     WorkflowRequest,
     WorkflowRun,
     WorkflowUsage,
@@ -114,9 +116,12 @@ class AttemptGroups:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         answer = group.answer(self.runs.spent_by_run)
-        if answer.winner is not None:
-            self.runs.mark_won(answer.winner)
-        return WorkflowRun(group=answer)
+        won = group.run_of(answer.winner)
+        if won is None:
+            return WorkflowRun(group=answer)
+        self.runs.mark_won(answer.winner or "")
+        # the winner's own run beside the group: its change, its outcome (a client asks to apply it)
+        return won.model_copy(update={"group": answer})
 
     async def _until_chosen(self, group: _Group, tasks: list[asyncio.Task[None]]) -> None:
         pending = set(tasks)
@@ -143,7 +148,7 @@ class AttemptGroups:
         attempt_ctx = dataclasses.replace(
             ctx,
             report_progress=progress,
-            report_event=lambda event: None,  # each attempt's steps stay on its run, not the group's
+            report_event=lambda event: _labelled(event, label, ctx),
             answer_cancelled=lambda run: group.stopped(plan, run),
         )
         request = base.model_copy(update={"plan": plan.planned, "attempts": 1, "aider_models": []})
@@ -174,6 +179,11 @@ class _Group:
         if self.first_green is None and _green(run):
             self.first_green = plan.number
 
+    def run_of(self, run_id: str | None) -> WorkflowRun | None:
+        """An ended attempt's run by its id."""
+        found = (run for _, run, _ in self._ended.values() if run.isolated and run.isolated.run_id == run_id)
+        return next(found, None) if run_id else None
+
     def stopped(self, plan: AttemptPlan, run: WorkflowRun | None) -> None:
         """An attempt stopped before its end (`run`: what its cancel answered, None: nothing yet)."""
         if run is not None or plan.number not in self._stopped:
@@ -200,6 +210,13 @@ class _Group:
             if best is not None and best.green:
                 return best.run_id, f"attempt {best.number}: {_why_best(best, attempts)}"
         return None, "no attempt passed the tests with a change"
+
+
+def _labelled(event: WorkflowEvent, label: str, ctx: RequestContext) -> None:
+    """An attempt's progress joins the group's, named as its own; its other steps stay on its
+    run (the attempts' edits and test runs side by side would read as one run's)."""
+    if isinstance(event, WorkflowProgress):
+        ctx.report_event(event.model_copy(update={"phase": f"{label}: {event.phase}"}))
 
 
 def _green(run: WorkflowRun) -> bool:

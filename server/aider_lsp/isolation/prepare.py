@@ -24,7 +24,7 @@ from typing import Protocol
 
 from ..config.settings import Settings
 from ..history.checkpoints import CheckpointStore
-from ..models import RequestContext, WorkflowRequest, WorkflowRun, WorkflowUsage
+from ..models import RequestContext, TaskError, WorkflowRequest, WorkflowRun, WorkflowUsage
 from .store import RunStore, new_run_id
 from .trees import (
     BRANCH_PREFIX,
@@ -66,6 +66,8 @@ class RunWorkspace(Protocol):
     async def run_workflow(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun: ...
 
     def spent(self) -> WorkflowUsage: ...
+
+    def steer(self, run_id: str | None, note: str) -> TaskError | None: ...
 
     async def aclose(self) -> None: ...
 

@@ -45,7 +45,7 @@ from ..models import (
 )
 from ..workflow.runs import PickTestCommand
 from .apply import merge_onto_user_files, write_as_history_run
-from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, TreePreparer
+from .prepare import CLOSE_WAIT_S, Closer, OpenTree, Prepared, RunWorkspace, TreePreparer
 from .store import RunStore, tree_name
 from .trees import (
     BRANCH_PREFIX,
@@ -115,6 +115,7 @@ class IsolatedRuns:
         self.store = trees.store
         self.close = trees.close
         self._under_way: set[str] = set()
+        self._trees_under_way: dict[str, RunWorkspace] = {}  # each run's tree, while it runs
         self.spent = WorkflowUsage()  # what the runs' trees spent, up to their end or cancel
         self.spent_by_run: dict[str, WorkflowUsage] = {}  # the same, run by run (a group's attempts)
         self._recovered = False
@@ -160,6 +161,7 @@ class IsolatedRuns:
             return await self._run_in_tree(manifest, prepared, inner, ctx)
         finally:
             self._under_way.discard(manifest.record.id)
+            self._trees_under_way.pop(manifest.record.id, None)
 
     async def prepare(self) -> str:
         """Have a spare tree ready, so that the first isolated run starts quickly too (the
@@ -200,6 +202,7 @@ class IsolatedRuns:
         self, manifest: IsolatedRunManifest, prepared: Prepared, request: WorkflowRequest, ctx: RequestContext
     ) -> WorkflowRun:
         run_id, tree, workspace = prepared.run_id, prepared.tree, prepared.workspace
+        self._trees_under_way[run_id] = workspace
         findings: list[Finding] = []
         inner_ctx = dataclasses.replace(
             ctx,
@@ -361,6 +364,15 @@ class IsolatedRuns:
         else:
             message = f"run {run_id!r} is {state.value}: only a ready run can be applied, discarded or kept"
         return None, _refused(run_id, state, message)
+
+    def steer(self, run_id: str, note: str) -> bool:
+        """A note for a run under way here (a group's id: each of its attempts under way): its
+        next edit carries it. False: no such run is under way."""
+        targets = [tree for rid, tree in self._trees_under_way.items() if rid == run_id]
+        if not targets:
+            members = {record.id for record in self.group_members(run_id)} if run_id else set()
+            targets = [tree for rid, tree in self._trees_under_way.items() if rid in members]
+        return sum(tree.steer(None, note) is None for tree in targets) > 0
 
     # -- a group's attempts ----------------------------------------------------------------------
     def mark_won(self, run_id: str) -> None:

@@ -22,6 +22,7 @@ class CommandId(StrEnum):
     AIDER_LIST_MODELS = "aider-lsp.aider.listModels"
     WORKFLOW_RUN = "aider-lsp.workflow.run"
     WORKFLOW_UNDO = "aider-lsp.workflow.undo"
+    WORKFLOW_STEER = "aider-lsp.workflow.steer"
     RUNS_APPLY = "aider-lsp.runs.apply"
     RUNS_DISCARD = "aider-lsp.runs.discard"
     RUNS_KEEP_BRANCH = "aider-lsp.runs.keepBranch"

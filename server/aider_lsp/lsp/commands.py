@@ -116,6 +116,14 @@ class ListModelsParams(CommandParams):
     substring: str | None = None
 
 
+class SteerParams(CommandParams):
+    run_id: str | None = Field(
+        default=None,
+        description="The run under way (an isolated run's or a group's id); default the run in place.",
+    )
+    note: str = Field(min_length=1, description="What the run's next edit should take into account.")
+
+
 class WorkflowRunParams(WorkflowRequest, CommandParams):
     """{goal, context?, test_command?, max_retries?, file_context?, plan?, isolation?}: the run's
     request as is."""
@@ -213,6 +221,14 @@ async def _workflow_run(app: Application, params: WorkflowRunParams, ctx: Reques
     return workflow_run_result(await app.run_workflow(params, ctx))
 
 
+async def _workflow_steer(app: Application, params: SteerParams, ctx: RequestContext) -> TaskResult:
+    """A note for a run under way, without cancelling it: its next edit's message carries it."""
+    refused = app.steer(params.run_id, params.note)
+    if refused is not None:
+        return failed_result(refused.reason, refused.message)
+    return complete_result("The note reaches the run's next edit (its history keeps it).")
+
+
 async def _workflow_undo(app: Application, params: UndoParams, ctx: RequestContext) -> TaskResult:
     return app.undo(params.run_id, force=params.force, files=params.files)
 
@@ -301,6 +317,7 @@ COMMANDS: list[CommandSpec] = [
         "Aider workflow",
         long_running=True,
     ),
+    CommandSpec(CommandId.WORKFLOW_STEER, SteerParams, _workflow_steer, "Add a note to a run"),
     CommandSpec(CommandId.WORKFLOW_UNDO, UndoParams, _workflow_undo, "Undo an Aider run"),
     CommandSpec(CommandId.RUNS_APPLY, ApplyRunParams, _apply_run, "Apply an isolated run"),
     CommandSpec(CommandId.RUNS_DISCARD, RunIdParams, _discard_run, "Discard an isolated run"),

@@ -149,6 +149,7 @@ class RunStep(BaseModel):
     edit: StepEdit | None = None
     test: StepTestRun | None = None
     analysis: StepAnalysis | None = None
+    notes: tuple[str, ...] = ()  # the user's notes its edit carried (added while the run ran)
 
 
 class RunRecord(BaseModel):

@@ -165,6 +165,8 @@ class WorkflowIteration(BaseModel):
     overruled: str | None = None
     # why its passing tests did not end the run: the edits changed the tests themselves
     judge: JudgeProblem | None = Field(default=None, exclude_if=_absent_when_none)
+    # the notes the user added while the run was under way, which its edit's message carried
+    notes: list[str] = Field(default_factory=list)
 
 
 class WorkflowResult(BaseModel):

@@ -67,6 +67,7 @@ class Iteration:
     analysis: CombinedAnalysisResult | None = None
     overruled: str | None = None
     judge: JudgeProblem | None = None  # its tests passed, but the edits changed them
+    notes: list[str] = field(default_factory=list)  # the user's notes its edit carried (steer)
 
     @property
     def label(self) -> str:

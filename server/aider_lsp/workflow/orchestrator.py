@@ -77,6 +77,12 @@ class CodingWorkflowOrchestrator:
         self._chosen: list[str] = []  # the files the user handed to the run
         self._in_chat: list[str] = []  # the chat's files after the last edit
         self._asked_for: set[str] = set()  # files the model asked for (Aider added them)
+        self._notes: list[str] = []  # the user's notes not yet sent: the next edit carries them
+
+    def steer(self, note: str) -> None:
+        """A note from the user while the run is under way (no cancel): the next edit's
+        message carries it, and its iteration's record keeps it."""
+        self._notes.append(note)
 
     @property
     def iterations(self) -> list[WorkflowIteration]:
@@ -169,6 +175,9 @@ class CodingWorkflowOrchestrator:
         before = await self.tests.failures_before(it, self._warm_up) if it.number == 1 else None
         if before is not None and not before.passed:  # the first edit sees what fails (as a retry)
             it.prompt = self._instructions = prompts.with_failures(it.prompt, before)
+        if self._notes:
+            it.notes, self._notes = self._notes, []
+            it.prompt = prompts.with_notes(it.prompt, it.notes)
         self.history.add(it)
         outcome = await self._edit(it)
         if isinstance(outcome, Ending):

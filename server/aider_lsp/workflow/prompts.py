@@ -62,6 +62,15 @@ def plan_request(
     return PlanRequest(goal=goal, context_string="\n".join(parts), file_context=chosen or None)
 
 
+NOTE = "A note from me, added while you work on this; take it into account:\n{notes}"
+
+
+def with_notes(prompt: str, notes: Sequence[str]) -> str:
+    """An edit's message with the notes the user added while the run was under way (steer)."""
+    said = "\n".join(f"- {note}" for note in notes)
+    return f"{prompt}\n\n{NOTE.format(notes=said)}" if notes else prompt
+
+
 def with_failures(prompt: str, run: CommandRun) -> str:
     """The first edit's message with what fails before it (the suite run at the start)."""
     output = digest("\n".join(part for part in (run.stdout, run.stderr) if part.strip()), OUTPUT_FOR_AIDER)

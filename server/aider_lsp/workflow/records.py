@@ -75,6 +75,7 @@ def iteration_record(it: Iteration) -> WorkflowIteration:
         analysis=it.analysis,
         overruled=it.overruled,
         judge=it.judge,
+        notes=list(it.notes),
     )
 
 

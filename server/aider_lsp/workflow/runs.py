@@ -42,6 +42,14 @@ class WorkflowRuns:
         self.host = host
         self.pick_test_command = pick_test_command
         self._running = False
+        self._current: CodingWorkflowOrchestrator | None = None
+
+    def steer(self, note: str) -> bool:
+        """A note for the run under way (its next edit carries it); False: none runs."""
+        if self._current is None:
+            return False
+        self._current.steer(note)
+        return True
 
     @property
     def running(self) -> bool:
@@ -69,6 +77,7 @@ class WorkflowRuns:
                 plan=request.plan,
             )
             started = time.monotonic()
+            self._current = orchestrator
             try:
                 outcome = await orchestrator.run(ctx)
             except asyncio.CancelledError:
@@ -80,6 +89,7 @@ class WorkflowRuns:
                 raise
         finally:
             self._running = False
+            self._current = None
         changes = orchestrator.changes()
         self._remember(
             request,

@@ -36,6 +36,7 @@ def run_steps(iterations: Sequence[WorkflowIteration]) -> tuple[RunStep, ...]:
             edit=None if it.aider is None else _edit(it.aider),
             test=None if it.test is None else _test(it.test),
             analysis=None if it.analysis is None else _analysis(it.analysis, it.overruled),
+            notes=tuple(short(note) for note in it.notes),
         )
         for it in iterations
     )
