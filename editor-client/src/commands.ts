@@ -9,11 +9,13 @@ import { edit, editSelection } from './flows/edit';
 import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
+import { applyWinner } from './flows/attempts';
 import { applyRun, copyGoal, discardRun, keepRunBranch, openRunFile, runAgain, showRunDiff, undoRun } from './flows/runs';
+import { addNoteInPlace, addRunNote } from './flows/steer';
 import { clearDiagnostics, runTests } from './flows/tests';
 import { undo } from './flows/undo';
 import { selectModel } from './flows/selectModel';
-import { runWorkflow } from './flows/workflow';
+import { runWorkflow, runWorkflowAttempts } from './flows/workflow';
 import { ClientCommand, type ClientCommandId } from './protocol';
 import type { FlowContext } from './ui/context';
 import { allowedInThisWindow } from './ui/trust';
@@ -49,6 +51,8 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.editSelection]: trusted('Edit Selection with Aider', (arg) => editSelection(host, arg)),
         [ClientCommand.runWorkflow]: trusted('Run Workflow', (clicked, selected) => runWorkflow(host, clicked, selected)),
         [ClientCommand.runWorkflowInWorktree]: trusted('Run Workflow in a Worktree', (clicked, selected) => runWorkflow(host, clicked, selected, 'worktree')),
+        [ClientCommand.runWorkflowAttempts]: trusted('Run Workflow: Several Attempts', (clicked, selected) => runWorkflowAttempts(host, clicked, selected)),
+        [ClientCommand.addNote]: trusted('Add a Note to the Run Under Way', () => addNoteInPlace(host)),
         [ClientCommand.undo]: trusted('Undo', () => undo(host)),
         [ClientCommand.findFiles]: withServer(() => findFiles(host)),
         [ClientCommand.interactive]: trusted('Interactive Session', (clicked, selected) => interactive(host, clicked, selected)),
@@ -69,6 +73,8 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.applyRun]: trusted('Apply', (node) => applyRun(host, node)),
         [ClientCommand.discardRun]: trusted('Discard', (node) => discardRun(host, node)),
         [ClientCommand.keepRunBranch]: trusted('Keep as Branch', (node) => keepRunBranch(host, node)),
+        [ClientCommand.applyWinner]: trusted('Apply the Winner', (node) => applyWinner(host, node)),
+        [ClientCommand.addRunNote]: trusted('Add a Note to This Run', (node) => addRunNote(host, node)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));
 }

@@ -7,8 +7,10 @@
  */
 import * as vscode from 'vscode';
 import { registerCommands, type CommandHost } from './commands';
+import { KnownAttempts } from './common/attempts';
 import { loadServerDefaults } from './common/locate';
 import { ProgressRouter } from './common/progress';
+import { ReadyNotices } from './common/readyNotices';
 import { SECTION } from './common/settings';
 import { runFromCodeAction } from './flows/codeAction';
 import { ServerCommands } from './server/execute';
@@ -38,7 +40,8 @@ export function activate(context: vscode.ExtensionContext): void {
         executeCommand: (command, args) => runFromCodeAction(host, command, args),
     });
     const commands = new ServerCommands({ client: () => server.client(), router, log, restartServer: () => restartServer() });
-    const runs = new RunsTree(commands, () => vscode.workspace.workspaceFolders ?? [], () => server.wake());
+    const attempts = new KnownAttempts();
+    const runs = new RunsTree(commands, () => vscode.workspace.workspaceFolders ?? [], () => server.wake(), attempts);
     // a run's progress: the status bar says the phase, the Runs view shows its files as it edits them
     router.onPhase = (phase) => {
         status.setPhase(phase);
@@ -55,6 +58,8 @@ export function activate(context: vscode.ExtensionContext): void {
         secrets: context.secrets,
         lastChange: new LastChange(),
         isolatedRuns,
+        notices: new ReadyNotices(),
+        attempts,
         runs,
         restartServer,
         setupServer: () => server.setupServer().finally(() => { runs.refresh(); }),

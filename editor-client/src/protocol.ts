@@ -8,7 +8,7 @@
  * required or not), so they cannot drift apart.
  */
 
-import { contextNotes, decodeTaskError, decodeTaskResult, type Isolation, type TaskError, type TaskStatus } from './protocolResults';
+import { contextNotes, decodeTaskError, decodeTaskResult, type Choose, type Isolation, type TaskError, type TaskStatus } from './protocolResults';
 
 /** Server command ids (workspace/executeCommand). */
 export const ServerCommand = {
@@ -25,6 +25,8 @@ export const ServerCommand = {
     historyList: 'aider-lsp.history.list',
     historyDiff: 'aider-lsp.history.diff',
     workflowRun: 'aider-lsp.workflow.run',
+    // a note for a run under way: its next edit carries it (the run goes on)
+    steer: 'aider-lsp.workflow.steer',
     clearDiagnostics: 'aider-lsp.diagnostics.clear',
     // an isolated run that is ready (its change waits in its worktree): take it, drop it, or keep it
     applyRun: 'aider-lsp.runs.apply',
@@ -41,6 +43,8 @@ export const ClientCommand = {
     editSelection: 'aider-lsp.client.editSelection',
     runWorkflow: 'aider-lsp.client.runWorkflow',
     runWorkflowInWorktree: 'aider-lsp.client.runWorkflowInWorktree',
+    runWorkflowAttempts: 'aider-lsp.client.runWorkflowAttempts',
+    addNote: 'aider-lsp.client.addNote',
     undo: 'aider-lsp.client.undo',
     findFiles: 'aider-lsp.client.findFiles',
     interactive: 'aider-lsp.client.interactive',
@@ -62,6 +66,10 @@ export const ClientCommand = {
     applyRun: 'aider-lsp.client.runs.apply',
     discardRun: 'aider-lsp.client.runs.discard',
     keepRunBranch: 'aider-lsp.client.runs.keepBranch',
+    // a group of attempts: its winner applied (its siblings discarded with it)
+    applyWinner: 'aider-lsp.client.runs.applyWinner',
+    // a running run (or group): a note its next edit carries
+    addRunNote: 'aider-lsp.client.runs.addNote',
 } as const;
 export type ClientCommandId = (typeof ClientCommand)[keyof typeof ClientCommand];
 
@@ -114,6 +122,19 @@ interface WorkflowRunArgs {
     plan?: boolean;
     /** Where the run edits: the user's files, or a worktree of its own (absent: the `isolation` setting). */
     isolation?: Isolation;
+    /** Several attempts at the goal (1..8), each in a worktree of its own, the tests choosing (absent: the `attempts` setting). */
+    attempts?: number;
+    /** How the tests choose among the attempts (absent: the `chooseAttempt` setting). */
+    choose?: Choose;
+    /** The Aider models the attempts edit with, in turn (absent: the `attemptModels` setting). */
+    aider_models?: string[];
+}
+
+interface SteerArgs {
+    /** The run under way: an isolated run's or a group's id; absent: the run in place under way. */
+    run_id?: string;
+    /** What the run's next edit should take into account. */
+    note: string;
 }
 
 interface RunIdArgs {
@@ -168,6 +189,7 @@ export interface CommandArgs {
     'aider-lsp.history.list': EmptyArgs;
     'aider-lsp.history.diff': HistoryDiffArgs;
     'aider-lsp.workflow.run': WorkflowRunArgs;
+    'aider-lsp.workflow.steer': SteerArgs;
     'aider-lsp.diagnostics.clear': EmptyArgs;
     'aider-lsp.runs.apply': ApplyRunArgs;
     'aider-lsp.runs.discard': RunIdArgs;

@@ -72,6 +72,8 @@ export interface WorkflowIteration {
     analysis?: unknown;
     overruled?: string;
     judge?: unknown;
+    /** The notes the user added while the run was under way, which this iteration's edit carried. */
+    notes?: string[];
 }
 
 /** WorkflowResult: a run's outcome and history (`notes.workflow` of aider-lsp.workflow.run). */
@@ -122,6 +124,7 @@ const WORKFLOW_ITERATION: Fields<WorkflowIteration> = {
     analysis: optional(opaque),
     overruled: optional(str),
     judge: optional(opaque),
+    notes: optional(list(str)),
 };
 
 const WORKFLOW_RESULT: Fields<WorkflowResult> = {
@@ -212,6 +215,8 @@ export interface RunStep {
     edit?: StepEdit;
     test?: StepTestRun;
     analysis?: StepAnalysis;
+    /** The notes the user added while the run was under way, which this iteration's edit carried. */
+    notes?: string[];
 }
 
 /** RunRecord: one run or edit of the history (aider-lsp.history.list). */
@@ -236,6 +241,10 @@ export interface RunRecord {
     branch?: string;
     /** An isolated run's last test failures: shown on the run, never in the Problems panel. */
     findings?: Finding[];
+    /** An attempt of a group (several attempts at one goal): its siblings share it. */
+    group_id?: string;
+    /** The attempt the tests chose in its group. */
+    won?: boolean;
 }
 
 /** RunFileDiff: one file of a run, its text before and after (aider-lsp.history.diff). */
@@ -274,6 +283,7 @@ const RUN_STEP: Fields<RunStep> = {
     edit: optional(object(STEP_EDIT)),
     test: optional(object(STEP_TEST_RUN)),
     analysis: optional(object(STEP_ANALYSIS)),
+    notes: optional(list(str)),
 };
 
 const RUN_RECORD: Fields<RunRecord> = {
@@ -294,6 +304,8 @@ const RUN_RECORD: Fields<RunRecord> = {
     isolation: optional(isolation),
     branch: optional(str),
     findings: optional(list(object(FINDING))),
+    group_id: optional(str),
+    won: optional(bool),
 };
 
 const RUN_FILE_DIFF: Fields<RunFileDiff> = {
@@ -364,6 +376,8 @@ export interface RunAction {
     /** The applied run in the history (undo takes it back). */
     checkpoint_id?: string;
     refused?: TaskError;
+    /** An attempt applied: its ready siblings, discarded in the same step. */
+    discarded?: string[];
 }
 
 const ISOLATED_RUN: Fields<IsolatedRun> = { run_id: required(str), state: required(runStateName), findings: optional(list(object(FINDING))) };
@@ -379,6 +393,73 @@ const RUN_ACTION: Fields<RunAction> = {
     commit: optional(str),
     checkpoint_id: optional(str),
     refused: optional(object(TASK_ERROR)),
+    discarded: optional(list(str)),
+};
+
+// --- several attempts at one goal, the tests choosing (server models/history.py) ---
+
+/** Choose: how the tests choose among the attempts (the first green one, or all compared). */
+export const CHOOSES = ['first-green', 'compare'] as const;
+export type Choose = (typeof CHOOSES)[number];
+
+/** Attempt: one attempt of a group, how it ended and what it cost. */
+export interface Attempt {
+    run_id: string;
+    /** 1-based, in the order they were started. */
+    number: number;
+    /** The model Aider edited with (absent: the settings'). */
+    aider_model?: string;
+    /** A plan ran beside its first edit. */
+    planned?: boolean;
+    state: RunStateName;
+    /** SUCCESS / FAILURE as the run ended; absent: stopped before its end. */
+    status?: string;
+    /** Its whole suite passed and the judge kept it. */
+    green?: boolean;
+    /** How its last test run ended, in the server's one wording. */
+    tests?: string;
+    lines_changed?: number;
+    tokens?: number;
+    cost?: number;
+    seconds?: number;
+    /** Why it was stopped before its end (another attempt won first). */
+    stopped?: string;
+}
+
+/** AttemptGroup: a group's answer (`notes.group` of aider-lsp.workflow.run with attempts): each attempt, the winner and why. */
+export interface AttemptGroup {
+    group_id: string;
+    choose: Choose;
+    attempts?: Attempt[];
+    /** The winner's run id; absent: no attempt passed the tests (`reason` says so). */
+    winner?: string;
+    reason?: string;
+}
+
+const choose = oneOf<Choose>(...CHOOSES);
+
+const ATTEMPT: Fields<Attempt> = {
+    run_id: required(str),
+    number: required(num),
+    aider_model: optional(str),
+    planned: optional(bool),
+    state: required(runStateName),
+    status: optional(str),
+    green: optional(bool),
+    tests: optional(str),
+    lines_changed: optional(num),
+    tokens: optional(num),
+    cost: optional(num),
+    seconds: optional(num),
+    stopped: optional(str),
+};
+
+const ATTEMPT_GROUP: Fields<AttemptGroup> = {
+    group_id: required(str),
+    choose: required(choose),
+    attempts: optional(list(object(ATTEMPT))),
+    winner: optional(str),
+    reason: optional(str),
 };
 
 // --- context (server models/context.py) ---
@@ -403,7 +484,7 @@ const MATCH_ITEM: Fields<MatchItem> = {
 };
 
 /** The enumerations the declared types name, under the names of the server's enums (the protocol test compares their values). */
-export const RESULT_ENUMS = { Isolation: ISOLATIONS, RunState: RUN_STATES } as const;
+export const RESULT_ENUMS = { Isolation: ISOLATIONS, RunState: RUN_STATES, Choose: CHOOSES } as const;
 
 /** The declared result types under the names of the server's models (aider_lsp.models), for the protocol test. */
 export const RESULT_MODELS = {
@@ -425,6 +506,8 @@ export const RESULT_MODELS = {
     Finding: FINDING,
     IsolatedRun: ISOLATED_RUN,
     RunAction: RUN_ACTION,
+    Attempt: ATTEMPT,
+    AttemptGroup: ATTEMPT_GROUP,
     MatchItem: MATCH_ITEM,
 } as const;
 
@@ -446,7 +529,8 @@ export interface ChangeNotes extends RunChanges {
 /**
  * The notes of aider-lsp.workflow.run (results.py workflow_result): its changes and its history;
  * an isolated run adds its id, its state (ready, or discarded) and its last test failures, and
- * its changes are against the files it started from (they wait in its worktree).
+ * its changes are against the files it started from (they wait in its worktree). Several
+ * attempts (results.py group_result) answer `group` and `run_id`, the winner's, only.
  */
 export interface WorkflowRunNotes extends RunChanges {
     workflow?: WorkflowResult;
@@ -454,6 +538,7 @@ export interface WorkflowRunNotes extends RunChanges {
     state?: RunStateName;
     isolation?: Isolation;
     findings?: Finding[];
+    group?: AttemptGroup;
 }
 
 /** The notes of aider-lsp.history.list (results.py history_result). */
@@ -486,12 +571,14 @@ const ISOLATED_NOTES = {
     state: optional(runStateName),
     isolation: optional(isolation),
     findings: optional(list(object(FINDING))),
-} satisfies Fields<Omit<WorkflowRunNotes, keyof RunChanges | 'workflow'>>;
+} satisfies Fields<Omit<WorkflowRunNotes, keyof RunChanges | 'workflow' | 'group'>>;
 
 /** The hand-built notes' tables, by command (server.test.ts holds the ones it runs to a real answer). */
 export const NOTES = {
     change: { ...RUN_CHANGES, retest: optional(object(RETEST)) } satisfies Fields<ChangeNotes>,
-    workflowRun: { ...RUN_CHANGES, workflow: optional(object(WORKFLOW_RESULT)), ...ISOLATED_NOTES } satisfies Fields<WorkflowRunNotes>,
+    workflowRun: { ...RUN_CHANGES, workflow: optional(object(WORKFLOW_RESULT)), ...ISOLATED_NOTES, group: optional(object(ATTEMPT_GROUP)) } satisfies Fields<WorkflowRunNotes>,
+    /** The notes of several attempts' answer: the group, and the winner's run id. */
+    attempts: { group: optional(object(ATTEMPT_GROUP)), run_id: optional(str) } satisfies Fields<Pick<WorkflowRunNotes, 'group' | 'run_id'>>,
     /** The notes only an isolated run's answer has. */
     isolatedRun: ISOLATED_NOTES,
     history: { runs: optional(list(object(RUN_RECORD))) } satisfies Fields<HistoryNotes>,

@@ -737,6 +737,87 @@ describe('activate', () => {
             assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Applied “fix average”: calculator.py', items: ['Undo'] });
         });
 
+        /** A workflow.run answer of three attempts as the server writes it (results.py group_result): attempt 2 won. */
+        function groupAnswer(): Record<string, unknown> {
+            const attempt = (runId: string, number: number, fields: Record<string, unknown> = {}): Record<string, unknown> => ({
+                run_id: runId, number, aider_model: null, planned: number % 2 === 0, state: 'ready', status: 'SUCCESS', green: true,
+                tests: 'the tests pass (python -m unittest: OK)', lines_changed: 4, tokens: 1000, cost: 0.01, seconds: 12, stopped: null, ...fields,
+            });
+            const group = {
+                group_id: 'group-g1',
+                choose: 'compare',
+                attempts: [attempt('a1', 1, { green: false, status: 'FAILURE', tests: 'the tests fail (1 failed)' }), attempt('a2', 2), attempt('a3', 3, { lines_changed: 9 })],
+                winner: 'a2',
+                reason: 'attempt 2: passed the tests with the smallest change',
+            };
+            return { status: 'COMPLETE', content: '3 attempt(s) (compare): attempt 2 wins.', notes: { group, run_id: 'a2' }, parsedContent: group };
+        }
+
+        it('Run Workflow: Several Attempts… asks how many and how the tests choose; Apply the Winner applies the group\'s winner and says its siblings were discarded', async () => {
+            recorded.configuration['aiderLsp.chooseAttempt'] = 'first-green';
+            try {
+                recorded.inputs.push('fix average', '3', '');
+                recorded.picks.push(1); // the second way: compare
+                recorded.answers.push('Apply the Winner');
+                const fake = client();
+                const count = fake.sent.length;
+                const done = run(ClientCommand.runWorkflowAttempts);
+                await prepared(fake, count + 1);
+                const request = await nextRequest(fake, count + 2);
+                assert.deepEqual(request.params.arguments, [{ goal: 'fix average', attempts: 3, choose: 'compare' }]);
+                assert.deepEqual(recorded.quickPicks[0]?.map((item) => (item as { choose: string }).choose), ['first-green', 'compare'], 'the setting\'s way first');
+                assert.equal(recorded.progress.at(-1)?.title, 'Aider workflow “fix average”: 3 attempts');
+                assert.equal(recorded.statusTexts.at(-1), '$(git-branch) 3 runs', 'each attempt counted');
+                request.answer(groupAnswer());
+                const apply = await nextRequest(fake, count + 3);
+                assert.deepEqual([apply.params.command, apply.params.arguments], [ServerCommand.applyRun, [{ run_id: 'group-g1' }]]);
+                const shown = recorded.shown.find((message) => message.items.includes('Apply the Winner'));
+                assert.deepEqual(shown, { kind: 'info', text: 'Aider: “fix average”: 3 attempt(s) (compare): attempt 2 wins.', items: ['Apply the Winner', 'Show Attempts'] });
+                apply.answer({
+                    status: 'COMPLETE',
+                    content: 'Applied “fix average”: calculator.py. Its other attempts are discarded: a1, a3.',
+                    notes: { run_id: 'a2', state: 'applied', written: ['calculator.py'], deleted: [], skipped: [], checkpoint_id: 'a2', discarded: ['a1', 'a3'] },
+                });
+                await done;
+                assert.deepEqual(recorded.shown.at(-1), {
+                    kind: 'info',
+                    text: 'Aider: Applied the winner of “fix average”: calculator.py. Its 2 other attempts were discarded (their worktrees removed).',
+                    items: ['Undo'],
+                });
+                assert.equal(recorded.statusHidden.at(-1), '$(git-branch) 3 runs', 'none counted once the group ended');
+            } finally {
+                delete recorded.configuration['aiderLsp.chooseAttempt'];
+            }
+        });
+
+        it('Show Attempts reveals the Runs view; a group without a winner offers only that', async () => {
+            recorded.inputs.push('fix average', '2', '');
+            recorded.answers.push('Show Attempts');
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runWorkflowAttempts);
+            await prepared(fake, count + 1);
+            const request = await nextRequest(fake, count + 2);
+            assert.deepEqual(request.params.arguments, [{ goal: 'fix average', attempts: 2, choose: 'first-green' }]);
+            const answer = groupAnswer();
+            const notes = answer.notes as { group: Record<string, unknown> };
+            request.answer({ ...answer, status: 'FAILED', content: '2 attempt(s): no attempt passed the tests with a change.', notes: { group: { ...notes.group, winner: null }, run_id: null } });
+            await done;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'warning', text: 'Aider: “fix average”: 2 attempt(s): no attempt passed the tests with a change.', items: ['Show Attempts'] });
+            assert.equal(commands.executed.at(-1)?.id, 'aider-lsp.runs.focus');
+        });
+
+        it('a number of attempts out of bounds runs nothing', async () => {
+            recorded.inputs.push('fix average', '12');
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.runWorkflowAttempts);
+            await prepared(fake, count + 1);
+            await done;
+            assert.equal(fake.sent.length, count + 1, 'only the worktree made ready');
+            assert.equal(recorded.quickPicks.length, 0);
+        });
+
         it('the isolation setting makes Run Workflow… a run in a worktree too: counted, and told as one', async () => {
             recorded.configuration['aiderLsp.isolation'] = 'worktree';
             try {
@@ -1014,7 +1095,8 @@ describe('activate', () => {
             const [, readyNode, runningNode] = await listed([newer, ready, { ...ready, id: 'r-running', state: 'running', status: null, findings: [] }]);
             const item = provider().getTreeItem(readyNode);
             assert.equal(item.contextValue, 'aiderRun.workflow.ready.git');
-            assert.equal(item.iconPath?.id, 'git-pull-request');
+            assert.equal(item.iconPath?.id, 'pass-filled', 'a ready icon: it waits for the user');
+            assert.equal(item.id, `${ready.id}~ready`, 'a new item to VS Code once ready: shown open, whatever it was while it ran');
             assert.equal(item.collapsibleState, TreeItemCollapsibleState.Expanded, 'open, though not the newest');
             assert.match(String(item.description), /^ready to apply · goal reached/);
             const children = (await provider().getChildren(readyNode)).map((node) => provider().getTreeItem(node));
@@ -1079,6 +1161,115 @@ describe('activate', () => {
             keep.answer({ status: 'COMPLETE', content: 'Kept “Fix average” on branch aider-lsp/run-cccccccc (abc1234).', notes: { run_id: ready.id, state: 'kept', branch: ready.branch, commit: 'abc1234' } });
             await keeping;
             assert.equal(recorded.shown.at(-1)?.text, 'Aider: Kept “Fix average” on branch aider-lsp/run-cccccccc (abc1234).');
+        });
+
+        const attempt = (id: string, fields: Record<string, unknown>): Record<string, unknown> => ({
+            ...ready, id, label: 'Fix average', goal: 'Fix average', group_id: 'group-g1', findings: [], ...fields,
+        });
+
+        it('the attempts of one goal under one group node, the winner starred and open; Apply the Winner sends the group\'s id', async () => {
+            const group = [
+                attempt('v3', { created: Date.now() / 1000 - 60, state: 'discarded', status: 'CANCELLED' }),
+                attempt('v2', { created: Date.now() / 1000 - 61, state: 'ready', status: 'SUCCESS', won: true }),
+                attempt('v1', { created: Date.now() / 1000 - 62, state: 'ready', status: 'FAILURE' }),
+            ];
+            const [groupNode, olderNode, ...rest] = await listed([...group, older]);
+            assert.equal(rest.length, 0, 'the group is one node');
+            const item = provider().getTreeItem(groupNode);
+            assert.deepEqual([item.label, item.description, item.contextValue, item.iconPath?.id], [
+                '3 attempts: “Fix average”', 'winner ready · 1 ready · 1 discarded · 1 min ago', 'aiderRunGroup.winner', 'star-full',
+            ]);
+            assert.equal(item.collapsibleState, TreeItemCollapsibleState.Expanded);
+            assert.equal(item.id, 'group:group-g1~ready');
+            assert.equal(provider().getTreeItem(olderNode).label, 'Add a docstring to add');
+            const attempts = await provider().getChildren(groupNode);
+            const items = attempts.map((node) => provider().getTreeItem(node));
+            assert.deepEqual(items.map((each) => [each.label, String(each.description).split(' · ')[0], each.iconPath?.id, each.contextValue, each.collapsibleState]), [
+                ['Fix average', 'ready to apply', 'circle-large-filled', 'aiderRun.workflow.ready.git', TreeItemCollapsibleState.Collapsed],
+                ['Fix average', 'winner', 'star-full', 'aiderRun.workflow.ready.git', TreeItemCollapsibleState.Expanded],
+                ['Fix average', 'discarded', 'trash', 'aiderRun.workflow.discarded', TreeItemCollapsibleState.Collapsed],
+            ], 'oldest first; each keeps its actions (labelled by the goal: this window did not run the group)');
+
+            const fake = client();
+            const count = fake.sent.length;
+            const done = run(ClientCommand.applyWinner, groupNode);
+            const apply = await nextRequest(fake, count + 1);
+            assert.deepEqual([apply.params.command, apply.params.arguments], [ServerCommand.applyRun, [{ run_id: 'group-g1' }]]);
+            assert.equal(recorded.progress.at(-1)?.title, 'Applying “Fix average”');
+            apply.answer({ status: 'COMPLETE', content: 'Applied', notes: { run_id: 'v2', state: 'applied', written: ['calculator.py'], discarded: ['v1'], checkpoint_id: 'v2' } });
+            await done;
+            assert.equal(recorded.shown.at(-1)?.text, 'Aider: Applied the winner of “Fix average”: calculator.py. Its other attempt was discarded (their worktrees removed).');
+        });
+
+        it('Add a Note to This Run… on a running attempt or group sends its id and the note, and says the server\'s answer; from the palette, the run in place', async () => {
+            const [groupNode] = await listed([attempt('a1', { state: 'running', status: null }), attempt('a2', { state: 'running', status: null })]);
+            assert.equal(provider().getTreeItem(groupNode).contextValue, 'aiderRunGroup.running');
+            const [first] = await provider().getChildren(groupNode);
+            assert.equal(provider().getTreeItem(first).contextValue, 'aiderRun.workflow.running');
+            const fake = client();
+            let count = fake.sent.length;
+            recorded.inputs.push('  negative numbers too ');
+            let done = run(ClientCommand.addRunNote, first);
+            let steer = await nextRequest(fake, count + 1);
+            assert.deepEqual([steer.params.command, steer.params.arguments], [ServerCommand.steer, [{ run_id: 'a1', note: 'negative numbers too' }]]);
+            steer.answer({ status: 'COMPLETE', content: 'The note reaches the run\'s next edit (its history keeps it).', notes: {} });
+            await done;
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: Note added to “Fix average”. The note reaches the run\'s next edit (its history keeps it).', items: [] });
+
+            count = fake.sent.length;
+            recorded.inputs.push('do not touch the API');
+            done = run(ClientCommand.addRunNote, groupNode);
+            steer = await nextRequest(fake, count + 1);
+            assert.deepEqual(steer.params.arguments, [{ run_id: 'group-g1', note: 'do not touch the API' }], 'a group: each of its attempts under way');
+            steer.answer({ status: 'COMPLETE', content: 'ok', notes: {} });
+            await done;
+
+            count = fake.sent.length;
+            recorded.inputs.push(undefined); // dismissed: nothing sent
+            await run(ClientCommand.addNote);
+            assert.equal(fake.sent.length, count);
+            recorded.inputs.push('negative numbers too');
+            done = run(ClientCommand.addNote);
+            steer = await nextRequest(fake, count + 1);
+            assert.deepEqual(steer.params.arguments, [{ note: 'negative numbers too' }], 'no run id: the run in place under way');
+            steer.answer({ status: 'FAILED', content: 'none', notes: { error: { reason: 'input_validation_failure', message: 'no workflow run is under way in place: nothing to add the note to' } } });
+            await done;
+            assert.deepEqual(recorded.shown.at(-1), {
+                kind: 'warning',
+                text: 'Aider: The note was not added to the run under way: no workflow run is under way in place: nothing to add the note to.',
+                items: [],
+            });
+        });
+
+        it('a ready message still standing when its run is applied from the view: the toasts hidden, its Apply then says so instead of applying', async () => {
+            const fake = client();
+            let count = fake.sent.length;
+            let answer: (choice: string | undefined) => void = () => undefined;
+            recorded.inputs.push('Fix average', '');
+            recorded.answers.push(new Promise<string | undefined>((resolve) => { answer = resolve; }));
+            const running = run(ClientCommand.runWorkflowInWorktree);
+            (await nextRequest(fake, count + 1)).answer({ status: 'COMPLETE', content: 'A worktree is being made ready.' });
+            const request = await nextRequest(fake, count + 2);
+            request.answer({
+                status: 'COMPLETE',
+                content: 'done',
+                notes: { changed_files: ['calculator.py'], created_files: [], diff: 'D', run_id: ready.id, state: 'ready', isolation: 'worktree', findings: [] },
+            });
+            await until(() => (recorded.shown.some((message) => message.items.includes('Apply')) ? true : undefined));
+
+            const [readyNode] = await listed([ready]);
+            count = fake.sent.length;
+            const applying = run(ClientCommand.applyRun, readyNode);
+            const apply = await nextRequest(fake, count + 1);
+            apply.answer({ status: 'COMPLETE', content: 'Applied “Fix average”: calculator.py.', notes: { run_id: ready.id, state: 'applied', written: ['calculator.py'], checkpoint_id: ready.id } });
+            await applying;
+            assert.ok(commands.executed.some((call) => call.id === 'notifications.hideToasts'), 'the standing toast hidden');
+
+            count = fake.sent.length;
+            answer('Apply'); // a click on the notification left in the notification center
+            await running;
+            assert.equal(fake.sent.length, count, 'nothing sent: the run is no longer ready');
+            assert.deepEqual(recorded.shown.at(-1), { kind: 'info', text: 'Aider: “Fix average” was already applied: nothing to do.', items: [] });
         });
 
         it('with no run, the welcome says so; with no server, that it is not running', async () => {

@@ -37,9 +37,11 @@ import {
     type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { fileContext } from '../src/common/arguments';
+import { attemptGroup, steerArgs, steerMessage } from '../src/common/attempts';
 import { ClientCommandsFeature } from '../src/common/capabilities';
 import { contentBefore, splitDiff } from '../src/common/diff';
 import { isolatedAnswer } from '../src/common/isolation';
+import { groupContextValue, groupHistory, groupWinner } from '../src/common/runGroups';
 import { runFileSides, runRecords } from '../src/common/runs';
 import {
     asTaskResult,
@@ -94,7 +96,11 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
         file_context: 'optional',
         plan: 'optional',
         isolation: 'optional',
+        attempts: 'optional',
+        choose: 'optional',
+        aider_models: 'optional',
     },
+    'aider-lsp.workflow.steer': { run_id: 'optional', note: 'required' },
     'aider-lsp.diagnostics.clear': {},
     'aider-lsp.runs.apply': { run_id: 'required', force: 'optional' },
     'aider-lsp.runs.discard': { run_id: 'required' },
@@ -317,7 +323,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
                 }
             }
         }
-        assert.deepEqual(enums, { Isolation: [...RESULT_ENUMS.Isolation] }, 'the enumerations inside the arguments');
+        assert.deepEqual(enums, { Isolation: [...RESULT_ENUMS.Isolation], Choose: [...RESULT_ENUMS.Choose] }, 'the enumerations inside the arguments');
         assert.deepEqual(Object.keys(models).sort(), Object.keys(DECLARED_MODELS).sort(), 'the objects inside the arguments');
         for (const [name, shape] of Object.entries(DECLARED_MODELS)) {
             assert.deepEqual(declaredShape(shape), schemaShape(models[name]), `the ${name} object`);
@@ -389,7 +395,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.equal(result.status, 'COMPLETE', result.content);
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), EDITED);
         const inPlace = missingNotes(NOTES.workflowRun, result).filter((key) => !(key in NOTES.isolatedRun));
-        assert.deepEqual(inPlace, [], 'a workflow run\'s notes');
+        assert.deepEqual(inPlace, ['group'], 'a workflow run\'s notes: all but several attempts\' group');
         const notes = workflowRunNotes(result);
         assert.deepEqual(notes.changed_files, ['pkg/calc.py']);
         assert.equal(notes.workflow?.iterations?.length, 1, 'the run\'s history, read as a WorkflowResult');
@@ -409,7 +415,7 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         const passing = `${python} -c "pass"`;
         const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, isolation: 'worktree' });
         assert.equal(result.status, 'COMPLETE', result.content);
-        assert.deepEqual(missingNotes(NOTES.workflowRun, result), [], 'an isolated run\'s notes');
+        assert.deepEqual(missingNotes(NOTES.workflowRun, result), ['group'], 'an isolated run\'s notes: all but several attempts\' group');
         const answer = isolatedAnswer(result);
         assert.equal(answer?.state, 'ready');
         assert.deepEqual(workflowRunNotes(result).changed_files, ['pkg/calc.py'], 'against the files it started from');
@@ -443,6 +449,45 @@ describe('the real aider-lsp server over stdio', { skip: fs.existsSync(serverExe
         assert.equal(listed?.state, 'discarded');
         assert.equal((await server.execute(ServerCommand.applyRun, { run_id: runId })).status, 'FAILED', 'nothing left to apply');
         assert.equal(fs.readFileSync(path.join(workspace, 'pkg', 'calc.py'), 'utf8'), ORIGINAL);
+    });
+
+    it('several attempts: the group\'s answer names each and the winner, nothing applied; the history gathers them; the group\'s id applies the winner and discards the other', async (t) => {
+        t.after(() => { fs.writeFileSync(path.join(workspace, 'pkg', 'calc.py'), ORIGINAL); });
+        const calc = path.join(workspace, 'pkg', 'calc.py');
+        const passing = `${python} -c "pass"`;
+        const result = await server.execute(ServerCommand.workflowRun, { goal: 'mark add as edited', test_command: passing, max_retries: 1, attempts: 2, choose: 'compare' });
+        assert.equal(result.status, 'COMPLETE', result.content);
+        assert.deepEqual(missingNotes(NOTES.attempts, result), [], 'a group\'s notes');
+        const group = attemptGroup(result);
+        assert.ok(group, `read as a group: ${JSON.stringify(result.notes)}`);
+        assert.equal(group.choose, 'compare');
+        assert.deepEqual(group.attempts.map((attempt) => [attempt.number, attempt.state, attempt.green]), [[1, 'ready', true], [2, 'ready', true]]);
+        assert.ok(group.attempts.some((attempt) => attempt.runId === group.winner), `the winner is one of them: ${String(group.winner)}`);
+        assert.equal(workflowRunNotes(result).run_id, group.winner, 'notes.run_id: the winner\'s');
+        assert.equal(fs.readFileSync(calc, 'utf8'), ORIGINAL, 'nothing applied by itself');
+        const entries = groupHistory(runRecords(await server.execute(ServerCommand.historyList, {})));
+        const listed = entries.find((entry) => entry.kind === 'group' && entry.group.groupId === group.groupId);
+        assert.ok(listed?.kind === 'group', 'the attempts gathered in one entry');
+        assert.deepEqual(listed.group.runs.map((run) => run.id).sort(), group.attempts.map((attempt) => attempt.runId).sort());
+        assert.equal(groupWinner(listed.group)?.id, group.winner, 'the history marks the winner');
+        assert.equal(groupContextValue(listed.group), 'aiderRunGroup.winner', 'Apply the Winner is offered');
+        const applied = await server.execute(ServerCommand.applyRun, { run_id: group.groupId });
+        assert.equal(applied.status, 'COMPLETE', applied.content);
+        const action = runAction(applied);
+        assert.equal(action.run_id, group.winner);
+        assert.deepEqual(action.discarded, group.attempts.filter((attempt) => attempt.runId !== group.winner).map((attempt) => attempt.runId));
+        assert.equal(fs.readFileSync(calc, 'utf8'), EDITED);
+        const undo = await server.execute(ServerCommand.undo, { run_id: group.winner });
+        assert.equal(undo.status, 'COMPLETE', undo.content);
+        assert.equal(fs.readFileSync(calc, 'utf8'), ORIGINAL);
+    });
+
+    it('a note for a run that is not under way is refused, saying so', async () => {
+        const inPlace = await server.execute(ServerCommand.steer, steerArgs('negative numbers too'));
+        assert.equal(inPlace.status, 'FAILED', inPlace.content);
+        assert.match(steerMessage('the run under way', inPlace).text, /^The note was not added to the run under way: .*under way/);
+        const isolated = await server.execute(ServerCommand.steer, steerArgs('negative numbers too', 'no-such-run'));
+        assert.equal(isolated.status, 'FAILED', isolated.content);
     });
 
     it('cancelling runTests stops the server\'s test process', async () => {

@@ -377,7 +377,7 @@ describe('the run history → the Runs view', () => {
         const runs = runRecords(answer);
         assert.deepEqual(runs.map((run) => run.id), ['r2', 'r1']);
         // a server that says no state: a run on the user's files, applied as it edited
-        const defaults = { state: 'applied', isolation: 'none', findings: [] };
+        const defaults = { state: 'applied', isolation: 'none', findings: [], won: false };
         assert.deepEqual(runs[1], { id: 'r1', created: now / 1000 - 3 * 86400, kind: 'edit', label: 'rename x\nto y', files: [], steps: [], undone: now / 1000 - 60, ...defaults });
         assert.deepEqual(runRecords({ status: 'COMPLETE', content: 'No runs yet.', notes: { runs: [] } }), []);
     });
@@ -427,7 +427,7 @@ describe('the run history → the Runs view', () => {
         assert.deepEqual(red.analysis, { verdict: 'RETRY', message: 'The lexer drops the last token.\nSee lexer.next.' });
         assert.equal(red.test?.failed, 8);
         assert.deepEqual([timedOut.test?.exitCode, timedOut.test?.timedOut, timedOut.analysis], [undefined, true, undefined]);
-        assert.deepEqual(cancelled, { iteration: 4 });
+        assert.deepEqual(cancelled, { iteration: 4, notes: [] });
     });
 
     it('says what each iteration did in a line, and its test run and analysis in full', () => {

@@ -4,7 +4,9 @@
  * languageclient middleware hands a command's notification (and `onPhase`, the status bar) the
  * messages under the command's own workDoneToken and under the first token the server begins
  * after the command started; progress that belongs to no command goes to VS Code's default
- * handling. Sending the command and its cancel button: server/execute.ts.
+ * handling. Several commands under way (runs in worktrees side by side): the status bar's phase
+ * says which ("Run 2 of 3: Iteration 1/3: Aider is editing"), and when one ends it goes back to
+ * another's last phase. Sending the command and its cancel button: server/execute.ts.
  */
 import type {
     Middleware,
@@ -30,13 +32,20 @@ interface RunState {
     report: (message: string) => void;
     serverTokens: number;
     begun: Set<ProgressToken>;
+    /** Its last phase (the status bar goes back to it when another run ends). */
+    last?: string;
+}
+
+/** The status bar's phase: the message, and which run it is when several are under way ("Run 2 of 3: …"). */
+export function phaseText(message: string, index: number, count: number): string {
+    return count > 1 ? `Run ${String(index + 1)} of ${String(count)}: ${message}` : message;
 }
 
 export class ProgressRouter {
     private readonly runs: RunState[] = [];
     private started = 0;
     private readonly owners = new Map<ProgressToken, RunState>();
-    /** Every routed message, e.g. for the status bar ("Iteration 2/3: running tests"); undefined when a run ends. */
+    /** Every routed message, e.g. for the status bar ("Iteration 2/3: running tests", "Run 2 of 3: …" when several run); undefined once none has a phase. */
     public onPhase: (message: string | undefined) => void = () => undefined;
 
     readonly middleware: Middleware = {
@@ -60,7 +69,9 @@ export class ProgressRouter {
                         this.owners.delete(token);
                     }
                 }
-                this.onPhase(undefined);
+                // another run still under way: its last phase, numbered among those left
+                const latest = [...this.runs].reverse().find((run) => run.last !== undefined);
+                this.onPhase(latest?.last === undefined ? undefined : this.phaseOf(latest, latest.last));
             },
         };
     }
@@ -96,12 +107,18 @@ export class ProgressRouter {
         } else if (params.kind === 'begin') {
             // the notification already carries the command's own title: the server's title
             // would only repeat it ("Aider workflow: Aider workflow"); the status bar gets it
-            this.onPhase(params.title);
+            owner.last = params.title;
+            this.onPhase(this.phaseOf(owner, params.title));
         }
     }
 
     private deliver(state: RunState, message: string): void {
         state.report(message);
-        this.onPhase(message);
+        state.last = message;
+        this.onPhase(this.phaseOf(state, message));
+    }
+
+    private phaseOf(state: RunState, message: string): string {
+        return phaseText(message, this.runs.indexOf(state), this.runs.length);
     }
 }

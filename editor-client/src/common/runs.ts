@@ -48,6 +48,8 @@ export interface RunStep {
     edit?: StepEdit;
     test?: StepTestRun;
     analysis?: StepAnalysis;
+    /** The notes the user added while the run was under way, which this iteration's edit carried. */
+    notes: string[];
 }
 
 /** One run or edit of the history (the server's RunRecord). */
@@ -81,6 +83,10 @@ export interface RunRecord {
     branch?: string;
     /** An isolated run's last test failures, shown under it (never in the Problems panel). */
     findings: RunFinding[];
+    /** An attempt of a group (several attempts at one goal): its siblings share it. */
+    groupId?: string;
+    /** The attempt the tests chose in its group. */
+    won: boolean;
 }
 
 /** One failure of an isolated run's last test run (the server's Finding), its defaults filled in. */
@@ -133,6 +139,7 @@ function stepAnalysis(analysis: wire.StepAnalysis): StepAnalysis {
 function runStep(step: wire.RunStep): RunStep {
     return {
         iteration: step.iteration,
+        notes: step.notes ?? [],
         ...present({
             edit: step.edit === undefined ? undefined : stepEdit(step.edit),
             test: step.test === undefined ? undefined : stepTestRun(step.test),
@@ -163,11 +170,12 @@ function runRecord(run: wire.RunRecord): RunRecord {
         undone: run.undone,
         note: run.note,
         branch: run.branch,
+        groupId: run.group_id,
     });
     const known = { id: run.id, created: run.created, kind: run.kind, label: run.label, files: run.files ?? [] };
     // an older server sends no state: its runs are all in place, applied as they edit
     const isolation = { state: run.state ?? 'applied', isolation: run.isolation ?? 'none', findings: (run.findings ?? []).map(runFinding) } as const;
-    return { ...known, steps: (run.steps ?? []).map(runStep), ...isolation, ...optional };
+    return { ...known, steps: (run.steps ?? []).map(runStep), ...isolation, won: run.won === true, ...optional };
 }
 
 /** The runs of a history.list answer (`notes.runs`), newest first as the server sends them. */
@@ -268,6 +276,44 @@ function spendHeadline(spend: string): string {
     return spend.split(' (')[0] ?? spend;
 }
 
+/** A codicon and its theme color. */
+export interface Icon {
+    id: string;
+    color?: string;
+}
+
+/** Each state's icon (the Runs view's runs and iterations). */
+export const STATE_ICONS: Record<RunState, Icon> = {
+    passed: { id: 'pass', color: 'testing.iconPassed' },
+    failed: { id: 'error', color: 'testing.iconFailed' },
+    cancelled: { id: 'circle-slash' },
+    undone: { id: 'discard' },
+    unfinished: { id: 'circle-outline' }, // still running, or interrupted: no outcome recorded
+    running: { id: 'loading~spin' },
+    // a ready run waits for the user: filled, blue (the description may be cut off, the icon shows)
+    ready: { id: 'pass-filled', color: 'charts.blue' },
+    discarded: { id: 'trash' },
+    kept: { id: 'git-branch' },
+};
+
+/** A ready run whose goal was not reached: still ready (blue), but no check mark. */
+export const READY_NOT_REACHED: Icon = { id: 'circle-large-filled', color: 'charts.blue' };
+
+/** The attempt the tests chose: a star (yellow while it waits to be applied). */
+const WINNER: Icon = { id: 'star-full', color: 'charts.yellow' };
+
+/** The run's icon: its state's; a ready run's says whether it reached its goal; the winner of a group, a star. */
+export function runIcon(run: RunRecord): Icon {
+    const state = runState(run);
+    if (run.won && state !== 'undone' && state !== 'discarded') {
+        return state === 'ready' ? WINNER : { id: WINNER.id };
+    }
+    if (state === 'ready' && run.status !== 'SUCCESS') {
+        return READY_NOT_REACHED;
+    }
+    return STATE_ICONS[state];
+}
+
 /** Taken back by an undo (an older server says so by `undone` alone). */
 export function isUndone(run: RunRecord): boolean {
     return run.undone !== undefined || run.state === 'undone';
@@ -292,9 +338,13 @@ export function isolationWords(run: RunRecord): string {
     }
 }
 
-/** The line beside the run's label: "undone · goal reached · 2 iterations · 1500 tokens · $0.01 · 3 min ago". */
+/**
+ * The line beside the run's label, where the run stands first (the side bar cuts the end):
+ * "undone · goal reached · 2 iterations · 1500 tokens · $0.01 · 3 min ago", "ready to apply · …",
+ * the attempt the tests chose "winner · ready to apply · …".
+ */
 export function runDescription(run: RunRecord, now: number): string {
-    const parts: string[] = [];
+    const parts: string[] = run.won ? ['winner'] : [];
     const isolated = isolationWords(run);
     if (isolated) {
         parts.push(isolated);
@@ -438,11 +488,14 @@ export function testWords(test: StepTestRun): string {
     return test.exitCode === undefined ? 'tests fail' : `tests fail (exit code ${String(test.exitCode)})`;
 }
 
-/** The line beside "Iteration N": "changed calc.py · tests fail (1 failed) · analysis: RETRY". */
+/** The line beside "Iteration N": "changed calc.py · tests fail (1 failed) · analysis: RETRY" (· "your note" when its edit carried one). */
 export function stepDescription(step: RunStep): string {
     const parts = [editWords(step), step.test === undefined ? 'no test run' : testWords(step.test)];
     if (step.analysis !== undefined) {
         parts.push(`analysis: ${step.analysis.verdict}`);
+    }
+    if (step.notes.length > 0) {
+        parts.push(step.notes.length === 1 ? 'your note' : `${String(step.notes.length)} notes of yours`);
     }
     return parts.join(' · ');
 }
@@ -465,6 +518,7 @@ export function stepTooltip(step: RunStep): string {
     if (step.analysis !== undefined) {
         lines.push(`Analysis: ${step.analysis.verdict}`);
     }
+    lines.push(...step.notes.map((note) => `Your note: ${note}`));
     return lines.join('\n');
 }
 

@@ -3,9 +3,12 @@
  * Discard), Apply (and the question when the user changed the same lines: "Open the Merge" or
  * "Apply Anyway"), Discard (asked first: its change is lost) and Keep as Branch. The palette's
  * message and the Runs view's actions (flows/runs.ts) both end here; the view reads the history
- * again after each action (ui/runsView.ts).
+ * again after each action (ui/runsView.ts). A "… is ready" message still standing when its run
+ * is applied, discarded or kept from elsewhere is put out of the way (common/readyNotices.ts):
+ * the toasts hidden, its buttons saying what already happened.
  */
 import * as vscode from 'vscode';
+import { attemptAppliedText } from '../common/attempts';
 import {
     APPLY_ANYWAY,
     conflictQuestion,
@@ -16,6 +19,7 @@ import {
     runActionMessage,
     type IsolatedAnswer,
 } from '../common/isolation';
+import { alreadySettledText, type Settled } from '../common/readyNotices';
 import { runFileSides } from '../common/runs';
 import { ServerCommand, type TaskResult } from '../protocol';
 import { runAction } from '../protocolResults';
@@ -27,10 +31,16 @@ import { undo } from './undo';
 
 /** An isolated run the flows act on: its id, what was asked, the folder it ran in (multi-root; none: the server's). */
 export interface IsolatedRunRef {
+    /** The run's id; a group's id applies its winner. */
     id: string;
     label: string;
     folder?: vscode.Uri;
+    /** A group's winner (or the winner itself): its run id, whose change a merge shows. */
+    winner?: string;
 }
+
+/** VS Code's own command that hides the notification toasts (they stay in the notification center). */
+const HIDE_TOASTS = 'notifications.hideToasts';
 
 const APPLY = 'Apply';
 const SHOW_DIFF = 'Show Diff';
@@ -47,8 +57,12 @@ export async function tellIsolatedRun(ctx: FlowContext, goal: string, result: Ta
         return;
     }
     const run: IsolatedRunRef = { id: answer.runId, label: goal, ...(folder === undefined ? {} : { folder }) };
+    const notice = ctx.notices.open([run.id]);
     const choice = await show(text, APPLY, SHOW_DIFF, DISCARD);
-    if (choice === APPLY) {
+    const settled = ctx.notices.close(notice);
+    if (settled !== undefined && (choice === APPLY || choice === DISCARD)) {
+        void vscode.window.showInformationMessage(`Aider: ${alreadySettledText(quoted(goal), settled)}`);
+    } else if (choice === APPLY) {
         await applyRun(ctx, run);
     } else if (choice === SHOW_DIFF) {
         await showDiffs(ctx, { id: run.id, title: quoted(run.label, 40) }, undefined, run.folder);
@@ -104,7 +118,7 @@ async function openMerge(ctx: FlowContext, run: IsolatedRunRef, paths: readonly 
         return;
     }
     for (const path of paths) {
-        const result = await ctx.server.query(ServerCommand.historyDiff, { run_id: run.id, path }, run.folder);
+        const result = await ctx.server.query(ServerCommand.historyDiff, { run_id: run.winner ?? run.id, path }, run.folder);
         const file = result?.status === 'COMPLETE' ? runFileSides(result).find((sides) => sides.path === path) : undefined;
         if (file === undefined || file.binary) {
             void vscode.window.showWarningMessage(`Aider: no merge to open for ${path}: the run's version could not be read.`);
@@ -144,20 +158,35 @@ export async function keepRunBranch(ctx: FlowContext, run: IsolatedRunRef): Prom
     }
 }
 
-/** Tells what an action did; an applied run offers Undo (it is an ordinary run of the history now). */
+/**
+ * Tells what an action did (an attempt applied: that its siblings were discarded); an applied
+ * run offers Undo (it is an ordinary run of the history now). A ready message still standing
+ * for one of the runs is put out of the way.
+ */
 async function tellAction(ctx: FlowContext, title: string, result: TaskResult, run: IsolatedRunRef): Promise<void> {
     const message = runActionMessage(title, result);
-    const text = `Aider: ${message.text}`;
     if (message.severity === 'error') {
-        await showWithLog(ctx.log, 'error', text);
+        await showWithLog(ctx.log, 'error', `Aider: ${message.text}`);
         return;
     }
-    const applied = runAction(result).state === 'applied';
+    const action = runAction(result);
+    settleNotices(ctx, run, action.state, [action.run_id ?? run.id, ...(action.discarded ?? [])]);
+    const text = `Aider: ${attemptAppliedText(run.label, action, run.winner !== undefined) ?? message.text}`;
+    const applied = action.state === 'applied';
     if (!applied) {
         void vscode.window.showInformationMessage(text);
         return;
     }
     if ((await vscode.window.showInformationMessage(text, UNDO)) === UNDO) {
-        await undo(ctx, runAction(result).checkpoint_id ?? run.id, run.folder);
+        await undo(ctx, action.checkpoint_id ?? run.id, run.folder);
+    }
+}
+
+/** The runs an action settled: a ready message about one of them, still standing, is hidden and its buttons disarmed. */
+function settleNotices(ctx: FlowContext, run: IsolatedRunRef, state: string | undefined, runs: readonly string[]): void {
+    const how: Settled | undefined = state === 'applied' || state === 'discarded' || state === 'kept' ? state : undefined;
+    if (how !== undefined && ctx.notices.settle([run.id, ...runs], how)) {
+        // hidden, not closed: they stay in the notification center (a button there now says what happened)
+        void vscode.commands.executeCommand(HIDE_TOASTS).then(undefined, () => undefined);
     }
 }

@@ -2,7 +2,8 @@
  * The Runs view's actions (ui/runsView.ts): a file's diff for its run (the click), the whole
  * run's diff, Undo This Run (the undo flow, with the run's id), Run Again (the workflow flow,
  * with the run's goal) and Copy Goal; on a ready isolated run Apply, Discard and Keep as Branch
- * (flows/isolation.ts). The diffs are the run's own change, before the run ↔ after its last
+ * (flows/isolation.ts; an attempt applied discards its siblings). A group's Apply the Winner:
+ * flows/attempts.ts; a running run's Add a Note: flows/steer.ts. The diffs are the run's own change, before the run ↔ after its last
  * edit (ui/runDiff.ts), whatever happened to the files since. In a multi-root window every
  * action goes to the folder of the item it was chosen on (its `folder`).
  */
@@ -31,7 +32,8 @@ function isolatedOf(node: unknown): IsolatedRunRef | undefined {
         return undefined;
     }
     const { run, folder } = chosen;
-    return { id: run.id, label: run.label, ...(folder === undefined ? {} : { folder }) };
+    // the winner of its group: told as such once applied
+    return { id: run.id, label: run.label, ...(folder === undefined ? {} : { folder }), ...(run.won ? { winner: run.id } : {}) };
 }
 
 /** A click on a file of a run: its diff, before the run ↔ after it. */

@@ -3,6 +3,8 @@
  * how it tells the user a result: one line, "Show Diff" for changed files, "Show Log" for failures.
  */
 import * as vscode from 'vscode';
+import type { KnownAttempts } from '../common/attempts';
+import type { ReadyNotices } from '../common/readyNotices';
 import type { ResultMessage } from '../common/results';
 import { ClientCommand } from '../protocol';
 import type { ServerCommands } from '../server/execute';
@@ -18,8 +20,12 @@ export interface FlowContext {
     readonly beforeContent: BeforeContentProvider;
     readonly secrets: vscode.SecretStorage;
     readonly lastChange: LastChange;
-    /** Counts the isolated runs under way (the status item, ui/isolatedRuns.ts). */
-    readonly isolatedRuns: { track<T>(work: Promise<T>): Promise<T> };
+    /** Counts the isolated runs under way (the status item, ui/isolatedRuns.ts); a group counts its attempts. */
+    readonly isolatedRuns: { track<T>(work: Promise<T>, count?: number): Promise<T> };
+    /** The "… is ready" notifications still standing, by the runs their buttons act on. */
+    readonly notices: ReadyNotices;
+    /** The attempts of the groups this window ran (the Runs view labels them). */
+    readonly attempts: KnownAttempts;
     restartServer(): Promise<void>;
 }
 

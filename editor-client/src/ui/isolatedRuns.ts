@@ -17,13 +17,13 @@ export class IsolatedRunsItem implements vscode.Disposable {
         this.item.command = `${RUNS_VIEW}.focus`; // VS Code's own "focus this view" command
     }
 
-    /** Counts `work` (an isolated run's request) while it is under way. */
-    async track<T>(work: Promise<T>): Promise<T> {
-        this.change(1);
+    /** Counts `work` (an isolated run's request; a group's: its `count` attempts) while it is under way. */
+    async track<T>(work: Promise<T>, count = 1): Promise<T> {
+        this.change(count);
         try {
             return await work;
         } finally {
-            this.change(-1);
+            this.change(-count);
         }
     }
 

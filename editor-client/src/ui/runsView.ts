@@ -6,6 +6,11 @@
  * (flows/runs.ts). Runs in worktrees of their own are listed while they run and once ready
  * (their icon and line say so, a ready one open with its actions: Apply, Discard, Show Diff,
  * Keep as Branch), their last test failures under them, never in the Problems panel.
+ * Several attempts at one goal (a group) are one node, "3 attempts: “goal”", its attempts under
+ * it, the winner marked with a star (common/runGroups.ts); the group's menu has Apply the
+ * Winner, a running run's or group's Add a Note. A run's line starts with where it stands, and
+ * a run that becomes ready (or a group's winner) is shown open again (its item id says so: VS
+ * Code keeps an item's open or closed state by its id).
  * In a window of several workspace folders the top level is one node per folder (its runs'
  * count beside it), each listing its own history (`history.list {folder}`); every node under
  * a folder knows it, so each action goes to that folder's server side (flows/runs.ts).
@@ -16,6 +21,19 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { AttemptAnswer } from '../common/attempts';
+import {
+    attemptLabel,
+    groupContextValue,
+    groupDescription,
+    groupHistory,
+    groupIcon,
+    groupLabel,
+    groupState,
+    groupTooltip,
+    groupWinner,
+    type RunGroup,
+} from '../common/runGroups';
 import {
     analysisTooltip,
     findingLabel,
@@ -23,18 +41,19 @@ import {
     hasDiff,
     runContextValue,
     runDescription,
+    runIcon,
     runRecords,
-    runState,
     runTooltip,
     shortLabel,
+    STATE_ICONS,
     stepDescription,
     stepState,
     stepTooltip,
     testLabel,
     testTooltip,
+    type Icon,
     type RunFinding,
     type RunRecord,
-    type RunState,
     type RunStep,
     type StepAnalysis,
     type StepTestRun,
@@ -54,13 +73,16 @@ interface InFolder {
 /** A run of the history, one of its iterations (or that iteration's test run or analysis), or one file it changed. */
 export type RunNode = InFolder &
     (
-        | { kind: 'run'; run: RunRecord; newest: boolean }
+        | { kind: 'run'; run: RunRecord; newest: boolean; /** An attempt, under its group's node: whether the group has a winner. */ attempt?: { decided: boolean } }
         | { kind: 'iteration'; run: RunRecord; step: RunStep }
         | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
         | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
         | { kind: 'finding'; run: RunRecord; index: number; finding: RunFinding }
         | { kind: 'file'; run: RunRecord; path: string }
     );
+
+/** The attempts of one goal, one node with its attempts under it. */
+export type GroupNode = InFolder & { kind: 'group'; group: RunGroup };
 
 /** A workspace folder at the top of a multi-root window's view: its runs, or why they could not be read. */
 export interface FolderNode {
@@ -77,7 +99,7 @@ export interface RunsFolder {
     readonly name: string;
 }
 
-type ViewNode = FolderNode | RunNode;
+type ViewNode = FolderNode | GroupNode | RunNode;
 
 const KINDS = new Set<unknown>(['run', 'iteration', 'test', 'analysis', 'finding', 'file']);
 
@@ -95,18 +117,8 @@ const CHANGES_HISTORY = new Set<ServerCommandId>([
 /** While a run reports progress, the history is read again at most this often. */
 const LIVE_REFRESH_MS = 1500;
 
-const ICONS: Record<RunState, { id: string; color?: string }> = {
-    passed: { id: 'pass', color: 'testing.iconPassed' },
-    failed: { id: 'error', color: 'testing.iconFailed' },
-    cancelled: { id: 'circle-slash' },
-    undone: { id: 'discard' },
-    unfinished: { id: 'circle-outline' }, // still running, or interrupted: no outcome recorded
-    // runs in worktrees: a ready one stands out, it waits for the user
-    running: { id: 'loading~spin' },
-    ready: { id: 'git-pull-request', color: 'charts.blue' },
-    discarded: { id: 'trash' },
-    kept: { id: 'git-branch' },
-};
+/** The longest run label the view shows (the whole goal is in the tooltip): the description beside it stays in view. */
+const LABEL_MAX = 48;
 
 /** The value VS Code passes a view item's command: one of this view's nodes, else undefined. */
 export function asRunNode(value: unknown): RunNode | undefined {
@@ -114,6 +126,14 @@ export function asRunNode(value: unknown): RunNode | undefined {
         return undefined;
     }
     return KINDS.has((value as { kind: unknown }).kind) ? (value as RunNode) : undefined;
+}
+
+/** The value VS Code passes a group node's command: this view's group node, else undefined. */
+export function asGroupNode(value: unknown): GroupNode | undefined {
+    if (typeof value !== 'object' || value === null || !('kind' in value) || !('group' in value)) {
+        return undefined;
+    }
+    return (value as { kind: unknown }).kind === 'group' ? (value as GroupNode) : undefined;
 }
 
 /** A folder's history as read: its runs, or why there are none to show. */
@@ -135,6 +155,8 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         private readonly folders: () => readonly RunsFolder[],
         /** Starts the server if it is idle: the view shown is the user asking for their runs. */
         private readonly wake: () => Promise<void>,
+        /** The attempts of the groups this window ran (their numbers and models label them). */
+        private readonly attempts: { get(runId: string): AttemptAnswer | undefined } = { get: () => undefined },
         private readonly now: () => number = Date.now,
     ) {
         this.subscription = server.onDidRun((command) => {
@@ -164,10 +186,14 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
             return this.top();
         }
         if (node.kind === 'folder') {
-            return runNodes(node.runs, node.folder.uri);
+            return historyNodes(node.runs, node.folder.uri);
         }
         // a node under a folder hands it on to its children (the actions send it)
         const where = node.folder === undefined ? {} : { folder: node.folder };
+        if (node.kind === 'group') {
+            const attempt = { decided: groupWinner(node.group) !== undefined };
+            return node.group.runs.map((run): RunNode => ({ kind: 'run', run, newest: false, attempt, ...where }));
+        }
         if (node.kind === 'run') {
             const { run } = node;
             return [
@@ -193,7 +219,7 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         if (folders.length <= 1) {
             const listing = await this.listing();
             await this.setState(listing.problem !== undefined ? 'unavailable' : listing.runs.length === 0 ? 'empty' : 'listed');
-            return runNodes(listing.runs);
+            return historyNodes(listing.runs);
         }
         const listings = await Promise.all(folders.map((folder) => this.listing(folder.uri)));
         const nodes = folders.map((folder, index): FolderNode => {
@@ -227,10 +253,13 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         if (node.kind === 'folder') {
             return folderItem(node);
         }
+        if (node.kind === 'group') {
+            return this.groupItem(node);
+        }
         const key = runKey(node.run, node.folder);
         switch (node.kind) {
             case 'run':
-                return this.runItem(node.run, key, node.newest);
+                return this.runItem(node, key);
             case 'file':
                 return this.fileItem(node, key);
             case 'iteration':
@@ -244,17 +273,38 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         }
     }
 
-    private runItem(run: RunRecord, key: string, newest: boolean): vscode.TreeItem {
+    private runItem(node: RunNode & { kind: 'run' }, key: string): vscode.TreeItem {
+        const { run, newest } = node;
         const { None, Collapsed, Expanded } = vscode.TreeItemCollapsibleState;
         const empty = run.files.length === 0 && run.steps.length === 0 && run.findings.length === 0;
-        // the newest run and every ready one are open: a ready one waits for the user
-        const item = new vscode.TreeItem(shortLabel(run), empty ? None : newest || run.state === 'ready' ? Expanded : Collapsed);
-        item.id = key;
+        // the newest run and every ready one are open: a ready one waits for the user (an
+        // attempt: the winner, or each ready one while none won)
+        const ready = run.state === 'ready' && (node.attempt === undefined || run.won || !node.attempt.decided);
+        const label = node.attempt === undefined ? shortLabel(run, LABEL_MAX) : attemptLabel(run, this.attempts.get(run.id));
+        const item = new vscode.TreeItem(label, empty ? None : newest || ready ? Expanded : Collapsed);
+        // a run that became ready (or won) is a new item to VS Code: shown open, whatever it was while it ran
+        item.id = run.state === 'ready' ? `${key}~ready${run.won ? '~won' : ''}` : key;
         item.description = runDescription(run, this.now());
         item.tooltip = runTooltip(run);
-        item.iconPath = stateIcon(runState(run));
+        item.iconPath = themeIcon(runIcon(run));
         // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: on the user's files, not undone; Apply…: ready)
         item.contextValue = runContextValue(run);
+        return item;
+    }
+
+    /** A group of attempts: "3 attempts: “goal”", where it stands, open while an attempt runs or waits. */
+    private groupItem(node: GroupNode): vscode.TreeItem {
+        const { group } = node;
+        const state = groupState(group);
+        const key = groupKey(group.groupId, node.folder);
+        const open = state === 'running' || state === 'ready';
+        const item = new vscode.TreeItem(groupLabel(group), open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = `${key}~${state}`; // a new state is a new item: shown open again when it becomes ready
+        item.description = groupDescription(group, this.now());
+        item.tooltip = groupTooltip(group);
+        item.iconPath = themeIcon(groupIcon(group));
+        // package.json's menus read it: Apply the Winner (a winner ready), Add a Note (an attempt running)
+        item.contextValue = groupContextValue(group);
         return item;
     }
 
@@ -286,9 +336,17 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
     }
 }
 
-/** The run nodes of a history (newest first), each knowing its folder in a multi-root window. */
-function runNodes(runs: readonly RunRecord[], folder?: vscode.Uri): RunNode[] {
-    return runs.map((run, index): RunNode => (folder === undefined ? { kind: 'run', run, newest: index === 0 } : { kind: 'run', run, newest: index === 0, folder }));
+/** The nodes of a history (newest first): each run, each group of attempts as one node; each knowing its folder in a multi-root window. */
+function historyNodes(runs: readonly RunRecord[], folder?: vscode.Uri): (GroupNode | RunNode)[] {
+    const where = folder === undefined ? {} : { folder };
+    return groupHistory(runs).map((entry, index): GroupNode | RunNode =>
+        entry.kind === 'group' ? { kind: 'group', group: entry.group, ...where } : { kind: 'run', run: entry.run, newest: index === 0, ...where },
+    );
+}
+
+/** A group's item id (with its folder's in a window of several). */
+function groupKey(groupId: string, folder: vscode.Uri | undefined): string {
+    return folder === undefined ? `group:${groupId}` : `${folder.toString()}#group:${groupId}`;
 }
 
 /** A run's item id: its own in a window of one folder; with its folder's in one of several (ids are the whole tree's). */
@@ -317,8 +375,7 @@ function folderItem(node: FolderNode): vscode.TreeItem {
     return item;
 }
 
-function stateIcon(state: RunState): vscode.ThemeIcon {
-    const icon = ICONS[state];
+function themeIcon(icon: Icon): vscode.ThemeIcon {
     return new vscode.ThemeIcon(icon.id, icon.color === undefined ? undefined : new vscode.ThemeColor(icon.color));
 }
 
@@ -329,7 +386,7 @@ function iterationItem(key: string, step: RunStep): vscode.TreeItem {
     item.id = `${key}:iteration:${String(step.iteration)}`;
     item.description = stepDescription(step);
     item.tooltip = stepTooltip(step);
-    item.iconPath = stateIcon(stepState(step));
+    item.iconPath = themeIcon(STATE_ICONS[stepState(step)]);
     item.contextValue = 'aiderRunIteration';
     return item;
 }

@@ -134,7 +134,8 @@ export const recorded = {
     commands: new Map<string, (...args: unknown[]) => unknown>(),
     shown: [] as Shown[],
     inputs: [] as (string | undefined)[],
-    answers: [] as (string | undefined)[],
+    /** The answers of the messages, in turn; a promise: a notification left standing until it settles. */
+    answers: [] as (string | undefined | Promise<string | undefined>)[],
     progress: [] as { title: string; messages: string[]; cancel: CancellationTokenSource }[],
     statusTexts: [] as string[],
     /** The text of a status item each time it was hidden. */
