@@ -45,6 +45,20 @@ def worktree_branches(root: Path) -> set[str]:
     }
 
 
+def worktree_paths(root: Path) -> dict[str, str | None]:
+    """Each worktree other than the main one: its path and its branch (None: detached)."""
+    found: dict[str, str | None] = {}
+    for entry in git(root, "worktree", "list", "--porcelain").split("\n\n")[1:]:
+        lines = entry.splitlines()
+        if not lines:
+            continue
+        branch = next(
+            (line.removeprefix("branch refs/heads/") for line in lines if line.startswith("branch ")), None
+        )
+        found[lines[0].removeprefix("worktree ")] = branch
+    return found
+
+
 def write_letters_project(parent: Path) -> Path:
     """The project committed in a new git repository at `parent`/letters."""
     root = parent / "letters"

@@ -27,6 +27,7 @@ from aider_lsp_testing.letters_project import (
     module_test_command,
     script_fixes,
     worktree_branches,
+    worktree_paths,
     write_letters_project,
 )
 from aider_lsp_testing.llm_server import IS_AIDER, aider_whole, all_of, held, last_user_contains
@@ -192,12 +193,14 @@ async def test_prepare_makes_the_first_isolated_run_start_from_a_ready_worktree(
     root = write_letters_project(tmp_path)
     script_fixes(llm_server)
     async with lsp(root, init_options=options(llm_server)) as client:
-        assert not worktree_branches(root), "no spare before it is asked for (isolation: none)"
+        assert not worktree_paths(root), "no spare before it is asked for (isolation: none)"
         prepared = await execute(client, "aider-lsp.runs.prepare", {})
         assert prepared["status"] == "COMPLETE" and "being made ready" in prepared["content"], prepared
-        assert await eventually(lambda: bool(worktree_branches(root)), 60), "a spare worktree made"
-        (spare,) = worktree_branches(root)
+        assert await eventually(lambda: bool(worktree_paths(root)), 60), "a spare worktree made"
+        ((spare, branch),) = worktree_paths(root).items()
+        assert branch is None and "aider-lsp/" not in git(root, "branch"), "no branch until a run takes it"
         result = await execute(client, "aider-lsp.workflow.run", isolated("alpha"))
         assert result["notes"]["state"] == "ready", result["content"]
-        assert f"aider-lsp/{result['notes']['run_id']}" == spare, "the run took the prepared tree"
+        taken = f"aider-lsp/{result['notes']['run_id']}"
+        assert worktree_paths(root).get(spare) == taken, "the run took the prepared tree, on its branch"
         assert (root / "alpha.py").read_text() == MODULES["alpha"][0]  # ready, not applied

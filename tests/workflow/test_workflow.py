@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import Application, RequestContext
+from aider_lsp.app import Application
 from aider_lsp.config.settings import load_settings
 from aider_lsp.models import (
     Answer,
@@ -19,6 +19,7 @@ from aider_lsp.models import (
     Finding,
     PlanMade,
     Question,
+    RequestContext,
     TaskStatus,
     WorkflowEvent,
     WorkflowProgress,
@@ -49,6 +50,7 @@ from aider_lsp_testing.llm_server import (
     json_output,
     last_user_contains,
 )
+from aider_lsp_testing.waiting import eventually
 
 pytestmark = pytest.mark.aider
 RETRY_MARK = "I ran this command:"  # how Aider's own loop (and ours) sends a failing test's output
@@ -389,12 +391,23 @@ async def test_the_planners_usage_alone_stops_the_run_too(calc_project: Path, ll
     llm_server.add_rule(IS_PLAN, plan)
     llm_server.add_rule(IS_ANALYSIS, json_output(RETRY))
     free = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}  # Aider spends nothing
-    llm_server.add_rule(IS_AIDER, replace(aider_whole({"calc.py": HALF_FIXED}), usage=free))
+    # the first edit answers once the plan beside it is counted (its model may load for seconds
+    # on a busy machine): the budget is spent before the step after the edit, by the plan alone
+    counted = threading.Event()
+    llm_server.add_rule(IS_AIDER, held(counted, replace(aider_whole({"calc.py": HALF_FIXED}), usage=free)))
+
+    async def count_the_plan() -> None:
+        await eventually(lambda: app.spent().all.total_tokens >= 110, 120)
+        counted.set()
+
+    counting = asyncio.create_task(count_the_plan())
     try:
         result = await run_workflow_on_wire(
             app, WorkflowRequest(goal="fix calc", test_command=TEST_COMMAND, plan=True), RequestContext()
         )
     finally:
+        counted.set()
+        counting.cancel()
         await app.aclose()
     assert result.notes["error"]["reason"] == "budget_exceeded"
     assert len(result.notes["workflow"]["iterations"]) == 1  # stopped before the second edit

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import Application, RequestContext
-from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.app import Application
+from aider_lsp.models import RequestContext, TaskStatus, WorkflowRequest
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import analysis_by_exit_code
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, aider_whole

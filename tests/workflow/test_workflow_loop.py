@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import Application, RequestContext
+from aider_lsp.app import Application
 from aider_lsp.config.settings import load_settings
-from aider_lsp.models import AnalysisMade, TaskStatus, WorkflowRequest
+from aider_lsp.models import AnalysisMade, RequestContext, TaskStatus, WorkflowRequest
 from aider_lsp_testing import FAKE_AIDER_MCP
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import (
@@ -40,6 +40,7 @@ from aider_lsp_testing.llm_server import (
     last_user_contains,
     text,
 )
+from aider_lsp_testing.waiting import eventually
 
 pytestmark = [pytest.mark.aider, pytest.mark.slow]
 RETRY_MARK = "I ran this command:"
@@ -141,9 +142,12 @@ async def test_analyse_green_tests_asks_the_analysis_which_may_go_on(
     finally:
         await app.aclose()
     assert result.status is TaskStatus.COMPLETE, result.content
-    # the plan beside the first edit, then the analysis of each green run
-    assert sorted(calls(llm_server)[:2]) == ["aider", "plan"]
-    assert calls(llm_server)[2:] == ["analysis", "aider", "analysis"]
+    # the plan beside the first edit is asked whenever its model is loaded (on a busy machine
+    # after the first analysis, or never: the tests passed first, which makes it moot); the
+    # analysis of each green run follows its edit
+    made = calls(llm_server)
+    assert made.count("plan") <= 1
+    assert [call for call in made if call != "plan"] == ["aider", "analysis", "aider", "analysis"]
     assert '"""a times b"""' in (calc_project / "calc.py").read_text()
     assert result.content == SUCCESS["message"]
 
@@ -219,8 +223,9 @@ async def test_cancel_while_the_analysis_runs_beside_the_edit_stops_both(
     running = asyncio.create_task(run(app))
     try:
         # edit 1 with the plan beside it, then the analysis of iteration 1 and edit 2 at once
-        assert await asyncio.to_thread(llm_server.wait_for_requests, 4, 60)
-        assert sorted(calls(llm_server)[2:]) == ["aider", "analysis"]
+        # the plan beside edit 1 arrives whenever its model is loaded (on a busy machine, last)
+        expected = ["aider", "aider", "analysis", "plan"]
+        assert await eventually(lambda: sorted(calls(llm_server)) == expected, 120), calls(llm_server)
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(running, 60)  # a cap: what it must not wait for never answers

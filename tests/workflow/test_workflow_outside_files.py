@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import Application, RequestContext
+from aider_lsp.app import Application
 from aider_lsp.config.settings import load_settings
-from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.models import RequestContext, TaskStatus, WorkflowRequest
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_options
 from aider_lsp_testing.llm_server import IS_AIDER, IS_ANALYSIS, IS_PLAN, aider_whole, json_output, text
 

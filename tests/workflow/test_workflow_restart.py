@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from aider_lsp.app import RequestContext
-from aider_lsp.models import TaskStatus, WorkflowRequest
+from aider_lsp.models import RequestContext, TaskStatus, WorkflowRequest
 from aider_lsp_testing.apps import run_workflow_on_wire, scripted_app
 from aider_lsp_testing.calc_project import FIXED, HALF_FIXED, PLAN, analysis_by_exit_code
 from aider_lsp_testing.llm_server import (

@@ -35,6 +35,7 @@ from .trees import (
     remove_tree,
     repository_of,
     sync_tree,
+    take_branch,
 )
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class TreePreparer:
         if spare is not None:
             try:
                 await asyncio.to_thread(sync_tree, self.workspace, spare.tree)
+                await asyncio.to_thread(take_branch, spare.tree)
                 self._refresh(spare)
                 return spare
             except (TreeError, OSError) as exc:
@@ -128,13 +130,16 @@ class TreePreparer:
                 raise
         return await self._make(new_run_id())
 
-    async def _make(self, run_id: str) -> Prepared:
-        """A new tree and its workspace; what was made is removed when it fails or is cancelled."""
+    async def _make(self, run_id: str, *, spare: bool = False) -> Prepared:
+        """A new tree and its workspace; what was made is removed when it fails or is cancelled
+        (a spare's worktree on no branch until a run takes it)."""
         tree_path, index = self.store.tree_path(run_id), self.store.index_path(run_id)
         branch = BRANCH_PREFIX + run_id
         try:
             self.store.claim(run_id)
-            tree = await asyncio.to_thread(make_tree, self.workspace, tree_path, branch, self.ignored)
+            tree = await asyncio.to_thread(
+                make_tree, self.workspace, tree_path, branch, self.ignored, detached=spare
+            )
             seeded = await asyncio.to_thread(copy_index, self.index_path(), index)
         except BaseException:
             await asyncio.shield(asyncio.to_thread(self._remove, run_id))
@@ -183,7 +188,7 @@ class TreePreparer:
         if await asyncio.to_thread(repository_of, self.workspace) is None:
             return None
         try:
-            spare = await self._make(new_run_id())
+            spare = await self._make(new_run_id(), spare=True)
         except (TreeError, OSError) as exc:
             log.info("no spare tree: %s", exc)
             return None

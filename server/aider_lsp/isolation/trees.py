@@ -83,18 +83,30 @@ def repository_of(workspace: Path) -> Path | None:
     return Path(top) if top else None
 
 
-def make_tree(workspace: Path, dest: Path, branch: str, ignored: IgnoredCheck) -> RunTree:
-    """The user's files as they are now at `dest`: a worktree on `branch`, else a copy."""
+def make_tree(
+    workspace: Path, dest: Path, branch: str, ignored: IgnoredCheck, *, detached: bool = False
+) -> RunTree:
+    """The user's files as they are now at `dest`: a worktree on `branch`, else a copy.
+    `detached`: a spare's worktree, on no branch until a run takes it (`take_branch`): the
+    user's `git branch` shows none for a run nobody started."""
     top = repository_of(workspace)
     if top is None:
         copy_folder(workspace, dest, ignored)
         return RunTree(dest, dest)
     inside = workspace.resolve().relative_to(top.resolve())
-    git(top, "worktree", "add", "--quiet", "-b", branch, str(dest), "HEAD")
+    on = ("--detach",) if detached else ("-b", branch)
+    git(top, "worktree", "add", "--quiet", *on, str(dest), "HEAD")
     _overlay_status(top, dest)
     tree = RunTree(dest, dest / inside, branch)
     _link_environments(workspace, tree.workspace)
     return tree
+
+
+def take_branch(tree: RunTree) -> None:
+    """A spare's worktree taken by a run: on its branch from now on (its files as they are)."""
+    if tree.branch is not None:
+        _own_worktree(tree)
+        git(tree.top, "switch", "--quiet", "-c", tree.branch)
 
 
 def sync_tree(workspace: Path, tree: RunTree) -> None:

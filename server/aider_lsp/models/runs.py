@@ -166,7 +166,7 @@ class WorkflowIteration(BaseModel):
     # why its passing tests did not end the run: the edits changed the tests themselves
     judge: JudgeProblem | None = Field(default=None, exclude_if=_absent_when_none)
     # the notes the user added while the run was under way, which its edit's message carried
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, exclude_if=lambda notes: not notes)
 
 
 class WorkflowResult(BaseModel):
