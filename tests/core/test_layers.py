@@ -174,3 +174,18 @@ def test_the_one_module_shared_with_the_bundled_server_needs_only_the_standard_l
     }
     imported.discard("__future__")
     assert imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
+
+
+def test_the_composition_root_and_every_function_stay_short() -> None:
+    """app.py wires (at most 250 lines); a function longer than 60 lines does several jobs that
+    want names of their own (the bundled Aider server's too)."""
+    assert len((PACKAGE / "app.py").read_text(encoding="utf-8").splitlines()) <= 250
+    long = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted(PACKAGE.parent.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > 60
+    ]
+    assert long == []

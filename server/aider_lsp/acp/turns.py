@@ -231,24 +231,8 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
         report_event=on_event,
         report_reply=live.reply,
     )
-    files = _session_files(session, request) or None
-    run = WorkflowRequest(
-        goal=request.text,
-        file_context=files,
-        max_retries=session.max_retries,
-        isolation=isolation,
-        attempts=session.attempts,
-        choose=Choose(session.choose),
-    )
-    not_started = await session.mcp.ready()
-    if not_started:
-        session.outbox.post(
-            render.message(
-                "MCP servers that did not start (their tools are not offered): "
-                + "; ".join(not_started)
-                + "\n\n"
-            )
-        )
+    run = _workflow_request(session, request, isolation)
+    await _say_mcp_not_started(session)
     try:
         # a run in place takes a prompt sent meanwhile as a note for its next edit (agent.py)
         session.steering = not isolated and session.attempts == 1
@@ -272,6 +256,28 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     if await _on_users_files(session, result):
         session.last_diff = result.changes.diff or session.last_diff
     return _stop_reason(result)
+
+
+def _workflow_request(session: AcpSession, request: PromptInput, isolation: Isolation) -> WorkflowRequest:
+    """The turn's run as the session's options shape it (retries, isolation, attempts)."""
+    return WorkflowRequest(
+        goal=request.text,
+        file_context=_session_files(session, request) or None,
+        max_retries=session.max_retries,
+        isolation=isolation,
+        attempts=session.attempts,
+        choose=Choose(session.choose),
+    )
+
+
+async def _say_mcp_not_started(session: AcpSession) -> None:
+    """The client's MCP servers that did not start: the turn runs without their tools."""
+    not_started = await session.mcp.ready()
+    if not_started:
+        said = "; ".join(not_started)
+        session.outbox.post(
+            render.message(f"MCP servers that did not start (their tools are not offered): {said}\n\n")
+        )
 
 
 async def _on_users_files(session: AcpSession, run: WorkflowRun) -> bool:
