@@ -74,5 +74,6 @@ async def test_a_workflow_turn_of_three_attempts_asks_to_apply_the_winner(
     assert (asked.old_text, asked.new_text) == (BUGGY, FIXED)
     assert client.offered == [["apply", "keep-branch", "discard"]]
     assert calc.read_text() == FIXED and "Applied to your files: calc.py." in reply
+    assert "The other attempts are discarded" not in reply  # stopped ones were never ready
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=calc_project, capture_output=True, text=True)
     assert worktrees.stdout.count("\n") == 1, worktrees.stdout

@@ -183,7 +183,10 @@ def outcome(action: RunAction) -> str:
         return _skipped(action) + stays
     if action.state is RunState.APPLIED:
         files = [*action.written, *(f"{rel} (deleted)" for rel in action.deleted)]
-        return f"Applied to your files: {_names(files)}. `/undo` takes it back."
+        others = (
+            f" The other attempts are discarded: {', '.join(action.discarded)}." if action.discarded else ""
+        )
+        return f"Applied to your files: {_names(files)}. `/undo` takes it back.{others}"
     if action.state is RunState.KEPT:
         commit = f" (commit {action.commit[:12]})" if action.commit else ""
         return f"Kept on branch `{action.branch}`{commit}; your files are untouched."
