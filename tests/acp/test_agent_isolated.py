@@ -128,7 +128,7 @@ async def test_keep_as_a_branch_is_offered_in_git_and_discard_leaves_the_files(p
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
     assert client.offered == [["apply", "keep-branch", "discard"]] * 2
     assert "Kept on branch `aider-lsp/run-1`" in kept and "your files are untouched" in kept
-    assert "Discarded" in client.reply()
+    assert "Discarded “make the tests pass” (run run-2): its worktree is removed" in client.reply()
     assert (project / "calc.py").read_text() == BUGGY
 
 
@@ -214,7 +214,8 @@ async def test_leave_it_ready_outside_git_keeps_the_run_for_apply(project: Path)
         await conn.prompt(session_id=session_id, prompt=[text_block("/apply")])
     assert "Run run-1 stays ready: `/apply run-1`" in left
     assert client.offered == [["apply", "leave-ready", "discard"]] * 2  # /apply asks the same
-    assert "Discarded" in client.reply() and (project / "calc.py").read_text() == BUGGY
+    assert "Discarded “make the tests pass” (run run-1): its worktree is removed" in client.reply()
+    assert (project / "calc.py").read_text() == BUGGY
 
 
 async def test_a_client_without_a_key_for_discard_throws_the_run_away_with_discard(project: Path) -> None:

@@ -190,7 +190,8 @@ def outcome(action: RunAction) -> str:
     if action.state is RunState.KEPT:
         commit = f" (commit {action.commit[:12]})" if action.commit else ""
         return f"Kept on branch `{action.branch}`{commit}; your files are untouched."
-    return "Discarded: its worktree is removed; your files are untouched."
+    which = f"“{action.label}” (run {action.run_id})" if action.label else f"run {action.run_id}"
+    return f"Discarded {which}: its worktree is removed; your files are untouched."
 
 
 def _skipped(action: RunAction) -> str:
