@@ -197,6 +197,8 @@ def test_commands_without_a_workspace_say_so(tmp_path: Path) -> None:
                 arguments = {"prompt": "x"}
             elif spec.id == "aider-lsp.workflow.run":
                 arguments = {"goal": "x"}
+            elif spec.id == "aider-lsp.workflow.steer":
+                arguments = {"note": "x"}
             elif "run_id" in spec.params_model.model_fields and spec.id != "aider-lsp.workflow.undo":
                 arguments = {"run_id": "x"}  # history.diff and the ready runs' commands
             else:
