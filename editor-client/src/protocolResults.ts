@@ -245,6 +245,10 @@ export interface RunRecord {
     group_id?: string;
     /** The attempt the tests chose in its group. */
     won?: boolean;
+    /** An attempt's number in its group (1-based). */
+    attempt?: number;
+    /** The Aider model an attempt edited with (absent: the settings'). */
+    aider_model?: string;
 }
 
 /** RunFileDiff: one file of a run, its text before and after (aider-lsp.history.diff). */
@@ -306,6 +310,8 @@ const RUN_RECORD: Fields<RunRecord> = {
     findings: optional(list(object(FINDING))),
     group_id: optional(str),
     won: optional(bool),
+    attempt: optional(num),
+    aider_model: optional(str),
 };
 
 const RUN_FILE_DIFF: Fields<RunFileDiff> = {

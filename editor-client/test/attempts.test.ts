@@ -267,7 +267,9 @@ describe('the Runs view: a group of attempts', () => {
         known.remember(answered);
         assert.equal(attemptLabel(winner, known.get('r2')), 'Attempt 2');
         assert.equal(attemptLabel(stopped, known.get('r3')), 'Attempt 3 (openai/gpt-4.1)');
-        assert.equal(attemptLabel(winner, known.get('unknown')), 'Fix average', 'after a reload: the goal');
+        assert.equal(attemptLabel(winner, known.get('unknown')), 'Fix average', 'an older server after a reload: the goal');
+        const recorded = { ...winner, attempt: 2, aiderModel: 'openai/fixes' };
+        assert.equal(attemptLabel(recorded, undefined), 'Attempt 2 (openai/fixes)', 'after a reload: from the record');
     });
 });
 

@@ -115,16 +115,16 @@ def test_compare_ranks_all_three_and_applying_the_group_takes_the_winner(
     applied = cli(letters, "apply", group["group_id"], "--json", env=env)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     notes = json.loads(applied.stdout)["notes"]
-    assert notes["run_id"] == attempts["fixes"]["run_id"] and notes["discarded"] == [
-        attempts["breaks"]["run_id"]
-    ]
+    winner, other = attempts["fixes"]["run_id"], attempts["breaks"]["run_id"]
+    assert notes["run_id"] == winner and notes["discarded"] == [other]
     assert alpha.read_text() == USER_LINE + fixed("alpha")
-    states = {
-        run["id"]: run["state"]
-        for run in json.loads(cli(letters, "history", "--json", env=env).stdout)["notes"]["runs"]
-    }
-    assert (
-        states[attempts["fixes"]["run_id"]] == "applied"
-        and states[attempts["breaks"]["run_id"]] == "discarded"
+    history = json.loads(cli(letters, "history", "--json", env=env).stdout)["notes"]["runs"]
+    states = {run["id"]: run["state"] for run in history}
+    assert states[winner] == "applied" and states[other] == "discarded"
+    (listed,) = [run for run in history if run["id"] == other]  # named as its attempt after the run
+    assert (listed["group_id"], listed["attempt"], listed["aider_model"]) == (
+        group["group_id"],
+        1,
+        MODELS["breaks"],
     )
     assert worktrees(letters) == 1 and "aider-lsp/" not in git(letters, "branch")

@@ -163,10 +163,12 @@ export function groupTooltip(group: RunGroup): string {
     return lines.join('\n');
 }
 
-/** An attempt's label under its group: "Attempt 2 (openai/gpt-4.1)" when this window ran the group, else the goal. */
+/** An attempt's label under its group: "Attempt 2 (openai/gpt-4.1)", from its record (or this window's answer), else the goal. */
 export function attemptLabel(run: RunRecord, known?: AttemptAnswer): string {
-    if (known === undefined) {
+    const number = run.attempt ?? known?.number;
+    if (number === undefined) {
         return shortLabel(run, 48);
     }
-    return `Attempt ${String(known.number)}${known.aiderModel === undefined ? '' : ` (${known.aiderModel})`}`;
+    const model = run.aiderModel ?? known?.aiderModel;
+    return `Attempt ${String(number)}${model === undefined ? '' : ` (${model})`}`;
 }

@@ -87,6 +87,10 @@ export interface RunRecord {
     groupId?: string;
     /** The attempt the tests chose in its group. */
     won: boolean;
+    /** An attempt's number in its group (1-based). */
+    attempt?: number;
+    /** The Aider model an attempt edited with. */
+    aiderModel?: string;
 }
 
 /** One failure of an isolated run's last test run (the server's Finding), its defaults filled in. */
@@ -171,6 +175,8 @@ function runRecord(run: wire.RunRecord): RunRecord {
         note: run.note,
         branch: run.branch,
         groupId: run.group_id,
+        attempt: run.attempt,
+        aiderModel: run.aider_model,
     });
     const known = { id: run.id, created: run.created, kind: run.kind, label: run.label, files: run.files ?? [] };
     // an older server sends no state: its runs are all in place, applied as they edit

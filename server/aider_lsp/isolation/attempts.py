@@ -152,7 +152,7 @@ class AttemptGroups:
             answer_cancelled=lambda run: group.stopped(plan, run),
         )
         request = base.model_copy(update={"plan": plan.planned, "attempts": 1, "aider_models": []})
-        attempt = AttemptOf(group.group_id, _tuner(plan.aider_model, share))
+        attempt = AttemptOf(group.group_id, plan.number, plan.aider_model, _tuner(plan.aider_model, share))
         started = time.monotonic()
         try:
             run = await self.runs.run(request, attempt_ctx, attempt=attempt)

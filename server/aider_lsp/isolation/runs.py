@@ -66,6 +66,8 @@ class AttemptOf:
     Aider model, its share of the group's budget) on the tree's Application before it runs."""
 
     group_id: str
+    number: int
+    aider_model: str | None
     tune: Callable[[Settings], Settings]
 
 
@@ -151,7 +153,7 @@ class IsolatedRuns:
         except (TreeError, OSError) as exc:
             message = f"could not make the run's worktree: {exc}"
             return WorkflowRun(refused=TaskError(reason=ErrorReason.TOOL_EXECUTION_ERROR, message=message))
-        manifest = self._started(request, prepared, None if attempt is None else attempt.group_id)
+        manifest = self._started(request, prepared, attempt)
         self._under_way.add(manifest.record.id)
         if self.spares and len(self._under_way) < limit:
             self.trees.keep_spare()  # the next isolated run starts as quickly as this one
@@ -178,7 +180,7 @@ class IsolatedRuns:
         await self.trees.aclose()
 
     def _started(
-        self, request: WorkflowRequest, prepared: Prepared, group_id: str | None
+        self, request: WorkflowRequest, prepared: Prepared, attempt: AttemptOf | None
     ) -> IsolatedRunManifest:
         record = RunRecord(
             id=prepared.run_id,
@@ -189,7 +191,9 @@ class IsolatedRuns:
             state=RunState.RUNNING,
             isolation=Isolation.WORKTREE,
             branch=prepared.tree.branch,
-            group_id=group_id,
+            group_id=None if attempt is None else attempt.group_id,
+            attempt=None if attempt is None else attempt.number,
+            aider_model=None if attempt is None else attempt.aider_model,
         )
         tree = prepared.tree
         manifest = IsolatedRunManifest(
@@ -249,6 +253,8 @@ class IsolatedRuns:
                     "created": manifest.record.created,
                     "isolation": Isolation.WORKTREE,
                     "group_id": manifest.record.group_id,
+                    "attempt": manifest.record.attempt,
+                    "aider_model": manifest.record.aider_model,
                 }
             )
         status = outcome.status.value if outcome is not None else "FAILED"

@@ -178,6 +178,8 @@ class RunRecord(BaseModel):
     findings: tuple[Finding, ...] = ()
     group_id: str | None = None  # an attempt of a group (models/attempts.py): its siblings share it
     won: bool = False  # the attempt the tests chose in its group (`apply GROUP_ID` applies it)
+    attempt: int | None = None  # an attempt's number in its group (1-based)
+    aider_model: str | None = None  # the Aider model an attempt edited with (None: the settings')
 
 
 class RunFileDiff(BaseModel):
