@@ -176,7 +176,8 @@ def _add_workflow_commands(commands: argparse._SubParsersAction[argparse.Argumen
 def _add_run_decisions(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`apply`, `discard` and `keep`: what the user does with a ready isolated run."""
     decisions = {
-        "apply": "lay a ready isolated run's change on your files (your edits made meanwhile stay)",
+        "apply": "lay a ready isolated run's change on your files (your edits made meanwhile stay); "
+        "an attempt's ready siblings are discarded with it, and a group's id applies its winner",
         "discard": "throw a ready isolated run away (its worktree and branch are removed)",
         "keep": "commit a ready isolated run to its own git branch, leaving your files alone",
     }
