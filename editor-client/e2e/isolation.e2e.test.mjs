@@ -179,13 +179,14 @@ describe('runs in worktrees side by side: one applied from the Runs view, one di
         assert.doesNotMatch(now, /if values else 0/);
         await wb.openFile('calculator.py');
         await wb.waitForEditorText(text.wt_subtract);
-        // nothing left behind: the runs' worktrees and branches are gone (a spare tree, with no run
-        // of its own, may wait for the next run while the server is up)
-        const runs = new Set(git(project, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/aider-lsp/').split('\n').filter(Boolean));
-        const spares = runs.size;
-        assert.ok(spares <= 1, `at most the spare's branch is left: ${[...runs].join(', ')}`);
-        const worktrees = git(project, 'worktree', 'list', '--porcelain').split('\n').filter((line) => line.startsWith('worktree '));
-        assert.equal(worktrees.length, 1 + spares, worktrees.join('\n'));
-        assert.equal(worktrees[0], `worktree ${fs.realpathSync(project)}`);
+        // nothing left behind: the runs' worktrees and branches are gone (a spare tree, on no branch
+        // until a run takes it, may wait for the next run while the server is up)
+        const branches = git(project, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/aider-lsp/').split('\n').filter(Boolean);
+        assert.deepEqual(branches, [], 'no run\'s branch is left');
+        const entries = git(project, 'worktree', 'list', '--porcelain').split('\n\n').filter((entry) => entry.trim());
+        const spares = entries.slice(1).filter((entry) => entry.split('\n').includes('detached'));
+        assert.ok(spares.length <= 1, entries.join('\n\n'));
+        assert.equal(entries.length, 1 + spares.length, entries.join('\n\n'));
+        assert.ok(entries[0].startsWith(`worktree ${fs.realpathSync(project)}\n`), entries[0]);
     });
 });
