@@ -6,6 +6,7 @@ The real bundled Aider, a real git repository with its worktrees."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -35,6 +36,7 @@ from aider_lsp_testing.llm_server import (
     model_is,
     text,
 )
+from aider_lsp_testing.waiting import wait_until
 
 __all__ = ["letters"]  # the fixture
 
@@ -127,4 +129,32 @@ def test_compare_ranks_all_three_and_applying_the_group_takes_the_winner(
         1,
         MODELS["breaks"],
     )
+    assert worktrees(letters) == 1 and "aider-lsp/" not in git(letters, "branch")
+
+
+def test_ctrl_c_stops_every_attempt_and_leaves_no_tree(letters: Path, llm_server: ScriptedLLMServer) -> None:
+    """A cancel of the group stops each attempt under way: its processes, its tree and branch go."""
+    gate = threading.Event()
+    llm_server.add_rule(IS_AIDER, held(gate, aider_whole({"alpha.py": fixed("alpha")})))
+    env = model_env(llm_server)
+    models = [arg for model in ("openai/one", "openai/two") for arg in ("--aider-model", model)]
+    group = subprocess.Popen(
+        run_args(letters, "alpha", "--attempts", "2", *models),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        both = wait_until(lambda: sum(map(IS_AIDER, llm_server.chat_requests())) >= 2, 200)
+        assert both, "the two attempts' edits never began"
+        group.send_signal(signal.SIGINT)
+        _, stderr = group.communicate(timeout=120)
+    finally:
+        gate.set()
+        if group.poll() is None:
+            group.kill()
+    assert group.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert (letters / "alpha.py").read_text() == source("alpha")
     assert worktrees(letters) == 1 and "aider-lsp/" not in git(letters, "branch")
