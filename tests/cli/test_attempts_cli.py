@@ -90,7 +90,9 @@ def test_first_green_names_the_fixing_attempt_and_stops_the_others(
     for name in ("breaks", "idle"):
         stopped = attempts[name]
         assert stopped["stopped"] == "attempt 2 passed the tests first", stopped
-        assert stopped["state"] == "discarded" and stopped["tokens"] > 0  # its first edit counted
+        # what it spent up to the stop is counted (zero when it was stopped before its first edit
+        # answered: the fixing attempt may win that fast)
+        assert stopped["state"] == "discarded" and stopped["tokens"] >= 0
     assert (letters / "alpha.py").read_text() == source("alpha"), "nothing is applied by itself"
     listed = git(letters, "worktree", "list") + git(letters, "branch")
     assert all(attempts[name]["run_id"] not in listed for name in ("breaks", "idle"))
