@@ -48,12 +48,14 @@ class Host(Protocol):
         on_reply: ReplyCallback | None = None,
         retell: str = "",
         dropped: Sequence[str] = (),
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """One Aider edit as `aider:automatic` makes it (checks, edit lock, checkpoint), typed:
         what changed, what undo covers, Aider's usage, or the `error` that stopped it. `chat`:
         a turn of a kept Aider chat (`session_id` continues one; the outcome names it; one the
         server lost starts again, told `retell` first; `dropped` files leave it before the
-        turn); `on_reply` reads Aider's reply as it is written."""
+        turn); `on_reply` reads Aider's reply as it is written; `images` (absolute paths) are
+        shown to a model that reads images, for this edit only."""
         ...
 
     async def run_tests(self, command: str | None = None, fallback_files: Sequence[str] = ()) -> CommandRun:

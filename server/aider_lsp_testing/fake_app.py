@@ -118,6 +118,7 @@ class FakeApplication:
         self.unsaved_files = unsaved_files
         self.files = FileAccessManager(workspace, settings=lambda: self.settings)
         self.calls: list[tuple[str, Any]] = []
+        self.images_seen: list[list[bytes]] = []  # each ask, edit and run: its image files' bytes
         self.edits: deque[Turn] = deque()  # Edit turns' answers, in order
         self.answers: deque[Turn] = deque()  # Ask turns' answers
         self.runs: deque[list[Iteration]] = deque()  # workflow runs
@@ -187,8 +188,11 @@ class FakeApplication:
         *,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
-        self.calls.append((ASK, {"question": question, "files": list(files), "session_id": session_id}))
+        asked = {"question": question, "files": list(files), "session_id": session_id, "images": list(images)}
+        self.calls.append((ASK, asked))
+        self._see(images)
         turn = self.answers.popleft()
         await self._step(ASK)
         return self._answer("aider_chat", Turn(reply=turn.reply, pieces=turn.pieces), session_id, on_reply)
@@ -203,11 +207,18 @@ class FakeApplication:
         on_reply: ReplyCallback | None = None,
         retell: str = "",  # a lost chat's retelling: the fake's chats are never lost
         dropped: Sequence[str] = (),  # files leaving the chat: the fake keeps no chat's files
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
-        self.calls.append((EDIT, {"prompt": prompt, "files": list(files), "session_id": session_id}))
+        edited = {"prompt": prompt, "files": list(files), "session_id": session_id, "images": list(images)}
+        self.calls.append((EDIT, edited))
+        self._see(images)
         turn = self.edits.popleft()
         await self._step(EDIT)
         return self._answer("aider_chat" if chat else "aider_ai_code", turn, session_id, on_reply)
+
+    def _see(self, images: Sequence[str]) -> None:
+        """What the call's image files hold while it runs (the agent removes them after)."""
+        self.images_seen.append([Path(path).read_bytes() for path in images])
 
     def _answer(
         self, tool: str, turn: Turn, session_id: str | None, on_reply: ReplyCallback | None
@@ -261,6 +272,7 @@ class FakeApplication:
         """The scripted run: the test command confirmed (the real question), then each
         iteration's events in order; the typed run the Application answers."""
         self.calls.append((RUN, request))
+        self._see(request.images)
         self._runs_under_way += 1
         try:
             return await self._run(request, ctx)

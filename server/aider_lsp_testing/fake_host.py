@@ -194,6 +194,7 @@ class FakeHost:
         self.calls: list[str] = []  # "plan", "edit", "test:<command>", "analysis", in call order
         self.prompts: list[str] = []  # each edit's prompt
         self.edit_files: list[tuple[list[str], list[str]]] = []  # each edit's files and those it dropped
+        self.edit_images: list[list[str]] = []  # each edit's image files
         # calls that wait until cancelled: a phase ("edit": every edit) or one call ("edit#2")
         self.hold: set[str] = set()
         self.entered: dict[str, asyncio.Event] = {}
@@ -276,10 +277,12 @@ class FakeHost:
         on_reply: ReplyCallback | None = None,
         retell: str = "",
         dropped: Sequence[str] = (),
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         self.calls.append(EDIT)
         self.prompts.append(prompt)
         self.edit_files.append((list(files), list(dropped)))
+        self.edit_images.append(list(images))
         await self._enter(EDIT)
         if not self.edits:
             raise AssertionError("unscripted edit")

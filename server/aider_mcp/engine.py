@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .history import SummarySpend, before_turn, summarize_on_next_turn
+from .images import NO_VISION, ImageRefused, checked_images, shown_for_the_turn, vision_refusal
 from .rehearsal import rehearse_provider_call
 from .snapshots import Snapshot
 from .streaming import ReplySink, ask_for_stream_usage, streamed_reply
@@ -715,22 +716,25 @@ class AiderEngine:
         readonly: list[str] | None = None,
         model: str | None = None,
         on_text: ReplySink | None = None,
+        images: list[str] | None = None,
     ) -> dict[str, Any]:
         """One stateless edit (the public `aider_ai_code` contract); `on_text` reads Aider's
-        reply as it is written."""
+        reply as it is written; `images` (absolute paths) are shown to a model that reads them."""
         if not prompt or not prompt.strip():
             raise EngineError("ai_coding_prompt must not be empty")
         editable = self._rel_paths(editable, "relative_editable_files")
         readonly = self._rel_paths(readonly, "relative_readonly_files")
         if not editable:
             raise EngineError("relative_editable_files must name at least one file")
+        shown = _images(images)
         with self._editing():
             self.warm_up()
             snapshot = Snapshot(self.root, editable, readonly)
             chosen = model or self.config.model
             coder = self._new_coder(chosen, editable, readonly)
             self._share_repo_map(coder, chosen)
-            return self._run(coder, prompt, snapshot, on_text=on_text)
+            with _images_shown(coder, shown):
+                return self._run(coder, prompt, snapshot, on_text=on_text)
 
     def chat(
         self,
@@ -744,6 +748,7 @@ class AiderEngine:
         unsaved_files: list[str] | None = None,
         on_text: ReplySink | None = None,
         dropped: list[str] | None = None,
+        images: list[str] | None = None,
     ) -> dict[str, Any]:
         """One turn of a multi-turn session; a missing session_id starts a new session.
         `ask`: Aider answers about the files (its "ask" format) and writes nothing; the files
@@ -752,9 +757,11 @@ class AiderEngine:
         the working directory, not secret, not in `unsaved_files`: the client's editor holds
         unsaved changes to those); never on an ask turn. `on_text` reads Aider's reply as it is
         written. `dropped`: files that leave the chat before the turn (a workflow's retry keeps
-        the files it changed: the others would be sent whole with every request again)."""
+        the files it changed: the others would be sent whole with every request again).
+        `images` (absolute paths): shown to the model for this turn only (images.py)."""
         if not message or not message.strip():
             raise EngineError("message must not be empty")
+        shown = _images(images)
         editable = self._rel_paths(editable, "relative_editable_files")
         readonly = self._rel_paths(readonly, "relative_readonly_files")
         leaving = [rel for rel in self._rel_paths(dropped, "dropped_files") if rel not in editable]
@@ -762,32 +769,51 @@ class AiderEngine:
             readonly, editable = [*readonly, *(p for p in editable if p not in readonly)], []
         with self._editing():
             self.warm_up()
-            session = self._sessions.get(session_id) if session_id else None
-            if session_id and session is None:
-                raise EngineError(
-                    f"unknown session_id {session_id!r} (ended or server restarted)", code=UNKNOWN_SESSION
-                )
-            if session is not None:
-                self._narrow(session, leaving)
-            known = set(session.editable) if session else set()
-            snapshot = Snapshot(self.root, sorted(known | set(editable)), readonly)
-            if session is not None:
-                self._widen(session, editable, readonly if ask else [])
-            else:
-                session_id, session = self._new_session(model, editable, readonly, ask)
-            session.turns += 1
-            for path in session.coder.abs_fnames:  # files Aider added in earlier turns
-                snapshot.add_editable(os.path.relpath(path, self.root))
+            session_id, session, snapshot = self._turn_session(
+                session_id, model, editable, readonly, ask, leaving
+            )
             io = session.coder.io
             io.may_join = self._joiner(unsaved_files or []) if allow_outside_files and not ask else None
             try:
-                with _added_on_request_only(session.coder, message, io.may_join is not None):
+                with (
+                    _images_shown(session.coder, shown),
+                    _added_on_request_only(session.coder, message, io.may_join is not None),
+                ):
                     result = self._run(session.coder, message, snapshot, read_only=ask, on_text=on_text)
             finally:
                 io.may_join = None
             result["session_id"] = session_id
             result["turn"] = session.turns
             return result
+
+    def _turn_session(
+        self,
+        session_id: str | None,
+        model: str | None,
+        editable: list[str],
+        readonly: list[str],
+        ask: bool,
+        leaving: list[str],
+    ) -> tuple[str, Session, Snapshot]:
+        """The chat a turn continues (its files narrowed, then widened) or a new one, and the
+        snapshot of its files taken before the turn runs."""
+        session = self._sessions.get(session_id) if session_id else None
+        if session_id and session is None:
+            raise EngineError(
+                f"unknown session_id {session_id!r} (ended or server restarted)", code=UNKNOWN_SESSION
+            )
+        if session is not None:
+            self._narrow(session, leaving)
+        known = set(session.editable) if session else set()
+        snapshot = Snapshot(self.root, sorted(known | set(editable)), readonly)
+        if session_id is not None and session is not None:
+            self._widen(session, editable, readonly if ask else [])
+        else:
+            session_id, session = self._new_session(model, editable, readonly, ask)
+        session.turns += 1
+        for path in session.coder.abs_fnames:  # files Aider added in earlier turns
+            snapshot.add_editable(os.path.relpath(path, self.root))
+        return session_id, session, snapshot
 
     def _narrow(self, session: Session, leaving: list[str]) -> None:
         """Files leave the chat (Aider's `/drop`): no longer sent; its map may show them."""
@@ -848,3 +874,19 @@ class AiderEngine:
         from aider.models import fuzzy_match_models
 
         return fuzzy_match_models(substring or "")
+
+
+def _images(paths: list[str] | None) -> list[str]:
+    """The turn's image files checked (images.py), a problem as the engine's error."""
+    try:
+        return checked_images(paths or [])
+    except ImageRefused as exc:
+        raise EngineError(str(exc)) from exc
+
+
+def _images_shown(coder: Any, images: list[str]) -> contextlib.AbstractContextManager[None]:
+    """The images shown for the turn; refused by name (NO_VISION) when the model reads none."""
+    problem = vision_refusal(coder.main_model, images)
+    if problem is not None:
+        raise EngineError(problem, code=NO_VISION)
+    return shown_for_the_turn(coder, images)

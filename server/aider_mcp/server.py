@@ -74,6 +74,14 @@ def _progress_sender(ctx: Context | None) -> Send | None:
 def build_server(engine: AiderEngine) -> FastMCP:
     """The FastMCP app with its tools bound to one engine."""
     mcp = FastMCP("aider-mcp", instructions="Edit files in the working directory with Aider.")
+    _add_edit_tool(mcp, engine)
+    _add_chat_tool(mcp, engine)
+    _add_lookup_tools(mcp, engine)
+    return mcp
+
+
+def _add_edit_tool(mcp: FastMCP, engine: AiderEngine) -> None:
+    """One stateless edit: the public aider-mcp-server's contract (and images)."""
 
     @mcp.tool(structured_output=False)
     async def aider_ai_code(
@@ -81,14 +89,25 @@ def build_server(engine: AiderEngine) -> FastMCP:
         relative_editable_files: list[str],
         relative_readonly_files: list[str] | None = None,
         model: str | None = None,
+        image_files: list[str] | None = None,
         ctx: Context | None = None,
     ) -> str:
         """Run one Aider edit. Returns JSON {"success", "diff", ...}: success means an
-        editable file really changed; diff is a unified diff of this edit only."""
+        editable file really changed; diff is a unified diff of this edit only.
+        `image_files`: absolute paths of images shown to the model (one that reads images)."""
         call = functools.partial(
-            engine.code, ai_coding_prompt, relative_editable_files, relative_readonly_files or [], model
+            engine.code,
+            ai_coding_prompt,
+            relative_editable_files,
+            relative_readonly_files or [],
+            model,
+            images=image_files or [],
         )
         return await _streamed(ctx, call)
+
+
+def _add_chat_tool(mcp: FastMCP, engine: AiderEngine) -> None:
+    """A turn of a kept chat: Aider's interactive session, one message at a time."""
 
     @mcp.tool(structured_output=False)
     async def aider_chat(
@@ -101,6 +120,7 @@ def build_server(engine: AiderEngine) -> FastMCP:
         allow_outside_files: bool = False,
         unsaved_files: list[str] | None = None,
         dropped_files: list[str] | None = None,
+        image_files: list[str] | None = None,
         ctx: Context | None = None,
     ) -> str:
         """One turn of a multi-turn Aider session that keeps its chat. Without session_id a new
@@ -110,7 +130,9 @@ def build_server(engine: AiderEngine) -> FastMCP:
         (inside the working directory, not secret, not one of `unsaved_files`); the answer
         names them (`added_files`) and gives what files written outside the editable list
         held before (`outside_before`: base64, null when absent) so undo can restore them.
-        `dropped_files`: files that leave the chat before this turn (they stay on disk)."""
+        `dropped_files`: files that leave the chat before this turn (they stay on disk).
+        `image_files`: absolute paths of images shown to the model for this turn only; a
+        model that reads no images is refused by name (`code` "no_vision"), nothing asked."""
         call = functools.partial(
             engine.chat,
             message,
@@ -122,11 +144,9 @@ def build_server(engine: AiderEngine) -> FastMCP:
             allow_outside_files=allow_outside_files,
             unsaved_files=unsaved_files or [],
             dropped=dropped_files or [],
+            images=image_files or [],
         )
         return await _streamed(ctx, call)
-
-    _add_lookup_tools(mcp, engine)
-    return mcp
 
 
 def _add_lookup_tools(mcp: FastMCP, engine: AiderEngine) -> None:

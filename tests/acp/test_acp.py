@@ -4,6 +4,7 @@ SDK's client side, the scripted models over real HTTP, and (where marked) real A
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -41,7 +42,7 @@ from acp import (
     text_block,
 )
 from aider_lsp.acp.diffs import text_before
-from aider_lsp.acp.prompt import parse_prompt
+from aider_lsp.acp.prompt import parse_prompt, saved_images
 from aider_lsp.acp.render import file_parts
 from aider_lsp.app import Application
 from aider_lsp.config.settings import load_settings
@@ -70,6 +71,10 @@ from aider_lsp_testing.waiting import eventually
 from aider_mcp.snapshots import unified_diff
 
 AGENT = [sys.executable, "-m", "aider_lsp", "acp"]
+# a 1×1 PNG (a screenshot's stand-in: the model sees bytes, never opens them here)
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 PLAN = {"instructions": "Fix subtract in calc.py", "files": ["calc.py"], "test_command": None}
 
 
@@ -519,16 +524,31 @@ def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_p
         resource_link_block(".env", (workspace / ".env").as_uri()),
         resource_link_block("elsewhere", (tmp_path / "elsewhere.py").as_uri()),
         resource_link_block("docs", "https://example.com/docs"),
-        image_block("aGk=", "image/png"),
+        image_block(base64.b64encode(PNG).decode(), "image/png", uri="file:///home/me/Screen Shot.png"),
+        image_block("PHN2Zz4=", "image/svg+xml"),  # a type Aider does not send
+        image_block("not base64!", "image/jpeg"),
     ]
     parsed = parse_prompt(blocks, app.workspace, app.model_safe_files)
     assert parsed.files == ["pkg/calc.py"]
     assert parsed.text.startswith("Make add subtract") and "From pkg/calc.py:" in parsed.text
     assert "return a + b" in parsed.text
+    assert [(image.name, image.data) for image in parsed.images] == [("Screen-Shot.png", PNG)]
     refused = "\n".join(parsed.refused)
     assert ".env" in refused and "elsewhere" in refused and "https://example.com/docs" in refused
-    assert "image" in refused
+    assert (
+        "image-2 (image/svg+xml): Aider sends" in refused and "image-3.jpg: its data is not base64" in refused
+    )
     assert not parsed.all_refused
+    (workspace / "mockup.PNG").write_bytes(PNG)  # a picture in the workspace is shown, not edited
+    pointed = parse_prompt(
+        [text_block("x"), link(workspace / "mockup.PNG")], app.workspace, app.model_safe_files
+    )
+    assert pointed.files == [] and [image.name for image in pointed.images] == ["mockup.png"]
+    assert not pointed.all_refused
+    with saved_images(pointed.images) as paths:
+        assert [Path(path).read_bytes() for path in paths] == [PNG]
+        assert not Path(paths[0]).is_relative_to(workspace)
+    assert not Path(paths[0]).exists()  # gone with the turn
     whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))
     assert "From" not in parse_prompt([text_block("x"), whole_file], app.workspace, app.model_safe_files).text
 

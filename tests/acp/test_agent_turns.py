@@ -6,12 +6,13 @@ cancel answered at once with the open tool calls closed, and the refusals said b
 from __future__ import annotations
 
 import asyncio
+import base64
 from pathlib import Path
 
 import pytest
 from acp.schema import AgentPlanUpdate, ResourceContentBlock, ToolCallProgress, ToolCallStart
 
-from acp import resource_link_block, text_block
+from acp import image_block, resource_link_block, text_block
 from aider_lsp.models import CommandRun, Finding
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import EDIT, RUN, SETTINGS, TESTS, FakeApps, Iteration, Turn
@@ -260,3 +261,27 @@ async def test_a_first_prompt_sets_aider_up_and_a_failed_set_up_runs_nothing(pro
     assert closing(client.of(ToolCallProgress), setup).status == "failed"
     assert "Nothing was run: no network" in client.reply()
     assert not [name for name, _ in app.calls if name == EDIT]
+
+
+async def test_a_pasted_image_goes_with_each_modes_turn_and_is_gone_after_it(project: Path) -> None:
+    fakes = FakeApps(SETTINGS.model_copy(update={"test_command": "pytest"}))
+    app = fakes.app(project)
+    app.answers.append(Turn(reply="A red button."))
+    app.edits.append(Turn(writes={"calc.py": FIXED}))
+    app.runs.append([Iteration(Turn(writes={"calc.py": FIXED + "# 2\n"}), GREEN)])
+    pasted = image_block(base64.b64encode(b"\x89PNG fake").decode(), "image/png")
+    async with in_process_agent(fakes) as (conn, _, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        for mode in ("ask", "edit", "workflow"):
+            await conn.set_session_mode(session_id=session_id, mode_id=mode)
+            await conn.prompt(
+                session_id=session_id, prompt=[text_block("Like this"), pasted, link(project / "calc.py")]
+            )
+    images = [_images_of(call) for name, call in app.calls if name in ("ask", EDIT, RUN)]
+    assert [len(paths) for paths in images] == [1, 1, 1] and app.images_seen == [[b"\x89PNG fake"]] * 3
+    assert all(not Path(paths[0]).exists() and not Path(paths[0]).is_relative_to(project) for paths in images)
+
+
+def _images_of(call: object) -> list[str]:
+    """The image files a fake call was given (an ask's or edit's record, a run's request)."""
+    return list(call["images"]) if isinstance(call, dict) else list(getattr(call, "images", []))

@@ -428,3 +428,25 @@ async def test_the_bundled_server_names_a_file_aider_cannot_read_as_utf8(
     message = result.notes["error"]["message"]
     assert "legacy.py" in message and "convert it to UTF-8" in message, message
     assert "--encoding" not in message, message
+
+
+async def test_the_bundled_server_shows_images_only_to_a_model_that_reads_them(
+    app: Application, workspace: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    llm_server.add_rule(any_request, aider_whole({"pkg/calc.py": EDITED}))
+    picture = tmp_path / "mockup.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n not decoded by anyone here")
+    call = {"ai_coding_prompt": "match it", "relative_editable_files": ["pkg/calc.py"]}
+    refused = await app.aider.call_aider_tool("aider_ai_code", {**call, "image_files": [str(picture)]})
+    not_an_image = await app.aider.call_aider_tool(
+        "aider_ai_code", {**call, "image_files": [str(workspace / "x.txt")]}
+    )
+    assert refused.status is TaskStatus.FAILED and "mockup.png" in refused.content
+    assert "does not read images" in refused.content
+    assert "x.txt: no such image file" in not_an_image.content
+    assert llm_server.chat_requests() == [] and (workspace / "pkg" / "calc.py").read_text() == ORIGINAL
+    seen = await app.aider.call_aider_tool(
+        "aider_ai_code", {**call, "image_files": [str(picture)], "model": "openai/gpt-4o-mini"}
+    )
+    assert seen.status is TaskStatus.COMPLETE, seen.content
+    assert "data:image/png;base64," in str(llm_server.chat_requests()[0])

@@ -546,6 +546,18 @@ async def test_a_retry_keeps_the_files_the_user_chose(host: FakeHost) -> None:
     assert host.edit_files[1] == (["calc.py", "helpers.py"], [])
 
 
+async def test_the_users_images_go_with_every_edit_of_the_run(host: FakeHost) -> None:
+    # Aider's chat keeps no image: a retry that fixes what the picture shows needs it again
+    host.edits.extend([writes("calc.py", WRONG), writes("calc.py", FIXED)])
+    host.test_runs.extend([red_run(), green_run()])
+    host.analyses.append(analysis(Verdict.RETRY))
+    run = CodingWorkflowOrchestrator(
+        host, "look like the mock-up", "", "pytest", 3, ["calc.py"], images=["/tmp/a.png"]
+    )
+    assert (await run.run(RequestContext())).status is WorkflowStatus.SUCCESS
+    assert host.edit_images == [["/tmp/a.png"], ["/tmp/a.png"]]
+
+
 def test_a_retry_keeps_the_files_the_model_asked_for() -> None:
     files = ["calc.py", "helpers.py", "ops.py"]
     assert records.retry_files(files, touched={"calc.py"}, kept={"ops.py"}) == ["calc.py", "ops.py"]

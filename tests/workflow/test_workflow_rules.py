@@ -152,10 +152,18 @@ class RecordingHost(FakeHost):
         on_reply: ReplyCallback | None = None,
         retell: str = "",
         dropped: Sequence[str] = (),
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         self.edit_budgets.append(self.budget)
         outcome = await super().edit(
-            prompt, files, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell, dropped=dropped
+            prompt,
+            files,
+            chat=chat,
+            session_id=session_id,
+            on_reply=on_reply,
+            retell=retell,
+            dropped=dropped,
+            images=images,
         )
         return outcome if self.chats else outcome.model_copy(update={"server_report": {}})
 

@@ -125,7 +125,7 @@ class AiderAgent:
                 close=SessionCloseCapabilities(),
                 delete=SessionDeleteCapabilities(),
             ),
-            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
             mcp_capabilities=McpCapabilities(http=True, sse=True),
         )
         return InitializeResponse(

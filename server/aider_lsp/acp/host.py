@@ -66,8 +66,10 @@ class AcpHost(Host, Protocol):
         *,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
-        """An Ask turn: Aider answers in the session's ask chat, edits nothing."""
+        """An Ask turn: Aider answers in the session's ask chat, edits nothing (`images`: the
+        prompt's, shown to a model that reads them)."""
         ...
 
     def model_toolsets(self, toolsets: Sequence[Any]) -> AbstractContextManager[None]:

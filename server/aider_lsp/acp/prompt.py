@@ -1,16 +1,23 @@
-"""A prompt's content blocks → what a turn gives the Application: the text, and the files
-the user pointed at (`resource_link` and embedded `resource` blocks).
+"""A prompt's content blocks → what a turn gives the Application: the text, the files
+the user pointed at (`resource_link` and embedded `resource` blocks) and the images it holds.
 
 Files pass the one rule for what a model sees (`Application.model_safe_files`: inside the
 workspace, not secret, not a folder); a refused one is named in the reply, never dropped in
 silence. An embedded resource whose text is not the file on disk (a selection, an unsaved
-buffer) joins the prompt as context under its path.
+buffer) joins the prompt as context under its path. An image (a screenshot pasted in the chat)
+is saved for the turn outside the workspace (`saved_images`) and shown to Aider's model, which
+refuses by name when it reads no images.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
-from collections.abc import Callable, Sequence
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,7 @@ from urllib.request import url2pathname
 
 from acp.schema import (
     EmbeddedResourceContentBlock,
+    ImageContentBlock,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
@@ -26,6 +34,19 @@ from acp.schema import (
 
 SafeFiles = Callable[[Sequence[str]], tuple[list[str], list[Any]]]  # Application.model_safe_files
 MAX_CONTEXT_CHARS = 20_000  # an embedded selection longer than this is cut (the file is given whole)
+# the image types Aider sends a model (aider/utils.py IMAGE_EXTENSIONS, PDFs aside)
+IMAGE_TYPES = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp"}  # a workspace file that is a picture
+MAX_IMAGE_BYTES = 20 * 1024 * 1024  # the bundled Aider server's own cap (aider_mcp/images.py)
+MAX_IMAGES = 8
+
+
+@dataclass
+class PromptImage:
+    """An image of the prompt: the name the reply calls it by, and its bytes."""
+
+    name: str  # a file name with the type's extension
+    data: bytes
 
 
 @dataclass
@@ -34,13 +55,15 @@ class PromptInput:
 
     text: str = ""
     files: list[str] = field(default_factory=list)  # workspace-relative, model-safe
+    images: list[PromptImage] = field(default_factory=list)
+    image_files: list[str] = field(default_factory=list)  # the images saved, while the turn runs
     refused: list[str] = field(default_factory=list)  # "name: why", for the reply
-    mentioned: int = 0  # how many files the prompt pointed at (refused ones included)
+    mentioned: int = 0  # how many files and images the prompt pointed at (refused ones included)
 
     @property
     def all_refused(self) -> bool:
-        """Every file the user pointed at was refused: the turn must not guess others."""
-        return self.mentioned > 0 and not self.files
+        """Every file and image the user pointed at was refused: the turn must not guess others."""
+        return self.mentioned > 0 and not self.files and not self.images
 
 
 def uri_path(uri: str, workspace: Path) -> str | None:
@@ -55,10 +78,12 @@ def uri_path(uri: str, workspace: Path) -> str | None:
 
 
 def parse_prompt(blocks: Sequence[Any], workspace: Path, safe_files: SafeFiles) -> PromptInput:
-    """Text blocks joined; resource links and embedded resources checked as files."""
+    """Text blocks joined; resource links and embedded resources checked as files (a picture
+    among them is an image); image blocks kept when Aider can send them."""
     parsed = PromptInput()
     texts: list[str] = []
     contexts: list[str] = []
+    image_count = 0
     for block in blocks:
         if isinstance(block, TextContentBlock):
             texts.append(block.text)
@@ -71,9 +96,12 @@ def parse_prompt(blocks: Sequence[Any], workspace: Path, safe_files: SafeFiles) 
                 context = _embedded_context(rel, resource.text, workspace)
                 if context:
                     contexts.append(context)
+        elif isinstance(block, ImageContentBlock):
+            image_count += 1
+            _add_image(parsed, block, image_count)
         else:
             kind = getattr(block, "type", type(block).__name__)
-            parsed.refused.append(f"a {kind} block: this agent reads text and files only")
+            parsed.refused.append(f"a {kind} block: this agent reads text, files and images only")
     parsed.text = "\n".join(part for part in texts if part.strip()).strip()
     if contexts and parsed.text:
         parsed.text = parsed.text + "\n\n" + "\n\n".join(contexts)
@@ -93,9 +121,76 @@ def _add_file(parsed: PromptInput, uri: str, name: str, workspace: Path, safe_fi
     if not kept:
         return None
     rel = kept[0]
+    extension = os.path.splitext(rel)[1].lower()
+    if extension in IMAGE_EXTENSIONS:  # a picture in the workspace: shown, not edited
+        _add_image_file(parsed, workspace / rel, extension)
+        return None
     if rel not in parsed.files:
         parsed.files.append(rel)
     return rel
+
+
+def _add_image(parsed: PromptInput, block: ImageContentBlock, number: int) -> None:
+    """Keep the prompt's `number`th image when the Aider server can send it, or name why not."""
+    parsed.mentioned += 1
+    extension = IMAGE_TYPES.get(block.mime_type.lower())
+    name = _image_name(block.uri, number, extension or "")
+    if extension is None:
+        kinds = ", ".join(sorted(IMAGE_TYPES))
+        parsed.refused.append(f"{name} ({block.mime_type}): Aider sends {kinds} images only")
+        return
+    try:
+        data = base64.b64decode(block.data, validate=True)
+    except (binascii.Error, ValueError):
+        parsed.refused.append(f"{name}: its data is not base64")
+        return
+    _keep_image(parsed, name, data)
+
+
+def _add_image_file(parsed: PromptInput, path: Path, extension: str) -> None:
+    """A workspace image the prompt points at, kept as the prompt's image (shown, not edited)."""
+    try:
+        data = path.read_bytes() if path.stat().st_size <= MAX_IMAGE_BYTES else None
+    except OSError as exc:
+        parsed.refused.append(f"{path.name}: {exc.strerror or exc}")
+        return
+    _keep_image(parsed, path.stem + extension, data)  # Aider knows an image by a lowercase extension
+
+
+def _keep_image(parsed: PromptInput, name: str, data: bytes | None) -> None:
+    """The image kept, or refused by name (too large: None or over the cap; too many)."""
+    if data is None or len(data) > MAX_IMAGE_BYTES:
+        parsed.refused.append(f"{name}: larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
+    elif len(parsed.images) >= MAX_IMAGES:
+        parsed.refused.append(f"{name}: more than {MAX_IMAGES} images in one prompt")
+    else:
+        parsed.images.append(PromptImage(name, data))
+
+
+def _image_name(uri: str | None, number: int, extension: str) -> str:
+    """The image's own file name when its URI has one, else "image N" with its extension."""
+    stem = ""
+    if uri:
+        stem = os.path.splitext(os.path.basename(unquote(urlparse(uri).path)))[0]
+    stem = re.sub(r"[^\w.-]+", "-", stem).strip("-.")[:60] or f"image-{number}"
+    return stem + extension
+
+
+@contextmanager
+def saved_images(images: Sequence[PromptImage]) -> Iterator[list[str]]:
+    """The prompt's images as files for the turn (absolute paths, outside the workspace: they
+    never show in its diff or index), removed when the turn ends."""
+    if not images:
+        yield []
+        return
+    with tempfile.TemporaryDirectory(prefix="aider-lsp-images-") as folder:
+        paths: list[str] = []
+        for number, image in enumerate(images, start=1):
+            path = os.path.join(folder, f"{number}-{image.name}")
+            with open(path, "wb") as out:
+                out.write(image.data)
+            paths.append(path)
+        yield paths
 
 
 def _embedded_context(rel: str, text: str, workspace: Path) -> str | None:

@@ -36,7 +36,7 @@ from .commands import parse_command, run_command
 from .live import LiveRun
 from .modes import Mode
 from .permission import Asked, permission_asker, rejection_note
-from .prompt import PromptInput
+from .prompt import PromptInput, saved_images
 from .ready_run import decide
 from .run_version import RunVersion
 from .session import AcpSession
@@ -64,13 +64,14 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
         return await run_command(session, *command)
     if session.app.aider_setup_needed() and not await set_up_aider(session):
         return "end_turn"
-    if session.mode is Mode.ASK:
-        return await ask_turn(session, request)
-    try:
-        return await _editing_turn(session, request)
-    finally:
-        session.skipped.clear()
-        session.held.release(session.id)
+    with saved_images(request.images) as request.image_files:
+        if session.mode is Mode.ASK:
+            return await ask_turn(session, request)
+        try:
+            return await _editing_turn(session, request)
+        finally:
+            session.skipped.clear()
+            session.held.release(session.id)
 
 
 async def _editing_turn(session: AcpSession, request: PromptInput) -> StopReason:
@@ -146,7 +147,9 @@ def _session_files(session: AcpSession, request: PromptInput) -> list[str]:
 async def ask_turn(session: AcpSession, request: PromptInput) -> StopReason:
     files = _session_files(session, request)
     reply = ReplyChunks(session)
-    outcome = await session.app.ask(request.text, files, session_id=session.ask_chat, on_reply=reply)
+    outcome = await session.app.ask(
+        request.text, files, session_id=session.ask_chat, on_reply=reply, images=request.image_files
+    )
     session.ask_chat = outcome.session_id or session.ask_chat
     if outcome.error is not None:
         session.outbox.say(outcome.error.message)
@@ -164,7 +167,12 @@ async def edit_turn(session: AcpSession, request: PromptInput) -> StopReason:
     reply = ReplyChunks(session)
     try:
         outcome = await session.app.edit(
-            request.text, files, chat=True, session_id=session.edit_chat, on_reply=reply
+            request.text,
+            files,
+            chat=True,
+            session_id=session.edit_chat,
+            on_reply=reply,
+            images=request.image_files,
         )
     except asyncio.CancelledError:
         for rel, call_id in calls.items():
@@ -267,6 +275,7 @@ def _workflow_request(session: AcpSession, request: PromptInput, isolation: Isol
         isolation=isolation,
         attempts=session.attempts,
         choose=Choose(session.choose),
+        images=request.image_files,
     )
 
 

@@ -182,6 +182,9 @@ class WorkflowRequest(BaseModel):
     attempts: int | None = Field(default=None, ge=1, le=8)
     choose: Choose | None = None
     aider_models: list[str] = Field(default_factory=list, max_length=8)
+    # image files (absolute paths: an ACP prompt's pasted images are saved outside the
+    # workspace) shown to Aider's model with each edit of the run; one that reads none refuses
+    images: list[str] = Field(default_factory=list, max_length=8)
 
     @field_validator("goal")
     @classmethod

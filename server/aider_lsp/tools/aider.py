@@ -306,11 +306,13 @@ class AiderExecutors:
         *,
         session_id: str | None = None,
         on_reply: ReplyCallback | None = None,
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """Aider answers about the code and edits nothing (its "ask" format, on the bundled
         server's `aider_chat`): the files are shown read-only under the rule for what a model
         sees, the question redacted like any prompt. `session_id` continues an ask chat (a
-        lost one is started again; the outcome names it); a problem is an outcome with `error`."""
+        lost one is started again; the outcome names it); a problem is an outcome with `error`.
+        `images`: image files (absolute paths) shown to a model that reads them, this turn only."""
         tool = "aider_chat"
         if not question.strip():
             return _stopped(tool, ErrorReason.INPUT_VALIDATION_FAILURE, "missing question")
@@ -321,6 +323,8 @@ class AiderExecutors:
         call["ask"] = True
         if session_id:
             call["session_id"] = session_id
+        if images:
+            call["image_files"] = list(images)
         return await self._chat_turn(tool, call, on_reply, retell="")
 
     async def automatic(self, params: dict[str, Any]) -> TaskResult:
@@ -342,11 +346,12 @@ class AiderExecutors:
         on_reply: ReplyCallback | None = None,
         retell: str = "",
         dropped: Sequence[str] = (),
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """The Application's one door for an edit (the editor's command, a workflow's turn): an
         editor `selection` folded into the prompt (its file leads the files), then `edit`; an
         edit that is not a workflow's turn is recorded in the history as the user's own.
-        `dropped`: files that leave a kept chat before this turn."""
+        `dropped`: files that leave a kept chat before this turn; `images`: see `edit`."""
         try:
             if selection is not None:
                 prompt, paths = apply_selection(self.files, prompt, list(files) or None, selection)
@@ -357,7 +362,13 @@ class AiderExecutors:
         except ValueError as exc:  # a selection outside the workspace, a bad path
             return _stopped("aider_ai_code", ErrorReason.INPUT_VALIDATION_FAILURE, str(exc))
         outcome = await self.edit(
-            args, chat=chat, session_id=session_id, on_reply=on_reply, retell=retell, dropped=dropped
+            args,
+            chat=chat,
+            session_id=session_id,
+            on_reply=on_reply,
+            retell=retell,
+            dropped=dropped,
+            images=images,
         )
         if not chat:  # a workflow's turns are its run's; the run says what the history shows
             spend = None if outcome.usage is None else f"{outcome.usage.total_tokens} tokens"
@@ -374,12 +385,15 @@ class AiderExecutors:
         on_reply: ReplyCallback | None = None,
         retell: str = "",
         dropped: Sequence[str] = (),
+        images: Sequence[str] = (),
     ) -> AiderEditOutcome:
         """`aider:automatic` typed: every check, the checkpoint and the edit; a stop before
         Aider ran is a FAILED outcome too (its `error` says why). `chat`: the edit is a turn
         of a kept Aider chat (`session_id` continues one), as a workflow run's retries are; a
         chat the server lost starts again, told `retell` first (`_chat_turn`); `dropped`: files
-        that leave that chat before the turn. `on_reply` reads Aider's reply as it is written."""
+        that leave that chat before the turn. `on_reply` reads Aider's reply as it is written.
+        `images`: image files (absolute paths, outside the workspace as a pasted one is) shown
+        to Aider's model for this edit only; a model that reads none is refused by name."""
         tool = "aider_chat" if chat else "aider_ai_code"
         if not args.prompt.strip():
             return _stopped(
@@ -403,6 +417,8 @@ class AiderExecutors:
             call["relative_readonly_files"] = readonly
         if session_id:
             call["session_id"] = session_id
+        if images:
+            call["image_files"] = list(images)
         if chat:
             # a workflow's turn: files Aider asks to add or edits outside the chat may join it
             # (the bundled server judges workspace and secrets; the editor's unsaved files, here)

@@ -56,8 +56,10 @@ class CodingWorkflowOrchestrator:
         file_context: Sequence[str] | str | None = None,
         *,
         plan: bool = False,
+        images: Sequence[str] = (),
     ) -> None:
         self.app = app
+        self.images = list(images)  # shown to Aider's model with each edit (its chat keeps no image)
         self.goal = initial_goal
         self.context = initial_context
         self.test_command = test_command
@@ -266,7 +268,14 @@ class CodingWorkflowOrchestrator:
         reply, chat, retell = self.report.ctx.report_reply, self._chat, self._instructions
         dropped = [path for path in self._in_chat if path not in it.files]
         outcome = await self.app.edit(
-            it.prompt, it.files, chat=True, session_id=chat, on_reply=reply, retell=retell, dropped=dropped
+            it.prompt,
+            it.files,
+            chat=True,
+            session_id=chat,
+            on_reply=reply,
+            retell=retell,
+            dropped=dropped,
+            images=self.images,
         )
         self.final_aider = outcome
         if outcome.server_success is not None or outcome.usage is not None:  # Aider was asked

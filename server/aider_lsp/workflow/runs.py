@@ -75,6 +75,7 @@ class WorkflowRuns:
                 self.host.settings.max_retries if retries is None else retries,
                 request.file_context,
                 plan=request.plan,
+                images=request.images,
             )
             started = time.monotonic()
             self._current = orchestrator
