@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
+    AvailableCommandsUpdate,
     ClientCapabilities,
     FileSystemCapabilities,
     ResourceContentBlock,
@@ -28,6 +29,7 @@ from aider_lsp.models import Answer, Choice, CommandRun, Finding, Question
 from aider_lsp.suite.choose import remembered_path
 from aider_lsp_testing.acp_client import RecordingClient, in_process_agent
 from aider_lsp_testing.fake_app import EDIT, TESTS, FakeApplication, FakeApps, Turn, with_detected_tests
+from aider_lsp_testing.waiting import eventually
 
 RED = CommandRun(
     command="make test",
@@ -178,3 +180,26 @@ async def test_the_answer_follows_the_option_chosen_not_its_place(tmp_path: Path
 
 def link(path: Path) -> ResourceContentBlock:
     return resource_link_block(path.name, path.as_uri())
+
+
+async def test_each_command_picked_from_a_slash_popup_is_sent_and_runs(project: Path) -> None:
+    # the VS Code ACP client's popup: a command with `input` becomes "/name " waiting for it (the
+    # prompt is not sent); one without is sent at once. Only a required argument is an input.
+    fakes = FakeApps()
+    app = fakes.app(project)
+    app.edits.append(Turn(writes={"calc.py": "X = 2\n"}))
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        assert await eventually(lambda: client.of(AvailableCommandsUpdate))
+        (offered,) = client.of(AvailableCommandsUpdate)
+        waiting = {command.name for command in offered.available_commands if command.input is not None}
+        await conn.prompt(session_id=session_id, prompt=[text_block("X = 2"), link(project / "calc.py")])
+        picked = {}
+        for command in offered.available_commands:
+            if command.name not in waiting and command.name != "test":  # /test: its own stories
+                picked[command.name] = await _run(conn, session_id, f"/{command.name}", client)
+    assert waiting == {"context"}  # the one command that cannot run without its argument
+    assert picked["diff"].startswith("```diff") and picked["undo"].startswith("Restored")
+    assert "Budget per run" in picked["budget"] and "No isolated run is ready" in picked["apply"]
+    assert "No isolated run is ready" in picked["discard"]
+    assert "undo" in [name for name, _ in app.calls]  # the Application was asked to take it back

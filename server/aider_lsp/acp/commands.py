@@ -34,22 +34,26 @@ from .session import AcpSession
 
 CONTEXT_FILES = 8  # /context shows this many files
 
+# (what it does, the hint of the input it needs). An optional argument is said in the
+# description and declares no input: ACP's `input` is for a command that requires one, and a
+# client holds such a command back for it (the VS Code ACP client's "/" popup inserts
+# "/undo " and waits instead of sending it, where a command without input is sent at once)
 _DESCRIPTIONS = {
     "undo": (
-        "Take back the last Aider edit or run (other changes stay); with files, its change to them only",
-        "files to take back only (optional)",
+        "Take back the last Aider edit or run (other changes stay); /undo FILE… only its change to those",
+        None,
     ),
     "diff": ("Show what the last edit or run in this session changed", None),
     "test": ("Run the tests", None),
     "context": ("The workspace files most relevant to a query", "what to look for"),
     "budget": ("What this session has spent, and the budget per run", None),
     "apply": (
-        "Apply, keep as a branch or discard an isolated run that is ready (default: the newest)",
-        "the run's id (optional)",
+        "Apply, keep as a branch or discard the newest ready isolated run (/apply RUN_ID: that one)",
+        None,
     ),
     "discard": (
-        "Throw away an isolated run that is ready (default: the newest); your files are untouched",
-        "the run's id (optional)",
+        "Throw away the newest ready isolated run (/discard RUN_ID: that one); your files stay as they are",
+        None,
     ),
 }
 
