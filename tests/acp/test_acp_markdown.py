@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from acp import RequestError, resource_link_block, text_block
 from aider_lsp.acp import render
 from aider_lsp.acp.said import HeldCode, SaidSoFar
+from aider_lsp.acp.writing import CodeBeingWritten
 from aider_lsp.models import CommandRun, ErrorReason, SuiteScope, TaskError, TestRunFinished
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.apps import scripted_environment
@@ -82,6 +83,15 @@ def streaming(client: RawAcpClient) -> bool:
     return "updated files" in rendered(client.updates())
 
 
+def writing_calls(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls that show a code block Aider is writing (writing.py)."""
+    return [
+        u
+        for u in updates
+        if u.get("sessionUpdate") == "tool_call" and u["title"].startswith("Aider is writing")
+    ]
+
+
 def of_turns(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [u for u in updates if u.get("sessionUpdate") in TURN_UPDATES]
 
@@ -129,14 +139,15 @@ def test_a_cancel_inside_a_code_block_closes_it_before_the_answer_and_the_next_p
     is closed markdown after every chunk (the block is held until it closes: a client that
     stops listening at its cancel never keeps an open one), nothing of the turn follows the
     answer, and the prompt the user sends right after it is the one answered (not refused
-    while the cancelled turn still stops Aider)."""
+    while the cancelled turn still stops Aider). The block being written shows as a tool call
+    counting its lines, closed (failed) before the answer."""
     llm_server.add_rule(IS_AIDER, dribbled(aider_whole({"calc.py": HALF_FIXED}), pieces=40, every=0.25))
     client = RawAcpClient(tmp_path / "agent.log", scripted_environment(llm_server.base_url))
     try:
         session = client.open_session(calc_project, mode="edit")
         prompt = [{"type": "text", "text": "Fix subtract"}, link(calc_project / "calc.py")]
         turn = client.start_request("session/prompt", {"sessionId": session, "prompt": prompt})
-        client.wait_for(lambda _: streaming(client), timeout=120)
+        client.wait_for(lambda _: bool(writing_calls(client.updates())), timeout=120)
         client.send({"method": "session/cancel", "params": {"sessionId": session}})
         assert client.wait_response(turn, timeout=30)["result"]["stopReason"] == "cancelled"
         next_prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "/diff"}]}
@@ -146,6 +157,10 @@ def test_a_cancel_inside_a_code_block_closes_it_before_the_answer_and_the_next_p
         client.close()
     before, _ = client.around(turn)
     assert closed_all_along(before), rendered(before)
+    (writing,) = writing_calls(before)
+    assert writing["title"].startswith("Aider is writing calc.py") and writing["status"] == "in_progress"
+    last = [u for u in before if u.get("toolCallId") == writing["toolCallId"]][-1]
+    assert last["status"] == "failed"  # closed with the turn, before its answer
     assert answer.get("result", {}).get("stopReason") == "end_turn", answer
     between, _ = client.around(following)
     shown = of_turns(between[len(before) :])  # after the cancelled turn's answer, up to the next's
@@ -270,3 +285,35 @@ def test_a_reply_streamed_in_any_pieces_never_shows_an_open_code_block(reply: st
     whole = SaidSoFar()
     whole.feed(sent)
     assert sent.startswith(reply) and whole.closing() == ""
+
+
+def test_a_code_block_written_for_a_while_shows_its_lines_as_a_tool_call_until_sent() -> None:
+    held, writing = HeldCode(), CodeBeingWritten()
+    shown: list[Any] = []
+
+    def piece(text: str, at: float) -> str:
+        sent = held.take(text)
+        shown.extend(writing.follow(held, at))
+        return sent
+
+    assert piece("Here it is, calc.py:\n", 0.0) == "Here it is, calc.py:\n" and shown == []
+    piece("```python\ndef add(a, b):\n", 0.1)
+    piece("    return a + b\n", 0.5)
+    assert shown == []  # held under a second: nothing shown (most blocks)
+    piece("\n", 1.2)
+    (started,) = shown
+    assert isinstance(started, ToolCallStart) and started.status == "in_progress"
+    assert started.title == "Aider is writing python: 3 lines"
+    piece("def sub(a, b):\n", 1.5)
+    assert len(shown) == 1  # at most one title a second
+    piece("    return a - b\n", 2.3)
+    assert shown[-1].title == "Aider is writing python: 5 lines" and shown[-1].status is None
+    sent = piece("```\nDone.", 2.4)
+    assert sent.startswith("```python\ndef add") and sent.endswith("```\nDone.")
+    assert shown[-1].status == "completed" and shown[-1].title == "Aider wrote python: 5 lines"
+    assert {update.tool_call_id for update in shown} == {started.tool_call_id}
+    piece("\n```\nquick\n```\n", 3.0)  # a second block, sent within the second: no call
+    assert len(shown) == 3
+    piece("**src/calc.py**\n```\nx = 1\n", 4.0)  # Aider's formats name the file before its block
+    piece("y = 2\n", 5.5)
+    assert shown[-1].title == "Aider is writing src/calc.py: 2 lines"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 _FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
+_FILE_NAME = re.compile(r"[\w./\\-]{1,160}\.\w{1,10}")  # a path with an extension, no spaces
 
 
 def _fence_after(line: str, fence: str | None) -> str | None:
@@ -104,9 +105,16 @@ class HeldCode:
     def __init__(self) -> None:
         self.pending = ""  # held: from the start of a line that opens (or may open) a block
         self.fence: str | None = None  # the held block's fence, once its opening line is whole
+        self.opened = 0  # how many blocks were opened so far (which block `fence` is)
+        self.sent_tail = ""  # the end of what was sent: the lines before a held block
 
     def take(self, text: str) -> str:
         """The part of the reply so far that can be sent now, `text` included."""
+        sendable = self._take(text)
+        self.sent_tail = (self.sent_tail + sendable)[-400:]
+        return sendable
+
+    def _take(self, text: str) -> str:
         self.pending += text
         sendable = ""
         while self.pending:
@@ -117,6 +125,7 @@ class HeldCode:
                     return sendable  # nothing held, or a fence line not whole yet
                 line = self.pending.split("\n", 1)[0]
                 self.fence = _fence_after(line, None)
+                self.opened += self.fence is not None
                 if self.fence is None:  # not a fence after all: sent, the rest looked at again
                     sendable, self.pending = sendable + line + "\n", self.pending[len(line) + 1 :]
                 continue
@@ -132,6 +141,22 @@ class HeldCode:
         said = SaidSoFar()
         said.feed(held)
         return held + said.closing()
+
+    def lines_held(self) -> int:
+        """The held block's lines so far (its opening fence left out); 0 when none is held."""
+        return max(self.pending.count("\n") - 1, 0) if self.fence is not None else 0
+
+    def label(self) -> str:
+        """What the held block is: the file it is for (Aider's formats name it on the line
+        before the fence), else its language ("python"), else "code"; "" when none is held."""
+        if self.fence is None:
+            return ""
+        before = [line.strip().strip("*`") for line in self.sent_tail.split("\n") if line.strip()]
+        if before and _FILE_NAME.fullmatch(before[-1]):
+            return before[-1]
+        opening = self.pending.split("\n", 1)[0].strip()
+        info = opening[len(self.fence) :].strip().split(" ")[0] if opening.startswith(self.fence) else ""
+        return info or "code"
 
     @staticmethod
     def _opening(text: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from .mcp_servers import McpServers
 from .modes import DEFAULT_MODE, Mode
 from .said import HeldCode, SaidSoFar
 from .transcript import SessionMeta, Transcript
+from .writing import CodeBeingWritten
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -56,18 +58,21 @@ class Outbox:
         self._pump: asyncio.Task[None] | None = None
         self.said = SaidSoFar()  # the current turn's reply so far, as sent
         self.held = HeldCode()  # a code block of it not closed yet, not sent yet
+        self.writing = CodeBeingWritten()  # that block shown as it grows (a tool call)
         self.open_calls: dict[str, None] = {}  # the turn's tool calls not closed yet, in order
         self.ended = False  # the turn was answered: nothing more of it is sent
 
     def new_turn(self) -> None:
         self.said.reset()
         self.held = HeldCode()
+        self.writing = CodeBeingWritten()
         self.open_calls.clear()
         self.ended = False
 
     async def end_turn(self, why: str) -> None:
         """Close the turn as a client renders it, everything sent: each tool call still open
         failed with `why`, an open code block ended. Nothing of the turn is sent after it."""
+        self.writing = CodeBeingWritten()  # its call, if shown, is open: failed below
         for call_id in list(self.open_calls):
             self.post(update_tool_call(call_id, status="failed", content=[tool_content(text_block(why))]))
         self._release()
@@ -88,6 +93,8 @@ class Outbox:
         comes, its code blocks once they close (said.HeldCode)."""
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             text = self.held.take(update.content.text)
+            for shown in self.writing.follow(self.held, time.monotonic()):
+                self._post(shown)
             if not text:
                 return
             update = update_agent_message_text(text)
@@ -96,6 +103,8 @@ class Outbox:
     def _release(self) -> None:
         """What the reply holds back, sent now, its open block closed."""
         held = self.held.flush()
+        for shown in self.writing.done():
+            self._post(shown)
         if held:
             self._post(update_agent_message_text(held))
 
