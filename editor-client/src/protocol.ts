@@ -128,6 +128,8 @@ interface WorkflowRunArgs {
     choose?: Choose;
     /** The Aider models the attempts edit with, in turn (absent: the `attemptModels` setting). */
     aider_models?: string[];
+    /** Absolute paths of image files shown to Aider's model with each edit (one that reads images). */
+    images?: string[];
 }
 
 interface SteerArgs {

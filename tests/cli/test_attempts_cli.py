@@ -46,17 +46,23 @@ MODELS = {"breaks": "openai/coder-breaks", "fixes": "openai/coder-fixes", "idle"
 BROKEN = source("alpha").replace("return 'wrong'", "return 'still wrong'")
 
 
-def attempts_args(root: Path, choose: str) -> list[str]:
+def attempts_args(root: Path, choose: str, iterations: int = 1) -> list[str]:
+    """`run --attempts 3`, each attempt with `iterations` edits at most (one: each red
+    attempt asks the analysis, and ends)."""
     models = [arg for model in MODELS.values() for arg in ("--aider-model", model)]
     args = run_args(root, "alpha", "--attempts", "3", "--choose", choose, *models, "--json")
-    return [arg if arg != "0" else "1" for arg in args]  # one retry: each red attempt asks the analysis
+    return [arg if arg != "0" else str(iterations) for arg in args]
 
 
 def script_attempts(llm_server: ScriptedLLMServer, gate: threading.Event | None) -> None:
-    """The fixing model fixes at once; the others break the test or change nothing, once, then
-    (with a `gate`) keep thinking until it opens: a first-green group stops them meanwhile."""
+    """The fixing model fixes; the others break the test or change nothing, once, then (with a
+    `gate`) keep thinking until it opens: a first-green group stops them meanwhile. With a gate
+    the fixer answers once both others are on their second edit (their first one's spend is
+    counted by then: what a stopped attempt spent is known to be above zero)."""
     first = {"breaks": aider_whole({"alpha.py": BROKEN}), "idle": text("I would leave alpha as it is.")}
-    llm_server.add_rule(all_of(IS_AIDER, model_is("coder-fixes")), aider_whole({"alpha.py": fixed("alpha")}))
+    fix = aider_whole({"alpha.py": fixed("alpha")})
+    fixer = fix if gate is None else after_the_others_retry(llm_server, fix)
+    llm_server.add_rule(all_of(IS_AIDER, model_is("coder-fixes")), fixer)
     for name, reply in first.items():
         match = all_of(IS_AIDER, model_is(MODELS[name].split("/", 1)[1]))
         llm_server.add_rule(match, reply, times=1)
@@ -64,6 +70,20 @@ def script_attempts(llm_server: ScriptedLLMServer, gate: threading.Event | None)
     llm_server.add_rule(
         IS_ANALYSIS, json_output({"verdict": "RETRY", "message": "red", "next_prompt": "again"})
     )
+
+
+def after_the_others_retry(llm_server: ScriptedLLMServer, reply: Any) -> Any:
+    """`reply`, given once the breaking and the idle model have each been asked twice."""
+
+    def others_on_their_second_edit() -> bool:
+        asked = [r.get("model") for r in llm_server.chat_requests() if IS_AIDER(r)]
+        return asked.count("coder-breaks") >= 2 and asked.count("coder-idle") >= 2
+
+    def answer(request: dict[str, Any]) -> Any:
+        wait_until(others_on_their_second_edit, timeout=240)
+        return reply
+
+    return answer
 
 
 def by_model(group: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -78,7 +98,8 @@ def test_first_green_names_the_fixing_attempt_and_stops_the_others(
     script_attempts(llm_server, gate)
     env = model_env(llm_server)
     try:
-        done = subprocess.run(attempts_args(letters, "first-green"), env=env, capture_output=True, text=True)
+        args = attempts_args(letters, "first-green", iterations=2)  # the others get to a second edit
+        done = subprocess.run(args, env=env, capture_output=True, text=True)
     finally:
         gate.set()
     assert done.returncode == 0, done.stdout + done.stderr
@@ -90,9 +111,8 @@ def test_first_green_names_the_fixing_attempt_and_stops_the_others(
     for name in ("breaks", "idle"):
         stopped = attempts[name]
         assert stopped["stopped"] == "attempt 2 passed the tests first", stopped
-        # what it spent up to the stop is counted (zero when it was stopped before its first edit
-        # answered: the fixing attempt may win that fast)
-        assert stopped["state"] == "discarded" and stopped["tokens"] >= 0
+        # what it spent up to the stop is counted: its first edit, answered before the fix
+        assert stopped["state"] == "discarded" and stopped["tokens"] > 0, stopped
     assert (letters / "alpha.py").read_text() == source("alpha"), "nothing is applied by itself"
     listed = git(letters, "worktree", "list") + git(letters, "branch")
     assert all(attempts[name]["run_id"] not in listed for name in ("breaks", "idle"))
