@@ -99,6 +99,7 @@ const DECLARED: { [C in ServerCommandId]: Shape<CommandArgs[C]> } = {
         attempts: 'optional',
         choose: 'optional',
         aider_models: 'optional',
+        images: 'optional',
     },
     'aider-lsp.workflow.steer': { run_id: 'optional', note: 'required' },
     'aider-lsp.diagnostics.clear': {},
