@@ -45,6 +45,7 @@ class RecordingClient:
         self.answers: list[str] = []  # the options chosen, in turn, for permission requests
         self.asked: list[ToolCallUpdate] = []  # the permission requests' tool calls
         self.offered: list[list[str]] = []  # the option ids each request offered
+        self.offered_names: list[list[str]] = []  # and their names, as a user reads them
         self.buffers: dict[str, str] = {}  # path → the editor's text (fs/read_text_file)
         self.read: list[str] = []  # the paths the agent read through fs/read_text_file
         self.before_answer: Callable[[], None] | None = None  # what the user does before answering
@@ -60,6 +61,9 @@ class RecordingClient:
             self.before_answer()
         self.asked.append(tool_call)
         self.offered.append([option.option_id for option in options])
+        self.offered_names.append([option.name for option in options])
+        # an option's id is its kind: a client that reads the id alone (avante) reads it right
+        assert all(option.option_id == option.kind for option in options), options
         if self.thinking is not None:
             await self.thinking.wait()
         chosen = self.answers.pop(0)

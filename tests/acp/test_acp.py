@@ -176,11 +176,11 @@ async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed
     async with acp_agent(env, tmp_path / "agent.log", reads) as (conn, client, _):
         client.buffers[str(calc)] = BUGGY + "# the user's unsaved line\n"
         session_id = await new_session(conn, calc_project)
-        client.answers = ["reject"]
+        client.answers = ["reject_once"]
         rejected = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
         rejected_reply = client.reply()
         assert calc.read_text() == BUGGY and llm_server.chat_requests() == []  # Aider never ran
-        client.answers = ["allow-once"]
+        client.answers = ["allow_once"]
         allowed = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
     assert rejected.stop_reason == allowed.stop_reason == "end_turn"
     assert "Not edited" in rejected_reply and "calc.py" in rejected_reply
@@ -376,7 +376,7 @@ async def test_an_isolated_workflow_turn_leaves_the_file_alone_until_applied(
         await conn.set_config_option(config_id="isolation", session_id=session_id, value="worktree")
         seen_before_answer: list[str] = []
         client.before_answer = lambda: seen_before_answer.append(calc.read_text())
-        client.answers.append("apply")
+        client.answers.append("allow_once")
         answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
     assert answer.stop_reason == "end_turn", client.reply()
     assert seen_before_answer == [BUGGY]  # the run's edits were in its worktree
@@ -386,7 +386,7 @@ async def test_an_isolated_workflow_turn_leaves_the_file_alone_until_applied(
     assert edits[0].old_text == BUGGY and edits[-1].new_text == FIXED
     assert all(edit.old_text == before.new_text for before, edit in pairwise(edits))
     assert (asked.old_text, asked.new_text) == (BUGGY, FIXED)
-    assert client.offered == [["apply", "keep-branch", "discard"]]
+    assert client.offered == [["allow_once", "reject_once", "reject_always"]]
     assert "The tests pass" in client.reply() and "Applied to your files: calc.py." in client.reply()
 
 
@@ -621,11 +621,11 @@ async def test_a_detected_test_command_runs_only_once_allowed(
     async with acp_agent(scripted_env(llm_server.base_url), tmp_path / "agent.log") as (conn, client, _):
         session_id = await new_session(conn, calc_project)
         await conn.set_session_mode(session_id=session_id, mode_id="workflow")
-        client.answers = ["reject"]
+        client.answers = ["reject_once"]
         rejected = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
         rejected_reply = client.reply()
         assert llm_server.chat_requests() == [] and not remembered.exists()  # nothing ran
-        client.answers = ["allow-always"]
+        client.answers = ["allow_always"]
         allowed = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
     assert rejected.stop_reason == "end_turn" and "Not allowed" in rejected_reply
     assert "unittest" in client.asked[0].title and len(client.asked) == 2

@@ -62,7 +62,7 @@ async def test_a_workflow_turn_of_three_attempts_asks_to_apply_the_winner(
             await conn.set_session_mode(session_id=session_id, mode_id="workflow")
             await conn.set_config_option(config_id="attempts", session_id=session_id, value="3")
             await conn.set_config_option(config_id="choose", session_id=session_id, value="first-green")
-            client.answers.append("apply")
+            client.answers.append("allow_once")
             answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
     finally:
         gate.set()
@@ -72,7 +72,7 @@ async def test_a_workflow_turn_of_three_attempts_asks_to_apply_the_winner(
     assert "Attempt 1 (openai/breaks): stopped" in reply and "Attempt 3 (openai/idle): stopped" in reply
     (asked,) = client.diffs()[-1:]  # the question shows the winner's change
     assert (asked.old_text, asked.new_text) == (BUGGY, FIXED)
-    assert client.offered == [["apply", "keep-branch", "discard"]]
+    assert client.offered == [["allow_once", "reject_once", "reject_always"]]
     assert calc.read_text() == FIXED and "Applied to your files: calc.py." in reply
     assert "The other attempts are discarded" not in reply  # stopped ones were never ready
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=calc_project, capture_output=True, text=True)

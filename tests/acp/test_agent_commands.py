@@ -68,7 +68,7 @@ async def test_a_detected_test_command_runs_only_as_the_user_allows(
     remembered = remembered_path(project)
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-        client.answers = ["reject", "allow-once", "allow-always"]
+        client.answers = ["reject_once", "allow_once", "allow_always"]
         rejected = await _run(conn, session_id, "/test", client)
         ran_without_remembering = not remembered.exists()
         once = await _run(conn, session_id, "/test", client)
@@ -79,7 +79,7 @@ async def test_a_detected_test_command_runs_only_as_the_user_allows(
     assert "The tests fail (exit code 2)." in once and "The tests fail" in always
     assert ran_without_remembering
     assert json.loads(remembered.read_text())["command"] == command  # allow always: kept for the workspace
-    assert client.offered[0] == ["allow-once", "allow-always", "reject"]
+    assert client.offered[0] == ["allow_once", "allow_always", "reject_once"]
     assert asked_before == 3 and len(client.asked) == 3  # remembered: not asked again
     assert command in client.asked[0].title
     runs = [call for name, call in fakes.built[0].calls if name == TESTS]
@@ -141,13 +141,16 @@ async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed
     async with in_process_agent(fakes, reads) as (conn, client, _):
         client.buffers[str(calc)] = "X = 1  # the user's unsaved change\n"
         session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-        client.answers = ["reject", "allow-once"]
+        client.answers = ["reject_once", "allow_once"]
         rejected = await _run(conn, session_id, "set X", client, [link(calc)])
         edits_after_reject = [name for name, _ in app.calls if name == EDIT]
         allowed = await _run(conn, session_id, "set X", client, [link(calc)])
     assert "Not edited" in rejected and "calc.py" in rejected and "Nothing was run" in rejected
     assert edits_after_reject == []
-    assert client.offered == [["allow-once", "reject"], ["allow-once", "reject"]]  # nothing to remember
+    assert client.offered == [
+        ["allow_once", "reject_once"],
+        ["allow_once", "reject_once"],
+    ]  # nothing to remember
     assert [location.path for location in client.asked[0].locations or []] == [str(calc)]
     assert client.read == [str(calc), str(calc)]
     assert "Aider changed calc.py." in allowed and calc.read_text() == "X = 2\n"
@@ -155,7 +158,7 @@ async def test_a_file_whose_buffer_differs_from_disk_is_edited_only_when_allowed
 
 async def test_the_answer_follows_the_option_chosen_not_its_place(tmp_path: Path) -> None:
     """Choices in another order (decline first) still map "allow always" onto ACCEPT,
-    "reject" onto DECLINE and "allow once" onto ONCE; a question without ACCEPT offers nothing
+    "reject_once" onto DECLINE and "allow once" onto ONCE; a question without ACCEPT offers nothing
     to remember."""
     client = RecordingClient()
     sent: list[object] = []
@@ -171,11 +174,11 @@ async def test_the_answer_follows_the_option_chosen_not_its_place(tmp_path: Path
     only_decline = Question(message="Go on?", choices=(Choice(answer=Answer.DECLINE, label="Stop"),))
     asked = Asked()
     ask = permission_asker(client, session, asked)
-    client.answers = ["allow-always", "reject", "allow-once", "allow-once"]
+    client.answers = ["allow_always", "reject_once", "allow_once", "allow_once"]
     answers = [await ask(question), await ask(question), await ask(question), await ask(only_decline)]
     assert answers == [Answer.ACCEPT, Answer.DECLINE, Answer.ONCE, Answer.ONCE]
     assert asked.rejected == "Run `make test`?"
-    assert client.offered[-1] == ["allow-once", "reject"]
+    assert client.offered[-1] == ["allow_once", "reject_once"]
 
 
 def link(path: Path) -> ResourceContentBlock:
@@ -203,3 +206,25 @@ async def test_each_command_picked_from_a_slash_popup_is_sent_and_runs(project: 
     assert "Budget per run" in picked["budget"] and "No isolated run is ready" in picked["apply"]
     assert "No isolated run is ready" in picked["discard"]
     assert "undo" in [name for name, _ in app.calls]  # the Application was asked to take it back
+
+
+async def test_a_buffer_that_differs_only_by_its_final_newline_or_line_endings_is_not_asked_about(
+    project: Path,
+) -> None:
+    # avante gives a loaded buffer's lines joined, without the newline the file ends with; a
+    # CRLF file's buffer reads LF: neither is a change of the user's
+    fakes = FakeApps()
+    fakes.app(project).edits.extend(
+        [Turn(writes={"calc.py": "X = 2\n"}), Turn(writes={"crlf.py": "Y = 2\n"})]
+    )
+    (project / "crlf.py").write_bytes(b"Y = 1\r\nZ = 0\r\n")
+    reads = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True))
+    async with in_process_agent(fakes, reads) as (conn, client, _):
+        client.buffers[str(project / "calc.py")] = "X = 1"
+        client.buffers[str(project / "crlf.py")] = "Y = 1\nZ = 0"
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        first = await _run(conn, session_id, "set X", client, [link(project / "calc.py")])
+        client.buffers[str(project / "calc.py")] = "X = 2"  # the editor follows the edit
+        second = await _run(conn, session_id, "set Y", client, [link(project / "crlf.py")])
+    assert client.asked == [] and "Not edited" not in first + second
+    assert client.read == [str(project / "calc.py"), str(project / "calc.py"), str(project / "crlf.py")]

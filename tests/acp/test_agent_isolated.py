@@ -91,7 +91,7 @@ async def test_an_isolated_turn_shows_its_edits_on_the_users_paths_and_applies_w
     calc = project / "calc.py"
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = await isolated_session(conn, project)
-        client.answers.append("apply")
+        client.answers.append("allow_once")
         seen_before_answer: list[str] = []
         client.before_answer = lambda: seen_before_answer.append(calc.read_text())
         answer = await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
@@ -104,7 +104,10 @@ async def test_an_isolated_turn_shows_its_edits_on_the_users_paths_and_applies_w
     assert (whole.old_text, whole.new_text) == (BUGGY, FIXED)
     (question,) = client.asked
     assert question.title == "Apply this change?" and question.kind == "edit"
-    assert client.offered == [["apply", "leave-ready", "discard"]]  # not in git: no branch to keep
+    assert client.offered == [["allow_once", "reject_once", "reject_always"]]
+    assert client.offered_names == [
+        ["Apply to my files", "Leave it ready", "Discard"]
+    ]  # not in git: no branch
     reply = client.reply()
     assert reply.count("The tests pass") == 1
     assert "Applied to your files: calc.py." in reply and "/undo" in reply
@@ -121,18 +124,19 @@ async def test_keep_as_a_branch_is_offered_in_git_and_discard_leaves_the_files(p
     two_iterations(fakes, project)
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = await isolated_session(conn, project)
-        client.answers.extend(["keep-branch", "discard"])
+        client.answers.extend(["reject_once", "reject_always"])
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
         kept = client.reply()
         client.updates.clear()
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
-    assert client.offered == [["apply", "keep-branch", "discard"]] * 2
+    assert client.offered == [["allow_once", "reject_once", "reject_always"]] * 2
+    assert client.offered_names == [["Apply to my files", "Keep as a branch", "Discard"]] * 2
     assert "Kept on branch `aider-lsp/run-1`" in kept and "your files are untouched" in kept
     assert "Discarded “make the tests pass” (run run-2): its worktree is removed" in client.reply()
     assert (project / "calc.py").read_text() == BUGGY
 
 
-@pytest.mark.parametrize("second_answer", ["apply-anyway", "leave-ready"])
+@pytest.mark.parametrize("second_answer", ["allow_once", "reject_once"])
 async def test_an_apply_over_the_users_lines_names_them_and_offers_apply_anyway(
     project: Path, second_answer: str
 ) -> None:
@@ -141,7 +145,7 @@ async def test_an_apply_over_the_users_lines_names_them_and_offers_apply_anyway(
     calc = project / "calc.py"
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = await isolated_session(conn, project)
-        client.answers.extend(["apply", second_answer])
+        client.answers.extend(["allow_once", second_answer])
 
         def user_edits_first() -> None:
             if not client.asked:
@@ -154,8 +158,8 @@ async def test_an_apply_over_the_users_lines_names_them_and_offers_apply_anyway(
         "Not applied, nothing was written: calc.py: you changed the lines the run changed (line 1)" in reply
     )
     assert client.asked[1].title.startswith("Apply anyway? calc.py")
-    assert client.offered[1] == ["apply-anyway", "leave-ready"]
-    if second_answer == "apply-anyway":
+    assert client.offered[1] == ["allow_once", "reject_once"]
+    if second_answer == "allow_once":
         assert calc.read_text() == FIXED and "Applied to your files: calc.py." in reply
     else:
         assert calc.read_text() == USERS
@@ -173,7 +177,7 @@ async def test_a_file_kept_from_aider_in_the_turn_is_not_applied_over_its_buffer
     async with in_process_agent(fakes, reads) as (conn, client, _):
         client.buffers[str(calc)] = BUGGY + "# the user's unsaved line\n"
         session_id = await isolated_session(conn, project)
-        client.answers.extend(["reject", "apply", "leave-ready"])
+        client.answers.extend(["reject_once", "allow_once", "reject_once"])
         links = [resource_link_block(name, (project / name).as_uri()) for name in ("calc.py", "notes.py")]
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass"), *links])
     reply = client.reply()
@@ -191,7 +195,7 @@ async def test_no_answer_leaves_the_run_ready_and_apply_asks_again(project: Path
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])  # no answer
         unanswered = client.reply()
         client.updates.clear()
-        client.answers.append("apply")
+        client.answers.append("allow_once")
         await conn.prompt(session_id=session_id, prompt=[text_block("/apply")])
         again = client.reply()
         client.updates.clear()
@@ -208,12 +212,12 @@ async def test_leave_it_ready_outside_git_keeps_the_run_for_apply(project: Path)
     two_iterations(fakes, project)
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = await isolated_session(conn, project)
-        client.answers.extend(["leave-ready", "discard"])
+        client.answers.extend(["reject_once", "reject_always"])
         await conn.prompt(session_id=session_id, prompt=[text_block("make the tests pass")])
         left = client.reply()
         await conn.prompt(session_id=session_id, prompt=[text_block("/apply")])
     assert "Run run-1 stays ready: `/apply run-1`" in left
-    assert client.offered == [["apply", "leave-ready", "discard"]] * 2  # /apply asks the same
+    assert client.offered == [["allow_once", "reject_once", "reject_always"]] * 2  # /apply asks the same
     assert "Discarded “make the tests pass” (run run-1): its worktree is removed" in client.reply()
     assert (project / "calc.py").read_text() == BUGGY
 
@@ -274,7 +278,7 @@ async def test_tests_the_judge_refused_are_offered_to_undo_only_when_the_run_is_
     async with in_process_agent(fakes) as (conn, client, _):
         if isolated:
             session_id = await isolated_session(conn, project)
-            client.answers.append("discard")
+            client.answers.append("reject_always")
         else:
             session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
             await conn.set_session_mode(session_id=session_id, mode_id="workflow")

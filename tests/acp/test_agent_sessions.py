@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate, SessionInfoUpdate
 
-from acp import RequestError, text_block
+from acp import RequestError, resource_link_block, text_block
 from aider_lsp.config.settings import Settings
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import EDIT, SETTINGS, FakeApps, Turn
@@ -187,3 +187,48 @@ async def test_a_session_needs_a_model_and_an_existing_folder(tmp_path: Path) ->
     assert "AIDER_LSP_MODEL" in str(no_model.value.data)
     assert relative.value.code == missing.value.code == unknown.value.code == -32602
     assert "absolute" in str(relative.value) and "session/new" in str(unknown.value)
+
+
+async def test_a_home_folder_or_the_root_is_refused_as_a_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # avante sends the folder Neovim started in when the project lies below it (often `~`)
+    home = tmp_path / "home"
+    (home / "project").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    fakes = FakeApps()
+    async with in_process_agent(fakes) as (conn, _, _):
+        with pytest.raises(RequestError) as at_home:
+            await conn.new_session(cwd=str(home), mcp_servers=[])
+        with pytest.raises(RequestError) as at_root:
+            await conn.new_session(cwd="/", mcp_servers=[])
+        opened = await conn.new_session(cwd=str(home / "project"), mcp_servers=[])
+    assert at_home.value.code == at_root.value.code == -32602
+    assert "your home folder" in str(at_home.value) and "open the project's folder" in str(at_home.value)
+    assert "file system root" in str(at_root.value)
+    assert opened.session_id and not (home / ".aider-lsp").exists()
+
+
+async def test_a_loaded_session_gives_its_new_tool_calls_ids_the_old_ones_never_had(tmp_path: Path) -> None:
+    # avante keeps its own copy of the chat across restarts, keyed by tool call id: a new call
+    # with an old call's id would replace that entry, higher up in the chat
+    (tmp_path / "calc.py").write_text("X = 1\n")
+    ids: list[set[str]] = []
+    for reply in ("First.", "Second."):
+        fakes = FakeApps()
+        fakes.app(tmp_path).edits.append(Turn(writes={"calc.py": f"X = {len(ids) + 2}\n"}, reply=reply))
+        async with in_process_agent(fakes) as (conn, client, _):
+            if not ids:
+                session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            else:
+                await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+                client.updates.clear()
+            await conn.prompt(
+                session_id=session_id, prompt=[text_block("Set X"), _link(tmp_path / "calc.py")]
+            )
+        ids.append({u.tool_call_id for u in client.updates if hasattr(u, "tool_call_id")})
+    assert ids[0] and ids[1] and not ids[0] & ids[1]
+
+
+def _link(path: Path) -> Any:
+    return resource_link_block(path.name, path.as_uri())

@@ -13,6 +13,7 @@ import pytest
 from acp.schema import AgentPlanUpdate, ResourceContentBlock, ToolCallProgress, ToolCallStart
 
 from acp import image_block, resource_link_block, text_block
+from aider_lsp.acp.prompt import current_request
 from aider_lsp.models import CommandRun, Finding
 from aider_lsp_testing.acp_client import in_process_agent
 from aider_lsp_testing.fake_app import EDIT, RUN, SETTINGS, TESTS, FakeApps, Iteration, Turn
@@ -285,3 +286,51 @@ async def test_a_pasted_image_goes_with_each_modes_turn_and_is_gone_after_it(pro
 def _images_of(call: object) -> list[str]:
     """The image files a fake call was given (an ask's or edit's record, a run's request)."""
     return list(call["images"]) if isinstance(call, dict) else list(getattr(call, "images", []))
+
+
+def _avante(*earlier_user: str, recovering: bool = False) -> list[str]:
+    """The text blocks avante.nvim sends with a prompt in a session: each user message wrapped,
+    newest first (oldest first, with the assistant's, when it recovers a session), then a note."""
+    if recovering:
+        blocks = []
+        for text in reversed(earlier_user):
+            blocks += [f"<previous_user_message>{text}</previous_user_message>"]
+            blocks += ["<previous_assistant_message>Done.</previous_assistant_message>"]
+        note = (
+            f"Continuing from previous ACP session with {len(blocks)} recent messages preserved for context"
+        )
+        return [*blocks[:-1], f"<system_context>{note}</system_context>"]
+    wrapped = [f"<previous_user_message>{text}</previous_user_message>" for text in earlier_user]
+    note = f"Continuing from previous session with {len(earlier_user)} recent user messages"
+    return [*wrapped, f"<system_context>{note}</system_context>"]
+
+
+def test_a_client_that_sends_its_history_with_each_prompt_gives_the_current_request_alone() -> None:
+    newest_first = _avante("Now add a docstring", "Fix add")
+    assert current_request(newest_first) == ["Now add a docstring"]
+    assert current_request(_avante("/undo", "Fix add", recovering=True)) == ["/undo"]
+    selected = "<selected_code>\n<path>calc.py</path>\n<snippet>return a - b</snippet>\n</selected_code>"
+    assert current_request([selected, *_avante("Fix this")]) == [
+        "Fix this",
+        "From calc.py:\n```\nreturn a - b\n```",
+    ]
+    plain = ["Fix add", "and keep the tests"]
+    assert current_request(plain) == plain  # any other client's blocks as they are
+
+
+async def test_an_avante_prompt_runs_its_current_request_and_its_slash_command(project: Path) -> None:
+    fakes = FakeApps()
+    app = fakes.app(project)
+    app.edits.extend([Turn(writes={"calc.py": FIXED}), Turn()])
+    calc = project / "calc.py"
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        prompt = [link(calc), *map(text_block, _avante("Fix add"))]
+        await conn.prompt(session_id=session_id, prompt=prompt)
+        client.updates.clear()
+        await conn.prompt(
+            session_id=session_id, prompt=[link(calc), *map(text_block, _avante("/diff", "Fix add"))]
+        )
+    edits = [call for name, call in app.calls if name == EDIT]
+    assert [edit["prompt"] for edit in edits] == ["Fix add"]  # /diff was a command, not a prompt
+    assert client.reply().startswith("```diff")

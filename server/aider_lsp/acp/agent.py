@@ -473,6 +473,13 @@ def _workspace(cwd: str) -> Path:
     path = Path(cwd).resolve()
     if not path.is_dir():
         raise invalid_params(f"cwd is not an existing folder: {cwd}")
+    if path == Path.home().resolve() or path == Path(path.anchor):
+        # indexed, its files offered to Aider, `.aider-lsp/` written there: never meant so
+        # (avante sends the folder Neovim started in when the project lies below it)
+        raise invalid_params(
+            f"cwd is {'your home folder' if path != Path(path.anchor) else 'the file system root'} "
+            f"({path}), not a project: open the project's folder (in avante, start Neovim in it)"
+        )
     return path
 
 

@@ -69,4 +69,11 @@ async def _differs(client: Client, session_id: str, path: Path) -> bool:
     except Exception as exc:  # the client could not read it: nothing to compare
         log.info("fs/read_text_file %s failed: %s", path, exc)
         return False
-    return buffer.content != disk
+    return same_text(buffer.content) != same_text(disk)
+
+
+def same_text(text: str) -> str:
+    """A file's text as an editor buffer holds it: line endings as LF, no final newline (a
+    client's buffer gives its lines joined, without the newline the file ends with: avante
+    does; a CRLF file's buffer reads LF). Only a change of the lines themselves differs."""
+    return text.replace("\r\n", "\n").removesuffix("\n")

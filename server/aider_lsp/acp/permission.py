@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow-once", "allow-always", "reject"
+# each option's id is its kind: a client that knows an option by its id alone (avante's
+# buttons take "allow_once" and "allow_always" for yes, any other id for no) reads it right
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
 OPTIONS = [
     PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
     PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow in this workspace", kind="allow_always"),
@@ -57,7 +59,7 @@ def permission_asker(client: Client, session: AcpSession, asked: Asked) -> AskCa
         message = question.message
         session.outbox.post(start_tool_call(call_id, message, kind="execute", status="pending"))
         await session.outbox.flush()
-        update = ToolCallUpdate(tool_call_id=call_id, title=message)
+        update = ToolCallUpdate(tool_call_id=call_id, title=message, kind="execute")
         chosen = await _choice(client, session.id, update, _options_for(question))
         if chosen == REJECT:
             note = [tool_content(text_block("Not allowed: nothing was run."))]

@@ -102,10 +102,49 @@ def parse_prompt(blocks: Sequence[Any], workspace: Path, safe_files: SafeFiles) 
         else:
             kind = getattr(block, "type", type(block).__name__)
             parsed.refused.append(f"a {kind} block: this agent reads text, files and images only")
+    texts = current_request(texts)
     parsed.text = "\n".join(part for part in texts if part.strip()).strip()
     if contexts and parsed.text:
         parsed.text = parsed.text + "\n\n" + "\n\n".join(contexts)
     return parsed
+
+
+_EARLIER = re.compile(r"<previous_(user|assistant)_message>(.*)</previous_\1_message>", re.S)
+_CONTINUING = re.compile(
+    r"<system_context>Continuing from previous (ACP )?session\b.*</system_context>", re.S
+)
+_SELECTED = re.compile(
+    r"<selected_code>\s*<path>(.*?)</path>\s*<snippet>(.*)</snippet>\s*</selected_code>", re.S
+)
+
+
+def current_request(texts: Sequence[str]) -> list[str]:
+    """A prompt's text blocks without the chat history a client sends again with each prompt.
+
+    avante.nvim wraps the user's messages, the current one included, each in a
+    `<previous_user_message>` block (newest first; oldest first with the assistant's too when it
+    recovers a session, its `<system_context>` note saying "ACP session"); the Aider chat keeps
+    the earlier ones, so Aider, a Workflow's goal and a slash command get the current request
+    alone. Its `<selected_code>` block is context under its path, as an embedded selection is."""
+    kept: list[str] = []
+    users: list[str] = []
+    recovering = False
+    for text in texts:
+        stripped = text.strip()
+        earlier, continuing = _EARLIER.fullmatch(stripped), _CONTINUING.fullmatch(stripped)
+        selected = _SELECTED.fullmatch(stripped)
+        if earlier is not None:
+            if earlier.group(1) == "user":
+                users.append(earlier.group(2))
+        elif continuing is not None:
+            recovering = continuing.group(1) is not None
+        elif selected is not None:
+            kept.append(f"From {selected.group(1).strip()}:\n```\n{selected.group(2).strip()}\n```")
+        else:
+            kept.append(text)
+    if not users:
+        return kept
+    return [users[-1] if recovering else users[0], *kept]
 
 
 def _add_file(parsed: PromptInput, uri: str, name: str, workspace: Path, safe_files: SafeFiles) -> str | None:

@@ -34,6 +34,7 @@ from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
     PermissionOption,
+    PermissionOptionKind,
     TerminalToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
@@ -51,15 +52,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-APPLY, KEEP, DISCARD, FORCE, LEAVE = "apply", "keep-branch", "discard", "apply-anyway", "leave-ready"
-APPLY_OPTION = PermissionOption(option_id=APPLY, name="Apply to my files", kind="allow_once")
-KEEP_OPTION = PermissionOption(option_id=KEEP, name="Keep as a branch", kind="reject_once")
-LEAVE_OPTION = PermissionOption(option_id=LEAVE, name="Leave it ready", kind="reject_once")
-DISCARD_OPTION = PermissionOption(option_id=DISCARD, name="Discard", kind="reject_always")
-FORCE_OPTIONS = [
-    PermissionOption(option_id=FORCE, name="Apply anyway (the run's version wins)", kind="allow_once"),
-    LEAVE_OPTION,
-]
+
+def _option(name: str, kind: PermissionOptionKind) -> PermissionOption:
+    """An option whose id is its kind (permission.py says why); a question's options differ
+    in kind, and the answer is known by the option it names (`_ask`)."""
+    return PermissionOption(option_id=kind, name=name, kind=kind)
+
+
+APPLY_OPTION = _option("Apply to my files", "allow_once")
+KEEP_OPTION = _option("Keep as a branch", "reject_once")
+LEAVE_OPTION = _option("Leave it ready", "reject_once")
+DISCARD_OPTION = _option("Discard", "reject_always")
+FORCE_OPTION = _option("Apply anyway (the run's version wins)", "allow_once")
+FORCE_OPTIONS = [FORCE_OPTION, LEAVE_OPTION]
 Content = list[FileEditToolCallContent | ContentToolCallContent | TerminalToolCallContent]
 
 
@@ -73,14 +78,14 @@ async def decide(session: AcpSession, run_id: str, diff: str = "") -> RunAction 
     content.append(tool_content(text_block(f"Run {run_id}: {label}")))
     options = [APPLY_OPTION, aside, DISCARD_OPTION]
     chosen = await _ask(session, "Apply this change?", options, content, locations, run_id)
-    if chosen == LEAVE:
+    if chosen is LEAVE_OPTION:
         session.outbox.say(later(run_id))
-    if chosen in (None, LEAVE):
+    if chosen is None or chosen is LEAVE_OPTION:
         return None
     action: RunAction | None
-    if chosen == DISCARD:
+    if chosen is DISCARD_OPTION:
         action = session.app.discard_run(run_id)
-    elif chosen == KEEP:
+    elif chosen is KEEP_OPTION:
         action = session.app.keep_run(run_id)
     else:
         action = await _apply(session, run_id)
@@ -99,9 +104,9 @@ async def _apply(session: AcpSession, run_id: str) -> RunAction | None:
     where = [ToolCallLocation(path=str(session.app.workspace / item.path)) for item in action.skipped]
     question = "Apply anyway? " + "; ".join(f"{item.path}: {item.reason}" for item in action.skipped)
     chosen = await _ask(session, question, FORCE_OPTIONS, [], where, run_id)
-    if chosen == FORCE:
+    if chosen is FORCE_OPTION:
         return session.app.apply_run(run_id, force=True)
-    if chosen == LEAVE:
+    if chosen is LEAVE_OPTION:
         session.outbox.say(later(run_id))
     return None
 
@@ -113,7 +118,7 @@ async def _ask(
     content: Content,
     locations: list[ToolCallLocation],
     run_id: str,
-) -> str | None:
+) -> PermissionOption | None:
     """The option chosen in a pending `edit` tool call (closed with the answer); None when no
     answer came: the run stays ready, and the reply says how to decide later."""
     if session.client is None:
@@ -140,13 +145,13 @@ async def _ask(
         log.info("session/request_permission failed: %s", exc)
         answer = None
     outcome = None if answer is None else answer.outcome
-    chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
-    if chosen not in {option.option_id for option in options}:
+    chosen_id = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+    chosen = next((option for option in options if option.option_id == chosen_id), None)
+    if chosen is None:
         _close(session, call_id, content, "Not decided.")
         session.outbox.say(later(run_id))
         return None
-    name = next(option.name for option in options if option.option_id == chosen)
-    _close(session, call_id, content, f"Chosen: {name}.")
+    _close(session, call_id, content, f"Chosen: {chosen.name}.")
     return chosen
 
 

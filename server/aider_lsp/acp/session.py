@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +161,7 @@ class AcpSession:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)  # session/cancel came for it
     cancelled_prompt: list[Any] | None = None  # the last turn's blocks, when it was cancelled
     tool_calls: int = 0
+    calls_mark: str = field(default_factory=lambda: uuid.uuid4().hex[:6])  # this process's, in each id
     mcp: McpServers = field(default_factory=McpServers)  # the MCP servers the client passed
     client: Client | None = None  # the connection, to ask the user (session/request_permission)
     transcript: Transcript | None = None  # the kept conversation (session/load)
@@ -190,5 +192,8 @@ class AcpSession:
             self.transcript.save_meta(meta)
 
     def next_call_id(self, kind: str) -> str:
+        """A tool call id no earlier process of this session used: a client that keeps the
+        conversation across restarts (avante keys its chat's entries by it) never has a new
+        call replace an old one."""
         self.tool_calls += 1
-        return f"{kind}-{self.tool_calls}"
+        return f"{kind}-{self.tool_calls}-{self.calls_mark}"
