@@ -277,14 +277,17 @@ def _why_kept(item: SkippedFile) -> str:
     return "changed since the edit" if item.reason.startswith("changed since") else item.reason
 
 
-def group_result(group: AttemptGroup) -> TaskResult:
+def group_result(group: AttemptGroup, *, cancelled: bool = False) -> TaskResult:
     """Several attempts (`aider-lsp.workflow.run {attempts}`, `aider-lsp run --attempts --json`):
-    COMPLETE naming the winner, or FAILED goal_not_reached when no attempt passed the tests;
+    COMPLETE naming the winner, or FAILED goal_not_reached when no attempt passed the tests
+    (`cancelled` when the user stopped the group: each attempt said as it ended or stopped);
     notes {group: {group_id, choose, attempts: [{run_id, number, aider_model, planned, state,
     status, green, tests, lines_changed, tokens, cost, seconds, stopped}], winner, reason},
     run_id: the winner's}; parsedContent the group."""
     wire = group.model_dump(mode="json")
     notes = {"group": wire, "run_id": group.winner}
+    if cancelled:
+        return failed_result(ErrorReason.CANCELLED, f"Cancelled: {group.summary}", notes=notes)
     if group.winner is not None:
         return complete_result(group.summary, notes=notes, parsed=wire)
     return failed_result(ErrorReason.GOAL_NOT_REACHED, group.summary, notes=notes)
@@ -298,7 +301,7 @@ def workflow_run_result(run: WorkflowRun) -> TaskResult:
     if run.declined_test_command is not None:
         return declined_test_command_result(run.declined_test_command)
     if run.group is not None:
-        return group_result(run.group)
+        return group_result(run.group, cancelled=run.cancelled)
     if run.outcome is None and run.refused is not None:
         return failed_result(run.refused.reason, run.refused.message)
     notes: dict[str, Any] = {

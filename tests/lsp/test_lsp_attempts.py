@@ -3,11 +3,13 @@ bundled Aider answered by the scripted model, the letters project in a git repos
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from aider_lsp_testing.letters_project import (
     MODULES,
@@ -128,3 +130,48 @@ async def test_three_attempts_first_green_names_the_fixing_one_and_apply_takes_i
         assert runs[fixes["run_id"]]["state"] == "applied"
         assert {runs[a["run_id"]]["group_id"] for a in (breaks, idle)} == {group["group_id"]}
     assert not worktree_branches(root), "no attempt's tree is left"
+
+
+async def test_a_group_cancelled_from_its_progress_answers_each_attempt_stopped_and_leaves_nothing(
+    lsp: Any, tmp_path: Path, llm_server: Any
+) -> None:
+    root = write_letters_project(tmp_path)
+    gate = threading.Event()  # every attempt's first edit is under way when the user cancels
+    llm_server.add_rule(IS_AIDER, held(gate, aider_whole({"alpha.py": BROKEN})))
+    request = {
+        "goal": goal("alpha"),
+        "test_command": module_test_command("alpha"),
+        "file_context": ["alpha.py"],
+        "max_retries": 0,
+        "attempts": 3,
+        "aider_models": ["openai/one", "openai/two", "openai/three"],
+    }
+    async with lsp(root, init_options=options(llm_server, maxIsolatedRuns=3)) as client:
+        try:
+            _, pending = start_command(client, "aider-lsp.workflow.run", request)
+
+            def all_editing() -> bool:
+                return len([r for r in llm_server.chat_requests() if IS_AIDER(r)]) == 3
+
+            assert await eventually(all_editing, 180), "the three attempts never all began their edit"
+            token = next(
+                token
+                for token, reports in client.progress_reports.items()
+                if reports and getattr(reports[0], "title", None) == "Aider workflow"
+            )
+            client.protocol.notify(
+                types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+            )
+            result = await asyncio.wait_for(pending, 120)
+        finally:
+            gate.set()
+        listed = await execute(client, "aider-lsp.history.list", {})
+    assert result["status"] == "FAILED" and result["notes"]["error"]["reason"] == "cancelled"
+    group = result["notes"]["group"]
+    assert group["winner"] is None and group["reason"] == "the group was cancelled"
+    assert [a["stopped"] for a in group["attempts"]] == ["the group was cancelled"] * 3
+    assert result["content"].startswith("Cancelled: 3 attempt(s)")
+    assert (root / "alpha.py").read_text() == MODULES["alpha"][0], "nothing applied"
+    runs = [run for run in listed["notes"]["runs"] if run.get("group_id") == group["group_id"]]
+    assert {run["state"] for run in runs} <= {"discarded"}
+    assert not worktree_branches(root), "no attempt's tree or branch is left"

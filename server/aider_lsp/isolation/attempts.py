@@ -111,10 +111,14 @@ class AttemptGroups:
         tasks = [asyncio.create_task(self._attempt(group, plan, base, ctx, share)) for plan in plans]
         try:
             await self._until_chosen(group, tasks)
-        finally:  # a cancel of the group, or the winner found: the others stop, their trees go
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:  # the caller's cancel answers with every attempt's end
+            await _stop_all(tasks)
+            ctx.answer_cancelled(
+                WorkflowRun(cancelled=True, group=group.answer(self.runs.spent_by_run, True))
+            )
+            raise
+        finally:  # the winner found (or a cancel): the others stop, their trees go
+            await _stop_all(tasks)
         answer = group.answer(self.runs.spent_by_run)
         won = group.run_of(answer.winner)
         if won is None:
@@ -189,13 +193,15 @@ class _Group:
         if run is not None or plan.number not in self._stopped:
             self._stopped[plan.number] = (plan, run or WorkflowRun(cancelled=True))
 
-    def answer(self, spent: dict[str, WorkflowUsage]) -> AttemptGroup:
+    def answer(self, spent: dict[str, WorkflowUsage], cancelled: bool = False) -> AttemptGroup:
+        """The group as its caller is told: each attempt's end or stop, the winner (none once
+        the group was `cancelled`: an attempt that ended ready stays ready for the user)."""
         attempts = [
             *(_ended(plan, run, seconds, spent) for plan, run, seconds in self._ended.values()),
             *(_stopped(plan, run, self.stopping, spent) for plan, run in self._stopped.values()),
         ]
         attempts.sort(key=lambda attempt: attempt.number)
-        winner, reason = self._winner(attempts)
+        winner, reason = (None, "the group was cancelled") if cancelled else self._winner(attempts)
         return AttemptGroup(
             group_id=self.group_id, choose=self.choose, attempts=tuple(attempts), winner=winner, reason=reason
         )
@@ -210,6 +216,13 @@ class _Group:
             if best is not None and best.green:
                 return best.run_id, f"attempt {best.number}: {_why_best(best, attempts)}"
         return None, "no attempt passed the tests with a change"
+
+
+async def _stop_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Every attempt still under way stopped (its processes end, its tree goes), and waited for."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _labelled(event: WorkflowEvent, label: str, ctx: RequestContext) -> None:

@@ -183,7 +183,8 @@ def remove_tree(workspace: Path, tree: RunTree, *, keep_branch: bool = False) ->
             try:
                 git(top, "branch", "-D", tree.branch)
             except TreeError as exc:
-                log.info("the run's branch %s stays: %s", tree.branch, exc)
+                if "not found" not in str(exc):  # a spare taken by no run never had its branch
+                    log.info("the run's branch %s stays: %s", tree.branch, exc)
 
 
 def commit_all(tree: RunTree, message: str) -> str | None:
