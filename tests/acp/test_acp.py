@@ -546,7 +546,7 @@ def test_prompt_content_becomes_text_and_model_safe_files(workspace: Path, tmp_p
     assert pointed.files == [] and [image.name for image in pointed.images] == ["mockup.png"]
     assert not pointed.all_refused
     with saved_images(pointed.images) as paths:
-        assert [Path(path).read_bytes() for path in paths] == [PNG]
+        assert [Path(path).read_bytes() for path in paths] == [PNG] and Path(paths[0]).name == "mockup.png"
         assert not Path(paths[0]).is_relative_to(workspace)
     assert not Path(paths[0]).exists()  # gone with the turn
     whole_file = resource_block(embedded_text_resource(calc.as_uri(), calc.read_text()))

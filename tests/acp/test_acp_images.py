@@ -87,6 +87,7 @@ async def test_an_image_for_a_model_that_reads_none_is_refused_by_name_before_an
         )
     reply = client.reply()
     assert answer.stop_reason == "end_turn"
-    assert "mockup.png" in reply and "openai/scripted-coder does not read images" in reply
+    assert "mockup.png: Aider's model openai/scripted-coder does not read images" in reply
+    assert "aider_chat" not in reply  # the server's sentence for the user, as it is
     assert calc.read_text() == BUGGY
     assert [r for r in llm_server.chat_requests() if IS_AIDER(r)] == []  # nothing paid for

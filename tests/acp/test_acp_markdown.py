@@ -303,17 +303,17 @@ def test_a_code_block_written_for_a_while_shows_its_lines_as_a_tool_call_until_s
     piece("\n", 1.2)
     (started,) = shown
     assert isinstance(started, ToolCallStart) and started.status == "in_progress"
-    assert started.title == "Aider is writing python: 3 lines"
+    assert started.title == "Aider is writing python (3 lines)"
     piece("def sub(a, b):\n", 1.5)
     assert len(shown) == 1  # at most one title a second
     piece("    return a - b\n", 2.3)
-    assert shown[-1].title == "Aider is writing python: 5 lines" and shown[-1].status is None
+    assert shown[-1].title == "Aider is writing python (5 lines)" and shown[-1].status is None
     sent = piece("```\nDone.", 2.4)
     assert sent.startswith("```python\ndef add") and sent.endswith("```\nDone.")
-    assert shown[-1].status == "completed" and shown[-1].title == "Aider wrote python: 5 lines"
+    assert shown[-1].status == "completed" and shown[-1].title == "Aider wrote python (5 lines)"
     assert {update.tool_call_id for update in shown} == {started.tool_call_id}
     piece("\n```\nquick\n```\n", 3.0)  # a second block, sent within the second: no call
     assert len(shown) == 3
     piece("**src/calc.py**\n```\nx = 1\n", 4.0)  # Aider's formats name the file before its block
     piece("y = 2\n", 5.5)
-    assert shown[-1].title == "Aider is writing src/calc.py: 2 lines"
+    assert shown[-1].title == "Aider is writing src/calc.py (2 lines)"

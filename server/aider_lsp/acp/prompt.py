@@ -225,7 +225,9 @@ def saved_images(images: Sequence[PromptImage]) -> Iterator[list[str]]:
     with tempfile.TemporaryDirectory(prefix="aider-lsp-images-") as folder:
         paths: list[str] = []
         for number, image in enumerate(images, start=1):
-            path = os.path.join(folder, f"{number}-{image.name}")
+            own = os.path.join(folder, str(number))  # the image keeps its name: Aider's refusal says it
+            os.mkdir(own)
+            path = os.path.join(own, image.name)
             with open(path, "wb") as out:
                 out.write(image.data)
             paths.append(path)

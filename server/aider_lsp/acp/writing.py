@@ -4,9 +4,9 @@ lines, closed when the block is sent.
 Why: a reply's code blocks are held until they close (said.HeldCode), so a long one (a whole
 file rewritten) showed nothing for as long as Aider wrote it: 29 s of a still chat in
 CodeCompanion. A block that arrives within `QUIET_SECONDS` shows no call (most do); a longer
-one gets a call "Aider is writing calc.py: 40 lines" (the file Aider's format names before
+one gets a call "Aider is writing calc.py (40 lines)" (the file Aider's format names before
 the fence, else the block's language), its title updated at most once a `QUIET_SECONDS`,
-completed when the block is sent ("Aider wrote calc.py: 212 lines"). A tool
+completed when the block is sent ("Aider wrote calc.py (212 lines)"). A tool
 call is its own line in every client (CodeCompanion updates it in place, Zed as a card), so
 what the chat shows stays closed markdown whenever the client stops listening.
 """
@@ -62,7 +62,9 @@ class CodeBeingWritten:
         return updates
 
     def _title(self, verb: str) -> str:
+        """ "Aider is writing calc.py (40 lines)": no colon (CodeCompanion shows a title up to
+        its first one)."""
         if not self.lines:
             return f"Aider {verb} {self.what}"
         lines = f"{self.lines} line" + ("" if self.lines == 1 else "s")
-        return f"Aider {verb} {self.what}: {lines}"
+        return f"Aider {verb} {self.what} ({lines})"

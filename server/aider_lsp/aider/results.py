@@ -110,9 +110,10 @@ def parse_answer(tool_name: str, reply: ToolReply) -> dict[str, Any] | CallFailu
             ErrorReason.OUTPUT_FORMAT_FAILURE, f"{tool_name} returned JSON that is not an object"
         )
     if "error" in payload:
-        return CallFailure(
-            ErrorReason.TOOL_EXECUTION_ERROR, f"{tool_name}: {payload['error']}", {"server_result": payload}
-        )
+        # an error with a `code` is the server's own sentence for the user (a model that reads
+        # no images): said as it is; any other is named after the tool that failed
+        said = str(payload["error"]) if payload.get("code") else f"{tool_name}: {payload['error']}"
+        return CallFailure(ErrorReason.TOOL_EXECUTION_ERROR, said, {"server_result": payload})
     return payload
 
 
