@@ -10,6 +10,7 @@ import { findFiles } from './flows/findFiles';
 import { interactive } from './flows/interactive';
 import { showLastDiff } from './flows/lastDiff';
 import { applyWinner } from './flows/attempts';
+import { compareAttempts, compareWithAttempt } from './flows/compare';
 import { applyRun, copyGoal, discardRun, keepRunBranch, openRunFile, runAgain, showRunDiff, undoRun } from './flows/runs';
 import { addNoteInPlace, addRunNote } from './flows/steer';
 import { clearDiagnostics, runTests } from './flows/tests';
@@ -74,6 +75,8 @@ export function registerCommands(host: CommandHost): vscode.Disposable[] {
         [ClientCommand.discardRun]: trusted('Discard', (node) => discardRun(host, node)),
         [ClientCommand.keepRunBranch]: trusted('Keep as Branch', (node) => keepRunBranch(host, node)),
         [ClientCommand.applyWinner]: trusted('Apply the Winner', (node) => applyWinner(host, node)),
+        [ClientCommand.compareAttempt]: withServer((node) => compareWithAttempt(host, node)),
+        [ClientCommand.compareAttempts]: withServer((node) => compareAttempts(host, node)),
         [ClientCommand.addRunNote]: trusted('Add a Note to This Run', (node) => addRunNote(host, node)),
     };
     return Object.entries(table).map(([id, handler]) => vscode.commands.registerCommand(id, handler));

@@ -68,6 +68,9 @@ export const ClientCommand = {
     keepRunBranch: 'aider-lsp.client.runs.keepBranch',
     // a group of attempts: its winner applied (its siblings discarded with it)
     applyWinner: 'aider-lsp.client.runs.applyWinner',
+    // two attempts of a group side by side: from an attempt (the other asked), from the group (both asked)
+    compareAttempt: 'aider-lsp.client.runs.compareAttempt',
+    compareAttempts: 'aider-lsp.client.runs.compareAttempts',
     // a running run (or group): a note its next edit carries
     addRunNote: 'aider-lsp.client.runs.addNote',
 } as const;

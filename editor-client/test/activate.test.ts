@@ -1177,7 +1177,7 @@ describe('activate', () => {
             assert.equal(rest.length, 0, 'the group is one node');
             const item = provider().getTreeItem(groupNode);
             assert.deepEqual([item.label, item.description, item.contextValue, item.iconPath?.id], [
-                '3 attempts: “Fix average”', 'winner ready · 1 ready · 1 discarded · 1 min ago', 'aiderRunGroup.winner', 'star-full',
+                '3 attempts: “Fix average”', 'winner ready · 1 ready · 1 discarded · 1 min ago', 'aiderRunGroup.winner.compare', 'star-full',
             ]);
             assert.equal(item.collapsibleState, TreeItemCollapsibleState.Expanded);
             assert.equal(item.id, 'group:group-g1~ready');
@@ -1185,10 +1185,10 @@ describe('activate', () => {
             const attempts = await provider().getChildren(groupNode);
             const items = attempts.map((node) => provider().getTreeItem(node));
             assert.deepEqual(items.map((each) => [each.label, String(each.description).split(' · ')[0], each.iconPath?.id, each.contextValue, each.collapsibleState]), [
-                ['Fix average', 'ready to apply', 'circle-large-filled', 'aiderRun.workflow.ready.git', TreeItemCollapsibleState.Collapsed],
-                ['Fix average', 'winner', 'star-full', 'aiderRun.workflow.ready.git', TreeItemCollapsibleState.Expanded],
+                ['Fix average', 'ready to apply', 'circle-large-filled', 'aiderRun.workflow.ready.git.compare', TreeItemCollapsibleState.Collapsed],
+                ['Fix average', 'winner', 'star-full', 'aiderRun.workflow.ready.git.compare', TreeItemCollapsibleState.Expanded],
                 ['Fix average', 'discarded', 'trash', 'aiderRun.workflow.discarded', TreeItemCollapsibleState.Collapsed],
-            ], 'oldest first; each keeps its actions (labelled by the goal: this window did not run the group)');
+            ], 'oldest first; each keeps its actions, the two with a change Compare (labelled by the goal: this window did not run the group)');
 
             const fake = client();
             const count = fake.sent.length;
@@ -1199,6 +1199,81 @@ describe('activate', () => {
             apply.answer({ status: 'COMPLETE', content: 'Applied', notes: { run_id: 'v2', state: 'applied', written: ['calculator.py'], discarded: ['v1'], checkpoint_id: 'v2' } });
             await done;
             assert.equal(recorded.shown.at(-1)?.text, 'Aider: Applied the winner of “Fix average”: calculator.py. Its other attempt was discarded (their worktrees removed).');
+        });
+
+        /** The history.diff answer of `id`: its files (path, before, after; null: absent). */
+        function diffAnswer(id: string, files: [string, string | null, string | null][]): Record<string, unknown> {
+            const sides = files.map(([file, before, after]) => ({ path: file, before, after, existed_before: before !== null, exists_after: after !== null, binary: false }));
+            return { status: 'COMPLETE', content: '', notes: { run: attempt(id, { created: Date.now() / 1000 - 60 }), files: sides } };
+        }
+
+        /** The diff editors opened since `from`: title, left text, right text. */
+        function diffsSince(from: number): [string, string, string][] {
+            const content = recorded.contentProviders.get('aider-lsp-before');
+            return commands.executed.slice(from).filter((call) => call.id === 'vscode.diff').map((call) => {
+                const [left, right, title] = call.args as [Uri, Uri, string];
+                return [title, content?.provideTextDocumentContent(left) ?? '?', content?.provideTextDocumentContent(right) ?? '?'];
+            });
+        }
+
+        it('Compare Attempts… on a group of two: each one\'s diff read in its turn, one diff editor per file either changed, the first left', async () => {
+            const group = [
+                attempt('c2', { created: Date.now() / 1000 - 60, state: 'ready', status: 'SUCCESS', won: true, attempt: 2, aider_model: 'anthropic/claude', files: ['calculator.py', 'notes.md'] }),
+                attempt('c1', { created: Date.now() / 1000 - 61, state: 'ready', status: 'FAILURE', attempt: 1, aider_model: 'openai/gpt-4.1', files: ['calculator.py'] }),
+            ];
+            const [groupNode] = await listed(group);
+            assert.equal(provider().getTreeItem(groupNode).contextValue, 'aiderRunGroup.winner.compare');
+            const fake = client();
+            const count = fake.sent.length;
+            const from = commands.executed.length;
+            const done = run(ClientCommand.compareAttempts, groupNode);
+            const first = await nextRequest(fake, count + 1);
+            assert.deepEqual([first.params.command, first.params.arguments], [ServerCommand.historyDiff, [{ run_id: 'c1' }]]);
+            first.answer(diffAnswer('c1', [['calculator.py', 'def mean(xs):\n    return 0\n', 'def mean(xs):\n    return sum(xs) / len(xs)\n']]));
+            const second = await nextRequest(fake, count + 2);
+            assert.deepEqual(second.params.arguments, [{ run_id: 'c2' }]);
+            second.answer(diffAnswer('c2', [['calculator.py', 'def mean(xs):\n    return 0\n', 'def mean(xs):\n    return statistics.mean(xs)\n'], ['notes.md', null, 'why\n']]));
+            await done;
+            assert.equal(recorded.quickPicks.length, 0, 'two attempts: no question');
+            assert.deepEqual(diffsSince(from), [
+                ['calculator.py (Attempt 1 (openai/gpt-4.1) ↔ Attempt 2 (anthropic/claude))', 'def mean(xs):\n    return sum(xs) / len(xs)\n', 'def mean(xs):\n    return statistics.mean(xs)\n'],
+                ['notes.md (Attempt 1 (openai/gpt-4.1) ↔ Attempt 2 (anthropic/claude), not in Attempt 1 (openai/gpt-4.1))', '', 'why\n'],
+            ]);
+        });
+
+        it('Compare with Another Attempt… asks which other when there are several; one that changed nothing is not asked for its diff; a failure is told', async () => {
+            const group = [
+                attempt('d3', { created: Date.now() / 1000 - 60, state: 'ready', status: 'FAILURE', files: [] }),
+                attempt('d2', { created: Date.now() / 1000 - 61, state: 'ready', status: 'SUCCESS', won: true }),
+                attempt('d1', { created: Date.now() / 1000 - 62, state: 'ready', status: 'FAILURE' }),
+            ];
+            const [groupNode] = await listed(group);
+            const [d1] = await provider().getChildren(groupNode);
+            assert.equal(provider().getTreeItem(d1).contextValue, 'aiderRun.workflow.ready.git.compare');
+            const fake = client();
+            let count = fake.sent.length;
+            let from = commands.executed.length;
+            recorded.picks.push(1); // the second of the others: Attempt 3, which changed nothing
+            let done = run(ClientCommand.compareAttempt, d1);
+            const request = await nextRequest(fake, count + 1);
+            assert.deepEqual(request.params.arguments, [{ run_id: 'd1' }]);
+            request.answer(diffAnswer('d1', [['calculator.py', 'old\n', 'new\n']]));
+            await done;
+            const [picks] = recorded.quickPicks as { label: string }[][];
+            assert.deepEqual(picks?.map((item) => item.label), ['Attempt 2', 'Attempt 3'], 'the others, named by their place (no number recorded)');
+            assert.equal(fake.sent.length, count + 1, 'Attempt 3 changed nothing: no diff asked');
+            assert.deepEqual(diffsSince(from), [['calculator.py (Attempt 1 ↔ Attempt 3, unchanged by Attempt 3)', 'new\n', 'old\n']]);
+
+            count = fake.sent.length;
+            from = commands.executed.length;
+            recorded.picks.push(0);
+            done = run(ClientCommand.compareAttempt, d1);
+            const failing = await nextRequest(fake, count + 1);
+            failing.answer({ status: 'FAILED', content: '', notes: { error: { reason: 'input_validation_failure', message: "no run 'd1' in this workspace's history" } } });
+            await done;
+            assert.equal(fake.sent.length, count + 1, 'the other is not asked once one failed');
+            assert.deepEqual(diffsSince(from), []);
+            assert.equal(recorded.shown.at(-1)?.text, "Aider: Compare Attempt 1 failed: no run 'd1' in this workspace's history");
         });
 
         it('Add a Note to This Run… on a running attempt or group sends its id and the note, and says the server\'s answer; from the palette, the run in place', async () => {

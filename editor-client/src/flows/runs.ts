@@ -3,7 +3,7 @@
  * run's diff, Undo This Run (the undo flow, with the run's id), Run Again (the workflow flow,
  * with the run's goal) and Copy Goal; on a ready isolated run Apply, Discard and Keep as Branch
  * (flows/isolation.ts; an attempt applied discards its siblings). A group's Apply the Winner:
- * flows/attempts.ts; a running run's Add a Note: flows/steer.ts. The diffs are the run's own change, before the run ↔ after its last
+ * flows/attempts.ts, two attempts' Compare: flows/compare.ts; a running run's Add a Note: flows/steer.ts. The diffs are the run's own change, before the run ↔ after its last
  * edit (ui/runDiff.ts), whatever happened to the files since. In a multi-root window every
  * action goes to the folder of the item it was chosen on (its `folder`).
  */

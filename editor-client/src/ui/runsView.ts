@@ -8,7 +8,8 @@
  * Keep as Branch), their last test failures under them, never in the Problems panel.
  * Several attempts at one goal (a group) are one node, "3 attempts: “goal”", its attempts under
  * it, the winner marked with a star (common/runGroups.ts); the group's menu has Apply the
- * Winner, a running run's or group's Add a Note. A run's line starts with where it stands, and
+ * Winner, a running run's or group's Add a Note, and the group's and its attempts' Compare
+ * (two attempts side by side, flows/compare.ts). A run's line starts with where it stands, and
  * a run that becomes ready (or a group's winner) is shown open again (its item id says so: VS
  * Code keeps an item's open or closed state by its id).
  * In a window of several workspace folders the top level is one node per folder (its runs'
@@ -22,6 +23,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AttemptAnswer } from '../common/attempts';
+import { attemptCompareValue, groupCompareValue } from '../common/compareAttempts';
 import {
     attemptLabel,
     groupContextValue,
@@ -73,7 +75,7 @@ interface InFolder {
 /** A run of the history, one of its iterations (or that iteration's test run or analysis), or one file it changed. */
 export type RunNode = InFolder &
     (
-        | { kind: 'run'; run: RunRecord; newest: boolean; /** An attempt, under its group's node: whether the group has a winner. */ attempt?: { decided: boolean } }
+        | { kind: 'run'; run: RunRecord; newest: boolean; /** An attempt, under its group's node: its group, whether it has a winner. */ attempt?: { group: RunGroup; decided: boolean } }
         | { kind: 'iteration'; run: RunRecord; step: RunStep }
         | { kind: 'test'; run: RunRecord; iteration: number; test: StepTestRun }
         | { kind: 'analysis'; run: RunRecord; iteration: number; analysis: StepAnalysis }
@@ -191,7 +193,7 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         // a node under a folder hands it on to its children (the actions send it)
         const where = node.folder === undefined ? {} : { folder: node.folder };
         if (node.kind === 'group') {
-            const attempt = { decided: groupWinner(node.group) !== undefined };
+            const attempt = { group: node.group, decided: groupWinner(node.group) !== undefined };
             return node.group.runs.map((run): RunNode => ({ kind: 'run', run, newest: false, attempt, ...where }));
         }
         if (node.kind === 'run') {
@@ -287,8 +289,9 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         item.description = runDescription(run, this.now());
         item.tooltip = runTooltip(run);
         item.iconPath = themeIcon(runIcon(run));
-        // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: on the user's files, not undone; Apply…: ready)
-        item.contextValue = runContextValue(run);
+        // package.json's menus read it: which actions a run has (Run Again: workflows; Undo: on the user's files, not undone; Apply…: ready;
+        // an attempt: Compare with Another Attempt… when it and another of its group have a change)
+        item.contextValue = node.attempt === undefined ? runContextValue(run) : attemptCompareValue(runContextValue(run), run, node.attempt.group);
         return item;
     }
 
@@ -303,8 +306,8 @@ export class RunsTree implements vscode.TreeDataProvider<ViewNode>, vscode.Dispo
         item.description = groupDescription(group, this.now());
         item.tooltip = groupTooltip(group);
         item.iconPath = themeIcon(groupIcon(group));
-        // package.json's menus read it: Apply the Winner (a winner ready), Add a Note (an attempt running)
-        item.contextValue = groupContextValue(group);
+        // package.json's menus read it: Apply the Winner (a winner ready), Add a Note (an attempt running), Compare Attempts… (two with a change)
+        item.contextValue = groupCompareValue(groupContextValue(group), group);
         return item;
     }
 
