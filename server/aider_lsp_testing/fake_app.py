@@ -126,6 +126,7 @@ class FakeApplication:
         self.context: list[str] = []  # what the index finds for any query
         self.hold: set[str] = set()
         self.notes: list[str] = []  # the notes a run under way was given (steer)
+        self.steered: list[str | None] = []  # the run each note went to (None: the run in place)
         self._runs_under_way = 0
         self.setup_problem: str | None = None  # set_up_aider's answer
         self.needs_setup = False
@@ -280,9 +281,11 @@ class FakeApplication:
             self._runs_under_way -= 1
 
     def steer(self, run_id: str | None, note: str) -> TaskError | None:
-        if not self._runs_under_way:
+        running = run_id in self.isolated and self.isolated[run_id].record.state is RunState.RUNNING
+        if not self._runs_under_way or (run_id is not None and not running):
             return TaskError(reason=ErrorReason.INPUT_VALIDATION_FAILURE, message="no run is under way")
         self.notes.append(note)
+        self.steered.append(run_id)
         return None
 
     async def _run(self, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
@@ -306,6 +309,10 @@ class FakeApplication:
     async def _isolated_run(self, command: str, request: WorkflowRequest, ctx: RequestContext) -> WorkflowRun:
         """The run's edits in a copy of the workspace; ready when it changed a file."""
         run_id = f"run-{len(self.isolated) + 1}"
+        under_way = RunRecord(
+            id=run_id, created=time.time(), kind="workflow", label=request.goal, state=RunState.RUNNING
+        )
+        self.isolated[run_id] = FakeRun(under_way, {})
         tree = self.workspace.parent / f"{self.workspace.name}-{run_id}"
         shutil.copytree(self.workspace, tree)
         self._root, self._bases = tree, {}

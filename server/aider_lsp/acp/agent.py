@@ -446,6 +446,20 @@ def _without_resent(session: AcpSession, blocks: list[Any]) -> list[Any]:
     return blocks[len(resent) :]
 
 
+def _steer(session: AcpSession, note: str) -> str | None:
+    """The note given to the turn's run(s); None when one took it, else why none did."""
+    from .turns import running_runs
+
+    if session.runs_before is None:
+        refused = session.app.steer(None, note)
+        return None if refused is None else refused.message
+    started = [run_id for run_id in running_runs(session) if run_id not in session.runs_before]
+    answers = [session.app.steer(run_id, note) for run_id in started]
+    if any(answer is None for answer in answers):
+        return None
+    return answers[0].message if answers and answers[0] is not None else "its run has not started yet"
+
+
 def _block(block: Any) -> Any:
     return block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else block
 
@@ -500,12 +514,16 @@ async def _index(app: AcpHost) -> None:
 
 
 async def _as_note(session: AcpSession, prompt: list[Any]) -> PromptResponse:
-    """A prompt sent while a turn runs: a note for a Workflow run in place (its next edit
-    carries it, said in the running turn), else refused as before (the client may queue it)."""
-    note = " ".join(getattr(block, "text", "") for block in prompt).strip()
-    refused = session.app.steer(None, note) if session.steering and note else None
+    """A prompt sent while a turn runs: a note for the Workflow turn's run (its next edit
+    carries it, said in the running turn): the run in place, or each isolated run the turn
+    started (its attempts); else refused as before (the client may queue it)."""
+    from .prompt import current_request  # the prompt's own modules: imported at the first prompt
+
+    texts = [getattr(block, "text", "") for block in prompt if getattr(block, "text", None)]
+    note = " ".join(current_request(texts)).strip()
+    refused = _steer(session, note) if session.steering and note else None
     if not session.steering or not note or refused is not None:
-        why = f" ({refused.message})" if refused is not None else ""
+        why = f" ({refused})" if refused is not None else ""
         raise invalid_params(f"a prompt is already running in this session: wait for it or cancel it{why}")
     session.outbox.say(f"Noted for the run's next edit: “{note}”.")
     await session.outbox.flush()  # said before this prompt is answered

@@ -173,7 +173,10 @@ class AcpSession:
     isolation: Literal["none", "worktree"] = "none"
     # several attempts at a Workflow turn's goal, the tests choosing (config options; the settings')
     attempts: int = 1
-    steering: bool = False  # a Workflow turn runs in place: a prompt meanwhile is a note for it
+    steering: bool = False  # a Workflow turn runs: a prompt meanwhile is a note for it
+    # an isolated Workflow turn (a worktree, or attempts): the runs under way before it began;
+    # the note goes to those it started (None: the turn runs in place)
+    runs_before: frozenset[str] | None = None
     choose: Literal["first-green", "compare"] = "first-green"
     reads_buffers: bool = False  # the client offers fs/read_text_file (its editor buffers)
     held: HeldFiles = field(default_factory=HeldFiles)  # the workspace's files kept from Aider

@@ -242,15 +242,18 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     run = _workflow_request(session, request, isolation)
     await _say_mcp_not_started(session)
     try:
-        # a run in place takes a prompt sent meanwhile as a note for its next edit (agent.py)
-        session.steering = not isolated and session.attempts == 1
+        # a prompt sent meanwhile is a note for the run's next edit (agent.py), for the runs this
+        # turn starts when they are isolated (those under way before are another turn's)
+        in_place = not isolated and session.attempts == 1
+        session.runs_before = None if in_place else frozenset(running_runs(session))
+        session.steering = True
         with session.app.model_toolsets(session.mcp.toolsets):
             result = await session.app.run_workflow(run, ctx)
     except asyncio.CancelledError:
         live.close_open("cancelled")
         raise
     finally:
-        session.steering = False
+        session.steering, session.runs_before = False, None
     if result.outcome is not None:  # the turn's usage_update says where its spend went
         session.last_run = result.outcome.usage
     rejected = rejection_note(asked)
@@ -264,6 +267,11 @@ async def workflow_turn(session: AcpSession, request: PromptInput) -> StopReason
     if await _on_users_files(session, result):
         session.last_diff = result.changes.diff or session.last_diff
     return _stop_reason(result)
+
+
+def running_runs(session: AcpSession) -> list[str]:
+    """The isolated runs under way on the session's folder (an attempt is one)."""
+    return [record.id for record in session.app.history() if record.state is RunState.RUNNING]
 
 
 def _workflow_request(session: AcpSession, request: PromptInput, isolation: Isolation) -> WorkflowRequest:
