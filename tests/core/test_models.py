@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -23,6 +24,7 @@ from aider_lsp.models import (
     TaskResult,
     TaskStatus,
     ToolSpec,
+    WorkflowRequest,
     WorkflowUsage,
     failed_result,
 )
@@ -217,3 +219,12 @@ def test_every_public_model_is_importable_from_the_package() -> None:
         ]
         missing = [name for name in defined if name not in models.__all__]
         assert not missing, f"aider_lsp.models.{info.name} defines {missing}: add them to __all__"
+
+
+def test_a_runs_images_are_existing_files_named_by_absolute_path(tmp_path: Path) -> None:
+    picture = tmp_path / "mockup.png"
+    picture.write_bytes(b"\x89PNG")
+    assert WorkflowRequest(goal="match it", images=[str(picture)]).images == [str(picture)]
+    for wrong in ("mockup.png", str(tmp_path / "missing.png")):
+        with pytest.raises(ValidationError, match="images must name existing image files"):
+            WorkflowRequest(goal="match it", images=[wrong])

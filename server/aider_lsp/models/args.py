@@ -6,6 +6,7 @@ into these at a front end's edge (`parse_args`: a FAILED input_validation_failur
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -192,3 +193,11 @@ class WorkflowRequest(BaseModel):
         if not goal.strip():
             raise ValueError("the goal is empty: say what the code should do")
         return goal
+
+    @field_validator("images")
+    @classmethod
+    def _images_are_files(cls, images: list[str]) -> list[str]:
+        for image in images:
+            if not os.path.isabs(image) or not os.path.isfile(image):
+                raise ValueError(f"images must name existing image files by absolute path, got {image!r}")
+        return images
