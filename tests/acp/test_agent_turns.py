@@ -355,3 +355,20 @@ async def test_a_prompt_sent_while_an_isolated_workflow_runs_is_a_note_for_the_r
     assert noted.stop_reason == "end_turn" and app.notes == ["keep the docstring"]
     assert app.steered == ["run-1"]  # the isolated run this turn started
     assert "Noted for the run's next edit: “keep the docstring”." in client.reply()
+
+
+async def test_a_file_an_edit_turn_left_unchanged_is_said_so_by_its_title_not_its_place(
+    project: Path,
+) -> None:
+    # CodeCompanion names a call by its first location: "Edit: calc.py" read as an edit made
+    fakes = FakeApps()
+    fakes.app(project).edits.append(Turn(reply="add is right as it is."))
+    async with in_process_agent(fakes) as (conn, client, _):
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        await conn.prompt(
+            session_id=session_id, prompt=[text_block("Is add right?"), link(project / "calc.py")]
+        )
+    (started,) = client.of(ToolCallStart)
+    end = closing(client.of(ToolCallProgress), started)
+    assert end.status == "completed" and end.title == "calc.py unchanged" and end.locations == []
+    assert "Aider changed no file." in client.reply()

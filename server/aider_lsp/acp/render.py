@@ -116,8 +116,10 @@ def edit_done(
     if failed is not None:
         content = [tool_content(text_block(failed))]
         return update_tool_call(call_id, status="failed", content=content, locations=location)
-    if part is None:
-        return update_tool_call(call_id, title=f"{rel}: unchanged", status="completed", locations=location)
+    if (
+        part is None
+    ):  # no location left: a client that names a call by it (CodeCompanion) names it by its title
+        return update_tool_call(call_id, title=f"{rel} unchanged", status="completed", locations=[])
     return update_tool_call(
         call_id, status="completed", content=[_change(part, rel, workspace)], locations=location
     )
