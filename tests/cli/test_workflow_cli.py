@@ -372,3 +372,33 @@ def test_run_in_a_workspace_without_a_suite_names_the_setting(tmp_path: Path, ll
     assert done.returncode == 2
     assert "AIDER_LSP_TEST_COMMAND" in done.stderr and "aiderLsp.testCommand" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.aider
+def test_run_with_an_image_shows_it_to_a_vision_model_and_refuses_a_missing_one(
+    project: Path, llm_server: Any, tmp_path: Path
+) -> None:
+    mockup = tmp_path / "mockup.png"
+    mockup.write_bytes(b"\x89PNG\r\n\x1a\n a mock-up")
+    llm_server.add_rule(IS_AIDER, aider_whole({"mathx.py": FIXED}))
+    env = {**model_env(llm_server), "AIDER_LSP_AIDER_MODEL": "openai/gpt-4o"}  # litellm: reads images
+    args = (
+        "run",
+        "--workspace",
+        str(project),
+        "--goal",
+        "double as the mock-up shows",
+        "--files",
+        "mathx.py",
+    )
+    tests = ("--test", f"{sys.executable} -m unittest")
+    missing = run_cli(*args, *tests, "--image", str(tmp_path / "nope.png"), env=env)
+    assert missing.returncode == 2 and "images must name existing image files" in missing.stderr
+    assert llm_server.chat_requests() == []
+    done = subprocess.run(
+        [*CLI, *args, *tests, "--image", "mockup.png"], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (project / "mathx.py").read_text() == FIXED
+    (edit,) = [request for request in llm_server.chat_requests() if IS_AIDER(request)]
+    assert "data:image/png;base64," in json.dumps(edit)  # the relative path, from where the user ran it

@@ -129,6 +129,14 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="MODEL",
         help="a model the attempts edit with, in turn (repeat it: one per attempt)",
     )
+    run_parser.add_argument(
+        "--image",
+        action="append",
+        type=_folder,
+        metavar="FILE",
+        help="an image (a screenshot, a mock-up) shown to Aider's model with each edit; the model "
+        "must read images (repeat it for more)",
+    )
     run_parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     run_parser.add_argument(
         "--debug",
@@ -247,7 +255,8 @@ def _leave_start_folder(own_entry: bool) -> None:
 
 
 def _folder(text: str) -> Path:
-    """A path argument made absolute while the start folder is still the current one."""
+    """A path argument (a folder, a file) made absolute while the start folder is still the
+    current one."""
     return Path(text).expanduser().absolute()
 
 
@@ -339,6 +348,7 @@ def _run(args: argparse.Namespace) -> int:
         "attempts": args.attempts,
         "choose": args.choose,
         "aider_models": args.aider_model or [],
+        "images": [str(image) for image in args.image or []],
     }
     return run_workflow_command(args.workspace, fields, as_json=args.json, debug=args.debug)
 
