@@ -784,7 +784,7 @@ async def test_the_lsp_and_acp_fronts_share_one_workspace(
     ):
         session_id = await new_session(conn, calc_project)
         await conn.prompt(session_id=session_id, prompt=[text_block("/context multiply")])
-        links = [u.content.uri for u in client.of(AgentMessageChunk) if hasattr(u.content, "uri")]
+        links = client.reply()
         found = await execute(editor, "aider-lsp.system.getContext", {"query": "multiply"})
         edited = await conn.prompt(session_id=session_id, prompt=[text_block("Fix it"), link(calc)])
         assert edited.stop_reason == "end_turn" and calc.read_text() == FIXED

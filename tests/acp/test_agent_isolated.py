@@ -103,7 +103,8 @@ async def test_an_isolated_turn_shows_its_edits_on_the_users_paths_and_applies_w
     assert (first.old_text, first.new_text, second.old_text, second.new_text) == (BUGGY, HALF, HALF, FIXED)
     assert (whole.old_text, whole.new_text) == (BUGGY, FIXED)
     (question,) = client.asked
-    assert question.title == "Apply this change?" and question.kind == "edit"
+    # what the change is, in the title (a client may show the title alone)
+    assert question.title == "Apply this change to calc.py (+1 -1)?" and question.kind == "edit"
     assert client.offered == [["allow_once", "reject_once", "reject_always"]]
     assert client.offered_names == [
         ["Apply to my files", "Leave it ready", "Discard"]
@@ -255,7 +256,7 @@ async def test_a_cancel_while_asked_leaves_the_run_ready(project: Path) -> None:
         answer = await asyncio.wait_for(prompt, 60)  # a cap: the user never answers
         await asyncio.sleep(0.1)
     assert answer.stop_reason == "cancelled"
-    (question,) = [start for start in client.of(ToolCallStart) if start.title == "Apply this change?"]
+    (question,) = [start for start in client.of(ToolCallStart) if start.title.startswith("Apply this change")]
     end = [u for u in client.of(ToolCallProgress) if u.tool_call_id == question.tool_call_id][-1]
     said = end.content[-1].content.text
     assert end.status == "completed" and said.startswith("Not decided (the prompt was cancelled). Run run-1")

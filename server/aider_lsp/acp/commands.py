@@ -5,8 +5,8 @@ question at the end of an isolated Workflow turn, asked again: ready_run.py), `/
 for the question's Discard).
 
 Each is one Application call rendered like a turn's: `/test` as an `execute` tool call (a
-command found in the workspace asked for first, as in a Workflow turn), `/context` as resource
-links the client can open. A prompt starting with another `/word` is not a command here: it
+command found in the workspace asked for first, as in a Workflow turn), `/context` as links the
+client can open. A prompt starting with another `/word` is not a command here: it
 goes to the session's mode as text.
 """
 
@@ -22,8 +22,6 @@ from acp.schema import (
     StopReason,
     UnstructuredCommandInput,
 )
-
-from acp import resource_link_block, update_agent_message
 
 from ..models import ContextGenerationInput, DeclinedTestCommand, RequestContext
 from ..models.outcome import capitalised, test_outcome
@@ -132,11 +130,12 @@ async def _context(session: AcpSession, argument: str) -> None:
     if not paths:
         session.outbox.post(render.message(f"No file in the index matches {argument!r}."))
         return
-    session.outbox.post(render.message(f"The files most relevant to {argument!r}:\n"))
-    for rel in dict.fromkeys(paths):
-        path = session.app.workspace / rel
-        session.outbox.post(update_agent_message(resource_link_block(rel, path.as_uri())))
-        session.outbox.post(render.message("\n"))
+    # markdown links, not resource_link blocks: clients that show text only (the VS Code ACP
+    # Client, avante) dropped those, leaving the heading alone
+    links = [f"- {render.file_link(rel, session.app.workspace)}" for rel in dict.fromkeys(paths)]
+    session.outbox.post(
+        render.message(f"The files most relevant to {argument!r}:\n\n" + "\n".join(links) + "\n")
+    )
 
 
 async def _budget(session: AcpSession, argument: str) -> None:

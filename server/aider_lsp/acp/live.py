@@ -55,7 +55,7 @@ class LiveRun:
             self._edit_finished(event)
         elif isinstance(event, TestRunStarted):
             self.test = self.session.next_call_id("test")
-            self._post(render.test_run_started(self.test, event.command, _why(event)))
+            self._post(render.test_run_started(self.test, event.command, _why(event), _which(event)))
         elif isinstance(event, TestRunFinished):
             self._test_finished(event)
         elif isinstance(event, AnalysisMade):
@@ -115,6 +115,10 @@ class LiveRun:
 
     def _post(self, update: render.Update) -> None:
         self.session.outbox.post(update)
+
+
+def _which(event: TestRunStarted) -> str:
+    return "before the first edit" if event.before_edit else f"iteration {event.iteration}"
 
 
 def _why(event: TestRunStarted | TestRunFinished) -> str:

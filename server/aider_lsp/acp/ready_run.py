@@ -77,7 +77,7 @@ async def decide(session: AcpSession, run_id: str, diff: str = "") -> RunAction 
     label = record.label if record is not None and record.label else run_id
     content.append(tool_content(text_block(f"Run {run_id}: {label}")))
     options = [APPLY_OPTION, aside, DISCARD_OPTION]
-    chosen = await _ask(session, "Apply this change?", options, content, locations, run_id)
+    chosen = await _ask(session, _apply_question(diff), options, content, locations, run_id)
     if chosen is LEAVE_OPTION:
         session.outbox.say(later(run_id))
     if chosen is None or chosen is LEAVE_OPTION:
@@ -211,6 +211,19 @@ def later(run_id: str) -> str:
         f"it away, or in a terminal in this folder `aider-lsp apply {run_id}` applies it and "
         f"`aider-lsp discard {run_id}` throws it away."
     )
+
+
+def _apply_question(diff: str) -> str:
+    """ "Apply this change to calc.py (+2 -1)?": what the change is, in the title (a client may
+    show the title alone, as the VS Code ACP Client's question does)."""
+    parts = render.file_parts(diff)
+    if not parts:
+        return "Apply this change?"
+    lines = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    added = sum(line.startswith("+") for line in lines)
+    files = list(parts)
+    named = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return f"Apply this change to {named} (+{added} -{len(lines) - added})?"
 
 
 def _names(files: Sequence[str]) -> str:

@@ -180,12 +180,14 @@ def setup_done(call_id: str, elapsed: float, failed: str | None = None) -> ToolC
     )
 
 
-def test_run_started(call_id: str, command: str, why: str = "") -> ToolCallStart:
-    """A test run starts: the command is the title; `why` (which run of the loop) its content."""
+def test_run_started(call_id: str, command: str, why: str = "", which: str = "") -> ToolCallStart:
+    """A test run starts: the command is the title, `which` run of the loop after it ("before
+    the first edit", "iteration 2": a run's two runs of one command read apart in a client that
+    shows titles alone); `why` its content."""
     content = [tool_content(text_block(why))] if why else None
     return start_tool_call(
         call_id,
-        command,
+        f"{command} ({which})" if which else command,
         kind="execute",
         status="in_progress",
         content=content,
@@ -228,6 +230,11 @@ def _test_outcome(run: TestRunFinished | CommandRun) -> str:
     if run.timed_out:
         return "killed at the timeout"
     return "passed" if run.exit_code == 0 else f"failed (exit code {run.exit_code})"
+
+
+def file_link(rel: str, workspace: Path) -> str:
+    """A workspace file as a markdown link (its URI in angle brackets: a path may hold brackets)."""
+    return f"[{rel}](<{(workspace / rel).as_uri()}>)"
 
 
 def _finding_link(finding: Finding, workspace: Path) -> str:
