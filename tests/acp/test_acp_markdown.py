@@ -310,7 +310,7 @@ def test_a_code_block_written_for_a_while_shows_its_lines_as_a_tool_call_until_s
     assert shown[-1].title == "Aider is writing python (5 lines)" and shown[-1].status is None
     sent = piece("```\nDone.", 2.4)
     assert sent.startswith("```python\ndef add") and sent.endswith("```\nDone.")
-    assert shown[-1].status == "completed" and shown[-1].title == "Aider wrote python (5 lines)"
+    assert shown[-1].status == "completed" and shown[-1].title == "Aider wrote python"
     assert {update.tool_call_id for update in shown} == {started.tool_call_id}
     piece("\n```\nquick\n```\n", 3.0)  # a second block, sent within the second: no call
     assert len(shown) == 3

@@ -6,7 +6,7 @@ file rewritten) showed nothing for as long as Aider wrote it: 29 s of a still ch
 CodeCompanion. A block that arrives within `QUIET_SECONDS` shows no call (most do); a longer
 one gets a call "Aider is writing calc.py (40 lines)" (the file Aider's format names before
 the fence, else the block's language), its title updated at most once a `QUIET_SECONDS`,
-completed when the block is sent ("Aider wrote calc.py (212 lines)"). A tool
+completed when the block is sent ("Aider wrote calc.py"). A tool
 call is its own line in every client (CodeCompanion updates it in place, Zed as a card), so
 what the chat shows stays closed markdown whenever the client stops listening.
 """
@@ -46,25 +46,28 @@ class CodeBeingWritten:
         self.lines, self.what = held.lines_held(), held.label()
         if self.call_id is None and now - self.since >= QUIET_SECONDS:
             self.call_id, self.shown_at = f"writing-{uuid.uuid4().hex[:8]}", now
-            title = self._title("is writing")
+            title = self._title()
             updates.append(start_tool_call(self.call_id, title, kind="other", status="in_progress"))
         elif self.call_id is not None and now - self.shown_at >= QUIET_SECONDS:
             self.shown_at = now
-            updates.append(update_tool_call(self.call_id, title=self._title("is writing")))
+            updates.append(update_tool_call(self.call_id, title=self._title()))
         return updates
 
     def done(self) -> list[Any]:
         """The shown call completed (the block was sent, or the turn ends); nothing followed."""
         updates = []
         if self.call_id is not None:
-            updates.append(update_tool_call(self.call_id, title=self._title("wrote"), status="completed"))
+            # no count: the chunk that closed the block may have brought lines not counted yet
+            updates.append(
+                update_tool_call(self.call_id, title=f"Aider wrote {self.what}", status="completed")
+            )
         self.block, self.call_id = 0, None
         return updates
 
-    def _title(self, verb: str) -> str:
+    def _title(self) -> str:
         """ "Aider is writing calc.py (40 lines)": no colon (CodeCompanion shows a title up to
         its first one)."""
         if not self.lines:
-            return f"Aider {verb} {self.what}"
+            return f"Aider is writing {self.what}"
         lines = f"{self.lines} line" + ("" if self.lines == 1 else "s")
-        return f"Aider {verb} {self.what} ({lines})"
+        return f"Aider is writing {self.what} ({lines})"
