@@ -492,7 +492,7 @@ def _workspace(cwd: str) -> Path:
         # (avante sends the folder Neovim started in when the project lies below it)
         raise invalid_params(
             f"cwd is {'your home folder' if path != Path(path.anchor) else 'the file system root'} "
-            f"({path}), not a project: open the project's folder (in avante, start Neovim in it)"
+            f"({path}), not a project: open the project's folder, or start the editor in it"
         )
     return path
 

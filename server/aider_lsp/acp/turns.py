@@ -64,7 +64,8 @@ async def run_turn(session: AcpSession, request: PromptInput) -> StopReason:
         return await run_command(session, *command)
     if session.app.aider_setup_needed() and not await set_up_aider(session):
         return "end_turn"
-    with saved_images(request.images) as request.image_files:
+    with saved_images(request.images) as image_files:
+        request.image_files = image_files  # while the turn runs: removed after it
         if session.mode is Mode.ASK:
             return await ask_turn(session, request)
         try:
