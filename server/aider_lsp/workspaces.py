@@ -26,6 +26,17 @@ MAX_OPEN = 4  # Applications alive at once by default (as Settings.max_open_fold
 CLOSE_SECONDS = 10.0  # an Application may take this long to stop its Aider server and index
 
 
+def not_a_project(root: Path) -> str | None:
+    """Why `root` cannot be a workspace (the user's home folder, the file system root: indexed,
+    its files offered to Aider, `.aider-lsp/` written there, never meant so), or None."""
+    root = root.resolve()
+    if root == Path(root.anchor):
+        return f"the file system root ({root}) is not a project"
+    if root == Path.home().resolve():
+        return f"your home folder ({root}) is not a project"
+    return None
+
+
 class Closable(Protocol):
     """What the pool needs of an Application: its root, and how to stop it."""
 

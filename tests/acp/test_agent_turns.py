@@ -198,10 +198,12 @@ async def test_a_cancelled_prompt_sent_again_before_the_next_one_does_not_run_ag
     assert "Fix add" in edits[2]
 
 
-async def test_a_prompt_sent_while_a_workflow_runs_in_place_is_a_note_for_its_next_edit(
-    project: Path,
+@pytest.mark.parametrize(("isolation", "steered"), [("none", None), ("worktree", "run-1")])
+async def test_a_prompt_sent_while_a_workflow_runs_is_a_note_for_its_run(
+    project: Path, isolation: str, steered: str | None
 ) -> None:
-    """#52: the user steers a run under way by writing to it; the running turn says it was noted."""
+    """#52: the user steers a run under way by writing to it (in place, or the isolated run the
+    turn started); the running turn says it was noted."""
     fakes = FakeApps(SETTINGS.model_copy(update={"test_command": "pytest"}))
     app = fakes.app(project)
     app.runs.append([Iteration(Turn(writes={"calc.py": FIXED}), GREEN)])
@@ -209,10 +211,12 @@ async def test_a_prompt_sent_while_a_workflow_runs_in_place_is_a_note_for_its_ne
     async with in_process_agent(fakes) as (conn, client, _):
         session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=session_id, mode_id="workflow")
+        await conn.set_config_option(config_id="isolation", session_id=session_id, value=isolation)
         turn = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("make it pass")]))
         assert await eventually(lambda: client.of(ToolCallStart))
         noted = await conn.prompt(session_id=session_id, prompt=[text_block("negative numbers too")])
         assert noted.stop_reason == "end_turn" and app.notes == ["negative numbers too"]
+        assert app.steered == [steered]
         assert "Noted for the run's next edit: “negative numbers too”." in client.reply()
         await conn.cancel(session_id=session_id)
         assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
@@ -334,27 +338,6 @@ async def test_an_avante_prompt_runs_its_current_request_and_its_slash_command(p
     edits = [call for name, call in app.calls if name == EDIT]
     assert [edit["prompt"] for edit in edits] == ["Fix add"]  # /diff was a command, not a prompt
     assert client.reply().startswith("```diff")
-
-
-async def test_a_prompt_sent_while_an_isolated_workflow_runs_is_a_note_for_the_run_it_started(
-    project: Path,
-) -> None:
-    fakes = FakeApps(SETTINGS.model_copy(update={"test_command": "pytest"}))
-    app = fakes.app(project)
-    app.runs.append([Iteration(Turn(writes={"calc.py": FIXED}), GREEN)])
-    app.hold.add(RUN)
-    async with in_process_agent(fakes) as (conn, client, _):
-        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-        await conn.set_session_mode(session_id=session_id, mode_id="workflow")
-        await conn.set_config_option(config_id="isolation", session_id=session_id, value="worktree")
-        turn = asyncio.create_task(conn.prompt(session_id=session_id, prompt=[text_block("make it pass")]))
-        assert await eventually(lambda: client.of(ToolCallStart))
-        noted = await conn.prompt(session_id=session_id, prompt=[text_block("keep the docstring")])
-        await conn.cancel(session_id=session_id)
-        await asyncio.wait_for(turn, 60)
-    assert noted.stop_reason == "end_turn" and app.notes == ["keep the docstring"]
-    assert app.steered == ["run-1"]  # the isolated run this turn started
-    assert "Noted for the run's next edit: “keep the docstring”." in client.reply()
 
 
 async def test_a_file_an_edit_turn_left_unchanged_is_said_so_by_its_title_not_its_place(

@@ -57,7 +57,7 @@ from acp.schema import (
 from acp import PROTOCOL_VERSION, RequestError
 
 from .. import __version__
-from ..workspaces import ApplicationPool, settle
+from ..workspaces import ApplicationPool, not_a_project, settle
 from . import transcript
 from .auth import SIGN_IN_FIELDS, auth_methods, runs_terminal_auth, sign_in_required
 from .buffers import HeldFiles
@@ -487,13 +487,9 @@ def _workspace(cwd: str) -> Path:
     path = Path(cwd).resolve()
     if not path.is_dir():
         raise invalid_params(f"cwd is not an existing folder: {cwd}")
-    if path == Path.home().resolve() or path == Path(path.anchor):
-        # indexed, its files offered to Aider, `.aider-lsp/` written there: never meant so
-        # (avante sends the folder Neovim started in when the project lies below it)
-        raise invalid_params(
-            f"cwd is {'your home folder' if path != Path(path.anchor) else 'the file system root'} "
-            f"({path}), not a project: open the project's folder, or start the editor in it"
-        )
+    problem = not_a_project(path)  # avante sends the folder Neovim started in (often `~`)
+    if problem is not None:
+        raise invalid_params(f"cwd: {problem}: open the project's folder, or start the editor in it")
     return path
 
 
